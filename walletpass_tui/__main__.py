@@ -1,0 +1,3 @@
+from walletpass_tui.cli import main
+
+raise SystemExit(main())

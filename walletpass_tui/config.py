@@ -1,0 +1,330 @@
+"""Settings: where they come from and what they are.
+
+Precedence, highest first: command-line flags > environment (``WALLETPASS_*``) > a TOML file
+(``config.toml`` in the config directory, or ``--config PATH``) > defaults. Every value remembers
+where it came from so ``config show`` can say so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+APP_NAME = "walletpass-tui"
+
+ENV_API_KEY = "WALLETPASS_API_KEY"
+ENV_BASE_URL = "WALLETPASS_BASE_URL"
+ENV_REGISTRATION_URL = "WALLETPASS_REGISTRATION_URL"
+ENV_HOME = "WALLETPASS_HOME"
+
+DEFAULT_RECEIVER_HOST = "127.0.0.1"
+DEFAULT_RECEIVER_PORT = 8787
+DEFAULT_RECEIVER_PATH = "/webhooks"
+DEFAULT_TOLERANCE_S = 300
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_RETENTION_DAYS = 30
+
+
+class ConfigError(Exception):
+    """A setting is missing or invalid; the message says what to do."""
+
+
+_LABEL_PREFIX = re.compile(r"^([A-Za-z]{1,8}_){1,3}")
+
+
+def mask_secret(value: str | None) -> str:
+    """Show at most a label-like prefix (``wp_live_``, ``whsec_``) and the last 4 characters."""
+    if not value:
+        return "(not set)"
+    prefix_match = _LABEL_PREFIX.match(value)
+    prefix = prefix_match.group(0) if prefix_match else ""
+    rest = value[len(prefix) :]
+    if len(rest) < 12:
+        # Too short to reveal anything of it safely.
+        return f"{prefix}…"
+    return f"{prefix}…{rest[-4:]}"
+
+
+class Secret:
+    """A string that never shows itself in ``str``, ``repr`` or f-strings."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    @property
+    def masked(self) -> str:
+        return mask_secret(self._value)
+
+    def __repr__(self) -> str:
+        return f"Secret({self.masked!r})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str | None = None
+    registration_url: str | None = None
+    api_key: Secret | None = None
+    home: Path = field(default_factory=lambda: default_data_dir())
+    receiver_host: str = DEFAULT_RECEIVER_HOST
+    receiver_port: int = DEFAULT_RECEIVER_PORT
+    receiver_path: str = DEFAULT_RECEIVER_PATH
+    tolerance_s: int = DEFAULT_TOLERANCE_S
+    max_body: int = DEFAULT_MAX_BODY
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    allow_http: bool = False
+    public_url: str | None = None
+    config_file: Path | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "deliveries.sqlite3"
+
+    @property
+    def endpoints_path(self) -> Path:
+        return self.home / "endpoints.json"
+
+    def source_of(self, name: str) -> str:
+        return self.sources.get(name, "default")
+
+    def with_values(self, source: str = "override", **values: Any) -> Settings:
+        """A copy with some values replaced, recording ``source`` for each."""
+        sources = dict(self.sources)
+        for key in values:
+            sources[key] = source
+        return replace(self, sources=sources, **values)
+
+    def receiver_url(self) -> str:
+        host = self.receiver_host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.receiver_port}{self.receiver_path}"
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(name, display value, source) for every setting; secrets masked."""
+        rows = [
+            ("base_url", self.base_url or "(not set)"),
+            ("registration_url", self.registration_url or "(not set)"),
+            ("api_key", self.api_key.masked if self.api_key else "(not set)"),
+            ("home", str(self.home)),
+            ("receiver_host", self.receiver_host),
+            ("receiver_port", str(self.receiver_port)),
+            ("receiver_path", self.receiver_path),
+            ("tolerance_s", str(self.tolerance_s)),
+            ("max_body", str(self.max_body)),
+            ("timeout_s", str(self.timeout_s)),
+            ("retention_days", str(self.retention_days)),
+            ("allow_http", "true" if self.allow_http else "false"),
+            ("public_url", self.public_url or "(not set)"),
+        ]
+        return [(name, value, self.source_of(name)) for name, value in rows]
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def default_config_file(env: Mapping[str, str]) -> Path:
+    home = env.get(ENV_HOME)
+    if home:
+        return Path(home).expanduser() / "config.toml"
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
+
+
+# name -> (type, validator). Keys accepted in the TOML file and as flags.
+_FIELDS: dict[str, type] = {
+    "base_url": str,
+    "registration_url": str,
+    "api_key": str,
+    "home": str,
+    "receiver_host": str,
+    "receiver_port": int,
+    "receiver_path": str,
+    "tolerance_s": int,
+    "max_body": int,
+    "timeout_s": float,
+    "retention_days": int,
+    "allow_http": bool,
+    "public_url": str,
+}
+
+# Friendlier TOML spellings, mapped to field names.
+_TOML_ALIASES = {
+    "data_dir": "home",
+    "host": "receiver_host",
+    "port": "receiver_port",
+    "path": "receiver_path",
+    "tolerance": "tolerance_s",
+    "timeout": "timeout_s",
+}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"The config file {path} is not valid TOML ({exc}); fix or remove it."
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the config file {path} ({exc.strerror}).") from None
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):  # allow [receiver] / [service] tables
+            for sub, subval in value.items():
+                flat[_TOML_ALIASES.get(sub, sub)] = subval
+        else:
+            flat[_TOML_ALIASES.get(key, key)] = value
+    unknown = sorted(set(flat) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"The config file {path} has unknown setting(s): {', '.join(unknown)}; "
+            f"known ones are {', '.join(sorted(_FIELDS))}."
+        )
+    return flat
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    kind = _FIELDS[name]
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(value)
+        if kind is int and isinstance(value, bool):
+            raise ValueError(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        shown = "(hidden)" if name == "api_key" else repr(value)
+        raise ConfigError(
+            f"The setting {name} from {origin} must be a {kind.__name__}, not {shown}."
+        ) from None
+
+
+def _validate(values: dict[str, Any]) -> None:
+    path = values.get("receiver_path")
+    if path is not None and not str(path).startswith("/"):
+        raise ConfigError(f"The receiver path must start with '/', got {path!r}.")
+    port = values.get("receiver_port")
+    if port is not None and not 0 <= int(port) <= 65535:
+        raise ConfigError(f"The receiver port must be between 0 and 65535, got {port}.")
+    tol = values.get("tolerance_s")
+    if tol is not None and int(tol) < 0:
+        raise ConfigError("The timestamp tolerance must be zero or more seconds.")
+    max_body = values.get("max_body")
+    if max_body is not None and int(max_body) < 1:
+        raise ConfigError("The body limit must be at least 1 byte.")
+    for key in ("base_url", "registration_url", "public_url"):
+        url = values.get(key)
+        if url and not re.match(r"^https?://[^/\s]+", str(url)):
+            raise ConfigError(f"The setting {key} must be an http(s) URL with a host, got {url!r}.")
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> Settings:
+    """Build the effective settings. ``flags`` holds only values the user actually passed."""
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    config_path = config_file or default_config_file(env)
+    explicit_config = config_file is not None
+    if explicit_config and not config_path.exists():
+        raise ConfigError(f"The config file {config_path} does not exist.")
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+
+    for key, value in _read_toml(config_path).items():
+        values[key] = _coerce(key, value, f"config file {config_path}")
+        sources[key] = f"file {config_path}"
+
+    env_map = {
+        ENV_API_KEY: "api_key",
+        ENV_BASE_URL: "base_url",
+        ENV_REGISTRATION_URL: "registration_url",
+        ENV_HOME: "home",
+    }
+    for var, key in env_map.items():
+        if env.get(var):
+            values[key] = _coerce(key, env[var], f"${var}")
+            sources[key] = f"env {var}"
+
+    for key, value in flags.items():
+        if key not in _FIELDS:
+            raise ConfigError(f"Unknown setting {key}.")
+        values[key] = _coerce(key, value, "the command line")
+        sources[key] = "flag"
+
+    _validate(values)
+    for key in ("base_url", "registration_url", "public_url"):
+        if values.get(key):
+            values[key] = str(values[key]).rstrip("/")
+    api_key = values.pop("api_key", None)
+    home = values.pop("home", None)
+    return Settings(
+        **values,
+        api_key=Secret(api_key) if api_key else None,
+        home=Path(home).expanduser() if home else default_data_dir(),
+        config_file=config_path,
+        sources=sources,
+    )
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) if needed."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

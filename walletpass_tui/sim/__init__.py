@@ -1,0 +1,1 @@
+"""The simulated Wallet Pass Service: its API, an event generator and a delivery engine."""

@@ -1,0 +1,1 @@
+"""Everything about one delivery, independent of any UI."""

@@ -1,0 +1,203 @@
+"""Webhook signatures: verify a delivery and say precisely why it was rejected; sign for replay.
+
+Pure functions over the ``standardwebhooks`` package, working around what it cannot do for us:
+
+* ``Webhook.verify`` decodes the body as strict UTF-8, so a valid signature over non-UTF-8 bytes would
+  fail there. We compute the HMAC over the raw bytes with the package's ``hmac_data``.
+* Its tolerance is fixed at 300 s; ours is a parameter, checked into the past and the future.
+* A malformed entry in ``webhook-signature`` makes it raise a bare ``ValueError``/``binascii.Error``
+  and stop looking; we skip malformed entries so they never hide a valid ``v1`` entry.
+* Its ``sign`` treats a naive datetime as UTC and *replaces* the zone of an aware one; we always pass
+  an aware UTC time.
+* It decodes secrets leniently (bad base64 is accepted); ``parse_secret`` rejects them with a clear
+  message, for secrets a user configures.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from standardwebhooks.webhooks import Webhook, hmac_data
+
+SECRET_PREFIX = "whsec_"
+HEADER_ID = "webhook-id"
+HEADER_TIMESTAMP = "webhook-timestamp"
+HEADER_SIGNATURE = "webhook-signature"
+REQUIRED_HEADERS = (HEADER_ID, HEADER_TIMESTAMP, HEADER_SIGNATURE)
+
+
+class SecretError(ValueError):
+    """A configured signing secret is not usable; the message says why."""
+
+
+def parse_secret(secret: str) -> bytes:
+    """The key bytes of a ``whsec_`` secret, strictly decoded.
+
+    Spec section 5: drop the prefix up to and including the first underscore, base64-decode the rest.
+    """
+    text = secret.strip()
+    if not text.startswith(SECRET_PREFIX):
+        raise SecretError("A signing secret starts with whsec_ followed by base64 text.")
+    body = text[len(SECRET_PREFIX) :]
+    if not body:
+        raise SecretError("The signing secret has nothing after whsec_.")
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        key = base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        raise SecretError(
+            "The signing secret is not valid base64 after whsec_; copy it again from where the "
+            "endpoint was created."
+        ) from None
+    if not key:
+        raise SecretError("The signing secret decodes to an empty key.")
+    return key
+
+
+class Reason(StrEnum):
+    OK = "verified"
+    MISSING_HEADERS = "missing header(s)"
+    MALFORMED_TIMESTAMP = "malformed timestamp"
+    TIMESTAMP_TOO_OLD = "timestamp too old"
+    TIMESTAMP_TOO_NEW = "timestamp too new"
+    NO_V1_SIGNATURE = "no v1 signature present"
+    NO_MATCH = "no signature matches"
+    NO_SECRET = "no secret configured"
+
+    @property
+    def status(self) -> int:
+        """The HTTP status the receiver answers with for this verdict."""
+        if self is Reason.OK:
+            return 200
+        if self in (Reason.MISSING_HEADERS, Reason.MALFORMED_TIMESTAMP, Reason.NO_V1_SIGNATURE):
+            return 400
+        return 401
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A secret to verify with, and the endpoint it belongs to (None for a bare ``--secret``)."""
+
+    key: bytes
+    endpoint_id: str | None = None
+    label: str = ""
+
+    @classmethod
+    def from_secret(cls, secret: str, endpoint_id: str | None = None) -> SigningKey:
+        return cls(key=parse_secret(secret), endpoint_id=endpoint_id, label=endpoint_id or "")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: Reason
+    detail: str = ""
+    matched: SigningKey | None = None
+
+    @property
+    def status(self) -> int:
+        return self.reason.status
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
+
+    @property
+    def endpoint_id(self) -> str | None:
+        return self.matched.endpoint_id if self.matched else None
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def signed_content(msg_id: str, timestamp: str, body: bytes) -> bytes:
+    return f"{msg_id}.{timestamp}.".encode() + body
+
+
+def compute_signature(key: bytes, msg_id: str, timestamp: str, body: bytes) -> str:
+    """The ``v1,<base64>`` entry for this message."""
+    digest = hmac_data(key, signed_content(msg_id, timestamp, body))
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def _v1_signatures(header: str) -> list[bytes]:
+    """Decoded ``v1`` signatures; malformed and other-version entries are skipped."""
+    found: list[bytes] = []
+    for entry in header.split(" "):
+        version, sep, value = entry.partition(",")
+        if not sep or version != "v1" or not value:
+            continue
+        try:
+            found.append(base64.b64decode(value, validate=True))
+        except (binascii.Error, ValueError):
+            continue
+    return found
+
+
+def verify(
+    headers: Mapping[str, str],
+    body: bytes,
+    keys: Sequence[SigningKey],
+    *,
+    now: datetime,
+    tolerance_s: float = 300,
+) -> Verdict:
+    """Check one delivery against every key; the first that matches is recorded."""
+    missing = [h for h in REQUIRED_HEADERS if not _header(headers, h)]
+    if missing:
+        return Verdict(False, Reason.MISSING_HEADERS, ", ".join(missing))
+    msg_id = _header(headers, HEADER_ID) or ""
+    ts_text = (_header(headers, HEADER_TIMESTAMP) or "").strip()
+    sig_header = _header(headers, HEADER_SIGNATURE) or ""
+
+    if not ts_text.isascii() or not ts_text.isdigit() or len(ts_text) > 12:
+        return Verdict(False, Reason.MALFORMED_TIMESTAMP, "expected whole seconds since the epoch")
+    age = now.timestamp() - int(ts_text)
+    if age > tolerance_s:
+        return Verdict(
+            False, Reason.TIMESTAMP_TOO_OLD, f"{age:.0f} s old, tolerance {tolerance_s:g} s"
+        )
+    if -age > tolerance_s:
+        return Verdict(
+            False, Reason.TIMESTAMP_TOO_NEW, f"{-age:.0f} s ahead, tolerance {tolerance_s:g} s"
+        )
+
+    candidates = _v1_signatures(sig_header)
+    if not candidates:
+        return Verdict(False, Reason.NO_V1_SIGNATURE)
+    if not keys:
+        return Verdict(False, Reason.NO_SECRET, "add --secret or import the endpoint")
+    content = signed_content(msg_id, ts_text, body)
+    for key in keys:
+        expected = hmac_data(key.key, content)
+        # Compare against every candidate (no early exit on the first mismatch).
+        if any(hmac.compare_digest(expected, sig) for sig in candidates):
+            return Verdict(True, Reason.OK, matched=key)
+    tried = len(keys)
+    return Verdict(False, Reason.NO_MATCH, f"tried {tried} secret{'s' if tried != 1 else ''}")
+
+
+def sign(secret: str, msg_id: str, body: bytes, when: datetime) -> dict[str, str]:
+    """The three Standard Webhooks headers for ``body``, as the service would send them."""
+    if when.tzinfo is None:
+        raise ValueError("sign() needs an aware datetime")
+    when = when.astimezone(UTC)
+    key = parse_secret(secret)
+    timestamp = str(int(when.timestamp()))
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        signature = compute_signature(key, msg_id, timestamp, body)
+    else:
+        signature = Webhook(key).sign(msg_id, when, text)
+    return {HEADER_ID: msg_id, HEADER_TIMESTAMP: timestamp, HEADER_SIGNATURE: signature}
