@@ -11,12 +11,14 @@ from collections.abc import Sequence
 
 from walletpass_tui import __version__
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.cli import service_cmds
+from walletpass_tui.cli import events_cmd, listen_cmd, service_cmds
 from walletpass_tui.cli.common import PROG, CommandError, add_receiver_flags, add_settings_flags
 from walletpass_tui.config import ConfigError
+from walletpass_tui.webhooks.receiver import ReceiverError
+from walletpass_tui.webhooks.store import StoreError
 
 # Each module adds its subcommands with register(subparsers, parents).
-COMMAND_MODULES = [service_cmds]
+COMMAND_MODULES = [service_cmds, listen_cmd, events_cmd]
 
 DESCRIPTION = """\
 A terminal dashboard for the Wallet Pass Service: list pass templates, register webhook endpoints,
@@ -55,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None) or _default_handler
     try:
         return handler(args)
-    except (CommandError, ConfigError, ApiError) as exc:
+    except (CommandError, ConfigError, ApiError, StoreError, ReceiverError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from walletpass_tui.config import Settings, load_settings
+from walletpass_tui.formatting import printable
+
+__all__ = ["CommandError", "print_json", "print_table", "printable", "settings_from_args"]
 
 PROG = "walletpass-tui"
 
@@ -104,21 +107,6 @@ def print_table(rows: list[list[str]], headers: list[str], out: TextIO | None = 
     out.write(line.rstrip() + "\n")
     for row in rows:
         out.write("  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() + "\n")
-
-
-def printable(text: str, limit: int | None = None) -> str:
-    """Untrusted text made safe for a terminal: control characters shown as escapes."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\t" or (code >= 0x20 and code != 0x7F and not 0x80 <= code < 0xA0):
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    result = "".join(out)
-    if limit is not None and len(result) > limit:
-        result = result[: max(0, limit - 1)] + "…"
-    return result
 
 
 Handler = Callable[[argparse.Namespace], int]

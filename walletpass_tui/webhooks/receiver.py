@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +26,10 @@ from walletpass_tui.webhooks.verify import SigningKey, verify
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
+
+
+class ReceiverError(Exception):
+    """The receiver cannot start (the port is taken, say); the message says what to do."""
 
 
 @dataclass
@@ -103,6 +108,9 @@ class Receiver:
 
     async def start(self) -> tuple[str, int]:
         """Bind and serve; returns the (host, port) actually bound (port 0 picks a free one)."""
+        # aiohttp logs malformed requests (which it answers 400 itself) with a traceback on
+        # stderr; a hostile sender must not be able to scribble over the terminal or the dashboard.
+        logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
         runner = web.AppRunner(
             self.app(),
             access_log=None,
@@ -117,7 +125,7 @@ class Receiver:
             await site.start()
         except OSError as exc:
             await runner.cleanup()
-            raise StoreError(self._bind_error(exc)) from None
+            raise ReceiverError(self._bind_error(exc)) from None
         self._runner = runner
         server = site._server  # the asyncio server: read the port actually bound
         sockets: list[socket.socket] = list(getattr(server, "sockets", None) or [])
