@@ -38,6 +38,7 @@ class ConfigError(Exception):
 
 
 _LABEL_PREFIX = re.compile(r"^([A-Za-z]{1,8}_){1,3}")
+_LABEL_MAX = 12
 
 
 def mask_secret(value: str | None) -> str:
@@ -46,10 +47,12 @@ def mask_secret(value: str | None) -> str:
         return "(not set)"
     prefix_match = _LABEL_PREFIX.match(value)
     prefix = prefix_match.group(0) if prefix_match else ""
+    if len(prefix) > _LABEL_MAX:
+        prefix = ""  # too long to be a label: it may be part of the secret
     rest = value[len(prefix) :]
     if len(rest) < 12:
-        # Too short to reveal anything of it safely.
-        return f"{prefix}…"
+        # Too short to reveal anything of it safely; the label too unless most of it stays hidden.
+        return f"{prefix}…" if len(rest) >= max(8, len(prefix)) else "…"
     return f"{prefix}…{rest[-4:]}"
 
 
@@ -152,8 +155,9 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
-def default_config_file(env: Mapping[str, str]) -> Path:
-    home = env.get(ENV_HOME)
+def default_config_file(env: Mapping[str, str], home: str | Path | None = None) -> Path:
+    """``config.toml`` in ``home`` (the --home flag), else in $WALLETPASS_HOME, else the platform's."""
+    home = home or env.get(ENV_HOME)
     if home:
         return Path(home).expanduser() / "config.toml"
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
@@ -175,6 +179,9 @@ _FIELDS: dict[str, type] = {
     "allow_http": bool,
     "public_url": str,
 }
+
+# Tables the TOML file may group settings in; their keys are read as if at the top level.
+_TOML_TABLES = ("receiver", "service")
 
 # Friendlier TOML spellings, mapped to field names.
 _TOML_ALIASES = {
@@ -200,13 +207,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"Cannot read the config file {path} ({exc.strerror}).") from None
     flat: dict[str, Any] = {}
+    unknown_tables: list[str] = []
     for key, value in raw.items():
         if isinstance(value, dict):  # allow [receiver] / [service] tables
+            if key not in _TOML_TABLES:
+                unknown_tables.append(f"[{key}]")
+                continue
             for sub, subval in value.items():
                 flat[_TOML_ALIASES.get(sub, sub)] = subval
         else:
             flat[_TOML_ALIASES.get(key, key)] = value
-    unknown = sorted(set(flat) - set(_FIELDS))
+    unknown = sorted(set(flat) - set(_FIELDS)) + unknown_tables
     if unknown:
         raise ConfigError(
             f"The config file {path} has unknown setting(s): {', '.join(unknown)}; "
@@ -215,8 +226,20 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return flat
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
+def _coerce(name: str, value: Any, origin: str, *, strict: bool = False) -> Any:
+    """``value`` as the setting's type. ``strict`` (a TOML file, which has real types) accepts only
+    that type (an integer for a float); otherwise text is parsed, as from the environment."""
     kind = _FIELDS[name]
+    if strict:
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            shown = "(hidden)" if name == "api_key" else repr(value)
+            raise ConfigError(
+                f"The setting {name} from {origin} must be a {_TYPE_NAMES[kind]}, not {shown}."
+            )
+        return kind(value)
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -233,8 +256,11 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
     except (TypeError, ValueError):
         shown = "(hidden)" if name == "api_key" else repr(value)
         raise ConfigError(
-            f"The setting {name} from {origin} must be a {kind.__name__}, not {shown}."
+            f"The setting {name} from {origin} must be a {_TYPE_NAMES[kind]}, not {shown}."
         ) from None
+
+
+_TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
 
 
 def _validate(values: dict[str, Any]) -> None:
@@ -250,6 +276,18 @@ def _validate(values: dict[str, Any]) -> None:
     max_body = values.get("max_body")
     if max_body is not None and int(max_body) < 1:
         raise ConfigError("The body limit must be at least 1 byte.")
+    timeout = values.get("timeout_s")
+    if timeout is not None and not 0 < float(timeout) < float("inf"):
+        raise ConfigError(f"The API call timeout must be more than 0 seconds, got {timeout}.")
+    api_key = values.get("api_key")
+    if api_key is not None and (
+        not api_key.isascii() or not api_key.isprintable() or " " in api_key
+    ):
+        # Never show it: it is a secret, even when mistyped.
+        raise ConfigError(
+            "The API key contains spaces, control or non-ASCII characters; copy it again from "
+            "your workspace settings."
+        )
     for key in ("base_url", "registration_url", "public_url"):
         url = values.get(key)
         if url and not re.match(r"^https?://[^/\s]+", str(url)):
@@ -264,7 +302,7 @@ def load_settings(
     """Build the effective settings. ``flags`` holds only values the user actually passed."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    config_path = config_file or default_config_file(env)
+    config_path = config_file or default_config_file(env, flags.get("home"))
     explicit_config = config_file is not None
     if explicit_config and not config_path.exists():
         raise ConfigError(f"The config file {config_path} does not exist.")
@@ -273,7 +311,7 @@ def load_settings(
     sources: dict[str, str] = {}
 
     for key, value in _read_toml(config_path).items():
-        values[key] = _coerce(key, value, f"config file {config_path}")
+        values[key] = _coerce(key, value, f"config file {config_path}", strict=True)
         sources[key] = f"file {config_path}"
 
     env_map = {
@@ -293,6 +331,8 @@ def load_settings(
         values[key] = _coerce(key, value, "the command line")
         sources[key] = "flag"
 
+    if isinstance(values.get("api_key"), str):
+        values["api_key"] = values["api_key"].strip()
     _validate(values)
     for key in ("base_url", "registration_url", "public_url"):
         if values.get(key):

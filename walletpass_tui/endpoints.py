@@ -33,7 +33,8 @@ class LocalEndpoint:
     secret: Secret
     created_at: str | None = None
     origin: str = "created"  # "created" here, or "imported"
-    raw: Mapping[str, Any] | None = field(default=None, compare=False)
+    # The service's create answer; holds the secret in clear, so never part of repr().
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_created(cls, endpoint: WebhookEndpoint) -> LocalEndpoint:
@@ -184,4 +185,10 @@ class EndpointRegistry:
             "updatedAt": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "endpoints": [e._to_file() for e in endpoints],
         }
-        write_private_file(self.path, json.dumps(payload, indent=2).encode() + b"\n")
+        try:
+            write_private_file(self.path, json.dumps(payload, indent=2).encode() + b"\n")
+        except OSError as exc:
+            raise ConfigError(
+                f"Cannot write {self.path} ({exc.strerror or exc}); check the data directory "
+                "(--home / WALLETPASS_HOME) is writable."
+            ) from None

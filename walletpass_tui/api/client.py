@@ -79,7 +79,11 @@ class WalletPassClient:
     async def list_pass_templates(self) -> TemplateList:
         url = f"{self._require_url('base_url')}/api/v0/passTemplates"
         text = await self._send("GET", url, None)
-        return parse_template_list(self._decode(text), text)
+        try:
+            return parse_template_list(self._decode(text), text)
+        except ApiError as exc:
+            exc.body = self._scrub(exc.body)
+            raise
 
     async def create_webhook_endpoint(
         self, url: str, topics: Sequence[str], enabled: bool = True
@@ -93,7 +97,12 @@ class WalletPassClient:
         target = f"{self._require_url('registration_url')}/v0/webhookEndpoints"
         body = {"enabledTopics": topics, "enabled": enabled, "url": url.strip()}
         text = await self._send("POST", target, body)
-        endpoint = WebhookEndpoint.from_response(self._decode(text), text)
+        try:
+            endpoint = WebhookEndpoint.from_response(self._decode(text), text)
+        except ApiError as exc:
+            # The body stays whole: it may hold the endpoint's secret, returned only this once.
+            exc.body = self._scrub(exc.body)
+            raise
         if self._on_created is not None:
             self._on_created(endpoint)
         return endpoint
@@ -120,11 +129,21 @@ class WalletPassClient:
             )
         return f"Bearer {key.reveal()}"
 
+    def _scrub(self, text: str | None) -> str | None:
+        """``text`` with our API key masked, should the service echo it back in an error."""
+        key = self.settings.api_key
+        if text is None or not key:
+            return text
+        return text.replace(key.reveal(), key.masked)
+
     def _decode(self, text: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            truncated = exc.pos >= len(text.rstrip()) - 1 and bool(text.strip())
+            # A cut-off answer fails at its very end, or inside a string still open at the end.
+            truncated = bool(text.strip()) and (
+                exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+            )
             why = "truncated JSON" if truncated else "not JSON"
             raise ApiError(
                 f"The service answered with {why} (at character {exc.pos}).",
@@ -149,10 +168,17 @@ class WalletPassClient:
                 if not last:
                     await self._backoff(attempt)
                     continue
+                hint = "Check your network, or raise timeout_s in the config file."
+                if method == "POST":
+                    # The service may have acted on it; sending it again could create a duplicate.
+                    hint = (
+                        "It may still have been carried out: check the service's web settings "
+                        f"before trying again. {hint}"
+                    )
                 raise ApiError(
                     f"The service did not answer within {self.settings.timeout_s:g} s ({url}).",
                     kind="timeout",
-                    hint="Check your network, or raise timeout_s in the config file.",
+                    hint=hint,
                 ) from None
             except httpx.ConnectError as exc:
                 if _is_tls_error(exc):
@@ -198,12 +224,12 @@ class WalletPassClient:
                 await self._backoff(attempt)
                 continue
             kind, hint = hint_for_status(response.status_code, retry_after)
+            status_text = f"{response.status_code} {response.reason_phrase}".strip()
             raise ApiError(
-                f"The service answered {response.status_code} {response.reason_phrase} "
-                f"to {method} {_path(url)}.",
+                f"The service answered {status_text} to {method} {_path(url)}.",
                 kind=kind,
                 status=response.status_code,
-                body=excerpt(text),
+                body=excerpt(self._scrub(text)),
                 hint=hint,
                 retry_after=retry_after,
             )

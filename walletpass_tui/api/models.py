@@ -89,7 +89,8 @@ class WebhookEndpoint:
     enabled: bool
     secret: Secret
     created_at: datetime
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # The answer as received; holds the secret in clear, so never part of repr().
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_response(cls, payload: Any, raw_text: str) -> WebhookEndpoint:

@@ -198,19 +198,26 @@ def cmd_listen(args: argparse.Namespace) -> int:
 
 async def _listen(settings: Settings, options: ReceiverOptions, as_json: bool) -> int:
     info = sys.stderr if as_json else sys.stdout
-    registry = EndpointRegistry(settings.endpoints_path)
-    store = await Store.open(settings.database_path)
+    # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
+    # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
+    stop = asyncio.Event()
+    signals = _catch_signals(stop)
     try:
-        receiver = Receiver(store, options, registry=registry)
-        store.subscribe(Printer(sys.stdout, as_json))
-        await receiver.start()
+        registry = EndpointRegistry(settings.endpoints_path)
+        store = await Store.open(settings.database_path)
         try:
-            _announce(info, receiver, settings, registry)
-            await _wait_for_signal()
+            receiver = Receiver(store, options, registry=registry)
+            store.subscribe(Printer(sys.stdout, as_json))
+            await receiver.start()
+            try:
+                _announce(info, receiver, settings, registry)
+                await stop.wait()
+            finally:
+                await receiver.stop()
         finally:
-            await receiver.stop()
+            await store.close()
     finally:
-        await store.close()
+        _release_signals(signals)
     print("Stopped; every acknowledged delivery is in the history.", file=info)
     return 0
 
@@ -238,15 +245,18 @@ def _announce(
     out.flush()
 
 
-async def _wait_for_signal() -> None:
-    stop = asyncio.Event()
+def _catch_signals(stop: asyncio.Event) -> list[signal.Signals]:
     loop = asyncio.get_running_loop()
+    caught = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
+            caught.append(sig)
+    return caught
+
+
+def _release_signals(caught: list[signal.Signals]) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in caught:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(sig)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.api.models import TOPICS, template_title
+from walletpass_tui.api.models import TOPICS, WebhookEndpoint, template_title
 from walletpass_tui.cli.common import (
     CommandError,
     print_json,
@@ -18,7 +20,7 @@ from walletpass_tui.cli.common import (
     printable,
     settings_from_args,
 )
-from walletpass_tui.config import Settings
+from walletpass_tui.config import ConfigError, Settings, mask_secret, write_private_file
 from walletpass_tui.endpoints import EndpointRegistry
 
 
@@ -133,7 +135,7 @@ def cmd_templates(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(run())
     except ApiError as exc:
-        raise _api_failure(exc) from None
+        raise _api_failure(exc, settings) from None
     if args.json:
         print_json(result.templates)
         return 0
@@ -173,29 +175,43 @@ def cmd_endpoints_create(args: argparse.Namespace) -> int:
     if not args.topics:
         raise CommandError("Give at least one --topic (pass.activated, pass.deactivated).")
     registry = _registry(settings)
+    # A damaged endpoints.json fails here, before the service creates an endpoint whose secret
+    # could then not be stored.
+    registry.load()
+    store_failures: list[ConfigError] = []
+
+    def store(endpoint: WebhookEndpoint) -> None:
+        try:
+            registry.record_created(endpoint)
+        except ConfigError as exc:  # the endpoint exists now: its secret must still be shown
+            store_failures.append(exc)
 
     async def run() -> Any:
-        async with WalletPassClient(
-            settings, on_endpoint_created=registry.record_created
-        ) as client:
+        async with WalletPassClient(settings, on_endpoint_created=store) as client:
             return await client.create_webhook_endpoint(url, args.topics, enabled=not args.disabled)
 
     try:
         endpoint = asyncio.run(run())
     except ApiError as exc:
-        raise _api_failure(exc) from None
+        raise _api_failure(exc, settings, rescue_secret=True) from None
     if args.json:
         print_json(endpoint.to_service_json())
-        return 0
-    print(f"Created {endpoint.id} -> {endpoint.url}")
-    print(f"  topics:  {', '.join(endpoint.enabled_topics)}")
-    print(f"  enabled: {'yes' if endpoint.enabled else 'no'}")
-    print(f"  secret:  {endpoint.secret.reveal()}")
-    print(
-        "This secret is shown once and cannot be retrieved from the service again. It is stored in "
-        f"{registry.path} (mode 0600) and used to verify deliveries.",
-        file=sys.stderr,
-    )
+    else:
+        print(f"Created {endpoint.id} -> {endpoint.url}")
+        print(f"  topics:  {', '.join(endpoint.enabled_topics)}")
+        print(f"  enabled: {'yes' if endpoint.enabled else 'no'}")
+        print(f"  secret:  {endpoint.secret.reveal()}")
+    if store_failures:
+        raise CommandError(
+            f"{endpoint.id} was created but its secret could not be stored: {store_failures[0]} "
+            "Keep the secret printed above: the service never returns it again."
+        )
+    if not args.json:
+        print(
+            "This secret is shown once and cannot be retrieved from the service again. It is "
+            f"stored in {registry.path} (mode 0600) and used to verify deliveries.",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -252,8 +268,36 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _api_failure(exc: ApiError) -> CommandError:
+ANSWER_SHOWN_CHARS = 300
+_SECRET_IN_TEXT = re.compile(r"whsec_[A-Za-z0-9+/=]+")
+
+
+def _redact(text: str, settings: Settings) -> str:
+    """``text`` with the API key and any signing secret masked."""
+    if settings.api_key:
+        text = text.replace(settings.api_key.reveal(), settings.api_key.masked)
+    return _SECRET_IN_TEXT.sub(lambda m: mask_secret(m.group(0)), text)
+
+
+def _api_failure(exc: ApiError, settings: Settings, *, rescue_secret: bool = False) -> CommandError:
+    """One line for stderr. When the service's answer is worth seeing it is appended, escaped and
+    shortened, secrets masked; an answer to the create call that holds a signing secret is saved
+    to a private file instead, since the service never returns that secret again."""
     message = str(exc)
-    if exc.body is not None and exc.kind in ("bad_shape", "bad_json", "http"):
-        message += "\n--- the service's answer ---\n" + printable(exc.body_excerpt or "")
-    return CommandError(message)
+    body = exc.body
+    if body is None or exc.kind not in ("bad_shape", "bad_json", "http"):
+        return CommandError(message)
+    if rescue_secret and _SECRET_IN_TEXT.search(body):
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        path = settings.home / f"unparsed-create-answer-{stamp}.txt"
+        try:
+            write_private_file(path, body.encode())
+        except OSError:
+            # Nowhere to keep it: showing it is the only way not to lose it.
+            return CommandError(f"{message} The service answered: {printable(body)}")
+        return CommandError(
+            f"{message} The answer holds the endpoint's signing secret; it is saved in {path} "
+            "(mode 0600)."
+        )
+    shown = printable(_redact(body, settings), ANSWER_SHOWN_CHARS)
+    return CommandError(f"{message} The service answered: {shown}")

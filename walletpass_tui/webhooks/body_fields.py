@@ -28,6 +28,11 @@ def parse_json(body: bytes) -> Any | None:
 
 def _label(value: Any) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= _MAX_LABEL:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate from a JSON escape: not storable text
+                return None
         return value
     return None
 

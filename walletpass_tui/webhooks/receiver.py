@@ -12,7 +12,7 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -20,12 +20,24 @@ from aiohttp import web
 
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.body_fields import labels
+from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.sources import SourcePolicy
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store, StoreError
-from walletpass_tui.webhooks.verify import SigningKey, verify
+from walletpass_tui.webhooks.store import (
+    FORWARD,
+    ORIGINAL,
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+    Store,
+    StoreError,
+    evolve,
+)
+from walletpass_tui.webhooks.verify import Reason, SigningKey, Verdict, verify
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
+REGISTRY_CHECK_S = 1.0
 
 
 class ReceiverError(Exception):
@@ -91,13 +103,17 @@ class Receiver:
         self.options = options
         self.registry = registry
         self._clock = clock
-        self._runner: web.AppRunner | None = None
+        self._runner: web.BaseRunner | None = None
         self._registry_keys: list[SigningKey] = []
-        self._registry_stamp: tuple[float, int] | None = None
+        self._registry_stamp: tuple[int, int, int] | None = None
+        self._registry_checked = -REGISTRY_CHECK_S
+        self._keys: list[SigningKey] = list(options.secrets)
         self.bound: tuple[str, int] | None = None
-        # Called with a stored verified attempt before the answer goes out; returns the attempt
-        # whose status is sent (``--ack target`` forwards first and answers with the target's).
-        self.before_answer: Callable[[Attempt], Awaitable[Attempt]] | None = None
+        # Forwarding: with ack_target the delivery is forwarded before the answer and the sender
+        # gets the target's status; otherwise forwards are queued with the delivery, sent after.
+        self.forwarder: Forwarder | None = None
+        self.ack_target = False
+        self.ack_budget_s = ACK_TARGET_BUDGET_S
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -111,14 +127,21 @@ class Receiver:
         # aiohttp logs malformed requests (which it answers 400 itself) with a traceback on
         # stderr; a hostile sender must not be able to scribble over the terminal or the dashboard.
         logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-        runner = web.AppRunner(
-            self.app(),
+        # aiohttp's low-level server: every path and method comes to _handle anyway, so the
+        # Application's router and middleware machinery would only add work to each delivery.
+        server = web.Server(
+            self._handle,
             access_log=None,
-            handle_signals=False,
-            shutdown_timeout=2.0,
             max_field_size=MAX_HEADER_BYTES,
             max_line_size=MAX_HEADER_BYTES,
+            # aiohttp has no timeout for a request whose headers never finish; its keep-alive
+            # timer also closes such a half-open connection, so a stalled sender is cut off.
+            keepalive_timeout=self.options.read_timeout_s,
+            # After a 413 or 408 the rest of the body is not drained ("lingering"): the connection
+            # is closed, so nothing past the limit is ever read.
+            lingering_time=0,
         )
+        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         site = web.TCPSite(runner, self.options.host, self.options.port, reuse_address=True)
         try:
@@ -156,12 +179,20 @@ class Receiver:
 
     # -- keys ----------------------------------------------------------------------------------
 
-    def keys(self) -> list[SigningKey]:
-        """The explicit secrets plus those of endpoints known locally (re-read when the file changes)."""
+    def keys(self, *, fresh: bool = False) -> list[SigningKey]:
+        """The explicit secrets plus those of endpoints known locally (re-read when the file changes).
+
+        The file is looked at no more than once a second, or at once when ``fresh`` (a delivery no
+        key matched: an endpoint may just have been imported).
+        """
         if self.registry is not None:
+            now = time.monotonic()
+            if not fresh and now - self._registry_checked < REGISTRY_CHECK_S:
+                return self._keys
+            self._registry_checked = now
             try:
                 stat = self.registry.path.stat()
-                stamp = (stat.st_mtime, stat.st_size)
+                stamp: tuple[int, int, int] | None = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
             except OSError:
                 stamp = None
             if stamp != self._registry_stamp:
@@ -170,7 +201,8 @@ class Receiver:
                     self._registry_keys = self.registry.signing_keys() if stamp else []
                 except Exception:  # a damaged file: keep the keys we had
                     self._registry_keys = self._registry_keys
-        return [*self.options.secrets, *self._registry_keys]
+        self._keys = [*self.options.secrets, *self._registry_keys]
+        return self._keys
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -178,22 +210,25 @@ class Receiver:
         started = time.perf_counter()
         received = self._clock()
         opts = self.options
-        headers = tuple((k, v) for k, v in request.headers.items())
+        headers = tuple(request.headers.items())
         peer = request.remote
         xff = request.headers.get("X-Forwarded-For")
-        client = opts.sources.client_address(peer, xff)
+        # Who the client is matters only to an allow-list (the row keeps the peer and the header).
+        client = (
+            opts.sources.client_address(peer, xff) if opts.sources.allowed is not None else None
+        )
 
         def attempt(
             status: int, reason: str, detail: str = "", body: bytes = b"", **kw: object
         ) -> Attempt:
             webhook_id = request.headers.get("webhook-id") or None
+            kw.setdefault("verdict", REJECTED)
             return Attempt(
                 received_at_ms=int(received.timestamp() * 1000),
                 method=request.method,
                 path=request.path_qs,
                 headers=headers,
                 body=body,
-                verdict=REJECTED,
                 reason=reason,
                 detail=detail,
                 status=status,
@@ -242,8 +277,13 @@ class Receiver:
                 close=True,
             )
         try:
-            async with asyncio.timeout(opts.read_timeout_s):
-                body = await _read_bounded(request, opts.max_body)
+            if request.content.is_eof():  # the whole body came with the headers: no waiting
+                body = request.content.read_nowait()
+                if len(body) > opts.max_body:
+                    raise _TooLarge(len(body))
+            else:
+                async with asyncio.timeout(opts.read_timeout_s):
+                    body = await _read_bounded(request, opts.max_body)
         except TimeoutError:
             return await self._reject(
                 attempt(
@@ -263,20 +303,29 @@ class Receiver:
                 close=True,
             )
 
+        # The signed content is text: a webhook-id that is not UTF-8 cannot have been signed.
+        raw_id = request.headers.get("webhook-id")
+        if raw_id and not raw_id.isascii() and not _is_utf8(raw_id):
+            return await self._reject(
+                attempt(400, "malformed header", "webhook-id is not UTF-8 text", body),
+                started,
+                "Bad request: malformed header: webhook-id is not UTF-8 text",
+            )
+
         # Verify.
-        keys = self.keys()
-        if endpoint_id is not None:
-            keys = [k for k in keys if k.endpoint_id == endpoint_id]
-        verdict = verify(request.headers, body, keys, now=received, tolerance_s=opts.tolerance_s)
-        if not verdict.ok and endpoint_id is not None and not keys:
+        verdict = self._verify(request, body, endpoint_id, received)
+        if verdict.reason is Reason.NO_SECRET and endpoint_id is not None:
             detail = f"no endpoint {endpoint_id} is known locally; import it with its secret"
         else:
             detail = verdict.detail
         topic, pass_id = labels(body)
-        record = replace(
-            attempt(
-                verdict.status, verdict.reason.value, detail, body, topic=topic, pass_id=pass_id
-            ),
+        record = attempt(
+            verdict.status,
+            verdict.reason.value,
+            detail,
+            body,
+            topic=topic,
+            pass_id=pass_id,
             verdict=VERIFIED if verdict.ok else REJECTED,
             endpoint_id=verdict.endpoint_id or endpoint_id,
             body_size=len(body),
@@ -284,14 +333,27 @@ class Receiver:
 
         def finalize(numbered: Attempt) -> Attempt:
             decided = opts.injection.decide(numbered)
-            return replace(decided, processing_ms=(time.perf_counter() - started) * 1000)
+            return evolve(decided, processing_ms=(time.perf_counter() - started) * 1000)
 
+        queued: tuple[str, ...] = ()
+        forwarded: tuple[str, ForwardResult] | None = None
+        if record.verified and self.forwarder is not None:
+            if self.ack_target:
+                forwarded = await self.forwarder.forward_now(record, self.ack_budget_s)
+                if forwarded is not None:
+                    status, note = ack_status(forwarded[1], self.ack_budget_s)
+                    record = replace(record, status=status, note=note)
+            else:
+                queued = self.forwarder.targets(record)
         try:
-            stored = await self.store.record(record, finalize)
+            stored = await self.store.record(record, finalize, forward_to=queued)
+            if forwarded is not None:
+                target, result = forwarded
+                await self.store.add_forward_result(
+                    stored, kind=FORWARD, mode=ORIGINAL, target=target, result=result
+                )
         except StoreError as exc:
             return web.Response(status=503, text=f"Service unavailable: not stored ({exc})")
-        if stored.verified and self.before_answer is not None:
-            stored = await self.before_answer(stored)
         if opts.injection.delay_s:
             await asyncio.sleep(opts.injection.delay_s)
         if stored.verified and 200 <= stored.status < 300:
@@ -300,6 +362,22 @@ class Receiver:
         if stored.detail and not stored.verified:
             text = f"{text}: {stored.detail}"
         return web.Response(status=stored.status, text=_reason_text(stored.status, text))
+
+    def _verify(
+        self, request: web.Request, body: bytes, endpoint_id: str | None, received: datetime
+    ) -> Verdict:
+        """``{path}`` is checked against every key, ``{path}/{endpoint_id}`` only against its own."""
+        opts = self.options
+        for fresh in (False, True):
+            keys = self.keys(fresh=fresh)
+            if endpoint_id is not None:
+                keys = [k for k in keys if k.endpoint_id == endpoint_id]
+            verdict = verify(
+                request.headers, body, keys, now=received, tolerance_s=opts.tolerance_s
+            )
+            if verdict.reason not in (Reason.NO_MATCH, Reason.NO_SECRET) or self.registry is None:
+                break
+        return verdict
 
     async def _reject(
         self,
@@ -319,6 +397,14 @@ class Receiver:
         return response
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _reason_text(status: int, reason: str) -> str:
     label = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden"}.get(status, "Refused")
     return f"{label}: {reason}\n"
@@ -333,7 +419,8 @@ async def _read_bounded(request: web.Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
-        chunk = await request.content.read(64 * 1024)
+        # Never ask for more than one byte past the limit.
+        chunk = await request.content.read(min(64 * 1024, limit + 1 - total))
         if not chunk:
             break
         total += len(chunk)

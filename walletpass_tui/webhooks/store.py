@@ -18,8 +18,8 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,14 @@ import aiosqlite
 
 from walletpass_tui.config import ensure_private_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+RESPONSE_BODY_LIMIT = 64 * 1024
 REJECTED_BODY_LIMIT = 64 * 1024
 DEFAULT_REJECTED_CAP = 10_000
+DEFAULT_BUSY_TIMEOUT_MS = 5000
 MAX_BATCH = 512
+# Committed rows are added to the search index when the writer is idle, or after this many.
+INDEX_EVERY = 2000
 VERIFIED = "verified"
 REJECTED = "rejected"
 
@@ -116,6 +120,69 @@ class Stats:
     redeliveries: int = 0
 
 
+# Forwards and replays: kind, mode and state values.
+FORWARD = "forward"
+REPLAY = "replay"
+ORIGINAL = "original"
+RESIGN = "resign"
+PENDING = "pending"
+DONE = "done"
+FAILED = "failed"
+GIVEN_UP = "given up"
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    """The target's answer to one forward or replay (status None when there was no answer)."""
+
+    status: int | None
+    latency_ms: float
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+@dataclass(frozen=True)
+class ForwardRow:
+    id: int
+    attempt_id: int
+    webhook_id: str | None
+    kind: str
+    mode: str
+    target: str
+    state: str
+    tries: int
+    next_try_at_ms: int
+    created_at_ms: int
+    finished_at_ms: int | None
+    status: int | None
+    latency_ms: float | None
+    response_headers: tuple[tuple[str, str], ...]
+    response_body: bytes
+    error: str | None
+    note: str | None
+    request_body: bytes | None
+
+
+_FORWARD_COLUMNS = (
+    "id, attempt_id, webhook_id, kind, mode, target, state, tries, next_try_at_ms, created_at_ms, "
+    "finished_at_ms, status, latency_ms, response_headers, response_body, error, note, request_body"
+)
+
+
+def _forward_from_row(row: Sequence[Any]) -> ForwardRow:
+    values = list(row)
+    values[13] = tuple((str(k), str(v)) for k, v in json.loads(values[13] or "[]"))
+    values[14] = bytes(values[14] or b"")
+    values[17] = bytes(values[17]) if values[17] is not None else None
+    return ForwardRow(*values)
+
+
 @dataclass(frozen=True)
 class LogFilter:
     topic: str | None = None
@@ -187,6 +254,30 @@ _MIGRATIONS: dict[int, str] = {
     );
     INSERT INTO meta(key, value) VALUES ('fts_indexed_upto', '0')
         ON CONFLICT(key) DO NOTHING;
+    """,
+    3: """
+    CREATE TABLE forwards (
+        id INTEGER PRIMARY KEY,
+        attempt_id INTEGER NOT NULL,
+        webhook_id TEXT,
+        kind TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        target TEXT NOT NULL,
+        state TEXT NOT NULL,
+        tries INTEGER NOT NULL DEFAULT 0,
+        next_try_at_ms INTEGER NOT NULL DEFAULT 0,
+        created_at_ms INTEGER NOT NULL,
+        finished_at_ms INTEGER,
+        status INTEGER,
+        latency_ms REAL,
+        response_headers TEXT,
+        response_body BLOB,
+        error TEXT,
+        note TEXT,
+        request_body BLOB
+    );
+    CREATE INDEX forwards_pending ON forwards(state, target, id);
+    CREATE INDEX forwards_by_message ON forwards(webhook_id, id);
     """,
 }
 
@@ -261,6 +352,117 @@ def _body_text(body: bytes) -> str:
     return body.decode("utf-8", errors="replace")
 
 
+def _clean(text: str | None) -> str | None:
+    """Text SQLite can store: bytes that were not UTF-8 (aiohttp hands them over as lone surrogates,
+    JSON escapes can make them too) are kept visible as ``\\xff`` escapes instead of failing the
+    whole batch's transaction."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return text
+
+
+def evolve(a: Attempt, **changes: Any) -> Attempt:
+    """``dataclasses.replace`` for an Attempt, at a fraction of its cost (it runs per delivery)."""
+    new = object.__new__(Attempt)
+    new.__dict__.update(a.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
+def _storable(a: Attempt) -> Attempt:
+    """The attempt as stored: text fields valid Unicode, a rejected body cut at 64 KiB."""
+    changes: dict[str, Any] = {}
+    for name in (
+        "method",
+        "path",
+        "reason",
+        "detail",
+        "webhook_id",
+        "endpoint_id",
+        "remote_addr",
+        "forwarded_for",
+        "topic",
+        "pass_id",
+        "note",
+    ):
+        value = getattr(a, name)
+        cleaned = _clean(value)
+        if cleaned is not value:
+            changes[name] = cleaned
+    if not all(k.isascii() and v.isascii() for k, v in a.headers):
+        changes["headers"] = tuple((_clean(k) or "", _clean(v) or "") for k, v in a.headers)
+    if a.verdict != VERIFIED and len(a.body) > REJECTED_BODY_LIMIT:
+        changes["body"] = a.body[:REJECTED_BODY_LIMIT]
+        changes["body_size"] = a.body_size or len(a.body)
+    return evolve(a, **changes) if changes else a
+
+
+def _insert_many(
+    db: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+) -> None:
+    """``head VALUES (...), (...) tail`` for many rows at once.
+
+    One statement runs in one step, so SQLite's thread lets go of the GIL once per chunk instead of
+    once per row (``executemany``): with the event loop busy, every hand-back of the GIL is a wait.
+    """
+    if not rows:
+        return
+    width = len(rows[0])
+    per = max(1, min(500, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    group = "(" + ",".join("?" * width) + ")"
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        params = [value for row in chunk for value in row]
+        db.execute(f"{head} VALUES {','.join([group] * len(chunk))} {tail}", params)
+
+
+def _index_sync(db: sqlite3.Connection, limit: int) -> int:
+    """Add up to ``limit`` committed rows the search index has not seen; returns how many.
+
+    Runs on the writer's thread. The rows are read back from ``attempts`` past the high-water mark
+    inside the transaction, so two processes on one database never index a row twice, and a row
+    pruned before it was indexed is simply never indexed. No fsync of its own (synchronous=NORMAL):
+    the index can always be rebuilt from the rows, and the next delivery's commit syncs it anyway.
+    """
+    db.execute("PRAGMA synchronous = NORMAL")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'"
+            ).fetchone()
+            upto = int(row[0]) if row else 0
+            rows = db.execute(
+                "SELECT id, webhook_id, topic, body FROM attempts WHERE id > ? ORDER BY id LIMIT ?",
+                (upto, limit),
+            ).fetchall()
+            if rows:
+                _insert_many(
+                    db,
+                    "INSERT INTO attempts_fts(rowid, webhook_id, topic, body)",
+                    [(i, w or "", t or "", _body_text(bytes(b))) for i, w, t, b in rows],
+                )
+                db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'fts_indexed_upto'", (str(rows[-1][0]),)
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+    finally:
+        db.execute("PRAGMA synchronous = FULL")
+    return len(rows)
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -272,6 +474,7 @@ class _Pending:
     attempt: Attempt
     future: asyncio.Future[Attempt]
     finalize: Finalizer | None = None
+    forward_to: tuple[str, ...] = ()
 
 
 @dataclass
@@ -288,37 +491,63 @@ class Store:
     _closed: bool = False
     _rejected_since_prune: int = 0
     _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _busy: bool = False
+    _unindexed: int = 0  # rows committed but not yet in the search index
+    commits: int = 0  # write transactions that stored attempts (group commit: << attempts)
 
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, path: Path, *, rejected_cap: int = DEFAULT_REJECTED_CAP) -> Store:
+    async def open(
+        cls,
+        path: Path,
+        *,
+        rejected_cap: int = DEFAULT_REJECTED_CAP,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> Store:
+        """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
+
+        The database is probed for writing here, so a read-only, locked or damaged file is reported
+        at open, never as a failure in the middle of a request.
+        """
         path = Path(path)
         try:
             ensure_private_dir(path.parent)
         except OSError as exc:
             raise StoreError(
-                f"Cannot create the data directory {path.parent} ({exc.strerror}); "
+                f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
         writer = reader = None
         try:
             writer = await aiosqlite.connect(path, isolation_level=None)
-            await _configure(writer)
+            await _configure(writer, busy_timeout_ms)
             await _migrate(writer, path)
+            # A database already at the current schema is not written by _migrate: make sure it
+            # can be (read-only file, another program holding the write lock). SQLite only
+            # notices a read-only file at the first write, so write (and roll it back).
+            await writer.execute("BEGIN IMMEDIATE")
+            try:
+                await writer.execute("UPDATE meta SET value = value WHERE key = 'fts_indexed_upto'")
+            finally:
+                await writer.execute("ROLLBACK")
             reader = await aiosqlite.connect(path, isolation_level=None)
-            await reader.execute("PRAGMA busy_timeout = 5000")
+            await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             await reader.execute("PRAGMA query_only = ON")
         except StoreError:
             await _close_quietly(writer, reader)
             raise
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError) as exc:
             await _close_quietly(writer, reader)
             raise StoreError(_explain(exc, path)) from None
         with contextlib.suppress(OSError):
             path.chmod(0o600)
         store = cls(path=path, _writer=writer, _reader=reader, rejected_cap=rejected_cap)
-        await store._index_backlog()
+        try:
+            await store._index_backlog()
+        except (sqlite3.Error, ValueError) as exc:
+            await _close_quietly(writer, reader)
+            raise StoreError(_explain(exc, path)) from None
         store._task = asyncio.create_task(store._write_loop(), name="store-writer")
         return store
 
@@ -346,28 +575,50 @@ class Store:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    async def record(self, attempt: Attempt, finalize: Finalizer | None = None) -> Attempt:
+    async def record(
+        self,
+        attempt: Attempt,
+        finalize: Finalizer | None = None,
+        *,
+        forward_to: Sequence[str] = (),
+    ) -> Attempt:
         """Store one attempt; returns it with ``id`` and ``attempt_no`` once it is committed.
 
         ``finalize``, when given, sees the numbered attempt just before it is written and may change
         its answer (status, note, processing time): failure injection decides by attempt number.
+        It runs on the writer's thread, so it must be quick and only read shared state.
+        ``forward_to`` queues a forward of a verified attempt to each target URL in the same
+        transaction, so a crash can never keep the delivery but lose its forward.
+        Raises StoreError when the attempt could not be stored (nothing was committed for it).
         """
-        if self._closed:
+        if self._closed or self._task is None or self._task.done():
             raise StoreError("The history store is closed.")
-        if attempt.verdict != VERIFIED and len(attempt.body) > REJECTED_BODY_LIMIT:
-            attempt = replace(
-                attempt,
-                body=attempt.body[:REJECTED_BODY_LIMIT],
-                body_size=attempt.body_size or len(attempt.body),
-            )
+        attempt = _storable(attempt)
         future: asyncio.Future[Attempt] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(attempt, future, finalize))
+        self._queue.put_nowait(_Pending(attempt, future, finalize, tuple(forward_to)))
         return await future
 
+    async def settled(self) -> None:
+        """Wait until everything recorded so far is committed and searchable."""
+        while self._queue.qsize() or self._busy or self._unindexed:
+            if self._task is None or self._task.done():
+                return
+            await asyncio.sleep(0.005)
+
     async def _write_loop(self) -> None:
+        """The one writer: everything waiting is committed in one transaction (group commit).
+
+        A batch costs one round trip to SQLite's thread and one fsync, however many attempts it
+        holds; the search index and the rejected cap are brought up to date when nothing waits.
+        """
         while True:
+            if self._queue.empty():
+                await self._catch_up()
+                self._busy = not self._queue.empty()
             first = await self._queue.get()
+            self._busy = True
             if first is None:
+                await self._catch_up()
                 return
             batch = [first]
             stop = False
@@ -379,39 +630,61 @@ class Store:
                 batch.append(item)
             try:
                 async with self._write_lock:
-                    stored = await self._commit(batch)
-            except sqlite3.Error as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    await self._writer.rollback()
-                error = StoreError(_explain(exc, self.path))
+                    stored = await self._writer._execute(self._commit_sync, batch)
+            except Exception as exc:  # anything: the writer must survive and every caller hear
+                error = StoreError(
+                    _explain(exc, self.path)
+                    if isinstance(exc, sqlite3.Error | ValueError)
+                    else f"Storing into {self.path} failed ({type(exc).__name__}: {exc})."
+                )
                 for pending in batch:
                     if not pending.future.done():
                         pending.future.set_exception(error)
             else:
+                self.commits += 1
                 for pending, attempt in zip(batch, stored, strict=True):
                     if not pending.future.done():
                         pending.future.set_result(attempt)
                 self._notify(stored)
-                await self._after_commit(stored)
+                self._unindexed += len(stored)
+                self._rejected_since_prune += sum(1 for a in stored if not a.verified)
+                if self._unindexed >= INDEX_EVERY:
+                    await self._catch_up()
             if stop:
+                await self._catch_up()
                 return
 
-    async def _commit(self, batch: list[_Pending]) -> list[Attempt]:
-        db = self._writer
-        await db.execute("BEGIN IMMEDIATE")
+    def _commit_sync(self, batch: list[_Pending]) -> list[Attempt]:
+        """One transaction for the whole batch, run on the writer connection's thread."""
+        db: sqlite3.Connection = self._writer._conn
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            stored = self._insert_sync(db, batch)
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        return stored
+
+    def _insert_sync(self, db: sqlite3.Connection, batch: list[_Pending]) -> list[Attempt]:
         ids = sorted({p.attempt.webhook_id for p in batch if p.attempt.webhook_id})
         counts: dict[str, int] = {}
         for chunk_start in range(0, len(ids), 500):
             chunk = ids[chunk_start : chunk_start + 500]
             marks = ",".join("?" * len(chunk))
-            async with db.execute(
-                f"SELECT webhook_id, attempts FROM messages WHERE webhook_id IN ({marks})",
-                chunk,
-            ) as cur:
-                counts.update({row[0]: row[1] async for row in cur})
-        async with db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts") as cur:
-            row = await cur.fetchone()
-        next_id = (row[0] if row else 0) + 1
+            counts.update(
+                db.execute(
+                    f"SELECT webhook_id, attempts FROM messages WHERE webhook_id IN ({marks})",
+                    chunk,
+                ).fetchall()
+            )
+        # Never reuse an id the search index has already seen (rows can be pruned from the top).
+        row = db.execute(
+            "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
+            "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'), 0))"
+        ).fetchone()
+        next_id = int(row[0] if row else 0) + 1
         stored: list[Attempt] = []
         for offset, pending in enumerate(batch):
             a = pending.attempt
@@ -419,12 +692,13 @@ class Store:
             if a.webhook_id:
                 number = counts.get(a.webhook_id, 0) + 1
                 counts[a.webhook_id] = number
-            numbered = replace(a, id=next_id + offset, attempt_no=number)
+            numbered = evolve(a, id=next_id + offset, attempt_no=number)
             if pending.finalize is not None:
                 numbered = pending.finalize(numbered)
             stored.append(numbered)
-        await db.executemany(
-            f"INSERT INTO attempts ({_ATTEMPT_COLUMNS}) VALUES ({','.join('?' * 20)})",
+        _insert_many(
+            db,
+            f"INSERT INTO attempts ({_ATTEMPT_COLUMNS})",
             [
                 (
                     a.id,
@@ -451,28 +725,18 @@ class Store:
                 for a in stored
             ],
         )
-        await db.executemany(
+        _insert_many(
+            db,
             """
             INSERT INTO messages (webhook_id, topic, pass_id, attempts, verified_attempts,
                 first_received_at_ms, last_received_at_ms, last_attempt_id, reason, endpoint_id,
-                last_status)
-            VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(webhook_id) DO UPDATE SET
-                topic = COALESCE(messages.topic, excluded.topic),
-                pass_id = COALESCE(messages.pass_id, excluded.pass_id),
-                attempts = messages.attempts + 1,
-                verified_attempts = messages.verified_attempts + excluded.verified_attempts,
-                last_received_at_ms = excluded.last_received_at_ms,
-                last_attempt_id = excluded.last_attempt_id,
-                reason = excluded.reason,
-                endpoint_id = COALESCE(excluded.endpoint_id, messages.endpoint_id),
-                last_status = excluded.last_status
-            """,
+                last_status)""",
             [
                 (
                     a.webhook_id,
                     a.topic,
                     a.pass_id,
+                    1,
                     1 if a.verified else 0,
                     a.received_at_ms,
                     a.received_at_ms,
@@ -484,8 +748,39 @@ class Store:
                 for a in stored
                 if a.webhook_id
             ],
+            """ON CONFLICT(webhook_id) DO UPDATE SET
+                topic = COALESCE(messages.topic, excluded.topic),
+                pass_id = COALESCE(messages.pass_id, excluded.pass_id),
+                attempts = messages.attempts + 1,
+                verified_attempts = messages.verified_attempts + excluded.verified_attempts,
+                last_received_at_ms = excluded.last_received_at_ms,
+                last_attempt_id = excluded.last_attempt_id,
+                reason = excluded.reason,
+                endpoint_id = COALESCE(excluded.endpoint_id, messages.endpoint_id),
+                last_status = excluded.last_status
+            """,
         )
-        await db.execute("COMMIT")
+        forwards = [
+            (
+                a.id,
+                a.webhook_id,
+                FORWARD,
+                ORIGINAL,
+                target,
+                PENDING,
+                a.received_at_ms,
+                a.received_at_ms,
+            )
+            for pending, a in zip(batch, stored, strict=True)
+            if a.verified
+            for target in pending.forward_to
+        ]
+        if forwards:
+            db.executemany(
+                "INSERT INTO forwards (attempt_id, webhook_id, kind, mode, target, state, "
+                "next_try_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                forwards,
+            )
         return stored
 
     def _notify(self, stored: Sequence[Attempt]) -> None:
@@ -495,49 +790,31 @@ class Store:
             except Exception:  # noqa: S112  a listener's bug must never stop the writer
                 continue
 
-    async def _after_commit(self, stored: Sequence[Attempt]) -> None:
+    async def _catch_up(self) -> None:
         """Work kept out of the acknowledgement path: the search index and the rejected cap."""
         try:
-            async with self._write_lock:
-                await self._index(stored)
-            self._rejected_since_prune += sum(1 for a in stored if not a.verified)
+            if self._unindexed:
+                async with self._write_lock:
+                    await self._index_pending()
             if self._rejected_since_prune >= max(1, self.rejected_cap // 10):
                 self._rejected_since_prune = 0
                 await self.prune_rejected()
-        except sqlite3.Error:
-            # The index can be rebuilt from the rows; a failure here loses nothing stored.
-            with contextlib.suppress(sqlite3.Error):
-                await self._writer.rollback()
+        except Exception:  # the writer must survive; nothing stored is at stake here
+            # Rows are never lost here: whatever is not indexed yet is indexed at the next try
+            # (or the next open); a failed prune is retried after more rejected attempts.
+            self._unindexed = 0
 
-    async def _index(self, attempts: Iterable[Attempt]) -> None:
-        rows = [(a.id, a.webhook_id or "", a.topic or "", _body_text(a.body)) for a in attempts]
-        if not rows:
-            return
-        db = self._writer
-        await db.execute("BEGIN")
-        await db.executemany(
-            "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) VALUES (?, ?, ?, ?)", rows
-        )
-        await db.execute(
-            "UPDATE meta SET value = ? WHERE key = 'fts_indexed_upto'", (str(rows[-1][0]),)
-        )
-        await db.execute("COMMIT")
+    async def _index_pending(self) -> None:
+        """Index every committed row the index has not seen (caller holds the write lock)."""
+        try:
+            while await self._writer._execute(_index_sync, self._writer._conn, INDEX_EVERY):
+                pass
+        finally:
+            self._unindexed = 0
 
     async def _index_backlog(self) -> None:
-        db = self._writer
-        async with db.execute("SELECT value FROM meta WHERE key = 'fts_indexed_upto'") as cur:
-            row = await cur.fetchone()
-        upto = int(row[0]) if row else 0
-        while True:
-            async with db.execute(
-                f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE id > ? ORDER BY id LIMIT 2000",
-                (upto,),
-            ) as cur:
-                batch = [_attempt_from_row(r) async for r in cur]
-            if not batch:
-                return
-            await self._index(batch)
-            upto = batch[-1].id
+        async with self._write_lock:
+            await self._index_pending()
 
     # -- pruning -----------------------------------------------------------------------------
 
@@ -570,12 +847,23 @@ class Store:
                 params,
             ) as cur:
                 doomed = [tuple(r) async for r in cur]
+            # A contentless FTS5 index must only be told to delete what it was given: rows past
+            # its high-water mark were never indexed (and never will be, once deleted).
+            async with db.execute(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'"
+            ) as cur:
+                row = await cur.fetchone()
+            upto = int(row[0]) if row else 0
             await db.executemany(
                 "INSERT INTO attempts_fts(attempts_fts, rowid, webhook_id, topic, body) "
                 "VALUES ('delete', ?, ?, ?, ?)",
-                [(i, w or "", t or "", _body_text(bytes(b))) for i, w, t, b in doomed],
+                [(i, w or "", t or "", _body_text(bytes(b))) for i, w, t, b in doomed if i <= upto],
             )
             await db.execute(f"DELETE FROM attempts WHERE {where}", params)
+            await db.execute(
+                "DELETE FROM forwards WHERE NOT EXISTS "
+                "(SELECT 1 FROM attempts a WHERE a.id = forwards.attempt_id)"
+            )
             await db.execute(
                 "DELETE FROM messages WHERE NOT EXISTS "
                 "(SELECT 1 FROM attempts a WHERE a.webhook_id = messages.webhook_id)"
@@ -586,6 +874,122 @@ class Store:
                 await db.rollback()
             raise
         return len(doomed)
+
+    # -- forwards and replays ----------------------------------------------------------------
+
+    async def _write(self, sql: str, params: Sequence[Any]) -> int:
+        """One statement in its own transaction on the writer connection; returns lastrowid."""
+        async with self._write_lock:
+            try:
+                cursor = await self._writer.execute(sql, params)
+                rowid = cursor.lastrowid or 0
+                await cursor.close()
+                return rowid
+            except sqlite3.Error as exc:
+                raise StoreError(_explain(exc, self.path)) from None
+
+    async def add_forward_result(
+        self,
+        attempt: Attempt,
+        *,
+        kind: str,
+        mode: str,
+        target: str,
+        result: ForwardResult,
+        request_body: bytes | None = None,
+    ) -> int:
+        """Record a forward or replay that already happened (``--ack target``, ``events replay``)."""
+        now = now_ms()
+        return await self._write(
+            "INSERT INTO forwards (attempt_id, webhook_id, kind, mode, target, state, tries, "
+            "next_try_at_ms, created_at_ms, finished_at_ms, status, latency_ms, response_headers, "
+            "response_body, error, note, request_body) "
+            "VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                attempt.id,
+                attempt.webhook_id,
+                kind,
+                mode,
+                target,
+                DONE if result.ok else FAILED,
+                now,
+                now,
+                result.status,
+                result.latency_ms,
+                json.dumps(result.headers),
+                result.body[:RESPONSE_BODY_LIMIT],
+                result.error,
+                result.note,
+                request_body,
+            ),
+        )
+
+    async def update_forward(
+        self, row: ForwardRow, result: ForwardResult, *, next_try_at_ms: int | None
+    ) -> None:
+        """Record one try of a queued forward: done on a 2xx, else pending again at ``next_try_at_ms``."""
+        state = DONE if result.ok else (PENDING if next_try_at_ms is not None else FAILED)
+        await self._write(
+            "UPDATE forwards SET state = ?, tries = tries + 1, next_try_at_ms = ?, finished_at_ms = ?, "
+            "status = ?, latency_ms = ?, response_headers = ?, response_body = ?, error = ?, note = ? "
+            "WHERE id = ? AND state = ?",
+            (
+                state,
+                next_try_at_ms or 0,
+                now_ms() if state != PENDING else None,
+                result.status,
+                result.latency_ms,
+                json.dumps(result.headers),
+                result.body[:RESPONSE_BODY_LIMIT],
+                result.error,
+                result.note,
+                row.id,
+                PENDING,
+            ),
+        )
+
+    async def next_pending_forward(self, target: str) -> ForwardRow | None:
+        """The oldest pending forward to ``target``: forwards go out in arrival order."""
+        rows = await self._fetch(
+            f"SELECT {_FORWARD_COLUMNS} FROM forwards WHERE state = ? AND target = ? ORDER BY id LIMIT 1",
+            [PENDING, target],
+            _forward_from_row,
+        )
+        return rows[0] if rows else None
+
+    async def pending_forward_targets(self) -> list[str]:
+        return await self._fetch(
+            "SELECT DISTINCT target FROM forwards WHERE state = ?", [PENDING], lambda r: r[0]
+        )
+
+    async def pending_forward_count(self) -> int:
+        rows = await self._fetch(
+            "SELECT COUNT(*) FROM forwards WHERE state = ?", [PENDING], lambda r: r[0]
+        )
+        return int(rows[0])
+
+    async def give_up_pending(self, target: str | None = None) -> int:
+        """Stop retrying pending forwards (to one target or all); returns how many."""
+        sql = "UPDATE forwards SET state = ?, finished_at_ms = ? WHERE state = ?"
+        params: list[Any] = [GIVEN_UP, now_ms(), PENDING]
+        if target is not None:
+            sql += " AND target = ?"
+            params.append(target)
+        async with self._write_lock:
+            try:
+                cursor = await self._writer.execute(sql, params)
+                changed = cursor.rowcount
+                await cursor.close()
+            except sqlite3.Error as exc:
+                raise StoreError(_explain(exc, self.path)) from None
+        return changed
+
+    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
+        return await self._fetch(
+            f"SELECT {_FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
+            [webhook_id],
+            _forward_from_row,
+        )
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -617,8 +1021,13 @@ class Store:
         limit: int = 200,
         before_id: int | None = None,
         after_id: int | None = None,
+        oldest_first: bool = False,
     ) -> list[LogRow]:
-        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``."""
+        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``.
+
+        ``oldest_first`` orders them oldest first instead, so ``after_id`` with ``limit`` gives the
+        rows just after it (a view paging back towards the newest) rather than the newest ones.
+        """
         params: list[Any] = []
         extra = []
         if before_id is not None:
@@ -629,7 +1038,8 @@ class Store:
             params.append(after_id)
         where = self._where(flt, extra, params)
         params.append(limit)
-        sql = f"SELECT {_LOG_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?"
+        order = "ASC" if oldest_first else "DESC"
+        sql = f"SELECT {_LOG_COLUMNS} FROM attempts{where} ORDER BY id {order} LIMIT ?"
         return await self._fetch(sql, params, lambda r: LogRow(*r))
 
     async def count(self, flt: LogFilter | None = None) -> int:
@@ -719,8 +1129,8 @@ class Store:
 # ---------------------------------------------------------------------------------------------
 
 
-async def _configure(db: aiosqlite.Connection) -> None:
-    await db.execute("PRAGMA busy_timeout = 5000")
+async def _configure(db: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+    await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     async with db.execute("PRAGMA journal_mode = WAL") as cur:
         row = await cur.fetchone()
     if row is None or str(row[0]).lower() != "wal":
@@ -766,7 +1176,7 @@ def _split_sql(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-def _explain(exc: sqlite3.Error, path: Path) -> str:
+def _explain(exc: sqlite3.Error | ValueError, path: Path) -> str:
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return (

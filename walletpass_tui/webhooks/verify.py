@@ -19,7 +19,7 @@ import base64
 import binascii
 import hmac
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -84,7 +84,7 @@ class Reason(StrEnum):
 class SigningKey:
     """A secret to verify with, and the endpoint it belongs to (None for a bare ``--secret``)."""
 
-    key: bytes
+    key: bytes = field(repr=False)  # the secret itself: never in a repr, a log or a traceback
     endpoint_id: str | None = None
     label: str = ""
 
@@ -152,7 +152,12 @@ def verify(
     now: datetime,
     tolerance_s: float = 300,
 ) -> Verdict:
-    """Check one delivery against every key; the first that matches is recorded."""
+    """Check one delivery against every key; the first that matches is recorded.
+
+    ``now`` must be aware: a naive datetime would be read as local time and shift the window.
+    """
+    if now.tzinfo is None:
+        raise ValueError("verify() needs an aware datetime for now")
     missing = [h for h in REQUIRED_HEADERS if not _header(headers, h)]
     if missing:
         return Verdict(False, Reason.MISSING_HEADERS, ", ".join(missing))

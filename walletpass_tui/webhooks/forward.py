@@ -1,0 +1,316 @@
+"""Forward and replay stored deliveries to the user's own app, recording every answer.
+
+* Forwarding (``listen --forward-to``) sends a verified delivery's raw body byte for byte with the
+  original ``webhook-*`` headers and content type, so the app verifies the real signature with the
+  real secret. With ``--ack stored`` forwards are queued in the store in the same transaction as the
+  delivery and sent afterwards, in arrival order per target, retried with a backoff capped at a few
+  seconds until they succeed or the user gives up; a restart resumes the queue. With
+  ``--ack target`` the delivery is forwarded before the answer and the service gets the target's
+  status, within a budget safely under the service's 15-second deadline.
+* Replay sends a stored message again: ``original`` (the stored bytes and headers exactly, old
+  timestamp included) or ``resign`` (same webhook-id, a fresh timestamp, signed with the endpoint's
+  secret, as the service would send a retry). An edited body is always re-signed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import httpx
+
+from walletpass_tui import __version__
+from walletpass_tui.webhooks.store import (
+    ORIGINAL,
+    REPLAY,
+    RESIGN,
+    RESPONSE_BODY_LIMIT,
+    Attempt,
+    ForwardResult,
+    ForwardRow,
+    Store,
+)
+from walletpass_tui.webhooks.verify import sign
+
+USER_AGENT = f"walletpass-tui/{__version__} (forwarding)"
+# Headers carried over from the original delivery.
+_KEPT_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature", "content-type")
+DEFAULT_TIMEOUT_S = 10.0
+# --ack target must answer the service well inside its 15 s deadline.
+ACK_TARGET_BUDGET_S = 10.0
+BACKOFF_START_S = 0.25
+BACKOFF_CAP_S = 3.0
+# Past this age the target would refuse the original timestamp (the usual tolerance is 300 s):
+# a queued forward sent later is re-signed, as the service's own retry would be.
+RESIGN_AFTER_S = 240
+
+
+class ForwardError(ValueError):
+    """A forward or replay cannot be made as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class Route:
+    target: str
+    topic: str | None = None  # None: every topic
+
+    def matches(self, topic: str | None) -> bool:
+        return self.topic is None or self.topic == topic
+
+
+def parse_route(text: str) -> Route:
+    """``URL`` or ``TOPIC=URL``."""
+    topic, sep, url = text.partition("=")
+    if sep and not topic.startswith(("http://", "https://")):
+        route = Route(target=url.strip(), topic=topic.strip())
+    else:
+        route = Route(target=text.strip())
+    try:
+        parsed = httpx.URL(route.target)
+    except (httpx.InvalidURL, ValueError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ForwardError(
+            f"--forward-to {text!r}: give a URL like http://localhost:3000/webhooks, optionally TOPIC=URL."
+        )
+    return route
+
+
+def targets_for(routes: Iterable[Route], topic: str | None) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for route in routes:
+        if route.matches(topic):
+            seen.setdefault(route.target)
+    return tuple(seen)
+
+
+def original_headers(attempt: Attempt) -> dict[str, str]:
+    headers = {"User-Agent": USER_AGENT}
+    for key, value in attempt.headers:
+        if key.lower() in _KEPT_HEADERS:
+            headers[key] = value
+    return headers
+
+
+async def send(
+    client: httpx.AsyncClient, target: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> ForwardResult:
+    """POST once; the answer, or why there was none, as a ForwardResult."""
+    started = time.perf_counter()
+    try:
+        async with client.stream(
+            "POST", target, content=body, headers=headers, timeout=timeout_s
+        ) as response:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= RESPONSE_BODY_LIMIT:
+                    break
+            return ForwardResult(
+                status=response.status_code,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                headers=tuple(response.headers.items()),
+                body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
+            )
+    except httpx.TimeoutException:
+        error = f"no answer within {timeout_s:g} s"
+    except httpx.ConnectError:
+        error = "connection refused (is your app running?)"
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    return ForwardResult(
+        status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
+    )
+
+
+def replay_request(
+    attempt: Attempt,
+    *,
+    mode: str,
+    secret: str | None,
+    body: bytes | None = None,
+    now: datetime | None = None,
+) -> tuple[bytes, dict[str, str], str]:
+    """(body, headers, mode actually used) for a replay of ``attempt``."""
+    if body is not None and body != attempt.body:
+        mode = "edited"
+    if mode == ORIGINAL:
+        return attempt.body, original_headers(attempt), ORIGINAL
+    if not attempt.webhook_id:
+        raise ForwardError(
+            "This attempt has no webhook-id to re-sign; replay it with --mode original."
+        )
+    if not secret:
+        raise ForwardError(
+            "Re-signing needs the endpoint's secret: import the endpoint, pass --secret, or use --mode original."
+        )
+    payload = attempt.body if body is None else body
+    headers = original_headers(attempt)
+    for key in list(headers):
+        if key.lower().startswith("webhook-"):
+            del headers[key]
+    headers.update(sign(secret, attempt.webhook_id, payload, now or datetime.now(UTC)))
+    headers.setdefault("Content-Type", attempt.header("content-type") or "application/json")
+    return payload, headers, mode if mode == "edited" else RESIGN
+
+
+async def replay(
+    store: Store,
+    attempt: Attempt,
+    target: str,
+    *,
+    mode: str = RESIGN,
+    secret: str | None = None,
+    body: bytes | None = None,
+    client: httpx.AsyncClient | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> ForwardResult:
+    """Send ``attempt`` again to ``target`` and record it in the message's history."""
+    payload, headers, used = replay_request(attempt, mode=mode, secret=secret, body=body)
+    own = client is None
+    client = client or httpx.AsyncClient()
+    try:
+        result = await send(client, target, payload, headers, timeout_s)
+    finally:
+        if own:
+            await client.aclose()
+    await store.add_forward_result(
+        attempt,
+        kind=REPLAY,
+        mode=used,
+        target=target,
+        result=result,
+        request_body=payload if used == "edited" else None,
+    )
+    return result
+
+
+SecretLookup = Callable[[Attempt], str | None]
+
+
+class Forwarder:
+    """Sends queued forwards, one worker per target, in arrival order, until each succeeds."""
+
+    def __init__(
+        self,
+        store: Store,
+        routes: Sequence[Route],
+        *,
+        secret_for: SecretLookup | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        backoff_cap_s: float = BACKOFF_CAP_S,
+        on_result: Callable[[ForwardRow, ForwardResult], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.routes = list(routes)
+        self.secret_for = secret_for
+        self.timeout_s = timeout_s
+        self.backoff_cap_s = backoff_cap_s
+        self.on_result = on_result
+        self._client = httpx.AsyncClient()
+        self._wake: dict[str, asyncio.Event] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def targets(self, attempt: Attempt) -> tuple[str, ...]:
+        return targets_for(self.routes, attempt.topic)
+
+    async def start(self) -> None:
+        """Resume every target with pending forwards (a restart resumes the queue) and listen."""
+        for target in {
+            *(r.target for r in self.routes),
+            *await self.store.pending_forward_targets(),
+        }:
+            self._ensure_worker(target)
+        self._unsubscribe = self.store.subscribe(self._on_batch)
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self._client.aclose()
+
+    def _on_batch(self, batch: Sequence[Attempt]) -> None:
+        for attempt in batch:
+            if attempt.verified:
+                for target in self.targets(attempt):
+                    self._ensure_worker(target).set()
+
+    def _ensure_worker(self, target: str) -> asyncio.Event:
+        event = self._wake.setdefault(target, asyncio.Event())
+        if target not in self._tasks or self._tasks[target].done():
+            self._tasks[target] = asyncio.create_task(self._work(target), name=f"forward {target}")
+        return event
+
+    async def _work(self, target: str) -> None:
+        wake = self._wake[target]
+        while True:
+            row = await self.store.next_pending_forward(target)
+            if row is None:
+                wake.clear()
+                await wake.wait()
+                continue
+            delay = (row.next_try_at_ms - int(time.time() * 1000)) / 1000
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=delay)
+                wake.clear()
+                continue
+            await self._try(row)
+
+    async def _try(self, row: ForwardRow) -> None:
+        attempt = await self.store.attempt(row.attempt_id)
+        if attempt is None:  # pruned meanwhile
+            gone = ForwardResult(
+                status=None, latency_ms=0, error="the delivery was pruned from the history"
+            )
+            await self.store.update_forward(row, gone, next_try_at_ms=None)
+            return
+        body, headers = attempt.body, original_headers(attempt)
+        note = None
+        age = time.time() - attempt.received_at_ms / 1000
+        secret = self.secret_for(attempt) if self.secret_for else None
+        if row.tries > 0 and age > RESIGN_AFTER_S and secret and attempt.webhook_id:
+            body, headers, _ = replay_request(attempt, mode=RESIGN, secret=secret)
+            note = "re-signed: the original timestamp had grown too old"
+        result = await send(self._client, row.target, body, headers, self.timeout_s)
+        if note:
+            result = replace(result, note=note)
+        next_try = None
+        if not result.ok:
+            wait = min(self.backoff_cap_s, BACKOFF_START_S * (2**row.tries))
+            next_try = int((time.time() + wait) * 1000)
+        await self.store.update_forward(row, result, next_try_at_ms=next_try)
+        if self.on_result is not None:
+            self.on_result(row, result)
+
+    async def forward_now(
+        self, attempt: Attempt, budget_s: float = ACK_TARGET_BUDGET_S
+    ) -> tuple[str, ForwardResult] | None:
+        """``--ack target``: forward before answering; (target, result) of the first target."""
+        targets = self.targets(attempt)
+        if not targets:
+            return None
+        target = targets[0]
+        result = await send(self._client, target, attempt.body, original_headers(attempt), budget_s)
+        return target, result
+
+
+def ack_status(result: ForwardResult, budget_s: float) -> tuple[int, str]:
+    """The status the service gets under ``--ack target``, and a note saying why."""
+    if result.status is not None:
+        return result.status, f"ack target: the app answered {result.status}"
+    if result.error and "no answer" in result.error:
+        return 504, f"ack target: the app did not answer within {budget_s:g} s"
+    return 502, f"ack target: {result.error}"
