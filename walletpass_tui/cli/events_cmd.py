@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from walletpass_tui.api.models import TOPICS
+from walletpass_tui.cli import history_cmds
 from walletpass_tui.cli.common import (
     CommandError,
     print_json,
@@ -20,7 +21,14 @@ from walletpass_tui.cli.common import (
 from walletpass_tui.cli.listen_cmd import attempt_json
 from walletpass_tui.config import Settings
 from walletpass_tui.formatting import format_gap, format_ms
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, MessageRow, Store
+from walletpass_tui.webhooks.store import (
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    ForwardRow,
+    MessageRow,
+    Store,
+)
 
 T = TypeVar("T")
 
@@ -29,7 +37,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     ev = sub.add_parser(
         "events",
         parents=parents,
-        help="the delivery history: list, show",
+        help="the delivery history: list, show, replay, export, prune",
         description="Every attempt the receiver got is in the history database of the data directory "
         "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
     )
@@ -61,6 +69,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--json", action="store_true", help="print JSON (body as text when UTF-8, always base64)"
     )
     show.set_defaults(handler=cmd_show)
+
+    history_cmds.register(ev_sub, parents)
 
 
 def add_filter_flags(parser: argparse.ArgumentParser) -> None:
@@ -173,14 +183,25 @@ def attempt_detail_json(a: Attempt) -> dict[str, Any]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    attempts: list[Attempt] = with_store(settings, lambda s: s.message_attempts(args.webhook_id))
+
+    async def load(store: Store) -> tuple[list[Attempt], list[ForwardRow]]:
+        return (
+            await store.message_attempts(args.webhook_id),
+            await store.forwards_for_message(args.webhook_id),
+        )
+
+    attempts, forwards = with_store(settings, load)
     if not attempts:
         raise CommandError(
             f"No message {args.webhook_id!r} in the history; 'walletpass-tui events list' shows them."
         )
     if args.json:
         print_json(
-            {"webhook_id": args.webhook_id, "attempts": [attempt_detail_json(a) for a in attempts]}
+            {
+                "webhook_id": args.webhook_id,
+                "attempts": [attempt_detail_json(a) for a in attempts],
+                "forwards": [forward_json(f) for f in forwards],
+            }
         )
         return 0
     previous: int | None = None
@@ -212,4 +233,38 @@ def cmd_show(args: argparse.Namespace) -> int:
             for line in text.splitlines() or [""]:
                 print("    " + printable(line))
         print()
+    if forwards:
+        print("forwards and replays:")
+        for f in forwards:
+            print("  " + forward_line(f))
     return 0
+
+
+def forward_json(f: ForwardRow) -> dict[str, Any]:
+    return {
+        "kind": f.kind,
+        "mode": f.mode,
+        "attempt_id": f.attempt_id,
+        "target": f.target,
+        "state": f.state,
+        "tries": f.tries,
+        "status": f.status,
+        "latency_ms": None if f.latency_ms is None else round(f.latency_ms, 1),
+        "error": f.error,
+        "note": f.note,
+        "at": format_ms(f.finished_at_ms or f.created_at_ms),
+        "response_headers": [[k, v] for k, v in f.response_headers],
+        "response_body": f.response_body.decode("utf-8", errors="replace"),
+    }
+
+
+def forward_line(f: ForwardRow) -> str:
+    outcome = str(f.status) if f.status is not None else (f.error or "no answer yet")
+    took = f" in {f.latency_ms:.0f} ms" if f.latency_ms is not None else ""
+    tries = f", {f.tries} tries" if f.tries > 1 else ""
+    note = f" [{f.note}]" if f.note else ""
+    line = (
+        f"{format_ms(f.finished_at_ms or f.created_at_ms)}  {f.kind} ({f.mode}) to "
+        f"{f.target}: {f.state}, {outcome}{took}{tries}{note}"
+    )
+    return printable(line)

@@ -15,9 +15,17 @@ from walletpass_tui.cli.common import CommandError, printable, settings_from_arg
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.formatting import format_ms
+from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.webhooks.forward import (
+    Forwarder,
+    ForwardError,
+    Route,
+    SecretLookup,
+    parse_route,
+)
 from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
 
@@ -65,6 +73,22 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument(
         "--public-url", default=s, metavar="URL", help="the tunnel's public URL, to show"
+    )
+    fwd = p.add_argument_group("forwarding (to your app)")
+    fwd.add_argument(
+        "--forward-to",
+        action="append",
+        default=[],
+        metavar="[TOPIC=]URL",
+        help="forward each verified delivery, raw bytes and original signature, to URL "
+        "(repeatable; TOPIC=URL forwards only that topic)",
+    )
+    fwd.add_argument(
+        "--ack",
+        choices=("stored", "target"),
+        default="stored",
+        help="stored (default): answer 200 once stored, forward after, queue while your app is "
+        "down; target: answer with your app's status (within 10 s)",
     )
     src = p.add_argument_group("sources")
     src.add_argument(
@@ -193,10 +217,69 @@ class Printer:
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     options = build_receiver_options(args, settings)
-    return asyncio.run(_listen(settings, options, args.json))
+    try:
+        routes = [parse_route(text) for text in args.forward_to]
+    except ForwardError as exc:
+        raise CommandError(str(exc)) from None
+    if args.ack == "target" and not routes:
+        raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    return asyncio.run(
+        _listen(settings, options, args.json, routes, args.ack == "target", tuple(args.secret))
+    )
 
 
-async def _listen(settings: Settings, options: ReceiverOptions, as_json: bool) -> int:
+def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
+    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
+
+    def lookup(attempt: Attempt) -> str | None:
+        if attempt.endpoint_id:
+            endpoint = registry.get(attempt.endpoint_id)
+            return endpoint.secret.reveal() if endpoint else None
+        return explicit[0] if len(explicit) == 1 else None
+
+    return lookup
+
+
+class ForwardPrinter:
+    def __init__(self, out: TextIO, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+
+    def __call__(self, row: ForwardRow, result: ForwardResult) -> None:
+        if self.as_json:
+            line = json.dumps(
+                {
+                    "forward": {
+                        "webhook_id": row.webhook_id,
+                        "attempt_id": row.attempt_id,
+                        "target": row.target,
+                        "try": row.tries + 1,
+                        "status": result.status,
+                        "latency_ms": round(result.latency_ms, 1),
+                        "error": result.error,
+                        "note": result.note,
+                    }
+                }
+            )
+        else:
+            outcome = f"{result.status}" if result.status is not None else f"failed: {result.error}"
+            later = "" if result.ok else "  (will retry)"
+            line = (
+                f"  -> {printable(row.webhook_id or '-', 40)} forwarded to {printable(row.target, 80)}: "
+                f"{outcome} in {result.latency_ms:.0f} ms{later}"
+            )
+        self.out.write(line + "\n")
+        self.out.flush()
+
+
+async def _listen(
+    settings: Settings,
+    options: ReceiverOptions,
+    as_json: bool,
+    routes: Sequence[Route] = (),
+    ack_target: bool = False,
+    explicit_secrets: Sequence[str] = (),
+) -> int:
     info = sys.stderr if as_json else sys.stdout
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
@@ -208,12 +291,33 @@ async def _listen(settings: Settings, options: ReceiverOptions, as_json: bool) -
         try:
             receiver = Receiver(store, options, registry=registry)
             store.subscribe(Printer(sys.stdout, as_json))
+            forwarder = None
+            if routes or await store.pending_forward_count():
+                forwarder = Forwarder(
+                    store,
+                    routes,
+                    secret_for=secret_lookup(registry, explicit_secrets),
+                    on_result=ForwardPrinter(sys.stdout, as_json),
+                )
+                receiver.forwarder = forwarder
+                receiver.ack_target = ack_target
+                await forwarder.start()
             await receiver.start()
             try:
-                _announce(info, receiver, settings, registry)
+                public_url = settings.public_url or await discover_ngrok(
+                    receiver.bound[1] if receiver.bound else None
+                )
+                _announce(info, receiver, settings, registry, public_url, routes, ack_target)
+                pending = await store.pending_forward_count()
+                if pending:
+                    info.write(
+                        f"{pending} forward(s) waiting from before; resuming them in order.\n"
+                    )
                 await stop.wait()
             finally:
                 await receiver.stop()
+                if forwarder is not None:
+                    await forwarder.stop()
         finally:
             await store.close()
     finally:
@@ -223,11 +327,27 @@ async def _listen(settings: Settings, options: ReceiverOptions, as_json: bool) -
 
 
 def _announce(
-    out: TextIO, receiver: Receiver, settings: Settings, registry: EndpointRegistry
+    out: TextIO,
+    receiver: Receiver,
+    settings: Settings,
+    registry: EndpointRegistry,
+    public_url: str | None = None,
+    routes: Sequence[Route] = (),
+    ack_target: bool = False,
 ) -> None:
     out.write(f"Listening on {receiver.url}\n")
-    if settings.public_url:
-        out.write(f"Public URL:  {settings.public_url.rstrip('/')}{settings.receiver_path}\n")
+    if public_url:
+        found = "" if settings.public_url else "  (found from the ngrok agent)"
+        out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")
+        if not settings.public_url:
+            out.write(
+                "  register it: walletpass-tui endpoints create --from-listener "
+                f"--public-url {public_url} --topic pass.activated --topic pass.deactivated\n"
+            )
+    for route in routes:
+        topic = route.topic or "every topic"
+        mode = "answering with its status" if ack_target else "after storing"
+        out.write(f"Forwarding {topic} to {route.target} ({mode})\n")
     secrets = [f"{key.label} (--secret)" for key in receiver.options.secrets]
     for endpoint in registry.load():
         secrets.append(f"{endpoint.id} {endpoint.secret.masked}")
