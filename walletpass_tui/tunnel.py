@@ -47,7 +47,7 @@ async def discover_ngrok(
     """The ngrok agent's public HTTPS URL for ``port``, or None when no agent answers."""
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
-            response = await client.get(f"{api}/api/tunnels")
+            response = await client.get(f"{api.rstrip('/')}/api/tunnels")
             if response.status_code != 200:
                 return None
             return pick_public_url(response.json(), port)

@@ -56,6 +56,9 @@ def _safe_text(body: bytes) -> str | None:
         return None
     if "\x00" in text:
         return None
+    if text.startswith("@"):
+        # curl reads "--data-binary @name" from the file "name": such a body goes through stdin.
+        return None
     return text
 
 
@@ -63,13 +66,16 @@ def to_curl(a: Attempt, url: str) -> str:
     """A POSIX-shell command that sends exactly these bytes with these headers to ``url``.
 
     UTF-8 bodies go in single quotes (which keep every byte but NUL literally); any other body is
-    carried as base64 and decoded into curl's standard input, so nothing is lost to quoting.
+    carried as base64 and decoded into curl's standard input, so nothing is lost to quoting (so is
+    a body starting with ``@``, which curl would take for a file name).
     """
     parts = ["curl", "-sS", "-X", "POST", shlex.quote(url)]
     for key, value in a.headers:
         if key.lower() in _TRANSPORT_HEADERS:
             continue
-        parts += ["-H", shlex.quote(f"{key}: {value}")]
+        # "Name:" would make curl drop the header; "Name;" is curl's way to send it empty.
+        header = f"{key}: {value}" if value.strip() else f"{key};"
+        parts += ["-H", shlex.quote(header)]
     if not any(k.lower() == "content-type" for k, _ in a.headers):
         parts += ["-H", shlex.quote("Content-Type:")]  # don't let curl add a form type
     text = _safe_text(a.body)

@@ -102,9 +102,14 @@ async def send(
     """POST once; the answer, or why there was none, as a ForwardResult."""
     started = time.perf_counter()
     try:
-        async with client.stream(
-            "POST", target, content=body, headers=headers, timeout=timeout_s
-        ) as response:
+        # httpx's timeout applies to each read; the deadline covers the whole answer, so an app
+        # that trickles its response cannot hold --ack target past its budget.
+        async with (
+            asyncio.timeout(timeout_s),
+            client.stream(
+                "POST", target, content=body, headers=headers, timeout=timeout_s
+            ) as response,
+        ):
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_raw():
@@ -118,7 +123,7 @@ async def send(
                 headers=tuple(response.headers.items()),
                 body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
             )
-    except httpx.TimeoutException:
+    except (httpx.TimeoutException, TimeoutError):
         error = f"no answer within {timeout_s:g} s"
     except httpx.ConnectError:
         error = "connection refused (is your app running?)"
@@ -156,7 +161,10 @@ def replay_request(
         if key.lower().startswith("webhook-"):
             del headers[key]
     headers.update(sign(secret, attempt.webhook_id, payload, now or datetime.now(UTC)))
-    headers.setdefault("Content-Type", attempt.header("content-type") or "application/json")
+    if not any(key.lower() == "content-type" for key in headers):
+        # The original's own Content-Type (whatever its spelling) is kept as it was; adding a
+        # second spelling would send the header twice, which apps refuse.
+        headers["Content-Type"] = "application/json"
     return payload, headers, mode if mode == "edited" else RESIGN
 
 

@@ -338,13 +338,14 @@ class Receiver:
         queued: tuple[str, ...] = ()
         forwarded: tuple[str, ForwardResult] | None = None
         if record.verified and self.forwarder is not None:
-            if self.ack_target:
+            queued = self.forwarder.targets(record)
+            if self.ack_target and queued:
+                # The first target's answer is the service's; any others are queued as usual.
                 forwarded = await self.forwarder.forward_now(record, self.ack_budget_s)
                 if forwarded is not None:
                     status, note = ack_status(forwarded[1], self.ack_budget_s)
                     record = replace(record, status=status, note=note)
-            else:
-                queued = self.forwarder.targets(record)
+                    queued = queued[1:]
         try:
             stored = await self.store.record(record, finalize, forward_to=queued)
             if forwarded is not None:
