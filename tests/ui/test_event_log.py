@@ -1,0 +1,249 @@
+"""The event log: live deliveries over HTTP, newest on top, following, paging, the bounded window."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import httpx
+from ui_helpers import (
+    BASE_MS,
+    SIZE,
+    attempt,
+    body_for,
+    record_all,
+    sender_for,
+    wait_for,
+)
+
+from walletpass_tui.ui.app import WalletPassApp
+from walletpass_tui.ui.live_feed import DeliveriesStored
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.store import Store
+
+
+def log_of(app: WalletPassApp) -> EventLogPane:
+    return app.screen.query_one(EventLogPane)
+
+
+def view_of(app: WalletPassApp) -> LogView:
+    return app.screen.query_one(LogView)
+
+
+def visible_ids(app: WalletPassApp) -> list[str | None]:
+    return [row.webhook_id for row in view_of(app).visible_rows()]
+
+
+async def test_a_signed_delivery_over_http_appears_at_the_top_and_its_detail_opens(
+    make_app: Callable[..., WalletPassApp], receiver: Receiver, http: httpx.AsyncClient
+) -> None:
+    app = make_app(receiver=receiver, receiver_display=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: log_of(app).total is not None)
+        assert receiver.bound is not None
+        sender = sender_for(receiver, http)
+        first = await sender.post(body_for("pass.activated", "pass_0042"), msg_id="msg_first")
+        assert first.status_code == 200
+        second = await sender.post(body_for("pass.deactivated", "pass_0043"), msg_id="msg_second")
+        assert second.status_code == 200
+        # On screen within 200 ms of the 2xx (one coalesced update per frame).
+        took = await wait_for(lambda: visible_ids(app)[:2] == ["msg_second", "msg_first"])
+        assert took < 0.2
+        top = view_of(app).visible_rows()[0]
+        assert (top.topic, top.pass_id, top.verdict, top.attempt_no) == (
+            "pass.deactivated",
+            "pass_0043",
+            "verified",
+            1,
+        )
+        assert top.endpoint_id == "ep_3f2a9c"
+        header = app.screen.query_one(StatusBar)
+        assert (header.stats.received, header.stats.verified) == (2, 2)
+        assert receiver.url.removeprefix("http://") in str(header.render())
+
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await wait_for(lambda: detail.detail.data is not None)
+        assert detail.detail.data is not None
+        assert detail.detail.data.attempt.webhook_id == "msg_second"
+        summary = str(detail.query_one("#detail-summary").render())
+        assert "verified with ep_3f2a9c" in summary
+        assert "answered 200" in summary
+        body = str(detail.query_one("#detail-body").render())
+        assert '"passId": "pass_0043"' in body
+        headers = str(detail.query_one("#detail-headers").render())
+        assert "webhook-id" in headers.lower() and "msg_second" in headers
+        forwards = str(detail.query_one("#detail-forwards").render())
+        assert "No forwards or replays" in forwards
+        await pilot.press("j")  # the next (older) delivery, without leaving the screen
+        await wait_for(
+            lambda: (
+                detail.detail.data is not None
+                and detail.detail.data.attempt.webhook_id == "msg_first"
+            )
+        )
+        await pilot.press("escape")
+        current = log_of(app).window.current
+        assert current is not None and current.webhook_id == "msg_first"
+        assert not isinstance(app.screen, DetailScreen)
+
+
+async def test_a_rejected_delivery_shows_the_reason_in_words(
+    make_app: Callable[..., WalletPassApp], receiver: Receiver, http: httpx.AsyncClient
+) -> None:
+    app = make_app(receiver=receiver, receiver_display=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: log_of(app).total is not None)
+        sender = sender_for(receiver, http)
+        wrong = "whsec_" + "B" * 32
+        answer = await sender.post(body_for("pass.activated", "p1"), msg_id="msg_bad", secret=wrong)
+        assert answer.status_code == 401
+        await wait_for(lambda: visible_ids(app)[:1] == ["msg_bad"])
+        row = view_of(app).visible_rows()[0]
+        assert row.verdict == "rejected"
+        line = "".join(s.text for s in view_of(app).render_line(0))
+        assert "✗ bad signature" in line
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await wait_for(lambda: detail.detail.data is not None)
+        summary = str(detail.query_one("#detail-summary").render())
+        assert "rejected: no signature matches (tried 1 secret)" in summary
+
+
+async def test_follows_new_rows_until_the_user_moves_away(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, [attempt(n) for n in range(1, 61)])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: log_of(app).total == 60)
+        assert view_of(app).following
+        assert "following" in str(log_of(app).border_title)
+        await record_all(store, [attempt(61)])
+        await wait_for(lambda: visible_ids(app)[0] == "msg_000061")
+        assert log_of(app).window.current is not None
+        assert log_of(app).window.current.webhook_id == "msg_000061"
+
+        await pilot.press("j", "j")
+        assert not view_of(app).following
+        assert "paused" in str(log_of(app).border_title)
+        selected = log_of(app).window.current
+        assert selected is not None and selected.webhook_id == "msg_000059"
+        before = visible_ids(app)
+        await record_all(store, [attempt(62), attempt(63)])
+        await wait_for(lambda: log_of(app).total == 63)
+        await pilot.pause()
+        # The selection and the lines on screen stayed put; the new rows are above them.
+        assert log_of(app).window.current is not None
+        assert log_of(app).window.current.webhook_id == "msg_000059"
+        assert visible_ids(app) == before
+        assert log_of(app).window.rows[0].webhook_id == "msg_000063"
+
+        await pilot.press("f")
+        assert view_of(app).following
+        assert visible_ids(app)[0] == "msg_000063"
+        assert log_of(app).window.current is not None
+        assert log_of(app).window.current.webhook_id == "msg_000063"
+
+
+async def test_a_burst_is_one_ui_update(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    messages: list[DeliveriesStored] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, DeliveriesStored):
+            messages.append(message)
+
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=hook):
+        await wait_for(lambda: log_of(app).total is not None)
+        started = time.perf_counter()
+        await record_all(store, [attempt(n) for n in range(1, 301)], one_by_one=True)
+        elapsed = time.perf_counter() - started
+        await wait_for(lambda: log_of(app).total == 300)
+        assert sum(len(m.attempts) for m in messages) == 300
+        # At most one update per frame (1/30 s), whatever the number of commits.
+        assert len(messages) <= elapsed * 30 + 2
+        assert len(messages) < 300 / 5
+
+
+async def test_history_pages_in_and_memory_stays_bounded(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, [attempt(n, at_ms=BASE_MS + n) for n in range(1, 601)])
+    app = make_app(log_capacity=400)
+    async with app.run_test(size=(120, 60)) as pilot:
+        log = log_of(app)
+        await wait_for(lambda: log.total == 600)
+        assert len(log.window) == 200
+        # Walk to the bottom of the history: older pages come in, the window never passes 400.
+        sizes = []
+        while log.window.has_older:
+            await pilot.press("end")
+            await wait_for(lambda: not log._paging)
+            sizes.append(len(log.window))
+        await pilot.press("end")
+        assert max(sizes) <= 400
+        current = log.window.current
+        assert current is not None and current.webhook_id == "msg_000001"
+        assert log.window.has_newer
+        # And back up: newer pages come back in order, without gaps or repeats.
+        while log.window.has_newer:
+            await pilot.press("pageup")
+            await wait_for(lambda: not log._paging)
+            assert len(log.window) <= 400
+        ids = [row.id for row in log.window.rows]
+        assert ids == list(range(600, 600 - len(ids), -1))
+
+
+async def test_markup_and_escapes_in_a_delivery_are_shown_literally(
+    make_app: Callable[..., WalletPassApp], receiver: Receiver, http: httpx.AsyncClient
+) -> None:
+    app = make_app(receiver=receiver, receiver_display=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: log_of(app).total is not None)
+        sender = sender_for(receiver, http)
+        hostile_id = "msg_[@click=app.quit]x[/]"
+        body = b'{"type": "[@click=app.quit]x[/]", "data": {"passId": "\\u001b[2Jp", "n": "[b]bold[/b]"}}'
+        answer = await sender.post(body, msg_id=hostile_id)
+        assert answer.status_code == 200
+        raw = b"\x1b[2J\x1b]0;pwned\x07[@click=app.quit]x[/]"
+        answer = await sender.post(raw, msg_id="msg_escape")
+        assert answer.status_code == 200
+        await wait_for(lambda: len(visible_ids(app)) == 2)
+
+        lines = ["".join(s.text for s in view_of(app).render_line(y)) for y in range(2)]
+        # Topic and pass id, clipped to their columns but literal: no link, no escape sequence.
+        assert any("[@click=" in line for line in lines)
+        assert any("\\x1b[2" in line for line in lines)
+        assert all("\x1b" not in line for line in lines)
+
+        await pilot.press("j", "enter")  # the JSON one (second from the top)
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await wait_for(lambda: detail.detail.data is not None)
+        summary = str(detail.query_one("#detail-summary").render())
+        assert hostile_id in summary
+        assert "pass \\x1b[2Jp" in summary
+        pretty = str(detail.query_one("#detail-body").render())
+        assert '"[@click=app.quit]x[/]"' in pretty and "[b]bold[/b]" in pretty
+        await pilot.press("escape", "k", "enter")  # the raw escape sequence
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await wait_for(lambda: detail.detail.data is not None)
+        raw_text = str(detail.query_one("#detail-raw").render())
+        assert "\\x1b[2J\\x1b]0;pwned\\x07[@click=app.quit]x[/]" in raw_text
+        assert "Not JSON" in str(detail.query_one("#detail-body").render())
+        await pilot.pause()
+        assert app.is_running

@@ -1,0 +1,201 @@
+"""Pictures of the main screens with fixed data (``pytest --snapshot-update`` to accept changes).
+
+The app runs under ``App.run()`` here (pytest-textual-snapshot's own event loop), so it is given a
+store *opener*: the store is opened and filled inside that loop and closed by the app at exit.
+There is no receiver (no random port); the header shows a fixed address instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from textual.pilot import Pilot
+from textual.widgets import Input
+from ui_helpers import API_KEY, scene
+
+from walletpass_tui.api.client import WalletPassClient
+from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.config import Secret, Settings
+from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.ui.app import WalletPassApp, build_app
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.webhooks.store import Store
+
+TEMPLATES = {
+    "data": [
+        {"id": "tpl_7HqYb2LmN4", "name": "Loyalty Card - Gold", "passType": "storeCard"},
+        {"id": "tpl_Qx81RcVa0e", "name": "Summer Festival 2026", "passType": "eventTicket"},
+        {"id": "tpl_c3Ts9WkP1z", "name": "Gym Membership", "passType": "generic"},
+    ],
+    "hasMore": False,
+}
+CREATED = {
+    "id": "ep_9xKq2Lm",
+    "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "url": "https://hooks.example.com/wallet",
+    "enabledTopics": ["pass.activated", "pass.deactivated"],
+    "enabled": True,
+    "createdAt": "2026-11-23T14:05:00.000Z",
+}
+
+
+def service(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/api/v0/passTemplates":
+        return httpx.Response(200, json=TEMPLATES)
+    if request.url.path == "/v0/webhookEndpoints":
+        return httpx.Response(200, json=CREATED)
+    return httpx.Response(404)
+
+
+def fixed_home(name: str) -> Path:
+    """The same directory on every run: its path is on screen (where the secret is kept)."""
+    home = Path(tempfile.gettempdir()) / "walletpass-tui-snapshots" / name
+    shutil.rmtree(home, ignore_errors=True)
+    return home
+
+
+def make(name: str, *, with_key: bool = True) -> WalletPassApp:
+    settings = Settings(
+        home=fixed_home(name),
+        base_url="https://api.wallet.example" if with_key else None,
+        registration_url="https://hooks.wallet.example" if with_key else None,
+        api_key=Secret(API_KEY) if with_key else None,
+        public_url="https://ab12.tunnel.example/webhooks",
+    )
+    registry = EndpointRegistry(settings.endpoints_path)
+    registry.record_created(
+        WebhookEndpoint(
+            id="ep_3f2a9c",
+            url="https://ab12.tunnel.example/webhooks",
+            enabled_topics=("pass.activated", "pass.deactivated"),
+            enabled=True,
+            secret=Secret("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"),
+            created_at=datetime(2026, 11, 20, 9, 30, tzinfo=UTC),
+        )
+    )
+    client = (
+        WalletPassClient(settings, transport=httpx.MockTransport(service), retry_base_delay=0)
+        if with_key
+        else None
+    )
+
+    async def open_store() -> Store:
+        store = await Store.open(settings.database_path)
+        for row in scene():
+            await store.record(row)
+        await store.settled()
+        return store
+
+    return build_app(
+        settings, client, open_store, registry, receiver_display="127.0.0.1:8787/webhooks"
+    )
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until the log and the detail pane show their data."""
+    app = pilot.app
+    while not isinstance(app.screen, MainScreen):
+        await pilot.pause(0.02)
+    log = app.screen.query_one(EventLogPane)
+    templates = app.screen.query_one(TemplatesPane)
+    while log.total is None or templates.loading or "loading" in str(templates.border_title):
+        await pilot.pause(0.02)
+    await pilot.pause(0.2)
+
+
+def snap(snap_compare: Callable[..., bool], app: WalletPassApp, **kw: Any) -> bool:
+    return snap_compare(app, **kw)
+
+
+def test_main_screen_wide(snap_compare: Callable[..., bool]) -> None:
+    assert snap(
+        snap_compare, make("test_main_screen_wide"), terminal_size=(130, 36), run_before=settle
+    )
+
+
+def test_main_screen_80x24(snap_compare: Callable[..., bool]) -> None:
+    assert snap(
+        snap_compare,
+        make("test_main_screen_80x24", with_key=False),
+        terminal_size=(80, 24),
+        run_before=settle,
+    )
+
+
+def test_detail_screen_of_a_retried_message(snap_compare: Callable[..., bool]) -> None:
+    async def open_detail(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+
+    assert snap(
+        snap_compare,
+        make("test_detail_screen_of_a_retried_message"),
+        terminal_size=(100, 30),
+        run_before=open_detail,
+    )
+
+
+def test_create_endpoint_form(snap_compare: Callable[..., bool]) -> None:
+    async def fill(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        field = pilot.app.screen.query_one("#endpoint-url", Input)
+        field.cursor_blink = False
+        field.value = "http://localhost:300"
+        field.cursor_position = len(field.value)
+        await pilot.press("0")
+        await pilot.pause(0.1)
+
+    assert snap(
+        snap_compare, make("test_create_endpoint_form"), terminal_size=(100, 30), run_before=fill
+    )
+
+
+def test_secret_shown_once(snap_compare: Callable[..., bool]) -> None:
+    async def create(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        field = pilot.app.screen.query_one("#endpoint-url", Input)
+        field.cursor_blink = False
+        field.value = CREATED["url"]
+        await pilot.press("ctrl+s")
+        for _ in range(100):
+            if pilot.app.screen.__class__.__name__ == "EndpointSecretScreen":
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.1)
+
+    assert snap(
+        snap_compare, make("test_secret_shown_once"), terminal_size=(100, 30), run_before=create
+    )
+
+
+def test_light_theme_and_help(snap_compare: Callable[..., bool]) -> None:
+    async def light(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("d", "question_mark")
+        await pilot.pause(0.1)
+
+    assert snap(
+        snap_compare, make("test_light_theme_and_help"), terminal_size=(120, 40), run_before=light
+    )
+
+
+def test_templates_json(snap_compare: Callable[..., bool]) -> None:
+    async def show(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("1", "enter")
+        await pilot.pause(0.1)
+
+    assert snap(snap_compare, make("test_templates_json"), terminal_size=(100, 30), run_before=show)

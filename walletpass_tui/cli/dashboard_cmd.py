@@ -1,0 +1,54 @@
+"""No subcommand: the dashboard, with its receiver in-process on the same event loop.
+
+Everything async is opened inside one ``asyncio.run``: the store first (so a locked or damaged
+database is reported before the screen changes), then the app runs, starting the receiver when it
+mounts and stopping it (port released) when it ends; the store is closed last, after every
+acknowledged delivery is on disk (acknowledgements wait for commits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from walletpass_tui.api.client import WalletPassClient
+from walletpass_tui.cli.common import settings_from_args
+from walletpass_tui.config import Settings
+from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
+from walletpass_tui.webhooks.store import Store
+
+
+def receiver_options(settings: Settings) -> ReceiverOptions:
+    return ReceiverOptions(
+        host=settings.receiver_host,
+        port=settings.receiver_port,
+        path=settings.receiver_path,
+        tolerance_s=settings.tolerance_s,
+        max_body=settings.max_body,
+    )
+
+
+async def run_dashboard_async(settings: Settings) -> int:
+    from walletpass_tui.ui.app import build_app
+
+    registry = EndpointRegistry(settings.endpoints_path)
+    registry.load()  # a damaged registry is reported now, as one line, not inside the UI
+    store = await Store.open(settings.database_path)
+    try:
+        client = WalletPassClient(settings, on_endpoint_created=registry.record_created)
+        try:
+            receiver = Receiver(store, receiver_options(settings), registry=registry)
+            app = build_app(settings, client, store, registry, receiver)
+            await app.run_async()
+            await receiver.stop()  # already stopped by the app; harmless, and certain
+        finally:
+            await client.aclose()
+    finally:
+        await store.close()
+    return app.return_code or 0
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    return asyncio.run(run_dashboard_async(settings))

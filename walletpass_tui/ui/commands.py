@@ -1,0 +1,80 @@
+"""Every dashboard action in the command palette (ctrl+p), by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+@dataclass(frozen=True)
+class PaletteCommand:
+    title: str
+    help: str
+    action: str  # an action of the app, run with App.run_action
+
+
+COMMANDS: tuple[PaletteCommand, ...] = (
+    PaletteCommand(
+        "New webhook endpoint",
+        "Register an endpoint at the service; its secret is shown once and kept locally",
+        "new_endpoint",
+    ),
+    PaletteCommand(
+        "Import endpoint",
+        "Record an endpoint created elsewhere, with its secret, to verify its deliveries",
+        "import_endpoint",
+    ),
+    PaletteCommand("Refresh templates", "Fetch the pass templates again", "refresh_templates"),
+    PaletteCommand(
+        "Filter the event log",
+        "Words in bodies and ids, topic:activated, verdict:rejected",
+        "filter_log",
+    ),
+    PaletteCommand("Clear the log filter", "Show every delivery again", "clear_filter"),
+    PaletteCommand(
+        "Show only rejected deliveries", "Filter the log on verdict:rejected", "only('rejected')"
+    ),
+    PaletteCommand(
+        "Show only verified deliveries", "Filter the log on verdict:verified", "only('verified')"
+    ),
+    PaletteCommand("Follow new deliveries", "Jump to the newest delivery and stay there", "follow"),
+    PaletteCommand(
+        "Open the selected delivery", "Its verdict, attempts, headers and body", "open_detail"
+    ),
+    PaletteCommand(
+        "Pause or resume acknowledgements",
+        "While paused, verified deliveries are stored but answered 503, so the service retries",
+        "toggle_pause",
+    ),
+    PaletteCommand("Toggle dark and light theme", "Switch between the two", "toggle_theme"),
+    PaletteCommand(
+        "Show the Templates pane", "Jump to the pass templates", "show_pane('templates')"
+    ),
+    PaletteCommand("Show the Endpoints pane", "Jump to the endpoints", "show_pane('endpoints')"),
+    PaletteCommand("Show the Events pane", "Jump to the event log", "show_pane('events')"),
+    PaletteCommand("Keys", "Every key of the dashboard", "help"),
+    PaletteCommand("Quit", "Stop the receiver and leave", "quit"),
+)
+
+
+class DashboardCommands(Provider):
+    async def discover(self) -> Hits:
+        for command in COMMANDS:
+            yield DiscoveryHit(
+                command.title, partial(self.app.run_action, command.action), help=command.help
+            )
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in COMMANDS:
+            score = matcher.match(command.title)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(command.title),
+                    partial(self.app.run_action, command.action),
+                    text=command.title,
+                    help=command.help,
+                )

@@ -1,0 +1,69 @@
+"""What the dashboard works with, handed down from the factory to every pane and screen."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from walletpass_tui.api.models import TemplateList, WebhookEndpoint
+from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
+from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.store import Store
+
+
+class ServiceClient(Protocol):
+    """The two calls the dashboard makes (``WalletPassClient`` or the simulator's stand-in)."""
+
+    async def list_pass_templates(self) -> TemplateList: ...
+
+    async def create_webhook_endpoint(
+        self, url: str, topics: Sequence[str], enabled: bool = True
+    ) -> WebhookEndpoint: ...
+
+
+@dataclass
+class DashboardContext:
+    settings: Settings
+    client: ServiceClient | None
+    registry: EndpointRegistry
+    store: Store
+    receiver: Receiver | None = None
+    # Shown as the receiver's address when there is no receiver (fixed screenshots and snapshots).
+    receiver_display: str | None = None
+    mode: str | None = None  # a word for the header, e.g. "demo"
+
+    def missing_service_setup(self, url_setting: str = "base_url") -> str | None:
+        """What to set before calling the service (``url_setting``: ``base_url`` for templates,
+        ``registration_url`` for creating endpoints), or None when nothing is missing."""
+        # A client brings its own settings (the demo's points at the simulated service).
+        settings: Settings = getattr(self.client, "settings", self.settings)
+        missing = []
+        if self.client is None or settings.api_key is None:
+            missing.append(f"an API key ({ENV_API_KEY}, or api_key in the config file)")
+        if not getattr(settings, url_setting):
+            env = ENV_BASE_URL if url_setting == "base_url" else ENV_REGISTRATION_URL
+            missing.append(
+                f"the service's {url_setting.replace('_', ' ')} ({env}, or {url_setting})"
+            )
+        if not missing:
+            return None
+        config = settings.config_file
+        where = f" The config file is {config}." if config else ""
+        return (
+            "Set "
+            + " and ".join(missing)
+            + ". API keys are created on the settings page of your workspace."
+            + where
+        )
+
+    def receiver_address(self) -> str | None:
+        """``host:port/path`` the receiver listens on, or None when it is not listening."""
+        if self.receiver is not None and self.receiver.bound is not None:
+            return self.receiver.url.removeprefix("http://")
+        return self.receiver_display
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.receiver and self.receiver.options.injection.paused)

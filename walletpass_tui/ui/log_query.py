@@ -1,0 +1,132 @@
+"""The event log's filter: what the user types after ``/``, and matching live rows against it.
+
+Syntax: free words (searched in bodies, webhook ids and topics with the store's full-text index; the
+last word may be a prefix) plus optional ``topic:`` and ``verdict:`` terms, in any order::
+
+    pass_0042                    text
+    topic:activated              topic pass.activated (a unique suffix or prefix is enough)
+    verdict:rejected  is:ok      verdict (verified/ok, rejected/bad)
+
+Rows that arrive while a filter is active are matched here, in memory, so the live view never waits
+for the search index (filled just after each commit). The text match mimics the index's tokenizer
+(words of letters, digits, ``_`` and ``-``, case-insensitive).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from walletpass_tui.api.models import TOPICS
+from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter
+
+_TOKEN = re.compile(r"[\w\-]+")
+HAYSTACK_LIMIT = 256 * 1024
+
+_VERDICT_WORDS = {
+    "verified": VERIFIED,
+    "ok": VERIFIED,
+    "good": VERIFIED,
+    "valid": VERIFIED,
+    "rejected": REJECTED,
+    "bad": REJECTED,
+    "invalid": REJECTED,
+    "failed": REJECTED,
+}
+_TOPIC_KEYS = ("topic", "type")
+_VERDICT_KEYS = ("verdict", "is")
+
+
+@dataclass(frozen=True)
+class ParsedFilter:
+    filter: LogFilter
+    problem: str | None = None  # a term that could not be understood, said plainly
+
+
+def _topic(value: str) -> str | None:
+    value = value.lower()
+    if value in TOPICS:
+        return value
+    found = [t for t in TOPICS if t.endswith("." + value) or t.startswith(value)]
+    if len(found) == 1:
+        return found[0]
+    suffix = [t for t in TOPICS if t.split(".")[-1].startswith(value)]
+    return suffix[0] if len(suffix) == 1 else None
+
+
+def parse_filter(text: str) -> ParsedFilter:
+    """``text`` as a LogFilter; unknown ``topic:``/``verdict:`` values are reported, not guessed."""
+    topic: str | None = None
+    verdict: str | None = None
+    words: list[str] = []
+    problem: str | None = None
+    for token in text.split():
+        key, sep, value = token.partition(":")
+        key = key.lower()
+        if sep and key in _TOPIC_KEYS:
+            topic = _topic(value) if value else None
+            if value and topic is None:
+                problem = f"unknown topic {value!r}: use {' or '.join(TOPICS)}"
+        elif sep and key in _VERDICT_KEYS:
+            verdict = _VERDICT_WORDS.get(value.lower()) if value else None
+            if value and verdict is None:
+                problem = f"unknown verdict {value!r}: use verified or rejected"
+        else:
+            words.append(token)
+    return ParsedFilter(
+        LogFilter(topic=topic, verdict=verdict, text=" ".join(words) or None), problem
+    )
+
+
+def filter_text(flt: LogFilter) -> str:
+    """The filter written back in the syntax above (for the input and the pane title)."""
+    parts: list[str] = []
+    if flt.topic:
+        parts.append(f"topic:{flt.topic}")
+    if flt.verdict:
+        parts.append(f"verdict:{flt.verdict}")
+    if flt.text:
+        parts.append(flt.text)
+    return " ".join(parts)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _text_matches(query: str, attempt: Attempt) -> bool:
+    words = [w for w in query.replace('"', " ").split() if w]
+    if not words:
+        return True
+    haystack = " ".join(
+        (
+            attempt.webhook_id or "",
+            attempt.topic or "",
+            attempt.body[:HAYSTACK_LIMIT].decode("utf-8", errors="replace"),
+        )
+    )
+    tokens = _tokens(haystack)
+    token_set = set(tokens)
+    for index, word in enumerate(words):
+        parts = _tokens(word)
+        last_word = index == len(words) - 1
+        for p_index, part in enumerate(parts):
+            if last_word and p_index == len(parts) - 1:
+                if not any(t.startswith(part) for t in tokens):
+                    return False
+            elif part not in token_set:
+                return False
+    return True
+
+
+def matches(flt: LogFilter, attempt: Attempt) -> bool:
+    """Whether a freshly stored ``attempt`` belongs in a log filtered by ``flt``."""
+    if flt.topic and attempt.topic != flt.topic:
+        return False
+    if flt.verdict == VERIFIED and attempt.verdict != VERIFIED:
+        return False
+    if flt.verdict == REJECTED and attempt.verdict == VERIFIED:
+        return False
+    if flt.since_ms is not None and attempt.received_at_ms < flt.since_ms:
+        return False
+    return not flt.text or _text_matches(flt.text, attempt)

@@ -1,0 +1,335 @@
+"""The detail of one delivery attempt: verdict and reason, every attempt of its message with the gaps
+between them, headers, the body (raw, and pretty when JSON), and forwards/replays of it.
+
+Used as a pane below the event log on wide terminals and inside ``DetailScreen`` everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.highlight import highlight
+from textual.message import Message
+from textual.widgets import Static, TabbedContent, TabPane
+
+from walletpass_tui.formatting import format_gap, format_ms
+from walletpass_tui.ui.log_columns import REJECTED_MARK, SHORT_REASONS, VERIFIED_MARK
+from walletpass_tui.ui.untrusted import (
+    body_text,
+    one_line,
+    parse_json_body,
+    pretty_json,
+    visible,
+)
+from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
+
+HIGHLIGHT_LIMIT = 64 * 1024  # characters; bigger JSON is shown pretty but without colours
+TABS = (
+    ("body", "Body"),
+    ("headers", "Headers"),
+    ("raw", "Raw"),
+    ("forwards", "Forwards & replays"),
+)
+
+
+@dataclass(frozen=True)
+class DeliveryData:
+    attempt: Attempt
+    attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first
+    forwards: tuple[ForwardRow, ...]
+
+
+async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
+    attempt = await store.attempt(attempt_id)
+    if attempt is None:
+        return None
+    if attempt.webhook_id:
+        attempts = tuple(await store.message_attempts(attempt.webhook_id))
+        forwards = tuple(await store.forwards_for_message(attempt.webhook_id))
+    else:
+        attempts, forwards = (attempt,), ()
+    return DeliveryData(attempt, attempts or (attempt,), forwards)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+class DeliveryDetail(Vertical):
+    """Shows one attempt; ``show(attempt_id)`` loads it from the store in a worker."""
+
+    COMPONENT_CLASSES = {
+        "delivery-detail--verified",
+        "delivery-detail--rejected",
+        "delivery-detail--label",
+        "delivery-detail--id",
+        "delivery-detail--dim",
+        "delivery-detail--current",
+        "delivery-detail--ack-ok",
+        "delivery-detail--ack-failed",
+        "delivery-detail--header-name",
+        "delivery-detail--note",
+    }
+
+    class Loaded(Message):
+        def __init__(self, data: DeliveryData | None) -> None:
+            super().__init__()
+            self.data = data
+
+    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.store = store
+        self.data: DeliveryData | None = None
+        self.requested_id: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="detail-summary", classes="detail-summary")
+        yield Static(id="detail-attempts", classes="detail-attempts")
+        with TabbedContent(id="detail-tabs"):
+            for key, title in TABS:
+                with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="detail-scroll"):
+                    yield Static(id=f"detail-{key}", classes="detail-text")
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._render_empty)
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def show(self, attempt_id: int | None) -> None:
+        self.requested_id = attempt_id
+        if attempt_id is None:
+            self.data = None
+            self._render_empty()
+            return
+        self._load(attempt_id)
+
+    def reload(self) -> None:
+        if self.requested_id is not None:
+            self._load(self.requested_id)
+
+    @work(exclusive=True, group="detail", exit_on_error=False)
+    async def _load(self, attempt_id: int) -> None:
+        data = await load_delivery(self.store, attempt_id)
+        if attempt_id != self.requested_id:
+            return
+        if data is None:
+            self.data = None
+            self._render_empty("This delivery is no longer in the history (pruned).")
+            self.post_message(self.Loaded(None))
+            return
+        self._show_data(data)
+
+    def _show_data(self, data: DeliveryData) -> None:
+        """Paint ``data``; ``self.data`` is what is on screen."""
+        if data.attempt.id != self.requested_id:
+            return  # another delivery was asked for meanwhile
+        if not self._ready():
+            self.call_after_refresh(self._show_data, data)
+            return
+        self.data = data
+        self._paint()
+        self.post_message(self.Loaded(data))
+
+    def show_tab(self, key: str) -> None:
+        self.query_one("#detail-tabs", TabbedContent).active = f"tab-{key}"
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self.is_mounted and self.data is not None:
+            self._paint()
+
+    def on_resize(self) -> None:
+        if self.data is not None:
+            self._paint()
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def _s(self, name: str) -> Style:
+        return self.get_component_rich_style(f"delivery-detail--{name}", partial=True)
+
+    def _set(self, key: str, content: Text | Content | str) -> None:
+        for widget in self.query(f"#detail-{key}").results(Static):
+            widget.update(Text(content) if isinstance(content, str) else content)
+
+    def _ready(self) -> bool:
+        """Whether the tabs' contents are mounted (TabbedContent mounts them a little later)."""
+        return bool(self.query("#detail-forwards"))
+
+    def _render_empty(
+        self, why: str = "Select a delivery in the event log to see it here."
+    ) -> None:
+        if self.data is not None:
+            return  # a delivery arrived before the placeholder did
+        self._set("summary", why)
+        self._set("attempts", "")
+        for key, _title in TABS:
+            self._set(key, "")
+
+    def _paint(self) -> None:
+        data = self.data
+        if data is None:
+            return
+        self._set("summary", self._summary(data.attempt))
+        self._set("attempts", self._attempt_line(data))
+        self._set("headers", self._headers(data.attempt))
+        self._set("raw", self._raw(data.attempt))
+        self._set("body", self._body(data.attempt))
+        self._set("forwards", self._forwards(data.forwards))
+
+    def _summary(self, a: Attempt) -> Text:
+        text = Text()
+        text.append(one_line(a.webhook_id, missing="(no webhook-id header)"), self._s("id"))
+        text.append("  ")
+        if a.verified:
+            text.append(f"{VERIFIED_MARK} verified", self._s("verified"))
+            if a.endpoint_id:
+                text.append(" with ")
+                text.append(one_line(a.endpoint_id), self._s("id"))
+        else:
+            text.append(f"{REJECTED_MARK} rejected: {one_line(a.reason)}", self._s("rejected"))
+            if a.detail:
+                text.append(f" ({one_line(a.detail)})", self._s("rejected"))
+        ack = "ack-ok" if 200 <= a.status < 300 else "ack-failed"
+        text.append(" · answered ", self._s("label"))
+        text.append(str(a.status), self._s(ack))
+        text.append(f" in {a.processing_ms:.1f} ms", self._s("dim"))
+        if a.note:
+            text.append(f" · {one_line(a.note)}", self._s("note"))
+        text.append("\n")
+        text.append("received ", self._s("label"))
+        text.append(format_ms(a.received_at_ms))
+        text.append("  topic ", self._s("label"))
+        text.append(one_line(a.topic))
+        text.append("  pass ", self._s("label"))
+        text.append(one_line(a.pass_id))
+        text.append("  from ", self._s("label"))
+        text.append(one_line(a.remote_addr))
+        if a.forwarded_for:
+            text.append(f" (X-Forwarded-For {one_line(a.forwarded_for, 60)})", self._s("dim"))
+        text.append("  ")
+        text.append(f"{a.method} {one_line(a.path, 80)}", self._s("dim"))
+        size = a.body_size if a.body_size is not None else len(a.body)
+        text.append(f"  body {_size(size)}", self._s("dim"))
+        if a.body_truncated:
+            text.append(f" (first {_size(len(a.body))} kept)", self._s("note"))
+        return text
+
+    def _attempt_line(self, data: DeliveryData) -> Text:
+        """Every attempt with the gap since the one before (the retry schedule at a glance),
+        wrapped between attempts, never inside one."""
+        width = max(20, self.query_one("#detail-attempts", Static).content_region.width or 80)
+        n = len(data.attempts)
+        text = Text()
+        text.append(f"{n} attempt{'s' if n != 1 else ''}", self._s("label"))
+        used = text.cell_len
+        previous: Attempt | None = None
+        for a in data.attempts:
+            chunk = Text()
+            chunk.append(f"#{a.attempt_no} ")
+            if previous is None:
+                chunk.append(format_ms(a.received_at_ms, time_only=True))
+            else:
+                chunk.append("+" + format_gap(a.received_at_ms - previous.received_at_ms))
+            ok = a.verified and 200 <= a.status < 300
+            chunk.append(" → ")
+            chunk.append(str(a.status), self._s("ack-ok" if ok else "ack-failed"))
+            if not a.verified:
+                chunk.append(
+                    f" {REJECTED_MARK} {SHORT_REASONS.get(a.reason, 'rejected')}",
+                    self._s("rejected"),
+                )
+            if a.note and a.note.startswith("injected"):
+                chunk.append(" (injected)", self._s("dim"))
+            if a.id == data.attempt.id and n > 1:
+                chunk.stylize(self._s("current"))
+            if used + 2 + chunk.cell_len > width:
+                text.append("\n")
+                used = 0
+            else:
+                text.append("  ")
+                used += 2
+            text.append_text(chunk)
+            used += chunk.cell_len
+            previous = a
+        return text
+
+    def _headers(self, a: Attempt) -> Text:
+        text = Text()
+        width = max((len(k) for k, _ in a.headers), default=0)
+        for index, (name, value) in enumerate(a.headers):
+            if index:
+                text.append("\n")
+            text.append(one_line(name, 60).ljust(min(width, 60)), self._s("header-name"))
+            text.append("  ")
+            text.append(visible(value))
+        return text or Text("(no headers)")
+
+    def _raw(self, a: Attempt) -> Text:
+        if not a.body:
+            return Text("(empty body)")
+        shown, cut = body_text(a.body)
+        text = Text(shown)
+        if cut:
+            text.append(
+                "\n… (cut here; walletpass-tui events show <webhook-id> prints all of it)",
+                self._s("note"),
+            )
+        return text
+
+    def _body(self, a: Attempt) -> Text | Content:
+        doc = parse_json_body(a.body)
+        if doc is None:
+            if not a.body:
+                return Text("(empty body)")
+            note = Text("Not JSON; shown as received.\n\n", self._s("dim"))
+            return note + self._raw(a)
+        pretty, cut = pretty_json(doc)
+        if len(pretty) > HIGHLIGHT_LIMIT:
+            content: Text | Content = Text(pretty)
+        else:
+            content = highlight(pretty, language="json")
+        if cut:
+            tail = "\n… (cut here; walletpass-tui events show <webhook-id> prints all of it)"
+            if isinstance(content, Content):
+                content = content + tail
+            else:
+                content.append(tail)
+        return content
+
+    def _forwards(self, forwards: tuple[ForwardRow, ...]) -> Text:
+        if not forwards:
+            return Text(
+                "No forwards or replays of this message.\n\n"
+                "When it is forwarded to a local app or replayed, every try is listed here with "
+                "the target's answer.",
+                self._s("dim"),
+            )
+        text = Text()
+        for index, f in enumerate(forwards):
+            if index:
+                text.append("\n")
+            text.append(f"{f.kind} ({f.mode}) ", self._s("label"))
+            text.append(one_line(f.target, 80))
+            text.append(f"  {f.state}", self._s("dim"))
+            if f.status is not None:
+                ok = 200 <= f.status < 300
+                text.append(f"  {f.status}", self._s("ack-ok" if ok else "ack-failed"))
+            if f.latency_ms is not None:
+                text.append(f" in {f.latency_ms:.0f} ms", self._s("dim"))
+            if f.tries > 1:
+                text.append(f"  {f.tries} tries", self._s("dim"))
+            if f.error:
+                text.append(f"  {one_line(f.error, 80)}", self._s("note"))
+            when = f.finished_at_ms or f.created_at_ms
+            text.append(f"  {format_ms(when)}", self._s("dim"))
+        return text

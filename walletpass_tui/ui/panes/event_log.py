@@ -1,0 +1,321 @@
+"""The Events pane: the live log of deliveries, newest on top, over the whole stored history.
+
+It owns the log's data: the first page and every further one come from the store (``log_page``),
+new attempts come from the live feed, and a bounded ``LogWindow`` holds what is in memory. The
+``LogView`` below it only draws.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Input
+
+from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.log_columns import row_from_attempt
+from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
+from walletpass_tui.ui.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
+from walletpass_tui.ui.untrusted import clip, visible
+from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
+from walletpass_tui.ui.widgets.notice import Notice, NoticeText
+from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
+
+FILTER_DEBOUNCE_S = 0.12
+FILTER_HINT = (
+    "words in bodies and ids · topic:activated · verdict:rejected   (Enter: done · Esc: clear)"
+)
+
+
+class EventLogPane(Vertical):
+    """The event log with its filter bar."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", tooltip="Filter: words, topic:…, verdict:…"),
+        Binding("f", "follow", "Follow", tooltip="Jump to the newest and follow new deliveries"),
+        Binding(
+            "v", "cycle_verdict", "Verdict", show=False, tooltip="Filter: all, verified, rejected"
+        ),
+        Binding(
+            "t", "cycle_topic", "Topic", show=False, tooltip="Filter: every topic, then each one"
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    class Ready(Message):
+        """The log shows its first page (or knows it is empty)."""
+
+    def __init__(
+        self,
+        context: DashboardContext,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.context = context
+        self.window = LogWindow(capacity)
+        self.filter = LogFilter()
+        self.filter_problem: str | None = None
+        self.total: int | None = None  # rows matching the filter in the store
+        self._generation = 0
+        self._resetting = False
+        self._paging = False
+        self._recent: deque[LogRow] = deque(maxlen=capacity)
+        self._debounce: Timer | None = None
+        self.border_title = "Events"
+
+    def compose(self) -> ComposeResult:
+        filter_input = Input(
+            placeholder=FILTER_HINT, id="log-filter", classes="log-filter", compact=True
+        )
+        filter_input.display = False
+        yield filter_input
+        view = LogView(self.window, id="log-view")
+        header = LogHeader(view, id="log-header")
+        view.header = header
+        yield header
+        yield Notice(id="log-notice")
+        yield view
+
+    @property
+    def view(self) -> LogView:
+        return self.query_one("#log-view", LogView)
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one("#log-filter", Input)
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def focus_log(self) -> None:
+        self.view.focus()
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Start over from the newest row matching the filter."""
+        self._generation += 1
+        self._resetting = True
+        self._recent.clear()
+        self._reset(self.filter, self._generation)
+
+    @work(exclusive=True, group="log-reset", exit_on_error=False)
+    async def _reset(self, flt: LogFilter, generation: int) -> None:
+        store = self.context.store
+        rows = await store.log_page(flt, limit=PAGE)
+        if generation != self._generation:
+            return
+        self.window.reset(rows, has_older=len(rows) == PAGE)
+        self._resetting = False
+        self._paging = False
+        late = [r for r in self._recent if not rows or r.id > rows[0].id]
+        if late:
+            self.window.add_live(late[::-1], following=True)
+        self.view.rows_changed(reset=True)
+        # A short first page is the whole story; otherwise counting may take a moment (a text
+        # filter over a long history), so it comes after the rows are on screen.
+        self.total = len(self.window) if len(rows) < PAGE else None
+        self._update_title()
+        self._update_notice()
+        self.post_message(self.Ready())
+        if self.total is None:
+            total = await store.count(flt)
+            if generation == self._generation:
+                self.total = total
+                self._update_title()
+
+    @on(LogView.EdgeReached)
+    def _edge(self, event: LogView.EdgeReached) -> None:
+        event.stop()
+        if self._resetting or self._paging:
+            return
+        self._paging = True
+        self._page(event.older, self._generation)
+
+    @work(group="log-page", exit_on_error=False)
+    async def _page(self, older: bool, generation: int) -> None:
+        store = self.context.store
+        try:
+            if older:
+                bottom = self.window.oldest_id
+                rows = await store.log_page(self.filter, limit=PAGE, before_id=bottom)
+                if generation != self._generation:
+                    return
+                shift = self.window.add_older(rows, exhausted=len(rows) < PAGE)
+            else:
+                top = self.window.newest_id
+                rows = await store.log_page(
+                    self.filter, limit=PAGE, after_id=top, oldest_first=True
+                )
+                if generation != self._generation:
+                    return
+                reached = len(rows) < PAGE
+                shift = self.window.add_newer(rows, reached_top=reached)
+                if reached:
+                    newest = self.window.newest_id or 0
+                    late = [r for r in self._recent if r.id > newest]
+                    if late:
+                        shift += self.window.add_live(late[::-1], following=False)
+        finally:
+            if generation == self._generation:
+                self._paging = False
+        self.view.rows_changed(shift)
+        self._update_title()
+
+    # -- live rows ------------------------------------------------------------------------------
+
+    def ingest(self, attempts: Sequence[Attempt], dropped: int = 0) -> None:
+        """Attempts just stored (oldest first), from the live feed."""
+        if dropped:
+            self.reload()
+            return
+        matched = [row_from_attempt(a) for a in attempts if matches(self.filter, a)]
+        if not matched:
+            return
+        self._recent.extend(matched)
+        if self.total is not None:
+            self.total += len(matched)
+        if self._resetting:
+            return
+        shift = self.window.add_live(matched[::-1], following=self.view.following)
+        self.view.rows_changed(shift)
+        self._update_title()
+        self._update_notice()
+
+    # -- filter -----------------------------------------------------------------------------
+
+    def set_filter(self, flt: LogFilter, problem: str | None = None) -> None:
+        if flt == self.filter and problem == self.filter_problem:
+            return
+        self.filter = flt
+        self.filter_problem = problem
+        self.total = None
+        self.reload()
+        self._update_title()
+
+    def action_filter(self) -> None:
+        field = self.filter_input
+        field.display = True
+        if not field.value and not self.filter.empty:
+            field.value = filter_text(self.filter)
+        field.focus()
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self._debounce is not None:
+            self._debounce.stop()
+        value = event.value
+        self._debounce = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._apply_typed(value))
+
+    def _apply_typed(self, value: str) -> None:
+        parsed = parse_filter(value)
+        self.set_filter(parsed.filter, parsed.problem)
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._apply_typed(event.value)
+        if not event.value.strip():
+            self.filter_input.display = False
+        self.focus_log()
+
+    def action_clear_filter(self) -> None:
+        field = self.filter_input
+        if not field.display and self.filter.empty:
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        field.value = ""
+        field.display = False
+        self.set_filter(LogFilter())
+        self.focus_log()
+
+    def action_cycle_verdict(self) -> None:
+        order = [None, VERIFIED, REJECTED]
+        following = order[(order.index(self.filter.verdict) + 1) % len(order)]
+        self.set_terms(LogFilter(self.filter.topic, following, self.filter.text))
+
+    def action_cycle_topic(self) -> None:
+        from walletpass_tui.api.models import TOPICS
+
+        order: list[str | None] = [None, *TOPICS]
+        current = self.filter.topic if self.filter.topic in order else None
+        following = order[(order.index(current) + 1) % len(order)]
+        self.set_terms(LogFilter(following, self.filter.verdict, self.filter.text))
+
+    def set_terms(self, flt: LogFilter) -> None:
+        self.set_filter(flt)
+        text = filter_text(flt)
+        with self.prevent(Input.Changed):
+            self.filter_input.value = text
+        self.filter_input.display = bool(text)
+
+    def action_follow(self) -> None:
+        if self.window.has_newer:
+            self.reload()
+        else:
+            self.view.follow()
+        self._update_title()
+        self.focus_log()
+
+    @on(LogView.FollowingChanged)
+    def _following_changed(self, event: LogView.FollowingChanged) -> None:
+        self._update_title()
+
+    # -- presentation ------------------------------------------------------------------------------
+
+    def _update_title(self) -> None:
+        total = "…" if self.total is None else f"{self.total:,}"
+        title = Text("Events ")
+        title.append(total)
+        if not self.filter.empty:
+            title.append(" matching ")
+            title.append(clip(visible(filter_text(self.filter)), 40))
+        if self.view.following and not self.window.has_newer:
+            title.append(" · following")
+        else:
+            title.append(" · paused")
+            if self.window.unseen:
+                title.append(f" · {self.window.unseen:,} newer ↑")
+            title.append(" (f: follow)")
+        self.border_title = title
+        self.border_subtitle = (
+            Text(f"⚠ {visible(self.filter_problem)}") if self.filter_problem else None
+        )
+
+    def _update_notice(self) -> None:
+        notice = self.query_one("#log-notice", Notice)
+        if len(self.window):
+            if notice.display:
+                notice.show(None)
+            return
+        if self.filter.empty:
+            address = self.context.receiver_address()
+            where = f"http://{address}" if address else "the receiver (not listening)"
+            notice.show(
+                NoticeText(
+                    "No deliveries yet.",
+                    hint=f"Point your endpoint's sender at {where}; every attempt, verified or "
+                    "rejected, shows up here the moment it is stored.",
+                )
+            )
+        else:
+            notice.show(
+                NoticeText(
+                    "No delivery matches the filter.",
+                    hint=filter_text(self.filter),
+                    keys=(("esc", "clear the filter"), ("/", "edit it")),
+                )
+            )

@@ -1,0 +1,139 @@
+"""The Templates pane: the service's pass templates, fetched in a worker, errors shown in place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable
+from textual.worker import Worker, WorkerState
+
+from walletpass_tui.api.errors import ApiError
+from walletpass_tui.api.models import TemplateList
+from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.template_columns import template_cell, template_columns
+from walletpass_tui.ui.untrusted import compact_value
+from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
+
+
+class TemplatesPane(Vertical):
+    """Lists pass templates; Enter shows one as JSON; ``r`` (on the main screen) refreshes."""
+
+    class ShowTemplate(Message):
+        def __init__(self, template: dict[str, Any]) -> None:
+            super().__init__()
+            self.template = template
+
+    def __init__(self, context: DashboardContext, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.context = context
+        self.templates: list[dict[str, Any]] = []
+        self.result: TemplateList | None = None
+        self.border_title = "Templates"
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[Text] = DataTable(id="templates-table", cursor_type="row")
+        table.display = False
+        yield table
+        yield Notice(id="templates-notice")
+
+    def on_mount(self) -> None:
+        # After the first refresh: the loading indicator set while still mounting could otherwise
+        # be put up after a fast answer has already taken it down.
+        self.call_after_refresh(self.refresh_templates)
+
+    @property
+    def table(self) -> DataTable[Text]:
+        return self.query_one("#templates-table", DataTable)
+
+    @property
+    def notice(self) -> Notice:
+        return self.query_one("#templates-notice", Notice)
+
+    def refresh_templates(self) -> None:
+        how_to = self.context.missing_service_setup()
+        if how_to is not None:
+            self._show_notice(
+                NoticeText(
+                    "No pass templates without the service's API key.",
+                    hint=how_to,
+                    keys=(("r", "try again"),),
+                )
+            )
+            self.border_title = "Templates"
+            return
+        self.loading = True
+        self.border_title = "Templates · loading…"
+        self._load()
+
+    @work(exclusive=True, group="templates", exit_on_error=False)
+    async def _load(self) -> None:
+        client = self.context.client
+        assert client is not None
+        try:
+            result = await client.list_pass_templates()
+        except ApiError as exc:
+            self._show_notice(notice_for_error(exc))
+            self.border_title = "Templates · failed"
+        else:
+            self._show_templates(result)
+        finally:
+            self.loading = False
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """Anything but an ApiError is a bug, but it must not take the dashboard down."""
+        if event.worker.group == "templates" and event.state == WorkerState.ERROR:
+            self.loading = False
+            error = event.worker.error
+            self._show_notice(
+                NoticeText(
+                    f"Listing templates failed unexpectedly ({type(error).__name__}).",
+                    hint=str(error),
+                    keys=(("r", "retry"),),
+                    error=True,
+                )
+            )
+
+    def _show_notice(self, notice: NoticeText) -> None:
+        self.templates = []
+        self.table.display = False
+        self.notice.show(notice)
+
+    def _show_templates(self, result: TemplateList) -> None:
+        self.result = result
+        self.templates = list(result.templates)
+        table = self.table
+        table.clear(columns=True)
+        count = len(self.templates)
+        self.border_title = f"Templates {count}"
+        self.border_subtitle = self._extra_text(result)
+        if not count:
+            self._show_notice(NoticeText("The service has no pass templates yet."))
+            self.border_title = "Templates 0"
+            return
+        for key in template_columns(self.templates):
+            table.add_column(Text(compact_value(key, 24)), key=key)
+        keys = [str(c.key.value) for c in table.columns.values()]
+        for index, template in enumerate(self.templates):
+            table.add_row(*(Text(template_cell(template, k)) for k in keys), key=str(index))
+        self.notice.show(None)
+        table.display = True
+
+    @staticmethod
+    def _extra_text(result: TemplateList) -> Text | None:
+        """The answer's other keys (paging fields, say), so nothing is silently dropped."""
+        if not result.extra:
+            return None
+        shown = ", ".join(f"{k}: {compact_value(v, 16)}" for k, v in list(result.extra.items())[:3])
+        return Text(compact_value(shown, 60))
+
+    @on(DataTable.RowSelected, "#templates-table")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        index = int(str(event.row_key.value))
+        if 0 <= index < len(self.templates):
+            self.post_message(self.ShowTemplate(self.templates[index]))

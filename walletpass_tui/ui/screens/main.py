@@ -1,0 +1,231 @@
+"""The dashboard's main screen: header line, Templates and Endpoints on the left, the live event log
+and the selected delivery's detail on the right, footer with the keys.
+
+Below 110 columns the left column folds into tabs (Templates / Endpoints / Events) and the detail
+opens as a screen of its own; on short terminals the detail pane gives its room to the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Tab, Tabs
+
+from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.panes.endpoints import EndpointsPane
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.screens.create_endpoint import Created, CreateEndpointScreen
+from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
+from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
+from walletpass_tui.ui.screens.template_json import TemplateScreen
+from walletpass_tui.ui.widgets.key_line import KeyLine
+from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.status_bar import ReceiverState, StatusBar
+from walletpass_tui.webhooks.store import Attempt, Stats
+
+DETAIL_DEBOUNCE_S = 0.06
+DETAIL_SCREEN = "delivery-detail"
+PANES = ("templates", "endpoints", "events")
+
+
+class MainScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+
+    BINDINGS = [
+        Binding("n", "new_endpoint", "New", tooltip="New webhook endpoint (at the service)"),
+        Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
+        Binding("r", "refresh_templates", "Refresh templates", show=False),
+        Binding("1", "show_pane('templates')", "Templates", show=False),
+        Binding("2", "show_pane('endpoints')", "Endpoints", show=False),
+        Binding("3", "show_pane('events')", "Events", show=False),
+    ]
+
+    def __init__(self, context: DashboardContext, *, log_capacity: int) -> None:
+        super().__init__(id="main")
+        self.context = context
+        self._log_capacity = log_capacity
+        self._detail_timer: Timer | None = None
+        self.pane = "events"
+        self.add_class("-show-events")
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status-bar")
+        yield Tabs(
+            Tab("1 Templates", id="tab-templates"),
+            Tab("2 Endpoints", id="tab-endpoints"),
+            Tab("3 Events", id="tab-events"),
+            active="tab-events",
+            id="pane-tabs",
+        )
+        with Horizontal(id="columns"):
+            with Vertical(id="left"):
+                yield TemplatesPane(self.context, id="templates")
+                yield EndpointsPane(self.context, id="endpoints")
+            with Vertical(id="right"):
+                yield EventLogPane(self.context, capacity=self._log_capacity, id="events")
+                yield DeliveryDetail(self.context.store, id="detail-pane")
+        yield KeyLine(id="main-keys")
+
+    def on_mount(self) -> None:
+        self.event_log.focus_log()
+
+    # -- parts -------------------------------------------------------------------------------------
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def templates(self) -> TemplatesPane:
+        return self.query_one(TemplatesPane)
+
+    @property
+    def endpoints(self) -> EndpointsPane:
+        return self.query_one(EndpointsPane)
+
+    @property
+    def event_log(self) -> EventLogPane:
+        return self.query_one(EventLogPane)
+
+    @property
+    def detail(self) -> DeliveryDetail:
+        return self.query_one("#detail-pane", DeliveryDetail)
+
+    @property
+    def narrow(self) -> bool:
+        return self.has_class("-narrow")
+
+    # -- attributes down ---------------------------------------------------------------------------
+
+    def show_stats(self, stats: Stats) -> None:
+        self.status_bar.stats = stats
+
+    def show_receiver(self, state: ReceiverState) -> None:
+        self.status_bar.receiver = state
+
+    def deliveries_stored(self, attempts: Sequence[Attempt], dropped: int) -> None:
+        self.event_log.ingest(attempts, dropped)
+        shown = self.detail.data
+        webhook_id = shown.attempt.webhook_id if shown is not None else None
+        if webhook_id and any(a.webhook_id == webhook_id for a in attempts):
+            self.detail.reload()
+
+    # -- panes -------------------------------------------------------------------------------------
+
+    def action_show_pane(self, pane: str) -> None:
+        if pane not in PANES:
+            return
+        self.pane = pane
+        for name in PANES:
+            self.set_class(name == pane, f"-show-{name}")
+        tabs = self.query_one("#pane-tabs", Tabs)
+        if tabs.active != f"tab-{pane}":
+            tabs.active = f"tab-{pane}"
+        if pane == "templates":
+            self.templates.query_one("#templates-table").focus()
+        elif pane == "endpoints":
+            self.endpoints.query_one("#endpoints-table").focus()
+        else:
+            self.event_log.focus_log()
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id:
+            pane = event.tab.id.removeprefix("tab-")
+            if pane != self.pane:
+                self.action_show_pane(pane)
+
+    # -- the log and its detail -------------------------------------------------------------------
+
+    @on(LogView.CursorMoved)
+    def _cursor_moved(self, event: LogView.CursorMoved) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        row_id = event.row.id if event.row else None
+        if row_id is None:
+            self.detail.show(None)
+            return
+        self._detail_timer = self.set_timer(DETAIL_DEBOUNCE_S, lambda: self._show_detail(row_id))
+
+    def _show_detail(self, row_id: int) -> None:
+        if self.detail.display and self.detail.requested_id != row_id:
+            self.detail.show(row_id)
+
+    @on(LogView.Opened)
+    def _opened(self, event: LogView.Opened) -> None:
+        self.open_detail(event.row.id)
+
+    def action_open_detail(self) -> None:
+        row = self.event_log.window.current
+        if row is not None:
+            self.open_detail(row.id)
+
+    def open_detail(self, attempt_id: int) -> None:
+        """The delivery on a screen of its own; one screen, kept and reused."""
+        app = self.app
+        if not app.is_screen_installed(DETAIL_SCREEN):
+            screen = DetailScreen(self.context.store, step=self._step_log)
+            app.install_screen(screen, DETAIL_SCREEN)
+        screen = app.get_screen(DETAIL_SCREEN)
+        assert isinstance(screen, DetailScreen)
+        screen.open(attempt_id)
+        if app.screen is not screen:
+            app.push_screen(screen)
+
+    def _step_log(self, rows: int) -> int | None:
+        """Move the log's cursor (the detail screen's j/k); the attempt it lands on."""
+        view = self.event_log.view
+        view.move_cursor(self.event_log.window.cursor + rows)
+        row = self.event_log.window.current
+        return row.id if row is not None else None
+
+    # -- templates -------------------------------------------------------------------------------
+
+    def action_refresh_templates(self) -> None:
+        self.templates.refresh_templates()
+
+    @on(TemplatesPane.ShowTemplate)
+    def _show_template(self, event: TemplatesPane.ShowTemplate) -> None:
+        self.app.push_screen(TemplateScreen(event.template))
+
+    # -- endpoints -------------------------------------------------------------------------------
+
+    def action_new_endpoint(self) -> None:
+        self.app.push_screen(CreateEndpointScreen(self.context), self._created)
+
+    def _created(self, created: Created | None) -> None:
+        if created is None:
+            return
+        self.endpoints.reload(select=created.endpoint.id)
+        self.app.push_screen(
+            EndpointSecretScreen(
+                created.endpoint, self.context.registry.path, saved_error=created.saved_error
+            )
+        )
+
+    def action_import_endpoint(self) -> None:
+        self.app.push_screen(ImportEndpointScreen(self.context.registry), self._imported)
+
+    def _imported(self, endpoint_id: str | None) -> None:
+        if endpoint_id is None:
+            return
+        self.endpoints.reload(select=endpoint_id)
+        self.notify(
+            f"Endpoint {endpoint_id} imported; deliveries to it are verified with its secret.",
+            markup=False,
+        )
+
+    def endpoint_created(self, endpoint: WebhookEndpoint) -> None:
+        """For callers that created an endpoint elsewhere (the demo): show it in the list."""
+        self.endpoints.reload(select=endpoint.id)

@@ -1,0 +1,46 @@
+"""One pass template, whole, as highlighted JSON (Enter in the Templates pane)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.highlight import highlight
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from walletpass_tui.api.models import template_title
+from walletpass_tui.ui.untrusted import one_line, pretty_json
+
+
+class TemplateScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Close"),
+        Binding("c", "copy", "Copy JSON"),
+    ]
+
+    def __init__(self, template: dict[str, Any]) -> None:
+        super().__init__(classes="json-screen")
+        self.template = template
+
+    def compose(self) -> ComposeResult:
+        title = template_title(self.template)
+        ident = self.template.get("id")
+        name = " · ".join(one_line(str(v), 50) for v in (ident, title) if v)
+        pretty, _cut = pretty_json(self.template)
+        with Vertical(id="template-dialog") as dialog:
+            dialog.border_title = Text(name or "Pass template")
+            dialog.border_subtitle = "c copy · esc close"
+            with VerticalScroll(id="template-scroll"):
+                yield Static(highlight(pretty, language="json"), id="template-json")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(json.dumps(self.template, indent=2, ensure_ascii=False))
+        self.notify("Template JSON copied to the clipboard.", markup=False)

@@ -1,0 +1,101 @@
+"""The header line: where the receiver listens, the public URL, live counts, paused acks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from walletpass_tui.ui.untrusted import one_line
+from walletpass_tui.webhooks.store import Stats
+
+
+@dataclass(frozen=True)
+class ReceiverState:
+    """What the header says about the receiver."""
+
+    address: str | None = None  # host:port/path it listens on (None: not listening)
+    problem: str | None = None  # why it is not listening, when it should be
+    public_url: str | None = None
+    paused: bool = False
+    mode: str | None = None  # e.g. "demo"
+
+
+class StatusBar(Widget):
+    """One line at the top of the dashboard."""
+
+    COMPONENT_CLASSES = {
+        "status-bar--title",
+        "status-bar--mode",
+        "status-bar--listening",
+        "status-bar--stopped",
+        "status-bar--label",
+        "status-bar--value",
+        "status-bar--verified",
+        "status-bar--rejected",
+        "status-bar--redelivered",
+        "status-bar--paused",
+    }
+
+    stats: reactive[Stats] = reactive(Stats, layout=False)
+    receiver: reactive[ReceiverState] = reactive(ReceiverState, layout=False)
+
+    def _s(self, name: str) -> Style:
+        return self.get_component_rich_style(name, partial=True)
+
+    def render(self) -> Text:
+        width = self.size.width
+        left = self._left(full_public=True)
+        for right in (self._counts(words=True), self._counts(words=False)):
+            if left.cell_len + right.cell_len + 2 <= width:
+                return self._join(left, right, width)
+        left = self._left(full_public=False)
+        return self._join(left, self._counts(words=False), width)
+
+    def _join(self, left: Text, right: Text, width: int) -> Text:
+        gap = max(2, width - left.cell_len - right.cell_len)
+        line = Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")
+        line.truncate(width, overflow="ellipsis")
+        return line
+
+    def _left(self, *, full_public: bool) -> Text:
+        state = self.receiver
+        line = Text(no_wrap=True)
+        line.append(" walletpass-tui ", self._s("status-bar--title"))
+        if state.mode:
+            line.append(f" {state.mode} ", self._s("status-bar--mode"))
+        line.append(" ")
+        if state.address:
+            line.append("● listening ", self._s("status-bar--listening"))
+            line.append(one_line(state.address), self._s("status-bar--value"))
+        else:
+            line.append("○ not listening", self._s("status-bar--stopped"))
+            if state.problem:
+                line.append(f": {one_line(state.problem, 60)}", self._s("status-bar--stopped"))
+        if state.paused:
+            line.append("  ")
+            line.append(" ⏸ ACKS PAUSED (503) ", self._s("status-bar--paused"))
+        if state.public_url and full_public:
+            line.append("  public ", self._s("status-bar--label"))
+            line.append(one_line(state.public_url, 48), self._s("status-bar--value"))
+        return line
+
+    def _counts(self, *, words: bool) -> Text:
+        s = self.stats
+        line = Text(no_wrap=True)
+        parts = (
+            (s.received, "received" if words else "in", "status-bar--value"),
+            (s.verified, "✓ verified" if words else "✓", "status-bar--verified"),
+            (s.rejected, "✗ rejected" if words else "✗", "status-bar--rejected"),
+            (s.redeliveries, "↻ redelivered" if words else "↻", "status-bar--redelivered"),
+        )
+        for index, (count, label, style) in enumerate(parts):
+            if index:
+                line.append("  ")
+            line.append(f"{count:,} ", self._s("status-bar--value"))
+            line.append(label, self._s(style))
+        line.append(" ")
+        return line
