@@ -11,14 +11,14 @@ from collections.abc import Sequence
 
 from walletpass_tui import __version__
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.cli import events_cmd, listen_cmd, service_cmds, sim_cmd
+from walletpass_tui.cli import demo_cmd, events_cmd, listen_cmd, service_cmds, sim_cmd
 from walletpass_tui.cli.common import PROG, CommandError, add_receiver_flags, add_settings_flags
 from walletpass_tui.config import ConfigError
 from walletpass_tui.webhooks.receiver import ReceiverError
 from walletpass_tui.webhooks.store import StoreError
 
 # Each module adds its subcommands with register(subparsers, parents).
-COMMAND_MODULES = [service_cmds, listen_cmd, events_cmd, sim_cmd]
+COMMAND_MODULES = [service_cmds, listen_cmd, events_cmd, sim_cmd, demo_cmd]
 
 DESCRIPTION = """\
 A terminal dashboard for the Wallet Pass Service: list pass templates, register webhook endpoints,
