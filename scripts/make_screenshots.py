@@ -1,0 +1,428 @@
+"""Regenerate the README's screenshots (SVG, and PNG with rsvg-convert when it is installed).
+
+    python scripts/make_screenshots.py                 # fixed sample data: reproducible pictures
+    python scripts/make_screenshots.py --home DIR      # the history and endpoints already in DIR
+
+With no ``--home`` a throwaway data directory is filled with a fixed history (fixed times and ids),
+templates come from a canned answer and no port is opened, so every run draws the same pictures.
+``--home`` takes the data of a populated directory instead (the demo's, say) and its settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from walletpass_tui.api.client import WalletPassClient
+from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.config import Secret, Settings, load_settings
+from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.ui.app import WalletPassApp, build_app
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
+from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+START_MS = 1_795_442_400_000  # 2026-11-23T14:00:00Z
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+RECEIVER = "127.0.0.1:8787/webhooks"
+
+TEMPLATES = {
+    "data": [
+        {
+            "id": "tpl_7HqYb2LmN4",
+            "name": "Loyalty Card - Gold",
+            "passType": "storeCard",
+            "organizationName": "Bluebird Coffee",
+            "createdAt": "2026-03-02T09:15:27.481Z",
+        },
+        {
+            "id": "tpl_Qx81RcVa0e",
+            "name": "Summer Festival 2026",
+            "passType": "eventTicket",
+            "organizationName": "Harbour Events",
+            "createdAt": "2026-04-11T12:01:55.009Z",
+        },
+        {
+            "id": "tpl_c3Ts9WkP1z",
+            "name": "Gym Membership",
+            "passType": "generic",
+            "organizationName": "Northside Fitness",
+            "createdAt": "2026-01-20T18:44:10.300Z",
+        },
+        {
+            "id": "tpl_Ld5nE0uJ6r",
+            "name": "10% Off Next Visit",
+            "passType": "coupon",
+            "organizationName": "Bluebird Coffee",
+            "createdAt": "2026-05-06T10:30:00.000Z",
+        },
+        {
+            "id": "tpl_Vb4kM8oS2d",
+            "name": "Ferry Boarding Pass",
+            "passType": "boardingPass",
+            "organizationName": "Island Ferries",
+            "createdAt": "2026-06-14T07:12:48.556Z",
+        },
+    ],
+    "hasMore": False,
+}
+CREATED = {
+    "id": "ep_9xKq2LmVw7",
+    "secret": SECRET,
+    "url": "https://hooks.example.com/wallet",
+    "enabledTopics": ["pass.activated", "pass.deactivated"],
+    "enabled": True,
+    "createdAt": "2026-11-23T14:06:00.000Z",
+}
+
+
+# -- fixed sample data ------------------------------------------------------------------------------
+
+
+def _body(topic: str, n: int) -> bytes:
+    reasons = {
+        "pass.activated": ("added_to_wallet", "notifications_enabled"),
+        "pass.deactivated": ("removed_from_wallet", "notifications_disabled"),
+    }
+    template = TEMPLATES["data"][n % len(TEMPLATES["data"])]["id"]
+    return json.dumps(
+        {
+            "type": topic,
+            "timestamp": datetime.fromtimestamp((START_MS + n * 7_000) / 1000, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "data": {
+                "passId": f"pass_{(n * 7919) % 100000:05d}{'abcdefgh'[n % 8]}Q2",
+                "passTemplateId": template,
+                "serialNumber": f"{(n * 104729) % 10**9:09d}",
+                "platform": ("apple", "google")[n % 2],
+                "reason": reasons[topic][n % 2],
+            },
+        },
+        indent=None,
+    ).encode()
+
+
+def _attempt(
+    n: int,
+    at_ms: int,
+    *,
+    msg: str | None = None,
+    topic: str | None = None,
+    verdict: str = VERIFIED,
+    reason: str = "verified",
+    detail: str = "",
+    status: int = 200,
+    note: str | None = None,
+    endpoint: str | None = "ep_3f2a9cLq",
+) -> Attempt:
+    topic = topic or ("pass.activated", "pass.deactivated")[n % 3 == 0]
+    webhook_id = msg or f"msg_2KWP{n:04d}BgLlAfxdpx2AI54p"
+    body = _body(topic, n)
+    pass_id = json.loads(body)["data"]["passId"]
+    return Attempt(
+        received_at_ms=at_ms,
+        method="POST",
+        path="/webhooks",
+        headers=(
+            ("Host", "ab12.tunnel.example"),
+            ("User-Agent", "Svix-Webhooks/1.24"),
+            ("Content-Type", "application/json"),
+            ("webhook-id", webhook_id),
+            ("webhook-timestamp", str(at_ms // 1000)),
+            ("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
+            ("X-Forwarded-For", "44.228.126.217"),
+        ),
+        body=body,
+        verdict=verdict,
+        reason=reason,
+        detail=detail,
+        status=status,
+        webhook_id=webhook_id,
+        endpoint_id=endpoint if verdict == VERIFIED else None,
+        remote_addr="127.0.0.1",
+        forwarded_for="44.228.126.217",
+        body_size=len(body),
+        processing_ms=1.2 + (n % 5) * 0.3,
+        topic=topic,
+        pass_id=pass_id,
+        note=note,
+    )
+
+
+def sample_history() -> list[Attempt]:
+    """About 40 deliveries over six minutes: mostly verified, a few rejected, two messages that
+    the service retried on its schedule (+5 s, +5 min) after failures."""
+    rows: list[Attempt] = []
+    for n in range(1, 41):
+        at = START_MS + n * 9_000
+        if n in (6, 23):
+            rows.append(
+                _attempt(
+                    n,
+                    at,
+                    verdict=REJECTED,
+                    reason="no signature matches",
+                    detail="tried 2 secrets",
+                    status=401,
+                )
+            )
+        elif n == 14:
+            rows.append(
+                _attempt(
+                    n,
+                    at,
+                    verdict=REJECTED,
+                    reason="timestamp too old",
+                    detail="412 s old, tolerance 300 s",
+                    status=401,
+                )
+            )
+        else:
+            rows.append(_attempt(n, at))
+    retried = "msg_2KWPretryBgLlAfxdpx2AI5"
+    first = START_MS + 60_000
+    rows.append(_attempt(50, first, msg=retried, status=500, note="injected: fail first 2"))
+    rows.append(_attempt(50, first + 5_000, msg=retried, status=500, note="injected: fail first 2"))
+    rows.append(_attempt(50, first + 305_000, msg=retried))
+    paused = "msg_2KWPpauseBgLlAfxdpx2AI5"
+    rows.append(
+        _attempt(
+            51, START_MS + 200_000, msg=paused, status=503, note="injected: acknowledgements paused"
+        )
+    )
+    rows.append(_attempt(51, START_MS + 205_000, msg=paused))
+    rows.sort(key=lambda a: a.received_at_ms)
+    return rows
+
+
+def sample_registry(home: Path) -> EndpointRegistry:
+    registry = EndpointRegistry(home / "endpoints.json")
+    registry.record_created(
+        WebhookEndpoint(
+            id="ep_3f2a9cLq",
+            url="https://ab12.tunnel.example/webhooks",
+            enabled_topics=("pass.activated", "pass.deactivated"),
+            enabled=True,
+            secret=Secret("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"),
+            created_at=datetime(2026, 11, 20, 9, 30, 12, tzinfo=UTC),
+        )
+    )
+    registry.import_endpoint(
+        "ep_77c1Hd0Pz",
+        "https://old.example.org/wallet-hooks",
+        ["pass.deactivated"],
+        "whsec_c2VjcmV0LWZvci10aGUtb2xkLW9uZQ==",
+        enabled=False,
+    )
+    return registry
+
+
+def canned_service(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/api/v0/passTemplates":
+        return httpx.Response(200, json=TEMPLATES)
+    if request.url.path == "/v0/webhookEndpoints":
+        return httpx.Response(200, json=CREATED)
+    return httpx.Response(404, json={"error": "not found"})
+
+
+# -- building the app ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Source:
+    """Where the pictures' data comes from."""
+
+    settings: Settings
+    registry: EndpointRegistry
+    fill: Callable[[Store], Awaitable[None]] | None
+    transport: httpx.AsyncBaseTransport | None
+
+
+def sample_source(home: Path) -> Source:
+    settings = Settings(
+        home=home,
+        base_url="https://api.wallet.example",
+        registration_url="https://hooks.wallet.example",
+        api_key=Secret("wp_live_4f9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c"),
+        public_url="https://ab12.tunnel.example/webhooks",
+    )
+
+    async def fill(store: Store) -> None:
+        for row in sample_history():
+            await store.record(row)
+        await store.settled()
+
+    return Source(settings, sample_registry(home), fill, httpx.MockTransport(canned_service))
+
+
+def home_source(home: Path) -> Source:
+    settings = load_settings({"home": str(home)})
+    return Source(settings, EndpointRegistry(settings.endpoints_path), None, None)
+
+
+def make_app(source: Source) -> WalletPassApp:
+    settings = source.settings
+    client = (
+        WalletPassClient(settings, transport=source.transport, retry_base_delay=0)
+        if settings.api_key
+        else None
+    )
+
+    async def open_store() -> Store:
+        store = await Store.open(settings.database_path)
+        if source.fill is not None:
+            await source.fill(store)
+        return store
+
+    return build_app(settings, client, open_store, source.registry, receiver_display=RECEIVER)
+
+
+# -- the pictures ----------------------------------------------------------------------------------------
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    while not isinstance(app.screen, MainScreen):
+        await pilot.pause(0.02)
+    log = app.screen.query_one(EventLogPane)
+    templates = app.screen.query_one(TemplatesPane)
+    while log.total is None or templates.loading or "loading" in str(templates.border_title):
+        await pilot.pause(0.02)
+    await pilot.pause(0.3)
+
+
+async def main_screen(pilot: Pilot[Any]) -> None:
+    await pilot.press("j", "j", "j")
+    await pilot.pause(0.3)
+
+
+async def detail(pilot: Pilot[Any]) -> None:
+    log = pilot.app.screen.query_one(EventLogPane)
+    target = next((i for i, r in enumerate(log.window.rows) if r.attempt_no == 3), 0)
+    log.view.move_cursor(target)
+    await pilot.press("enter")
+    await pilot.pause(0.4)
+
+
+async def create_form(pilot: Pilot[Any]) -> None:
+    await pilot.press("n")
+    await pilot.pause(0.2)
+    field = pilot.app.screen.query_one("#endpoint-url", Input)
+    field.cursor_blink = False
+    field.value = "http://localhost:3000/hook"
+    field.cursor_position = len(field.value)
+    await pilot.press("s")
+    await pilot.pause(0.2)
+
+
+async def secret_modal(pilot: Pilot[Any]) -> None:
+    await pilot.press("n")
+    await pilot.pause(0.2)
+    field = pilot.app.screen.query_one("#endpoint-url", Input)
+    field.cursor_blink = False
+    field.value = str(CREATED["url"])
+    await pilot.press("ctrl+s")
+    while not isinstance(pilot.app.screen, EndpointSecretScreen):
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+async def narrow(pilot: Pilot[Any]) -> None:
+    await pilot.pause(0.2)
+
+
+Shot = tuple[str, tuple[int, int], Callable[[Pilot[Any]], Awaitable[None]]]
+SHOTS: tuple[Shot, ...] = (
+    ("dashboard", (140, 40), main_screen),
+    ("delivery-detail", (120, 36), detail),
+    ("create-endpoint", (120, 36), create_form),
+    ("endpoint-secret", (120, 36), secret_modal),
+    ("dashboard-80x24", (80, 24), narrow),
+)
+
+
+async def take(source_for: Callable[[str], Source], shot: Shot, out: Path) -> Path:
+    name, size, steps = shot
+    app = make_app(source_for(name))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await steps(pilot)
+        path = Path(app.save_screenshot(f"{name}.svg", str(out)))
+    return path
+
+
+def to_png(svg: Path) -> Path | None:
+    """A PNG beside ``svg``; the SVG keeps its spaces when rsvg draws it (xml:space)."""
+    converter = shutil.which("rsvg-convert")
+    if converter is None:
+        return None
+    text = svg.read_text()
+    fixed = re.sub(r"<svg ", '<svg xml:space="preserve" ', text, count=1)
+    with tempfile.NamedTemporaryFile("w", suffix=".svg", delete=False) as tmp:
+        tmp.write(fixed)
+    png = svg.with_suffix(".png")
+    subprocess.run([converter, tmp.name, "-o", str(png)], check=True)
+    Path(tmp.name).unlink()
+    return png
+
+
+async def run(args: argparse.Namespace) -> list[Path]:
+    out: Path = args.out
+    made: list[Path] = []
+    # The same path on every run (it is shown on the secret's screen), emptied for each picture.
+    scratch = Path(tempfile.gettempdir()) / "walletpass-tui-screenshots"
+
+    def source_for(name: str) -> Source:
+        if args.home:
+            return home_source(args.home)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return sample_source(scratch)
+
+    for shot in SHOTS:
+        if args.only and shot[0] not in args.only:
+            continue
+        svg = await take(source_for, shot, out)
+        made.append(svg)
+        if args.png:
+            png = to_png(svg)
+            if png is not None:
+                made.append(png)
+    if not args.home:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return made
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, help="take data from this data directory")
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots", help="output directory")
+    parser.add_argument("--png", action="store_true", help="also write PNGs (rsvg-convert)")
+    parser.add_argument("--only", nargs="*", help="only these pictures (by name)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in asyncio.run(run(args)):
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
