@@ -30,6 +30,7 @@ from textual.widgets import Input
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.cli.receiver_flags import secret_lookup
 from walletpass_tui.config import Secret, Settings, load_settings
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp, build_app
@@ -37,12 +38,26 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+from walletpass_tui.ui.screens.replay import ReplayScreen
+from walletpass_tui.webhooks import store as store_module
+from walletpass_tui.webhooks.store import (
+    FORWARD,
+    ORIGINAL,
+    REJECTED,
+    REPLAY,
+    RESIGN,
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+    Store,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 START_MS = 1_795_442_400_000  # 2026-11-23T14:00:00Z
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 RECEIVER = "127.0.0.1:8787/webhooks"
+APP_URL = "http://localhost:3000/webhooks"  # the user's own app, in the forwarding samples
+RETRIED = "msg_2KWPretryBgLlAfxdpx2AI5"
 
 TEMPLATES = {
     "data": [
@@ -198,7 +213,7 @@ def sample_history() -> list[Attempt]:
             )
         else:
             rows.append(_attempt(n, at))
-    retried = "msg_2KWPretryBgLlAfxdpx2AI5"
+    retried = RETRIED
     first = START_MS + 60_000
     rows.append(_attempt(50, first, msg=retried, status=500, note="injected: fail first 2"))
     rows.append(_attempt(50, first + 5_000, msg=retried, status=500, note="injected: fail first 2"))
@@ -236,6 +251,26 @@ def sample_registry(home: Path) -> EndpointRegistry:
     return registry
 
 
+async def sample_forwards(store: Store) -> None:
+    """The retried message forwarded to the user's app, then replayed to it (which its replay
+    protection refused), at fixed times."""
+    attempts = await store.message_attempts(RETRIED)
+    last = attempts[-1]
+    answers = (
+        (last, FORWARD, ORIGINAL, ForwardResult(200, 14.2, body=b'{"received":true}')),
+        (last, REPLAY, RESIGN, ForwardResult(500, 9.6, body=b'{"error":"duplicate webhook-id"}')),
+    )
+    real_now = store_module.now_ms
+    try:
+        for (attempt, kind, mode, result), offset in zip(answers, (60, 420_000), strict=True):
+            store_module.now_ms = lambda at=attempt.received_at_ms + offset: at  # type: ignore[misc]
+            await store.add_forward_result(
+                attempt, kind=kind, mode=mode, target=APP_URL, result=result
+            )
+    finally:
+        store_module.now_ms = real_now
+
+
 def canned_service(request: httpx.Request) -> httpx.Response:
     if request.url.path == "/api/v0/passTemplates":
         return httpx.Response(200, json=TEMPLATES)
@@ -263,13 +298,14 @@ def sample_source(home: Path) -> Source:
         base_url="https://api.wallet.example",
         registration_url="https://hooks.wallet.example",
         api_key=Secret("wp_live_4f9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c"),
-        public_url="https://ab12.tunnel.example/webhooks",
+        public_url="https://ab12.tunnel.example",
     )
 
     async def fill(store: Store) -> None:
         for row in sample_history():
             await store.record(row)
         await store.settled()
+        await sample_forwards(store)
 
     return Source(settings, sample_registry(home), fill, httpx.MockTransport(canned_service))
 
@@ -293,7 +329,14 @@ def make_app(source: Source) -> WalletPassApp:
             await source.fill(store)
         return store
 
-    return build_app(settings, client, open_store, source.registry, receiver_display=RECEIVER)
+    return build_app(
+        settings,
+        client,
+        open_store,
+        source.registry,
+        receiver_display=RECEIVER,
+        secret_for=secret_lookup(source.registry, ()),
+    )
 
 
 # -- the pictures ----------------------------------------------------------------------------------------
@@ -321,6 +364,26 @@ async def detail(pilot: Pilot[Any]) -> None:
     log.view.move_cursor(target)
     await pilot.press("enter")
     await pilot.pause(0.4)
+
+
+async def forwards(pilot: Pilot[Any]) -> None:
+    await detail(pilot)
+    await pilot.press("o")
+    await pilot.pause(0.3)
+
+
+async def replay_form(pilot: Pilot[Any]) -> None:
+    log = pilot.app.screen.query_one(EventLogPane)
+    target = next((i for i, r in enumerate(log.window.rows) if r.webhook_id == RETRIED), 0)
+    log.view.move_cursor(target)
+    await pilot.pause(0.1)
+    await pilot.press("R")
+    while not isinstance(pilot.app.screen, ReplayScreen):
+        await pilot.pause(0.05)
+    field = pilot.app.screen.query_one("#replay-target", Input)
+    field.cursor_blink = False
+    field.value = APP_URL
+    await pilot.pause(0.3)
 
 
 async def create_form(pilot: Pilot[Any]) -> None:
@@ -355,6 +418,8 @@ SHOTS: tuple[Shot, ...] = (
     ("dashboard", (140, 40), main_screen),
     ("delivery-detail", (120, 36), detail),
     ("create-endpoint", (120, 36), create_form),
+    ("delivery-forwards", (120, 36), forwards),
+    ("replay", (120, 36), replay_form),
     ("endpoint-secret", (120, 36), secret_modal),
     ("dashboard-80x24", (80, 24), narrow),
 )

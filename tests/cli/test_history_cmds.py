@@ -228,15 +228,26 @@ async def test_pending_lists_and_gives_up(home: Path, capsys: pytest.CaptureFixt
         home,
         make_attempt("msg_p1", b"{}"),
         make_attempt("msg_p2", b"{}"),
-        forward_to=("http://127.0.0.1:9/hook",),
+        forward_to=("http://127.0.0.1:9/hook", "http://127.0.0.1:10/other"),
     )
     code, out, _ = await cli(capsys, "events", "pending")
     assert code == 0
-    assert "2 forward(s) pending, to: http://127.0.0.1:9/hook" in out
+    assert "4 forward(s) pending:" in out
+    assert "2  http://127.0.0.1:9/hook" in out and "2  http://127.0.0.1:10/other" in out
+
+    code, out, _ = await cli(capsys, "events", "pending", "--target", "http://127.0.0.1:10/other")
+    assert code == 0 and "2 forward(s) pending:" in out and "9/hook" not in out
+    code, out, _ = await cli(capsys, "events", "pending", "--target", "http://elsewhere/")
+    assert code == 0 and "No forwards pending to http://elsewhere/." in out
+
+    code, out, _ = await cli(
+        capsys, "events", "pending", "--give-up", "--target", "http://127.0.0.1:10/other"
+    )
+    assert code == 0 and "Gave up on 2 pending forward(s)" in out
 
     code, out, _ = await cli(capsys, "events", "pending", "--give-up")
     assert code == 0 and "Gave up on 2 pending forward(s)" in out
-    [row] = await history(home, "msg_p1")
+    [row, _] = await history(home, "msg_p1")
     assert row.state == GIVEN_UP and row.state != PENDING
 
     code, out, _ = await cli(capsys, "events", "pending")

@@ -68,7 +68,7 @@ def make(name: str, *, with_key: bool = True) -> WalletPassApp:
         base_url="https://api.wallet.example" if with_key else None,
         registration_url="https://hooks.wallet.example" if with_key else None,
         api_key=Secret(API_KEY) if with_key else None,
-        public_url="https://ab12.tunnel.example/webhooks",
+        public_url="https://ab12.tunnel.example",
     )
     registry = EndpointRegistry(settings.endpoints_path)
     registry.record_created(

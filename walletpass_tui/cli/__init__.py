@@ -13,6 +13,7 @@ from walletpass_tui import __version__
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.cli import demo_cmd, events_cmd, listen_cmd, service_cmds, sim_cmd
 from walletpass_tui.cli.common import PROG, CommandError, add_receiver_flags, add_settings_flags
+from walletpass_tui.cli.receiver_flags import add_delivery_flags
 from walletpass_tui.config import ConfigError
 from walletpass_tui.webhooks.receiver import ReceiverError
 from walletpass_tui.webhooks.store import StoreError
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_receiver_flags(parser)
+    add_delivery_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub, [common])

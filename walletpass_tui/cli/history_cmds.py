@@ -243,17 +243,23 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_pending(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
-    async def work(store: Store) -> tuple[int, list[str]]:
+    async def work(store: Store) -> tuple[int, list[tuple[str, int]]]:
         if args.give_up:
             return await store.give_up_pending(args.target), []
-        return await store.pending_forward_count(), await store.pending_forward_targets()
+        by_target = await store.pending_forwards_by_target()
+        if args.target is not None:
+            by_target = [(t, n) for t, n in by_target if t == args.target]
+        return sum(n for _, n in by_target), by_target
 
-    count, targets = _run(settings, work)
+    count, by_target = _run(settings, work)
     if args.give_up:
         print(f"Gave up on {count} pending forward(s); they stay in the history as 'given up'.")
     elif count:
-        print(f"{count} forward(s) pending, to: {', '.join(targets)}")
+        print(f"{count} forward(s) pending:")
+        for target, n in by_target:
+            print(f"  {n:>6}  {printable(target, 200)}")
         print("They go out when 'walletpass-tui listen --forward-to ...' or the dashboard runs.")
     else:
-        print("No forwards pending.")
+        where = f" to {printable(args.target, 200)}" if args.target else ""
+        print(f"No forwards pending{where}.")
     return 0

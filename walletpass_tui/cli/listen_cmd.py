@@ -11,22 +11,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from walletpass_tui.cli.common import CommandError, printable, settings_from_args
-from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.cli.common import add_receiver_flags, printable, settings_from_args
+from walletpass_tui.cli.receiver_flags import (
+    DeliverySetup,
+    add_delivery_flags,
+    attach_forwarder,
+    delivery_setup,
+)
+from walletpass_tui.config import Settings
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.tunnel import discover_ngrok
-from walletpass_tui.webhooks.forward import (
-    Forwarder,
-    ForwardError,
-    Route,
-    SecretLookup,
-    parse_route,
-)
-from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
-from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+from walletpass_tui.webhooks.forward import Route
+from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
-from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -43,126 +41,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui listen --fail-first 2     # watch the sender retry",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s = argparse.SUPPRESS
-    p.add_argument("--host", default=s, help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=s, help="port to listen on (default 8787; 0 = any)")
-    p.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="WHSEC",
-        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
-    )
-    p.add_argument(
-        "--tolerance",
-        type=int,
-        default=s,
-        metavar="SECONDS",
-        help="timestamp tolerance (default 300)",
-    )
-    p.add_argument(
-        "--max-body",
-        type=int,
-        default=s,
-        metavar="BYTES",
-        help="largest body accepted (default 1 MiB)",
-    )
+    add_receiver_flags(p)
     p.add_argument(
         "--json", action="store_true", help="print one JSON object per attempt on stdout"
     )
-    p.add_argument(
-        "--public-url", default=s, metavar="URL", help="the tunnel's public URL, to show"
-    )
-    fwd = p.add_argument_group("forwarding (to your app)")
-    fwd.add_argument(
-        "--forward-to",
-        action="append",
-        default=[],
-        metavar="[TOPIC=]URL",
-        help="forward each verified delivery, raw bytes and original signature, to URL "
-        "(repeatable; TOPIC=URL forwards only that topic)",
-    )
-    fwd.add_argument(
-        "--ack",
-        choices=("stored", "target"),
-        default="stored",
-        help="stored (default): answer 200 once stored, forward after, queue while your app is "
-        "down; target: answer with your app's status (within 10 s)",
-    )
-    src = p.add_argument_group("sources")
-    src.add_argument(
-        "--allow-source",
-        action="append",
-        default=[],
-        metavar="CIDR|service",
-        help="accept only these client addresses ('service' = the service's published ones); "
-        "others get 403",
-    )
-    src.add_argument(
-        "--trust-proxy",
-        action="append",
-        default=None,
-        metavar="CIDR",
-        help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
-    )
-    inj = p.add_argument_group("failure injection (to watch the sender's retries)")
-    inj.add_argument(
-        "--fail-first",
-        type=int,
-        default=0,
-        metavar="N",
-        help="answer 500 to the first N attempts of each message",
-    )
-    inj.add_argument(
-        "--respond",
-        type=int,
-        default=None,
-        metavar="STATUS",
-        help="answer every verified delivery with STATUS",
-    )
-    inj.add_argument(
-        "--delay", type=float, default=0.0, metavar="SECONDS", help="wait before answering"
-    )
+    add_delivery_flags(p)
     p.set_defaults(handler=cmd_listen)
-
-
-def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
-    keys = []
-    for secret in secrets:
-        try:
-            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
-        except SecretError as exc:
-            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
-    return keys
-
-
-def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
-    if args.respond is not None and not 100 <= args.respond <= 599:
-        raise CommandError("--respond takes an HTTP status between 100 and 599.")
-    if args.fail_first < 0 or args.delay < 0:
-        raise CommandError("--fail-first and --delay take zero or more.")
-    if args.delay >= 15:
-        print(
-            "warning: a delay of 15 s or more makes every delivery fail at the service.",
-            file=sys.stderr,
-        )
-    try:
-        sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
-    except SourceError as exc:
-        raise CommandError(str(exc)) from None
-    return ReceiverOptions(
-        host=settings.receiver_host,
-        port=settings.receiver_port,
-        path=settings.receiver_path,
-        tolerance_s=settings.tolerance_s,
-        max_body=settings.max_body,
-        secrets=signing_keys(args.secret),
-        sources=sources,
-        injection=Injection(
-            fail_first=args.fail_first, respond_status=args.respond, delay_s=args.delay
-        ),
-    )
 
 
 def attempt_json(a: Attempt) -> dict[str, Any]:
@@ -216,28 +100,7 @@ class Printer:
 
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    options = build_receiver_options(args, settings)
-    try:
-        routes = [parse_route(text) for text in args.forward_to]
-    except ForwardError as exc:
-        raise CommandError(str(exc)) from None
-    if args.ack == "target" and not routes:
-        raise CommandError("--ack target needs a --forward-to URL to take the status from.")
-    return asyncio.run(
-        _listen(settings, options, args.json, routes, args.ack == "target", tuple(args.secret))
-    )
-
-
-def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
-    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
-
-    def lookup(attempt: Attempt) -> str | None:
-        if attempt.endpoint_id:
-            endpoint = registry.get(attempt.endpoint_id)
-            return endpoint.secret.reveal() if endpoint else None
-        return explicit[0] if len(explicit) == 1 else None
-
-    return lookup
+    return asyncio.run(_listen(settings, delivery_setup(args, settings), args.json))
 
 
 class ForwardPrinter:
@@ -272,14 +135,7 @@ class ForwardPrinter:
         self.out.flush()
 
 
-async def _listen(
-    settings: Settings,
-    options: ReceiverOptions,
-    as_json: bool,
-    routes: Sequence[Route] = (),
-    ack_target: bool = False,
-    explicit_secrets: Sequence[str] = (),
-) -> int:
+async def _listen(settings: Settings, setup: DeliverySetup, as_json: bool) -> int:
     info = sys.stderr if as_json else sys.stdout
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
@@ -289,25 +145,21 @@ async def _listen(
         registry = EndpointRegistry(settings.endpoints_path)
         store = await Store.open(settings.database_path)
         try:
-            receiver = Receiver(store, options, registry=registry)
+            receiver = Receiver(store, setup.options, registry=registry)
             store.subscribe(Printer(sys.stdout, as_json))
-            forwarder = None
-            if routes or await store.pending_forward_count():
-                forwarder = Forwarder(
-                    store,
-                    routes,
-                    secret_for=secret_lookup(registry, explicit_secrets),
-                    on_result=ForwardPrinter(sys.stdout, as_json),
-                )
-                receiver.forwarder = forwarder
-                receiver.ack_target = ack_target
+            forwarder = await attach_forwarder(
+                receiver, store, registry, setup, ForwardPrinter(sys.stdout, as_json)
+            )
+            if forwarder is not None:
                 await forwarder.start()
             await receiver.start()
             try:
                 public_url = settings.public_url or await discover_ngrok(
                     receiver.bound[1] if receiver.bound else None
                 )
-                _announce(info, receiver, settings, registry, public_url, routes, ack_target)
+                _announce(
+                    info, receiver, settings, registry, public_url, setup.routes, setup.ack_target
+                )
                 pending = await store.pending_forward_count()
                 if pending:
                     info.write(

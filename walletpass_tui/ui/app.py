@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
 
 from walletpass_tui.config import Settings
 from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.live_feed import DeliveriesStored, LiveFeed
@@ -26,11 +28,21 @@ from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.help import HelpScreen, KeyGroup
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import ReceiverState
+from walletpass_tui.webhooks.forward import Forwarder, SecretLookup
 from walletpass_tui.webhooks.receiver import Receiver, ReceiverError
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Stats, Store
+from walletpass_tui.webhooks.store import (
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+    ForwardRow,
+    LogFilter,
+    Stats,
+    Store,
+)
 
 StoreOpener = Callable[[], Awaitable[Store]]
 
@@ -50,6 +62,17 @@ class AppParts:
     receiver_display: str | None
     mode: str | None
     log_capacity: int
+    forwarder: Forwarder | None = None
+    secret_for: SecretLookup | None = None
+
+
+class ForwardAnswered(Message):
+    """The forwarder sent a queued delivery on to the user's app (and recorded the answer)."""
+
+    def __init__(self, row: ForwardRow, result: ForwardResult) -> None:
+        super().__init__()
+        self.row = row
+        self.result = result
 
 
 class WalletPassApp(App[int]):
@@ -80,11 +103,24 @@ class WalletPassApp(App[int]):
         mode: str | None,
         log_capacity: int,
         theme: str,
+        forwarder: Forwarder | None = None,
+        secret_for: SecretLookup | None = None,
     ) -> None:
         super().__init__()
         self.parts = AppParts(
-            settings, client, store, registry, receiver, receiver_display, mode, log_capacity
+            settings,
+            client,
+            store,
+            registry,
+            receiver,
+            receiver_display,
+            mode,
+            log_capacity,
+            forwarder,
+            secret_for,
         )
+        self.pending_forwards = 0
+        self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
         self._feed: LiveFeed | None = None
         self.context: DashboardContext | None = None
@@ -107,9 +143,21 @@ class WalletPassApp(App[int]):
             receiver=parts.receiver,
             receiver_display=parts.receiver_display,
             mode=parts.mode,
+            forwarder=parts.forwarder,
+            secret_for=parts.secret_for,
         )
+        if parts.settings.public_url:
+            self.context.public_url = parts.settings.public_url.rstrip("/") + (
+                parts.settings.receiver_path
+            )
         self._feed = LiveFeed(store, self)
         self._feed.start()
+        if parts.forwarder is not None:
+            # Started before the receiver: forwards left from an earlier run go out first.
+            parts.forwarder.on_result = lambda row, result: self.post_message(
+                ForwardAnswered(row, result)
+            )
+            await parts.forwarder.start()
         if parts.receiver is not None:
             try:
                 await parts.receiver.start()
@@ -121,6 +169,9 @@ class WalletPassApp(App[int]):
         await self.push_screen(self.main_screen)
         self._show_receiver()
         self.main_screen.show_stats(self.stats)
+        self._count_pending()
+        if not self.context.public_url and parts.receiver is not None and parts.receiver.bound:
+            self.run_worker(self._discover_public_url(parts.receiver.bound[1]), group="ngrok")
         self.call_after_refresh(gc.freeze)
 
     # The thousands of objects a Textual screen is built from live as long as the app; frozen
@@ -132,6 +183,8 @@ class WalletPassApp(App[int]):
             self._feed.stop()
         if self.parts.receiver is not None:
             await self.parts.receiver.stop()
+        if self.parts.forwarder is not None:
+            await self.parts.forwarder.stop()
         if not isinstance(self.parts.store, Store) and self.context is not None:
             await self.context.store.close()
 
@@ -148,6 +201,37 @@ class WalletPassApp(App[int]):
             self.screen.deliveries_stored(message.attempts, message.dropped)
         if message.dropped and self.context is not None:
             self._recount()
+        if self.parts.forwarder is not None and self.parts.forwarder.routes:
+            self._count_pending()
+
+    def on_forward_answered(self, message: ForwardAnswered) -> None:
+        self._count_pending()
+        webhook_id = message.row.webhook_id
+        if webhook_id:
+            self._reload_details(webhook_id)
+
+    def _reload_details(self, webhook_id: str) -> None:
+        """Show a new forward or replay of this message wherever its detail is on screen."""
+        details = []
+        if self.main_screen is not None:
+            details.append(self.main_screen.detail)
+        if isinstance(self.screen, DetailScreen):
+            details.append(self.screen.detail)
+        for detail in details:
+            if detail.data is not None and detail.data.attempt.webhook_id == webhook_id:
+                detail.reload()
+
+    def _count_pending(self) -> None:
+        """How many forwards wait for the user's app, for the header (a query of the index)."""
+        if self.parts.forwarder is None and not self.pending_forwards:
+            return
+
+        async def count() -> None:
+            assert self.context is not None
+            self.pending_forwards = await self.context.store.pending_forward_count()
+            self._show_receiver()
+
+        self.run_worker(count(), group="pending", exclusive=True, exit_on_error=False)
 
     def _count(self, attempts: Sequence[Attempt]) -> None:
         s = self.stats
@@ -168,16 +252,31 @@ class WalletPassApp(App[int]):
 
         self.run_worker(recount(), group="stats", exclusive=True, exit_on_error=False)
 
+    async def _discover_public_url(self, port: int) -> None:
+        found = await discover_ngrok(port, api=self.ngrok_api)
+        if found and self.context is not None:
+            self.context.public_url = found.rstrip("/") + self.parts.settings.receiver_path
+            self._show_receiver()
+            self.notify(
+                f"ngrok forwards {found} to this receiver. Register it as an endpoint (n) with "
+                f"the URL {self.context.public_url}.",
+                title="Tunnel found",
+                markup=False,
+            )
+
     def _show_receiver(self) -> None:
         if self.main_screen is None or self.context is None:
             return
+        forwarder = self.parts.forwarder
         self.main_screen.show_receiver(
             ReceiverState(
                 address=self.context.receiver_address(),
                 problem=self._receiver_problem,
-                public_url=self.parts.settings.public_url,
+                public_url=self.context.public_url,
                 paused=self.context.paused,
                 mode=self.parts.mode,
+                forward_targets=tuple(r.target for r in forwarder.routes) if forwarder else (),
+                pending_forwards=self.pending_forwards,
             )
         )
 
@@ -210,6 +309,49 @@ class WalletPassApp(App[int]):
         else:
             self.notify("Acknowledgements resumed.", markup=False)
 
+    def action_replay(self) -> None:
+        """Replay the delivery on screen (the detail's, or the one selected in the log)."""
+        if self.context is None:
+            return
+        attempt_id: int | None = None
+        if isinstance(self.screen, DetailScreen):
+            attempt_id = self.screen.attempt_id
+        elif (main := self._main()) is not None and (row := main.event_log.window.current):
+            attempt_id = row.id
+        if attempt_id is None:
+            self.notify("Select a delivery in the event log to replay it.", markup=False)
+            return
+        self.run_worker(self._open_replay(attempt_id), group="replay-open", exclusive=True)
+
+    async def _open_replay(self, attempt_id: int) -> None:
+        assert self.context is not None
+        attempt = await self.context.store.attempt(attempt_id)
+        if attempt is None:
+            self.notify("That delivery is no longer in the history.", markup=False)
+            return
+        screen = ReplayScreen(
+            self.context.store,
+            attempt,
+            target=self.context.replay_target(),
+            secret_for=self.context.secret_for,
+        )
+        self.push_screen(screen, lambda done: self._replayed(attempt, done))
+
+    def _replayed(self, attempt: Attempt, done: Replayed | None) -> None:
+        if done is None or self.context is None:
+            return
+        self.context.last_replay_target = done.target
+        r = done.result
+        outcome = f"answered {r.status}" if r.status is not None else f"failed: {r.error}"
+        self.notify(
+            f"Replayed ({done.mode}) to {done.target}: {outcome} in {r.latency_ms:.0f} ms. "
+            "It is recorded under Forwards & replays.",
+            severity="information" if r.ok else "warning",
+            markup=False,
+        )
+        if attempt.webhook_id:
+            self._reload_details(attempt.webhook_id)
+
     def action_toggle_theme(self) -> None:
         current = self.get_theme(self.theme)
         if current is not None and current.dark:
@@ -230,6 +372,7 @@ class WalletPassApp(App[int]):
             ("Delivery detail", DetailScreen.BINDINGS),
             ("Template JSON", TemplateScreen.BINDINGS),
             ("Forms", CreateEndpointScreen.BINDINGS),
+            ("Replay", ReplayScreen.BINDINGS),
         ]
 
     def action_new_endpoint(self) -> None:
@@ -284,6 +427,8 @@ def build_app(
     mode: str | None = None,
     log_capacity: int = DEFAULT_CAPACITY,
     theme: str = DARK_THEME,
+    forwarder: Forwarder | None = None,
+    secret_for: SecretLookup | None = None,
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
@@ -292,7 +437,9 @@ def build_app(
     function opening one, for running under ``App.run()`` (snapshot tests), which the app calls on
     mount and closes at exit. ``receiver``: started on mount and stopped at exit, on the app's own
     event loop. ``receiver_display``: the address shown when there is no receiver (screenshots).
-    ``mode``: a word shown in the header (``demo``).
+    ``mode``: a word shown in the header (``demo``). ``forwarder``: sends verified deliveries on
+    to the user's app, started and stopped with the receiver; what waits is counted in the header.
+    ``secret_for``: the secret a replay from the dashboard is re-signed with.
     """
     if receiver is not None and not isinstance(store, Store):
         raise ValueError("A receiver needs the store it writes to: pass the open Store.")
@@ -306,4 +453,6 @@ def build_app(
         mode=mode,
         log_capacity=log_capacity,
         theme=theme,
+        forwarder=forwarder,
+        secret_for=secret_for,
     )

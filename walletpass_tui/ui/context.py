@@ -9,6 +9,7 @@ from typing import Protocol
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.forward import Forwarder, SecretLookup
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store
 
@@ -33,6 +34,21 @@ class DashboardContext:
     # Shown as the receiver's address when there is no receiver (fixed screenshots and snapshots).
     receiver_display: str | None = None
     mode: str | None = None  # a word for the header, e.g. "demo"
+    forwarder: Forwarder | None = None  # sends verified deliveries on to the user's app
+    secret_for: SecretLookup | None = None  # the secret a replay is re-signed with
+    last_replay_target: str | None = None
+    # Where the service should post: the tunnel's public URL plus the receiver's path (from the
+    # settings, or found from a local ngrok agent).
+    public_url: str | None = None
+
+    def replay_target(self) -> str:
+        """Where a replay goes unless the user says otherwise: the last replay's target, else the
+        first forwarding target."""
+        if self.last_replay_target:
+            return self.last_replay_target
+        if self.forwarder is not None and self.forwarder.routes:
+            return self.forwarder.routes[0].target
+        return ""
 
     def missing_service_setup(self, url_setting: str = "base_url") -> str | None:
         """What to set before calling the service (``url_setting``: ``base_url`` for templates,

@@ -239,8 +239,10 @@ class Forwarder:
         self._unsubscribe = self.store.subscribe(self._on_batch)
 
     async def stop(self) -> None:
+        """Stop sending (what is pending stays queued for the next run); calling it again is fine."""
         if self._unsubscribe is not None:
             self._unsubscribe()
+            self._unsubscribe = None
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():

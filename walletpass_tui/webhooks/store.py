@@ -958,14 +958,22 @@ class Store:
         return rows[0] if rows else None
 
     async def pending_forward_targets(self) -> list[str]:
+        return [target for target, _ in await self.pending_forwards_by_target()]
+
+    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
+        """(target, forwards waiting for it), for every target with any."""
         return await self._fetch(
-            "SELECT DISTINCT target FROM forwards WHERE state = ?", [PENDING], lambda r: r[0]
+            "SELECT target, COUNT(*) FROM forwards WHERE state = ? GROUP BY target ORDER BY target",
+            [PENDING],
+            lambda r: (str(r[0]), int(r[1])),
         )
 
-    async def pending_forward_count(self) -> int:
-        rows = await self._fetch(
-            "SELECT COUNT(*) FROM forwards WHERE state = ?", [PENDING], lambda r: r[0]
-        )
+    async def pending_forward_count(self, target: str | None = None) -> int:
+        sql, params = "SELECT COUNT(*) FROM forwards WHERE state = ?", [PENDING]
+        if target is not None:
+            sql += " AND target = ?"
+            params.append(target)
+        rows = await self._fetch(sql, params, lambda r: r[0])
         return int(rows[0])
 
     async def give_up_pending(self, target: str | None = None) -> int:

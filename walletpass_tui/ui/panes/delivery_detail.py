@@ -27,8 +27,9 @@ from walletpass_tui.ui.untrusted import (
     pretty_json,
     visible,
 )
-from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
+from walletpass_tui.webhooks.store import PENDING, Attempt, ForwardRow, Store
 
+ANSWER_PREVIEW = 200  # characters of the app's answer shown per forward
 HIGHLIGHT_LIMIT = 64 * 1024  # characters; bigger JSON is shown pretty but without colours
 TABS = (
     ("body", "Body"),
@@ -318,18 +319,29 @@ class DeliveryDetail(Vertical):
         for index, f in enumerate(forwards):
             if index:
                 text.append("\n")
+            when = f.finished_at_ms or f.created_at_ms
+            text.append(f"{format_ms(when, time_only=True)}  ", self._s("dim"))
             text.append(f"{f.kind} ({f.mode}) ", self._s("label"))
             text.append(one_line(f.target, 80))
             text.append(f"  {f.state}", self._s("dim"))
             if f.status is not None:
                 ok = 200 <= f.status < 300
-                text.append(f"  {f.status}", self._s("ack-ok" if ok else "ack-failed"))
+                text.append(f" {f.status}", self._s("ack-ok" if ok else "ack-failed"))
             if f.latency_ms is not None:
                 text.append(f" in {f.latency_ms:.0f} ms", self._s("dim"))
             if f.tries > 1:
-                text.append(f"  {f.tries} tries", self._s("dim"))
+                text.append(f", {f.tries} tries", self._s("dim"))
             if f.error:
                 text.append(f"  {one_line(f.error, 80)}", self._s("note"))
-            when = f.finished_at_ms or f.created_at_ms
-            text.append(f"  {format_ms(when)}", self._s("dim"))
+            if f.state == PENDING:
+                text.append(
+                    f"\n              waiting for the app; next try {format_ms(f.next_try_at_ms, time_only=True)}",
+                    self._s("note"),
+                )
+            if f.note:
+                text.append(f"\n              {one_line(f.note, 100)}", self._s("dim"))
+            if f.response_body:
+                answer, _ = body_text(f.response_body, ANSWER_PREVIEW)
+                text.append("\n              answer: ", self._s("label"))
+                text.append(one_line(answer, ANSWER_PREVIEW))
         return text

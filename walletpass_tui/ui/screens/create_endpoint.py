@@ -63,6 +63,7 @@ class CreateEndpointScreen(ModalScreen[Created | None]):
             form.border_title = "New webhook endpoint"
             yield Label("URL the service delivers to", classes="field-label")
             yield Input(
+                self.context.public_url or "",
                 placeholder="https://your-host.example/webhooks",
                 validators=[EndpointUrl(self.context.settings.allow_http)],
                 validate_on=["changed", "submitted"],

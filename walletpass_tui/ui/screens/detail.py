@@ -28,6 +28,7 @@ class DetailScreen(Screen[None]):
         Binding("h", "tab('headers')", "Headers"),
         Binding("w", "tab('raw')", "Raw"),
         Binding("o", "tab('forwards')", "Forwards", tooltip="Forwards & replays"),
+        Binding("R", "app.replay", "Replay", tooltip="Send this delivery to your app again"),
         Binding("c", "copy_id", "Copy id", tooltip="Copy the webhook-id"),
         Binding("y", "copy_body", "Copy body", tooltip="Copy the raw body"),
     ]

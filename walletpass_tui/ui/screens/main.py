@@ -45,6 +45,9 @@ class MainScreen(Screen[None]):
     BINDINGS = [
         Binding("n", "new_endpoint", "New", tooltip="New webhook endpoint (at the service)"),
         Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
+        Binding(
+            "R", "app.replay", "Replay", tooltip="Send the selected delivery to your app again"
+        ),
         Binding("r", "refresh_templates", "Refresh templates", show=False),
         Binding("1", "show_pane('templates')", "Templates", show=False),
         Binding("2", "show_pane('endpoints')", "Endpoints", show=False),

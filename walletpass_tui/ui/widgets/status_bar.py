@@ -22,6 +22,8 @@ class ReceiverState:
     public_url: str | None = None
     paused: bool = False
     mode: str | None = None  # e.g. "demo"
+    forward_targets: tuple[str, ...] = ()  # where verified deliveries are forwarded
+    pending_forwards: int = 0  # forwards waiting for the user's app
 
 
 class StatusBar(Widget):
@@ -38,6 +40,7 @@ class StatusBar(Widget):
         "status-bar--rejected",
         "status-bar--redelivered",
         "status-bar--paused",
+        "status-bar--pending",
     }
 
     stats: reactive[Stats] = reactive(Stats, layout=False)
@@ -78,6 +81,17 @@ class StatusBar(Widget):
         if state.paused:
             line.append("  ")
             line.append(" ⏸ ACKS PAUSED (503) ", self._s("status-bar--paused"))
+        if state.pending_forwards:
+            line.append("  ")
+            line.append(
+                f" ⇢ {state.pending_forwards:,} to forward ", self._s("status-bar--pending")
+            )
+        elif state.forward_targets and full_public:
+            more = len(state.forward_targets) - 1
+            line.append("  → ", self._s("status-bar--label"))
+            line.append(one_line(state.forward_targets[0], 40), self._s("status-bar--value"))
+            if more:
+                line.append(f" +{more}", self._s("status-bar--label"))
         if state.public_url and full_public:
             line.append("  public ", self._s("status-bar--label"))
             line.append(one_line(state.public_url, 48), self._s("status-bar--value"))

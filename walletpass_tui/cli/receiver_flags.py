@@ -1,0 +1,202 @@
+"""What the receiver does with deliveries, shared by ``listen`` and the dashboard: the flags for
+extra secrets, the public URL, forwarding, allowed sources and failure injection, and what they
+build (receiver options, forwarding routes, the forwarder)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.forward import (
+    Forwarder,
+    ForwardError,
+    Route,
+    SecretLookup,
+    parse_route,
+)
+from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
+from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+
+
+def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags for verifying, forwarding, filtering and failing deliveries."""
+    s = argparse.SUPPRESS
+    ver = parser.add_argument_group("verification")
+    ver.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="WHSEC",
+        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
+    )
+    ver.add_argument(
+        "--tolerance",
+        type=int,
+        default=s,
+        metavar="SECONDS",
+        help="timestamp tolerance (default 300)",
+    )
+    ver.add_argument(
+        "--max-body",
+        type=int,
+        default=s,
+        metavar="BYTES",
+        help="largest body accepted (default 1 MiB)",
+    )
+    ver.add_argument(
+        "--public-url", default=s, metavar="URL", help="the tunnel's public URL, to show"
+    )
+    fwd = parser.add_argument_group("forwarding (to your app)")
+    fwd.add_argument(
+        "--forward-to",
+        action="append",
+        default=[],
+        metavar="[TOPIC=]URL",
+        help="forward each verified delivery, raw bytes and original signature, to URL "
+        "(repeatable; TOPIC=URL forwards only that topic)",
+    )
+    fwd.add_argument(
+        "--ack",
+        choices=("stored", "target"),
+        default="stored",
+        help="stored (default): answer 200 once stored, forward after, queue while your app is "
+        "down; target: answer with your app's status (within 10 s)",
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument(
+        "--allow-source",
+        action="append",
+        default=[],
+        metavar="CIDR|service",
+        help="accept only these client addresses ('service' = the service's published ones); "
+        "others get 403",
+    )
+    src.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=None,
+        metavar="CIDR",
+        help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
+    )
+    inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
+    inj.add_argument(
+        "--fail-first",
+        type=int,
+        default=0,
+        metavar="N",
+        help="answer 500 to the first N attempts of each message",
+    )
+    inj.add_argument(
+        "--respond",
+        type=int,
+        default=None,
+        metavar="STATUS",
+        help="answer every verified delivery with STATUS",
+    )
+    inj.add_argument(
+        "--delay", type=float, default=0.0, metavar="SECONDS", help="wait before answering"
+    )
+
+
+@dataclass(frozen=True)
+class DeliverySetup:
+    """What the delivery flags asked for."""
+
+    options: ReceiverOptions
+    routes: tuple[Route, ...] = ()
+    ack_target: bool = False
+    explicit_secrets: tuple[str, ...] = ()
+
+
+def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
+    keys = []
+    for secret in secrets:
+        try:
+            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
+        except SecretError as exc:
+            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
+    return keys
+
+
+def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
+    respond = getattr(args, "respond", None)
+    fail_first = getattr(args, "fail_first", 0)
+    delay = getattr(args, "delay", 0.0)
+    if respond is not None and not 100 <= respond <= 599:
+        raise CommandError("--respond takes an HTTP status between 100 and 599.")
+    if fail_first < 0 or delay < 0:
+        raise CommandError("--fail-first and --delay take zero or more.")
+    if delay >= 15:
+        print(
+            "warning: a delay of 15 s or more makes every delivery fail at the service.",
+            file=sys.stderr,
+        )
+    try:
+        sources = SourcePolicy.build(
+            getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
+        )
+    except SourceError as exc:
+        raise CommandError(str(exc)) from None
+    return ReceiverOptions(
+        host=settings.receiver_host,
+        port=settings.receiver_port,
+        path=settings.receiver_path,
+        tolerance_s=settings.tolerance_s,
+        max_body=settings.max_body,
+        secrets=signing_keys(getattr(args, "secret", [])),
+        sources=sources,
+        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+    )
+
+
+def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
+    options = build_receiver_options(args, settings)
+    try:
+        routes = tuple(parse_route(text) for text in getattr(args, "forward_to", []))
+    except ForwardError as exc:
+        raise CommandError(str(exc)) from None
+    ack_target = getattr(args, "ack", "stored") == "target"
+    if ack_target and not routes:
+        raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    return DeliverySetup(options, routes, ack_target, tuple(getattr(args, "secret", [])))
+
+
+def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
+    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
+
+    def lookup(attempt: Attempt) -> str | None:
+        if attempt.endpoint_id:
+            endpoint = registry.get(attempt.endpoint_id)
+            return endpoint.secret.reveal() if endpoint else None
+        return explicit[0] if len(explicit) == 1 else None
+
+    return lookup
+
+
+async def attach_forwarder(
+    receiver: Receiver,
+    store: Store,
+    registry: EndpointRegistry,
+    setup: DeliverySetup,
+    on_result: Callable[[ForwardRow, ForwardResult], None] | None = None,
+) -> Forwarder | None:
+    """A forwarder for the receiver (not started) when there are routes, or forwards still waiting
+    from an earlier run (a restart resumes the queue); None otherwise."""
+    if not setup.routes and not await store.pending_forward_count():
+        return None
+    forwarder = Forwarder(
+        store,
+        setup.routes,
+        secret_for=secret_lookup(registry, setup.explicit_secrets),
+        on_result=on_result,
+    )
+    receiver.forwarder = forwarder
+    receiver.ack_target = setup.ack_target
+    return forwarder

@@ -1,0 +1,242 @@
+"""Replay a stored delivery to your app (``R`` on a delivery), with the body open for editing.
+
+``resign`` (the default when a secret is known): the same webhook-id, a fresh timestamp, signed with
+the endpoint's secret, as the service would send a retry. ``original``: the stored bytes and headers
+exactly. An edited body is always re-signed. The replay runs in a worker; its answer is recorded in
+the message's history (the detail's Forwards tab) and the form closes; a problem keeps it open.
+
+The body is untrusted: a body the editor cannot show faithfully (not UTF-8, or holding control
+characters) is not editable, and is replayed byte for byte as stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.validation import ValidationResult, Validator
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static, TextArea
+from textual.worker import Worker, WorkerState
+
+from walletpass_tui.api.models import url_problem
+from walletpass_tui.ui.untrusted import one_line
+from walletpass_tui.ui.widgets.notice import Notice, NoticeText
+from walletpass_tui.webhooks.forward import ForwardError, SecretLookup, replay
+from walletpass_tui.webhooks.store import ORIGINAL, RESIGN, Attempt, ForwardResult, Store
+
+EDITABLE_LIMIT = 256 * 1024  # larger bodies are replayed as stored, not loaded into the editor
+
+
+@dataclass(frozen=True)
+class Replayed:
+    target: str
+    mode: str
+    result: ForwardResult
+
+
+class TargetUrl(Validator):
+    def validate(self, value: str) -> ValidationResult:
+        if not value.strip():
+            return self.failure("Give the URL of your app, e.g. http://localhost:3000/webhooks.")
+        problem = url_problem(value, allow_http=True)
+        return self.failure(problem) if problem else self.success()
+
+
+def editable_text(body: bytes) -> str | None:
+    """The body as text an editor shows faithfully, or None (replayed as stored)."""
+    if len(body) > EDITABLE_LIMIT:
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if any((ch < " " and ch not in "\n\t") or ch == "\x7f" for ch in text):
+        return None
+    return text
+
+
+class ReplayScreen(ModalScreen[Replayed | None]):
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "send", "Send"),
+    ]
+
+    def __init__(
+        self,
+        store: Store,
+        attempt: Attempt,
+        *,
+        target: str = "",
+        secret_for: SecretLookup | None = None,
+    ) -> None:
+        super().__init__(classes="form-screen")
+        self.store = store
+        self.attempt = attempt
+        self.secret = secret_for(attempt) if secret_for else None
+        self.initial_target = target
+        self.text = editable_text(attempt.body)
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        a = self.attempt
+        can_resign = bool(self.secret and a.webhook_id)
+        with Vertical(id="replay-form", classes="form") as form:
+            form.border_title = "Replay " + one_line(a.webhook_id or f"delivery #{a.id}", 50)
+            yield Label("Send to (your app)", classes="field-label")
+            yield Input(
+                self.initial_target,
+                placeholder="http://localhost:3000/webhooks",
+                validators=[TargetUrl()],
+                validate_on=["changed", "submitted"],
+                id="replay-target",
+            )
+            yield Static(id="replay-target-problem", classes="field-problem")
+            yield Label("Signature", classes="field-label")
+            with RadioSet(id="replay-mode"):
+                yield RadioButton(
+                    "re-sign: same webhook-id, fresh timestamp, the endpoint's secret",
+                    value=can_resign,
+                    disabled=not can_resign,
+                    id="mode-resign",
+                )
+                yield RadioButton(
+                    "original: the stored bytes and headers exactly (old timestamp)",
+                    value=not can_resign,
+                    id="mode-original",
+                )
+            yield Static(Text(self._mode_hint(can_resign)), id="replay-mode-hint")
+            yield Label("Body", classes="field-label")
+            if self.text is not None:
+                yield TextArea(
+                    self.text,
+                    language="json" if self.text.lstrip().startswith(("{", "[")) else None,
+                    soft_wrap=True,
+                    show_line_numbers=False,
+                    id="replay-body",
+                )
+            else:
+                yield Static(
+                    Text(
+                        f"{a.body_size:,} bytes that an editor cannot show faithfully (not UTF-8 "
+                        "text, control characters, or too large): replayed exactly as stored."
+                    ),
+                    id="replay-body-fixed",
+                )
+            yield Notice(id="replay-notice")
+            with Horizontal(classes="form-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Send", id="send", variant="primary")
+
+    def _mode_hint(self, can_resign: bool) -> str:
+        if can_resign:
+            return "An edited body is always re-signed."
+        if not self.attempt.webhook_id:
+            return "This attempt has no webhook-id, so it can only be replayed as stored."
+        return (
+            "No secret is known for this delivery's endpoint, so it can only be replayed as "
+            "stored: import the endpoint (i) or pass --secret to re-sign."
+        )
+
+    def on_mount(self) -> None:
+        self.query_one("#replay-notice", Notice).show(None)
+        target = self.query_one("#replay-target", Input)
+        if target.value:
+            self.query_one("#send", Button).focus()
+        else:
+            target.focus()
+
+    # -- checking ------------------------------------------------------------------------------
+
+    @on(Input.Changed, "#replay-target")
+    def _target_changed(self, event: Input.Changed) -> None:
+        result = event.validation_result
+        problem = self.query_one("#replay-target-problem", Static)
+        bad = result is not None and not result.is_valid
+        problem.update(Text("✗ " + " ".join(result.failure_descriptions) if bad and result else ""))
+        problem.set_class(bad, "-invalid")
+
+    @on(TextArea.Changed, "#replay-body")
+    def _body_changed(self) -> None:
+        edited = self.edited_body() is not None
+        hint = self.query_one("#replay-mode-hint", Static)
+        if edited and not (self.secret and self.attempt.webhook_id):
+            hint.update(Text("✗ An edited body must be re-signed, and no secret is known."))
+            hint.set_class(True, "-invalid")
+        else:
+            note = "Edited: it will be re-signed." if edited else self._mode_hint(True)
+            hint.update(Text(note))
+            hint.set_class(False, "-invalid")
+
+    def edited_body(self) -> bytes | None:
+        """The editor's body when it differs from the stored one, else None."""
+        if self.text is None:
+            return None
+        body = self.query_one("#replay-body", TextArea).text.encode("utf-8")
+        return None if body == self.attempt.body else body
+
+    def mode(self) -> str:
+        return RESIGN if self.query_one("#mode-resign", RadioButton).value else ORIGINAL
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    @on(Input.Submitted, "#replay-target")
+    @on(Button.Pressed, "#send")
+    def _send_pressed(self) -> None:
+        self.action_send()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        if not self.busy:
+            self.dismiss(None)
+
+    def action_send(self) -> None:
+        if self.busy:
+            return
+        target_input = self.query_one("#replay-target", Input)
+        validation = target_input.validate(target_input.value)
+        if validation is not None and not validation.is_valid:
+            self._target_changed(Input.Changed(target_input, target_input.value, validation))
+            target_input.focus()
+            return
+        self._set_busy(True)
+        self._send(target_input.value.strip(), self.mode(), self.edited_body())
+
+    @work(exclusive=True, group="replay", exit_on_error=False)
+    async def _send(self, target: str, mode: str, body: bytes | None) -> None:
+        try:
+            result = await replay(
+                self.store, self.attempt, target, mode=mode, secret=self.secret, body=body
+            )
+        except ForwardError as exc:
+            self._set_busy(False)
+            self._notice(NoticeText("Not sent.", hint=str(exc), error=True))
+            return
+        self.dismiss(Replayed(target, mode if body is None else "edited", result))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "replay" and event.state == WorkerState.ERROR:
+            self._set_busy(False)
+            error = event.worker.error
+            self._notice(
+                NoticeText(
+                    f"The replay failed unexpectedly ({type(error).__name__}).",
+                    hint=str(error),
+                    error=True,
+                )
+            )
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        button = self.query_one("#send", Button)
+        button.disabled = busy
+        button.label = "Sending…" if busy else "Send"
+
+    def _notice(self, notice: NoticeText) -> None:
+        self.query_one("#replay-notice", Notice).show(notice)
