@@ -17,13 +17,12 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from ui_helpers import SECRET, SIZE, body_for, plain, sender_for, wait_for
 
 from walletpass_tui.cli import build_parser, dashboard_cmd
-from walletpass_tui.cli.receiver_flags import secret_lookup
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.forward import Forwarder, Route
+from walletpass_tui.webhooks.forward import Forwarder, Route, secret_lookup
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store
 
@@ -135,7 +134,7 @@ async def test_replay_without_a_secret_sends_the_stored_bytes(
     http: httpx.AsyncClient,
     target_app: VerifyingApp,
 ) -> None:
-    app = make_app(receiver=receiver, receiver_display=None)  # no secret lookup
+    app = make_app(receiver=receiver, receiver_display=None, secret_for=lambda attempt: None)
     async with app.run_test(size=SIZE) as pilot:
         await open_delivery_detail(app, pilot, receiver, http)
         detail = app.screen

@@ -17,22 +17,13 @@ from walletpass_tui.cli.receiver_flags import (
     DeliverySetup,
     attach_forwarder,
     delivery_setup,
-    secret_lookup,
+    receiver_options,
 )
 from walletpass_tui.config import Settings
 from walletpass_tui.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
+from walletpass_tui.webhooks.forward import secret_lookup
+from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store
-
-
-def receiver_options(settings: Settings) -> ReceiverOptions:
-    return ReceiverOptions(
-        host=settings.receiver_host,
-        port=settings.receiver_port,
-        path=settings.receiver_path,
-        tolerance_s=settings.tolerance_s,
-        max_body=settings.max_body,
-    )
 
 
 async def run_dashboard_async(settings: Settings, setup: DeliverySetup | None = None) -> int:

@@ -26,7 +26,7 @@ import httpx
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import TOPICS
 from walletpass_tui.cli.common import CommandError, settings_from_args
-from walletpass_tui.cli.dashboard_cmd import receiver_options
+from walletpass_tui.cli.receiver_flags import receiver_options
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.sim import SimulatedService

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings, mask_secret
@@ -16,12 +16,12 @@ from walletpass_tui.webhooks.forward import (
     Forwarder,
     ForwardError,
     Route,
-    SecretLookup,
     parse_route,
+    secret_lookup,
 )
 from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.store import ForwardResult, ForwardRow, Store
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
 
@@ -144,15 +144,22 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
         )
     except SourceError as exc:
         raise CommandError(str(exc)) from None
+    return replace(
+        receiver_options(settings),
+        secrets=signing_keys(getattr(args, "secret", [])),
+        sources=sources,
+        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+    )
+
+
+def receiver_options(settings: Settings) -> ReceiverOptions:
+    """The receiver as the settings describe it, with no extra secrets, sources or failures."""
     return ReceiverOptions(
         host=settings.receiver_host,
         port=settings.receiver_port,
         path=settings.receiver_path,
         tolerance_s=settings.tolerance_s,
         max_body=settings.max_body,
-        secrets=signing_keys(getattr(args, "secret", [])),
-        sources=sources,
-        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
     )
 
 
@@ -166,18 +173,6 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
     return DeliverySetup(options, routes, ack_target, tuple(getattr(args, "secret", [])))
-
-
-def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
-    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
-
-    def lookup(attempt: Attempt) -> str | None:
-        if attempt.endpoint_id:
-            endpoint = registry.get(attempt.endpoint_id)
-            return endpoint.secret.reveal() if endpoint else None
-        return explicit[0] if len(explicit) == 1 else None
-
-    return lookup
 
 
 async def attach_forwarder(

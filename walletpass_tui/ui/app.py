@@ -32,7 +32,7 @@ from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import ReceiverState
-from walletpass_tui.webhooks.forward import Forwarder, SecretLookup
+from walletpass_tui.webhooks.forward import Forwarder, SecretLookup, secret_lookup
 from walletpass_tui.webhooks.receiver import Receiver, ReceiverError
 from walletpass_tui.webhooks.store import (
     VERIFIED,
@@ -144,7 +144,8 @@ class WalletPassApp(App[int]):
             receiver_display=parts.receiver_display,
             mode=parts.mode,
             forwarder=parts.forwarder,
-            secret_for=parts.secret_for,
+            # Replays are re-signed with the endpoint's stored secret unless told otherwise.
+            secret_for=parts.secret_for or secret_lookup(parts.registry, ()),
         )
         if parts.settings.public_url:
             self.context.public_url = parts.settings.public_url.rstrip("/") + (
@@ -439,7 +440,8 @@ def build_app(
     event loop. ``receiver_display``: the address shown when there is no receiver (screenshots).
     ``mode``: a word shown in the header (``demo``). ``forwarder``: sends verified deliveries on
     to the user's app, started and stopped with the receiver; what waits is counted in the header.
-    ``secret_for``: the secret a replay from the dashboard is re-signed with.
+    ``secret_for``: the secret a replay from the dashboard is re-signed with (by default, that of
+    the delivery's endpoint in ``registry``).
     """
     if receiver is not None and not isinstance(store, Store):
         raise ValueError("A receiver needs the store it writes to: pass the open Store.")

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import httpx
 
 from walletpass_tui import __version__
+from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.store import (
     ORIGINAL,
     REPLAY,
@@ -200,6 +201,18 @@ async def replay(
 
 
 SecretLookup = Callable[[Attempt], str | None]
+
+
+def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
+    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
+
+    def lookup(attempt: Attempt) -> str | None:
+        if attempt.endpoint_id:
+            endpoint = registry.get(attempt.endpoint_id)
+            return endpoint.secret.reveal() if endpoint else None
+        return explicit[0] if len(explicit) == 1 else None
+
+    return lookup
 
 
 class Forwarder:

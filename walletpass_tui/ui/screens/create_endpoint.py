@@ -15,15 +15,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
-from textual.worker import Worker, WorkerState
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import TOPICS, WebhookEndpoint, url_problem
 from walletpass_tui.config import ConfigError
 from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.screens.worker_form import WorkerForm
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
 
 
@@ -47,7 +46,13 @@ class EndpointUrl(Validator):
         return self.failure(problem) if problem else self.success()
 
 
-class CreateEndpointScreen(ModalScreen[Created | None]):
+class CreateEndpointScreen(WorkerForm[Created | None]):
+    SUBMIT_ID = "create"
+    SUBMIT_LABEL = "Create"
+    BUSY_LABEL = "Creating…"
+    NOTICE_ID = "create-notice"
+    WORKER_GROUP = "create-endpoint"
+    FAILURE = "Creating the endpoint failed"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "create", "Create"),
@@ -56,7 +61,6 @@ class CreateEndpointScreen(ModalScreen[Created | None]):
     def __init__(self, context: DashboardContext) -> None:
         super().__init__(classes="form-screen")
         self.context = context
-        self.busy = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="create-form", classes="form") as form:
@@ -84,7 +88,7 @@ class CreateEndpointScreen(ModalScreen[Created | None]):
                 yield Button("Create", id="create", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#create-notice", Notice).show(None)
+        self._notice(None)
         how_to = self.context.missing_service_setup("registration_url")
         if how_to is not None:
             self._notice(NoticeText("Endpoints cannot be created yet.", hint=how_to, error=True))
@@ -180,25 +184,3 @@ class CreateEndpointScreen(ModalScreen[Created | None]):
         except ConfigError as exc:
             return str(exc)
         return None
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "create-endpoint" and event.state == WorkerState.ERROR:
-            self._set_busy(False)
-            error = event.worker.error
-            self._notice(
-                NoticeText(
-                    f"Creating the endpoint failed unexpectedly ({type(error).__name__}).",
-                    hint=str(error),
-                    error=True,
-                )
-            )
-
-    def _set_busy(self, busy: bool) -> None:
-        self.busy = busy
-        button = self.query_one("#create", Button)
-        button.disabled = busy
-        button.label = "Creating…" if busy else "Create"
-
-    def _notice(self, notice: NoticeText) -> None:
-        self.query_one("#create-notice", Notice).show(notice)

@@ -18,12 +18,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static, TextArea
-from textual.worker import Worker, WorkerState
 
 from walletpass_tui.api.models import url_problem
+from walletpass_tui.ui.screens.worker_form import WorkerForm
 from walletpass_tui.ui.untrusted import one_line
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.webhooks.forward import ForwardError, SecretLookup, replay
@@ -60,7 +59,13 @@ def editable_text(body: bytes) -> str | None:
     return text
 
 
-class ReplayScreen(ModalScreen[Replayed | None]):
+class ReplayScreen(WorkerForm[Replayed | None]):
+    SUBMIT_ID = "send"
+    SUBMIT_LABEL = "Send"
+    BUSY_LABEL = "Sending…"
+    NOTICE_ID = "replay-notice"
+    WORKER_GROUP = "replay"
+    FAILURE = "The replay failed"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
@@ -81,7 +86,6 @@ class ReplayScreen(ModalScreen[Replayed | None]):
         self.secret = secret_for(attempt) if secret_for else None
         self.initial_target = target
         self.text = editable_text(attempt.body)
-        self.busy = False
 
     def compose(self) -> ComposeResult:
         a = self.attempt
@@ -144,7 +148,7 @@ class ReplayScreen(ModalScreen[Replayed | None]):
         )
 
     def on_mount(self) -> None:
-        self.query_one("#replay-notice", Notice).show(None)
+        self._notice(None)
         target = self.query_one("#replay-target", Input)
         if target.value:
             self.query_one("#send", Button).focus()
@@ -218,25 +222,3 @@ class ReplayScreen(ModalScreen[Replayed | None]):
             self._notice(NoticeText("Not sent.", hint=str(exc), error=True))
             return
         self.dismiss(Replayed(target, mode if body is None else "edited", result))
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "replay" and event.state == WorkerState.ERROR:
-            self._set_busy(False)
-            error = event.worker.error
-            self._notice(
-                NoticeText(
-                    f"The replay failed unexpectedly ({type(error).__name__}).",
-                    hint=str(error),
-                    error=True,
-                )
-            )
-
-    def _set_busy(self, busy: bool) -> None:
-        self.busy = busy
-        button = self.query_one("#send", Button)
-        button.disabled = busy
-        button.label = "Sending…" if busy else "Send"
-
-    def _notice(self, notice: NoticeText) -> None:
-        self.query_one("#replay-notice", Notice).show(notice)
