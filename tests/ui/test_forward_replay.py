@@ -207,6 +207,11 @@ async def test_dashboard_forwards_and_shows_what_is_pending(
         text = forwards_text(app)
         assert "forward (original)" in text and down in text
         assert await store.pending_forward_count() == 1
+
+        await app.run_action("give_up_forwards")  # the command palette's "Give up pending forwards"
+        await wait_for(lambda: "to forward" not in plain(header.render(), 200))
+        assert await store.pending_forward_count() == 0
+        await wait_for(lambda: "given up" in forwards_text(app))
     await forwarder.stop()
 
 

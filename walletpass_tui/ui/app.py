@@ -211,15 +211,17 @@ class WalletPassApp(App[int]):
         if webhook_id:
             self._reload_details(webhook_id)
 
-    def _reload_details(self, webhook_id: str) -> None:
-        """Show a new forward or replay of this message wherever its detail is on screen."""
+    def _reload_details(self, webhook_id: str | None) -> None:
+        """Show a new forward or replay of this message (None: of any message) wherever its detail
+        is on screen."""
         details = []
         if self.main_screen is not None:
             details.append(self.main_screen.detail)
         if isinstance(self.screen, DetailScreen):
             details.append(self.screen.detail)
         for detail in details:
-            if detail.data is not None and detail.data.attempt.webhook_id == webhook_id:
+            shown = detail.data
+            if shown is not None and webhook_id in (None, shown.attempt.webhook_id):
                 detail.reload()
 
     def _count_pending(self) -> None:
@@ -352,6 +354,23 @@ class WalletPassApp(App[int]):
         )
         if attempt.webhook_id:
             self._reload_details(attempt.webhook_id)
+
+    def action_give_up_forwards(self) -> None:
+        async def give_up() -> None:
+            assert self.context is not None
+            count = await self.context.store.give_up_pending()
+            self.notify(
+                f"Gave up on {count} pending forward(s); they stay in the history as 'given up'."
+                if count
+                else "No forwards are waiting.",
+                markup=False,
+            )
+            self.pending_forwards = await self.context.store.pending_forward_count()
+            self._show_receiver()
+            self._reload_details(None)
+
+        if self.context is not None:
+            self.run_worker(give_up(), group="give-up", exclusive=True)
 
     def action_toggle_theme(self) -> None:
         current = self.get_theme(self.theme)

@@ -44,6 +44,16 @@ COMMANDS: tuple[PaletteCommand, ...] = (
         "Open the selected delivery", "Its verdict, attempts, headers and body", "open_detail"
     ),
     PaletteCommand(
+        "Replay the selected delivery",
+        "Send it to your app again: re-signed or as stored, the body editable",
+        "replay",
+    ),
+    PaletteCommand(
+        "Give up pending forwards",
+        "Stop retrying the forwards waiting for your app (they stay in the history)",
+        "give_up_forwards",
+    ),
+    PaletteCommand(
         "Pause or resume acknowledgements",
         "While paused, verified deliveries are stored but answered 503, so the service retries",
         "toggle_pause",
