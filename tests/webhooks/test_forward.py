@@ -527,3 +527,43 @@ async def test_replay_request_refuses_what_it_cannot_sign(env: Env) -> None:
     body, headers, mode = replay_request(attempt, mode=ORIGINAL, secret=None)
     assert (body, mode) == (attempt.body, ORIGINAL)
     assert headers["webhook-timestamp"] == attempt.header("webhook-timestamp")
+
+
+async def test_a_forward_queued_past_the_tolerance_is_resent_re_signed(env: Env) -> None:
+    """An app down for ten minutes would refuse the original timestamp forever: after the first
+    refusal the queued forward goes out re-signed (same webhook-id, fresh timestamp)."""
+    target = await env.target()
+    body = body_for("pass.activated", "pass_late")
+    then = datetime.fromtimestamp(time.time() - 600, UTC)
+    headers = signed("msg_late", body, then)
+    attempt = Attempt(
+        received_at_ms=int(then.timestamp() * 1000),
+        method="POST",
+        path="/webhooks",
+        headers=tuple(headers.items()),
+        body=body,
+        verdict=VERIFIED,
+        reason="verified",
+        status=200,
+        webhook_id="msg_late",
+        topic="pass.activated",
+    )
+    await env.store.record(attempt, forward_to=(target.url,))
+    await env.store.settled()
+    forwarder = Forwarder(env.store, [], secret_for=lambda a: SECRET, backoff_cap_s=0.05)
+    env.forwarders.append(forwarder)
+    await forwarder.start()
+
+    async def done() -> bool:
+        rows = await env.store.forwards_for_message("msg_late")
+        return rows[0].state == DONE
+
+    await eventually(done)
+    first, second = target.got
+    assert not first.verified and "too old" in (first.error or "").lower()
+    assert first.headers["webhook-timestamp"] == headers["webhook-timestamp"]  # original first
+    assert second.verified and second.body == body
+    assert second.headers["webhook-id"] == "msg_late"
+    assert int(second.headers["webhook-timestamp"]) > time.time() - 60
+    [row] = await env.store.forwards_for_message("msg_late")
+    assert row.tries == 2 and "re-signed" in (row.note or "")
