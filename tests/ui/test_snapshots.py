@@ -199,3 +199,21 @@ def test_templates_json(snap_compare: Callable[..., bool]) -> None:
         await pilot.pause(0.1)
 
     assert snap(snap_compare, make("test_templates_json"), terminal_size=(100, 30), run_before=show)
+
+
+def test_replay_form(snap_compare: Callable[..., bool]) -> None:
+    async def open_form(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("R")
+        for _ in range(100):
+            if pilot.app.screen.__class__.__name__ == "ReplayScreen":
+                break
+            await pilot.pause(0.02)
+        field = pilot.app.screen.query_one("#replay-target", Input)
+        field.cursor_blink = False
+        field.value = "http://localhost:3000/webhooks"
+        await pilot.pause(0.1)
+
+    assert snap(
+        snap_compare, make("test_replay_form"), terminal_size=(100, 34), run_before=open_form
+    )

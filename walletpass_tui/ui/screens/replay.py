@@ -104,13 +104,13 @@ class ReplayScreen(WorkerForm[Replayed | None]):
             yield Label("Signature", classes="field-label")
             with RadioSet(id="replay-mode"):
                 yield RadioButton(
-                    "re-sign: same webhook-id, fresh timestamp, the endpoint's secret",
+                    "re-sign: same webhook-id, fresh timestamp, endpoint's secret",
                     value=can_resign,
                     disabled=not can_resign,
                     id="mode-resign",
                 )
                 yield RadioButton(
-                    "original: the stored bytes and headers exactly (old timestamp)",
+                    "original: stored bytes and headers exactly (old timestamp)",
                     value=not can_resign,
                     id="mode-original",
                 )
