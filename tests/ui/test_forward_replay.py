@@ -14,6 +14,7 @@ import httpx
 import pytest
 from aiohttp import web
 from standardwebhooks import Webhook, WebhookVerificationError
+from textual.content import Content
 from ui_helpers import SECRET, SIZE, body_for, plain, sender_for, wait_for
 
 from walletpass_tui.cli import build_parser, dashboard_cmd
@@ -282,3 +283,22 @@ async def test_a_local_ngrok_agent_is_found_and_offered(
         await pilot.press("n")
         await wait_for(lambda: app.screen.query("#endpoint-url"))
         assert app.screen.query_one("#endpoint-url").value == public  # type: ignore[attr-defined]
+
+
+async def test_the_replay_form_shows_a_hostile_webhook_id_literally(
+    make_app: Callable[..., WalletPassApp], receiver: Receiver, http: httpx.AsyncClient
+) -> None:
+    hostile = "msg_[@click=app.quit]x[/][b]"
+    app = make_app(receiver=receiver, receiver_display=None)
+    async with app.run_test(size=SIZE) as pilot:
+        answer = await sender_for(receiver, http).post(b"{}", msg_id=hostile)
+        assert answer.status_code == 200
+        await wait_for(lambda: app.stats.received == 1)
+        await pilot.pause()
+        await pilot.press("R")
+        await wait_for(lambda: isinstance(app.screen, ReplayScreen))
+        await pilot.pause()
+        form = app.screen.query_one("#replay-form")
+        # What the border draws: Textual reads a title as markup, so it must arrive escaped.
+        assert Content.from_markup(str(form.border_title)).plain == "Replay " + hostile
+        assert app.is_running  # the title's "link" did not quit the app

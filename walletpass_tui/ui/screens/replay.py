@@ -91,7 +91,8 @@ class ReplayScreen(WorkerForm[Replayed | None]):
         a = self.attempt
         can_resign = bool(self.secret and a.webhook_id)
         with Vertical(id="replay-form", classes="form") as form:
-            form.border_title = "Replay " + one_line(a.webhook_id or f"delivery #{a.id}", 50)
+            # The webhook-id is untrusted: a Text, never a string Textual would read as markup.
+            form.border_title = Text("Replay " + one_line(a.webhook_id or f"delivery #{a.id}", 50))
             yield Label("Send to (your app)", classes="field-label")
             yield Input(
                 self.initial_target,
