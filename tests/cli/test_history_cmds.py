@@ -252,3 +252,15 @@ async def test_pending_lists_and_gives_up(home: Path, capsys: pytest.CaptureFixt
 
     code, out, _ = await cli(capsys, "events", "pending")
     assert code == 0 and "No forwards pending." in out
+
+
+async def test_events_show_escapes_bidi_zero_width_and_escapes(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = '{"type": "pass.activated", "note": "pay\u202eusd\u200b\x1b[2J\u2028end"}'.encode()
+    await seed(home, make_attempt("msg_bidi", body))
+    code, out, err = await cli(capsys, "events", "show", "msg_bidi")
+    assert code == 0, err
+    assert "pay\\u202eusd\\u200b\\x1b[2J\\u2028end" in out
+    for raw in ("\u202e", "\u200b", "\x1b", "\u2028"):
+        assert raw not in out

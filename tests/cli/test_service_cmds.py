@@ -22,7 +22,7 @@ import pytest
 from walletpass_tui import __version__
 from walletpass_tui.cli import main
 from walletpass_tui.cli.common import print_table, printable
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 API_KEY = "wp_live_Q7f3kLm9Xc2Vb8Nn1Zr5Tt0Yw4Hh6Jd"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -707,7 +707,8 @@ async def test_subprocess_create_then_list(cli: Cli) -> None:
         ("plain café ☕", None, "plain café ☕"),
         ("a\nb\rc", None, "a\\nb\\rc"),
         ("\x1b[2J\x07\x7f\x9b", None, "\\x1b[2J\\x07\\x7f\\x9b"),
-        ("tab\tkept", None, "tab\tkept"),
+        ("tab\tshown", None, "tab\\tshown"),
+        ("bidi\u202ezw\u200b", None, "bidi\\u202ezw\\u200b"),
         ("abcdefghij", 5, "abcd…"),
         ("abc", 5, "abc"),
     ],

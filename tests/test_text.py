@@ -1,0 +1,91 @@
+"""How untrusted text, durations and sizes are shown: one module for the command line and the UI."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from walletpass_tui import formatting
+from walletpass_tui.text import (
+    format_duration,
+    format_gap,
+    format_size,
+    one_line,
+    printable,
+    visible,
+)
+from walletpass_tui.ui import untrusted
+
+# Every character that must never reach a terminal as it came.
+BIDI = [chr(c) for c in range(0x202A, 0x202F)] + [chr(c) for c in range(0x2066, 0x206A)]
+ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]
+SEPARATORS = ["\u2028", "\u2029", "\x85"]
+CONTROLS = [chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
+FORBIDDEN = set(BIDI + ZERO_WIDTH + SEPARATORS + CONTROLS)
+DANGEROUS = st.sampled_from(sorted(FORBIDDEN))
+
+
+@given(st.lists(st.one_of(st.characters(), DANGEROUS, st.just("\x1b]8;;http://x\x07"))).map("".join))
+def test_visible_text_never_contains_a_control_bidi_zero_width_or_separator(text: str) -> None:
+    for shown in (visible(text), printable(text), printable(text, 12), one_line(text, 20)):
+        assert not FORBIDDEN & set(shown), repr(shown)
+    multi = visible(text, keep_newlines=True)
+    assert not (FORBIDDEN - {"\n", "\t"}) & set(multi), repr(multi)
+
+
+@given(st.text())
+def test_printable_text_is_left_alone(text: str) -> None:
+    if text.isprintable():
+        assert visible(text) == text
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[2J\x07", "\\x1b[2J\\x07"),
+        ("\x1b]8;;https://evil\x07link", "\\x1b]8;;https://evil\\x07link"),
+        ("pay\u202eusd", "pay\\u202eusd"),
+        ("a\u2066b\u2069", "a\\u2066b\\u2069"),
+        ("ms\u200bg_1", "ms\\u200bg_1"),
+        ("one\u2028two", "one\\u2028two"),
+        ("tab\there", "tab\\there"),
+        ("plain café [b]x[/b]", "plain café [b]x[/b]"),
+    ],
+)
+def test_the_cli_and_the_dashboard_show_the_same_text(raw: str, shown: str) -> None:
+    assert printable(raw) == shown
+    assert formatting.printable(raw) == shown  # the command line's import
+    assert untrusted.visible(raw) == shown  # the dashboard's import
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0.25, "250 ms"),
+        (5, "5.0 s"),
+        (42, "42 s"),
+        (300, "5 min"),
+        (2105, "35 min 5 s"),
+        (7200, "2 h"),
+        (36000 + 65, "10 h 1 min 5 s"),
+    ],
+)
+def test_durations_use_the_units_of_the_retry_schedule(seconds: float, shown: str) -> None:
+    assert format_duration(seconds) == shown
+    assert format_gap(round(seconds * 1000)) == shown
+
+
+def test_coarse_durations_are_whole_seconds() -> None:
+    assert format_duration(0, fine=False) == "0 s"
+    assert format_duration(5, fine=False) == "5 s"
+    assert format_duration(2105, fine=False) == "35 min 5 s"
+
+
+def test_sizes() -> None:
+    assert [format_size(n) for n in (0, 1023, 65536, 1048576)] == [
+        "0 B",
+        "1023 B",
+        "64.0 KiB",
+        "1.0 MiB",
+    ]
