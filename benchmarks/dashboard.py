@@ -55,8 +55,8 @@ def rss_mb(field: str = "VmRSS") -> float:
 
 
 async def populate(home: Path, count: int) -> None:
-    from walletpass_tui.endpoints import EndpointRegistry
     from walletpass_tui.webhooks.body_fields import labels
+    from walletpass_tui.webhooks.endpoints import EndpointRegistry
     from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
 
     EndpointRegistry(home / "endpoints.json").import_endpoint(
@@ -168,12 +168,12 @@ def sender(
 
 async def measure(home: Path, rate: float, seconds: float, launched_at: float) -> dict[str, Any]:
     from walletpass_tui.config import Settings
-    from walletpass_tui.endpoints import EndpointRegistry
     from walletpass_tui.ui.app import build_app
     from walletpass_tui.ui.panes.event_log import EventLogPane
     from walletpass_tui.ui.screens.detail import DetailScreen
     from walletpass_tui.ui.screens.main import MainScreen
     from walletpass_tui.ui.widgets.log_view import LogView
+    from walletpass_tui.webhooks.endpoints import EndpointRegistry
     from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
     from walletpass_tui.webhooks.store import Store
 

@@ -31,7 +31,6 @@ from textual.widgets import Input
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings, load_settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
@@ -39,6 +38,7 @@ from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks import store as store_module
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import secret_lookup
 from walletpass_tui.webhooks.store import (
     FORWARD,

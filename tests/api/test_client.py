@@ -24,7 +24,7 @@ from walletpass_tui import __version__
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.config import load_settings
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 TEMPLATES = "/api/v0/passTemplates"
 ENDPOINTS = "/v0/webhookEndpoints"

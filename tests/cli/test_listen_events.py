@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()
 EP_SECRET = "whsec_" + base64.b64encode(b"e" * 32).decode()

@@ -16,8 +16,8 @@ from ui_helpers import API_KEY, ENDPOINT_ID, SECRET
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp, build_app
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
 from walletpass_tui.webhooks.store import Store
 

@@ -11,7 +11,6 @@ from textual.widgets import Checkbox, Input, Switch
 from ui_helpers import ENDPOINTS_PATH, SIZE, type_into, wait_for
 
 from walletpass_tui.api.client import WalletPassClient
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
@@ -19,6 +18,7 @@ from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.notice import Notice
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 NEW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

@@ -22,11 +22,11 @@ from ui_helpers import API_KEY, scene
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 
 TEMPLATES = {

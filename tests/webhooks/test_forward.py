@@ -21,7 +21,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import (
     Forwarder,
     ForwardError,

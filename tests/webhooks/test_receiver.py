@@ -21,7 +21,7 @@ import aiohttp
 import httpx
 import pytest
 
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.receiver import (
     Injection,
     Receiver,

@@ -20,7 +20,7 @@ from walletpass_tui.cli.receiver_flags import (
     receiver_options,
 )
 from walletpass_tui.config import Settings
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import secret_lookup
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store

@@ -28,8 +28,8 @@ from walletpass_tui.api.models import TOPICS
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.cli.receiver_flags import receiver_options
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.sim import SimulatedService
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.receiver import Injection, Receiver
 from walletpass_tui.webhooks.store import Attempt, Store
 from walletpass_tui.webhooks.verify import sign

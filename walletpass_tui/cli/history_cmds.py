@@ -11,7 +11,7 @@ from typing import Any
 
 from walletpass_tui.cli.common import CommandError, print_json, printable, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 from walletpass_tui.webhooks.forward import ForwardError, replay
 from walletpass_tui.webhooks.store import ORIGINAL, RESIGN, Attempt, Store, StoreError

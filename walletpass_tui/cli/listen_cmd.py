@@ -19,9 +19,9 @@ from walletpass_tui.cli.receiver_flags import (
     delivery_setup,
 )
 from walletpass_tui.config import Settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings, mask_secret
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import (
     Forwarder,
     ForwardError,

@@ -21,7 +21,7 @@ from walletpass_tui.cli.common import (
     settings_from_args,
 )
 from walletpass_tui.config import ConfigError, Settings, mask_secret, write_private_file
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.message import Message
 
 from walletpass_tui.config import Settings
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.context import DashboardContext, ServiceClient
@@ -32,6 +31,7 @@ from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import ReceiverState
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import Forwarder, SecretLookup, secret_lookup
 from walletpass_tui.webhooks.receiver import Receiver, ReceiverError
 from walletpass_tui.webhooks.store import (

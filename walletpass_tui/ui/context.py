@@ -8,7 +8,7 @@ from typing import Protocol
 
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import Forwarder, SecretLookup
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import httpx
 
 from walletpass_tui import __version__
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.store import (
     ORIGINAL,
     REPLAY,

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from walletpass_tui.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.body_fields import labels
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.store import (

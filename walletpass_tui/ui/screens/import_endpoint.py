@@ -13,7 +13,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
 from walletpass_tui.api.models import TOPICS
 from walletpass_tui.config import ConfigError
-from walletpass_tui.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 
 class ImportEndpointScreen(ModalScreen[str | None]):
