@@ -17,6 +17,8 @@ from typing import Any
 
 import platformdirs
 
+from walletpass_tui.text import printable
+
 APP_NAME = "walletpass-tui"
 
 ENV_API_KEY = "WALLETPASS_API_KEY"
@@ -150,6 +152,24 @@ class Settings:
         ]
         return [(name, value, self.source_of(name)) for name, value in rows]
 
+    def typed(self) -> dict[str, Any]:
+        """Every setting with its JSON type (numbers, booleans, null when unset); secrets masked."""
+        return {
+            "base_url": self.base_url,
+            "registration_url": self.registration_url,
+            "api_key": self.api_key.masked if self.api_key else None,
+            "home": str(self.home),
+            "receiver_host": self.receiver_host,
+            "receiver_port": self.receiver_port,
+            "receiver_path": self.receiver_path,
+            "tolerance_s": self.tolerance_s,
+            "max_body": self.max_body,
+            "timeout_s": self.timeout_s,
+            "retention_days": self.retention_days,
+            "allow_http": self.allow_http,
+            "public_url": self.public_url,
+        }
+
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
@@ -200,9 +220,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
             raw = tomllib.load(fh)
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"The config file {path} is not UTF-8 text; save it as UTF-8 or remove it."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
-            f"The config file {path} is not valid TOML ({exc}); fix or remove it."
+            f"The config file {path} is not valid TOML ({printable(str(exc), 200)}); "
+            "fix or remove it."
         ) from None
     except OSError as exc:
         raise ConfigError(f"Cannot read the config file {path} ({exc.strerror}).") from None
@@ -288,10 +313,8 @@ def _validate(values: dict[str, Any]) -> None:
             "The API key contains spaces, control or non-ASCII characters; copy it again from "
             "your workspace settings."
         )
-    for key in ("base_url", "registration_url", "public_url"):
-        url = values.get(key)
-        if url and not re.match(r"^https?://[^/\s]+", str(url)):
-            raise ConfigError(f"The setting {key} must be an http(s) URL with a host, got {url!r}.")
+    # URLs are checked by the one URL rule, walletpass_tui.api.urls.check_settings_urls (the
+    # command line runs it on every Settings it builds); config sits below api and cannot.
 
 
 def load_settings(

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from walletpass_tui.api.errors import ApiError
+from walletpass_tui.api.topics import TOPICS as TOPICS  # re-exported: older imports
+from walletpass_tui.api.topics import TopicError, parse_topics
+from walletpass_tui.api.urls import url_problem as url_problem  # re-exported: older imports
 from walletpass_tui.config import Secret
-
-TOPICS: tuple[str, ...] = ("pass.activated", "pass.deactivated")
 
 # A pass template is an open mapping: the service does not document its fields.
 PassTemplate = Mapping[str, Any]
@@ -21,51 +20,11 @@ _LIST_KEYS = ("data", "items", "templates", "passTemplates", "results")
 
 
 def validate_topics(topics: Sequence[str]) -> list[str]:
-    topics = list(topics)
-    if not topics:
-        raise ApiError(
-            "Give at least one topic (pass.activated or pass.deactivated).",
-            kind="invalid_request",
-        )
-    unknown = [t for t in topics if t not in TOPICS]
-    if unknown:
-        raise ApiError(
-            f"Unknown topic {unknown[0]!r}: the service knows only pass.activated and "
-            "pass.deactivated.",
-            kind="invalid_request",
-        )
-    repeated = sorted({t for t in topics if topics.count(t) > 1})
-    if repeated:
-        raise ApiError(
-            f"The topic {repeated[0]} is given twice; give each once.", kind="invalid_request"
-        )
-    return topics
-
-
-def url_problem(url: str, *, allow_http: bool = False) -> str | None:
-    """Why ``url`` cannot be a webhook endpoint, or None when it can."""
+    """The full names of ``topics`` (short names accepted), or ApiError ``invalid_request``."""
     try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return "The URL is not valid."
-    if parts.scheme not in ("https", "http") or (parts.scheme == "http" and not allow_http):
-        return (
-            "The URL must start with https:// (the service only delivers to public HTTPS; "
-            "--allow-http permits http:// for a local simulated service)."
-        )
-    try:
-        host = parts.hostname
-    except ValueError:
-        host = None
-    if not host:
-        return "The URL must name a host, e.g. https://example.com/webhooks."
-    if re.search(r"\s", url.strip()):
-        return "The URL must not contain spaces."
-    try:
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError:
-        return "The URL's port is not a number between 0 and 65535."
-    return None
+        return parse_topics(topics)
+    except TopicError as exc:
+        raise ApiError(str(exc), kind="invalid_request") from None
 
 
 def parse_created_at(text: Any) -> datetime:

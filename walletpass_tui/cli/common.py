@@ -1,24 +1,169 @@
-"""What every command shares: the common flags, settings from them, output and error helpers."""
+"""What every command shares: the common flags, settings from them, argument types that refuse
+bad input at parse time (exit 2), output and error helpers.
+
+Kept light on purpose: every command imports this module before it parses its arguments, so it
+imports nothing heavier than the standard library, ``config`` and the ``api`` rules.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from walletpass_tui.api.topics import TopicError, parse_topic
+from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_url
 from walletpass_tui.config import Settings, load_settings
-from walletpass_tui.formatting import printable
+from walletpass_tui.text import printable
 
-__all__ = ["CommandError", "print_json", "print_table", "printable", "settings_from_args"]
+__all__ = [
+    "CommandError",
+    "UsageError",
+    "bounded_float",
+    "bounded_int",
+    "duration_arg",
+    "forward_to_arg",
+    "print_json",
+    "print_table",
+    "printable",
+    "read_bounded_file",
+    "settings_from_args",
+    "target_url_arg",
+    "topic_arg",
+    "url_arg",
+]
 
 PROG = "walletpass-tui"
 
 
 class CommandError(Exception):
     """An expected failure of a command: printed as one line on stderr, exit status 1."""
+
+
+class UsageError(CommandError):
+    """The command was asked something it cannot do as given: one line on stderr, exit status 2."""
+
+
+# -- argument types: argparse turns ArgumentTypeError into "error: argument X: ..." and exit 2 ----
+
+
+def topic_arg(text: str) -> str:
+    """``activated`` or ``pass.activated`` -> ``pass.activated``; unknown names are refused."""
+    try:
+        return parse_topic(text)
+    except TopicError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def url_arg(text: str) -> str:
+    """An http(s) URL (settings, targets): malformed ones refused with the reason."""
+    try:
+        return check_url(text, what="the URL", schemes=TARGET_SCHEMES)
+    except UrlError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+target_url_arg = url_arg
+
+
+def forward_to_arg(text: str) -> str:
+    """``URL`` or ``TOPIC=URL`` (the topic in either spelling), returned in its full form."""
+    topic, sep, url = text.partition("=")
+    if sep and not topic.strip().lower().startswith(("http://", "https://")):
+        return f"{topic_arg(topic)}={url_arg(url)}"
+    return url_arg(text)
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high``; the message states that range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{printable(text, 40)!r} is not a whole number from {low} to {high}."
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def bounded_float(
+    low: float, high: float, *, low_inclusive: bool = False
+) -> Callable[[str], float]:
+    """A number above ``low`` (or from it, when ``low_inclusive``) up to ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            value = None
+        above = value is not None and (value >= low if low_inclusive else value > low)
+        if value is None or not above or not value <= high:
+            lower = f"from {low:g}" if low_inclusive else f"more than {low:g}"
+            raise argparse.ArgumentTypeError(
+                f"{printable(text, 40)!r} is not a number {lower} and at most {high:g}."
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+_DURATION = re.compile(r"^\s*(\d{1,12}(?:\.\d{1,6})?)\s*(s|m|min|h|d|w)?\s*$", re.IGNORECASE)
+_UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, None: 86400}
+MAX_DURATION_S = 100 * 365 * 86400  # a century: anything longer is a typo
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``15m``, ``12h``, ``30d``, ``2w`` (a bare number is days), at most a century."""
+    match = _DURATION.match(text)
+    if not match:
+        raise UsageError(
+            f"{printable(text, 40)!r} is not a duration; use e.g. 45s, 15m, 12h, 30d or 2w."
+        )
+    unit = match.group(2).lower() if match.group(2) else None
+    seconds = float(match.group(1)) * _UNIT_S[unit]
+    if seconds > MAX_DURATION_S:
+        raise UsageError(f"{printable(text, 40)!r} is longer than 100 years; give e.g. 30d or 52w.")
+    return seconds
+
+
+def duration_arg(text: str) -> float:
+    """:func:`parse_duration` for argparse."""
+    try:
+        return parse_duration(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def read_bounded_file(path: str, limit: int, *, what: str = "The file") -> bytes:
+    """At most ``limit`` bytes of ``path`` (``-`` is standard input); a longer one is refused.
+
+    Reads ``limit + 1`` bytes at most, so ``/dev/urandom`` or a huge file costs nothing.
+    """
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+    except OSError as exc:
+        raise CommandError(f"Cannot read {printable(path, 200)} ({exc.strerror or exc}).") from None
+    if len(data) > limit:
+        raise UsageError(
+            f"{what} {printable(path, 200)} is larger than {limit} bytes, the receiver's body "
+            "limit (max_body); give a smaller one."
+        )
+    return data
 
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -38,10 +183,18 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         help="data and config directory (env WALLETPASS_HOME): history database, endpoint secrets",
     )
     group.add_argument(
-        "--base-url", metavar="URL", default=s, help="host of GET /api/v0/passTemplates"
+        "--base-url",
+        metavar="URL",
+        type=url_arg,
+        default=s,
+        help="host of GET /api/v0/passTemplates",
     )
     group.add_argument(
-        "--registration-url", metavar="URL", default=s, help="host of POST /v0/webhookEndpoints"
+        "--registration-url",
+        metavar="URL",
+        type=url_arg,
+        default=s,
+        help="host of POST /v0/webhookEndpoints",
     )
     group.add_argument(
         "--api-key",
@@ -62,7 +215,12 @@ def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True
     s = argparse.SUPPRESS
     group = parser.add_argument_group("receiver")
     group.add_argument("--host", default=s, help="address to listen on (default 127.0.0.1)")
-    group.add_argument("--port", type=int, default=s, help="port to listen on (default 8787)")
+    group.add_argument(
+        "--port",
+        type=bounded_int(0, 65535),
+        default=s,
+        help="port to listen on (default 8787; 0 picks a free one)",
+    )
     group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import (
@@ -23,86 +24,6 @@ from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOption
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
 from walletpass_tui.webhooks.store import ForwardResult, ForwardRow, Store
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
-
-
-def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags for verifying, forwarding, filtering and failing deliveries."""
-    s = argparse.SUPPRESS
-    ver = parser.add_argument_group("verification")
-    ver.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="WHSEC",
-        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
-    )
-    ver.add_argument(
-        "--tolerance",
-        type=int,
-        default=s,
-        metavar="SECONDS",
-        help="timestamp tolerance (default 300)",
-    )
-    ver.add_argument(
-        "--max-body",
-        type=int,
-        default=s,
-        metavar="BYTES",
-        help="largest body accepted (default 1 MiB)",
-    )
-    ver.add_argument(
-        "--public-url", default=s, metavar="URL", help="the tunnel's public URL, to show"
-    )
-    fwd = parser.add_argument_group("forwarding (to your app)")
-    fwd.add_argument(
-        "--forward-to",
-        action="append",
-        default=[],
-        metavar="[TOPIC=]URL",
-        help="forward each verified delivery, raw bytes and original signature, to URL "
-        "(repeatable; TOPIC=URL forwards only that topic)",
-    )
-    fwd.add_argument(
-        "--ack",
-        choices=("stored", "target"),
-        default="stored",
-        help="stored (default): answer 200 once stored, forward after, queue while your app is "
-        "down; target: answer with your app's status (within 10 s)",
-    )
-    src = parser.add_argument_group("sources")
-    src.add_argument(
-        "--allow-source",
-        action="append",
-        default=[],
-        metavar="CIDR|service",
-        help="accept only these client addresses ('service' = the service's published ones); "
-        "others get 403",
-    )
-    src.add_argument(
-        "--trust-proxy",
-        action="append",
-        default=None,
-        metavar="CIDR",
-        help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
-    )
-    inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
-    inj.add_argument(
-        "--fail-first",
-        type=int,
-        default=0,
-        metavar="N",
-        help="answer 500 to the first N attempts of each message",
-    )
-    inj.add_argument(
-        "--respond",
-        type=int,
-        default=None,
-        metavar="STATUS",
-        help="answer every verified delivery with STATUS",
-    )
-    inj.add_argument(
-        "--delay", type=float, default=0.0, metavar="SECONDS", help="wait before answering"
-    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""The dashboard's and ``listen``'s flags for verifying, forwarding, filtering and failing
+deliveries: argument definitions only, so the top-level parser can offer them without importing
+the receiver. What they build is in :mod:`walletpass_tui.cli.receiver_flags`."""
+
+from __future__ import annotations
+
+import argparse
+
+from walletpass_tui.cli.common import bounded_float, bounded_int, forward_to_arg, url_arg
+
+MAX_BODY_LIMIT = 64 * 1024 * 1024  # the largest --max-body accepted
+MAX_TOLERANCE_S = 7 * 86400
+
+
+def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags for verifying, forwarding, filtering and failing deliveries."""
+    s = argparse.SUPPRESS
+    ver = parser.add_argument_group("verification")
+    ver.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="WHSEC",
+        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
+    )
+    ver.add_argument(
+        "--tolerance",
+        type=bounded_int(0, MAX_TOLERANCE_S),
+        default=s,
+        metavar="SECONDS",
+        help="timestamp tolerance (default 300)",
+    )
+    ver.add_argument(
+        "--max-body",
+        type=bounded_int(1, MAX_BODY_LIMIT),
+        default=s,
+        metavar="BYTES",
+        help="largest body accepted (default 1 MiB)",
+    )
+    ver.add_argument(
+        "--public-url",
+        type=url_arg,
+        default=s,
+        metavar="URL",
+        help="the tunnel's public URL, to show",
+    )
+    fwd = parser.add_argument_group("forwarding (to your app)")
+    fwd.add_argument(
+        "--forward-to",
+        action="append",
+        type=forward_to_arg,
+        default=[],
+        metavar="[TOPIC=]URL",
+        help="forward each verified delivery, raw bytes and original signature, to URL "
+        "(repeatable; TOPIC=URL forwards only that topic)",
+    )
+    fwd.add_argument(
+        "--ack",
+        choices=("stored", "target"),
+        default="stored",
+        help="stored (default): answer 200 once stored, forward after, queue while your app is "
+        "down; target: answer with your app's status (within 10 s)",
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument(
+        "--allow-source",
+        action="append",
+        default=[],
+        metavar="CIDR|service",
+        help="accept only these client addresses ('service' = the service's published ones); "
+        "others get 403",
+    )
+    src.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=None,
+        metavar="CIDR",
+        help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
+    )
+    inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
+    inj.add_argument(
+        "--fail-first",
+        type=bounded_int(0, 1000),
+        default=0,
+        metavar="N",
+        help="answer 500 to the first N attempts of each message",
+    )
+    inj.add_argument(
+        "--respond",
+        type=bounded_int(100, 599),
+        default=None,
+        metavar="STATUS",
+        help="answer every verified delivery with STATUS",
+    )
+    inj.add_argument(
+        "--delay",
+        type=bounded_float(0, 60, low_inclusive=True),
+        default=0.0,
+        metavar="SECONDS",
+        help="wait before answering",
+    )
