@@ -137,14 +137,14 @@ class Env:
     async def receiver(
         self, routes: list[Route], *, ack_target: bool = False, **fw: object
     ) -> Receiver:
+        forwarder = Forwarder(self.store, routes, **fw)  # type: ignore[arg-type]
         receiver = Receiver(
             self.store,
             ReceiverOptions(secrets=[SigningKey.from_secret(SECRET)], port=0),
             registry=self.registry,
+            forwarder=forwarder,
+            ack_target=ack_target,
         )
-        forwarder = Forwarder(self.store, routes, **fw)  # type: ignore[arg-type]
-        receiver.forwarder = forwarder
-        receiver.ack_target = ack_target
         await forwarder.start()
         await receiver.start()
         self.receivers.append(receiver)

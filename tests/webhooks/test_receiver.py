@@ -458,8 +458,7 @@ async def test_respond_status_and_pause_are_recorded_as_injected(env: Env) -> No
     receiver = await env.start(injection=injection)
     answer = await post(env, receiver, signed("msg_202"))
     assert answer.status_code == 202
-    injection.respond_status = None
-    injection.paused = True
+    receiver.set_injection(Injection(paused=True))
     paused = await post(env, receiver, signed("msg_paused"))
     assert paused.status_code == 503 and "paused" in paused.text
     # A rejected delivery is answered for what it is, injection or not.

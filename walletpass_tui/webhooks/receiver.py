@@ -46,7 +46,7 @@ class ReceiverError(Exception):
 
 @dataclass
 class Injection:
-    """Deliberate failures, to watch a sender's retry schedule. Mutable while running."""
+    """Deliberate failures, to watch a sender's retry schedule (a value: the runtime replaces it)."""
 
     fail_first: int = 0  # answer 500 to the first N attempts of each message
     respond_status: int | None = None  # answer every verified delivery with this status
@@ -91,39 +91,63 @@ class ReceiverOptions:
 
 
 class Receiver:
+    """Serves ``options.path`` on the caller's event loop.
+
+    ``bind()`` takes the port (a port in use fails there) and ``serve()`` starts accepting, so a
+    dashboard can draw its first frame in between; ``start()`` does both. With a ``forwarder``
+    verified deliveries are queued for it in the delivery's own transaction, or with
+    ``ack_target`` forwarded before the answer, the sender getting the target's status.
+    """
+
     def __init__(
         self,
         store: Store,
         options: ReceiverOptions,
         *,
         registry: EndpointRegistry | None = None,
+        forwarder: Forwarder | None = None,
+        ack_target: bool = False,
+        ack_budget_s: float = ACK_TARGET_BUDGET_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = store
         self.options = options
         self.registry = registry
+        self.forwarder = forwarder
+        self.ack_target = ack_target and forwarder is not None
+        self.ack_budget_s = ack_budget_s
+        self._injection = options.injection
         self._clock = clock
         self._runner: web.BaseRunner | None = None
+        self._server: asyncio.Server | None = None
         self._registry_keys: list[SigningKey] = []
         self._registry_stamp: tuple[int, int, int] | None = None
         self._registry_checked = -REGISTRY_CHECK_S
         self._keys: list[SigningKey] = list(options.secrets)
         self.bound: tuple[str, int] | None = None
-        # Forwarding: with ack_target the delivery is forwarded before the answer and the sender
-        # gets the target's status; otherwise forwards are queued with the delivery, sent after.
-        self.forwarder: Forwarder | None = None
-        self.ack_target = False
-        self.ack_budget_s = ACK_TARGET_BUDGET_S
+
+    # -- failure injection ---------------------------------------------------------------------
+
+    @property
+    def injection(self) -> Injection:
+        return self._injection
+
+    def set_injection(self, injection: Injection) -> None:
+        """Deliveries from now on are answered as ``injection`` says (the runtime's methods call it)."""
+        self._injection = injection
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.options.max_body)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        return app
-
     async def start(self) -> tuple[str, int]:
         """Bind and serve; returns the (host, port) actually bound (port 0 picks a free one)."""
+        bound = await self.bind()
+        await self.serve()
+        return bound
+
+    async def bind(self) -> tuple[str, int]:
+        """Take the port without accepting yet; raises ReceiverError when it cannot be had."""
+        if self.bound is not None:
+            return self.bound
         # aiohttp logs malformed requests (which it answers 400 itself) with a traceback on
         # stderr; a hostile sender must not be able to scribble over the terminal or the dashboard.
         logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
@@ -143,24 +167,44 @@ class Receiver:
         )
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
-        site = web.TCPSite(runner, self.options.host, self.options.port, reuse_address=True)
+        loop = asyncio.get_running_loop()
         try:
-            await site.start()
+            # The socket listens from here on: a sender connecting before serve() waits in the
+            # backlog and is answered once serving starts, instead of being refused.
+            sock = await _listening_socket(self.options.host, self.options.port)
+            listening = await loop.create_server(server, sock=sock, start_serving=False)
         except OSError as exc:
             await runner.cleanup()
             raise ReceiverError(self._bind_error(exc)) from None
-        self._runner = runner
-        server = site._server  # the asyncio server: read the port actually bound
-        sockets: list[socket.socket] = list(getattr(server, "sockets", None) or [])
+        self._runner, self._server = runner, listening
+        sockets = list(listening.sockets)
         port = sockets[0].getsockname()[1] if sockets else self.options.port
         self.bound = (self.options.host, port)
         return self.bound
 
+    async def serve(self) -> None:
+        """Accept deliveries on the bound port (binding first if needed)."""
+        if self._server is None:
+            await self.bind()
+        assert self._server is not None
+        if not self._server.is_serving():
+            await self._server.start_serving()
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None and self._server.is_serving()
+
     async def stop(self) -> None:
         """Stop accepting, finish requests in flight, release the port."""
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
+        listening, self._server = self._server, None
+        runner, self._runner = self._runner, None
+        if listening is not None:
+            listening.close()
+        if runner is not None:
             await runner.cleanup()
+        if listening is not None:
+            await listening.wait_closed()
+        self.bound = None
 
     @property
     def url(self) -> str:
@@ -331,8 +375,10 @@ class Receiver:
             body_size=len(body),
         )
 
+        injection = self._injection
+
         def finalize(numbered: Attempt) -> Attempt:
-            decided = opts.injection.decide(numbered)
+            decided = injection.decide(numbered)
             return evolve(decided, processing_ms=(time.perf_counter() - started) * 1000)
 
         queued: tuple[str, ...] = ()
@@ -355,8 +401,8 @@ class Receiver:
                 )
         except StoreError as exc:
             return web.Response(status=503, text=f"Service unavailable: not stored ({exc})")
-        if opts.injection.delay_s:
-            await asyncio.sleep(opts.injection.delay_s)
+        if injection.delay_s:
+            await asyncio.sleep(injection.delay_s)
         if stored.verified and 200 <= stored.status < 300:
             return web.Response(status=stored.status, text="OK: stored\n")
         text = stored.reason if not stored.verified else (stored.note or "refused")
@@ -396,6 +442,17 @@ class Receiver:
         if close:
             response.force_close()
         return response
+
+
+async def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to the first address ``host`` resolves to, listening."""
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    family, _, _, _, address = infos[0]
+    sock = socket.create_server(address, family=family, backlog=128)
+    sock.setblocking(False)
+    return sock
 
 
 def _is_utf8(text: str) -> bool:

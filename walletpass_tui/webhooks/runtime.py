@@ -1,0 +1,256 @@
+"""One delivery runtime: the store, the endpoint registry, the receiver and the forwarder, opened in
+that order and closed in the reverse one, with a single place to subscribe to what happens.
+
+``listen``, the dashboard, the demo and the tests all start deliveries through it::
+
+    async with DeliveryRuntime(settings, setup) as runtime:
+        runtime.subscribe(print_batch, print_forward)
+        await runtime.serve()          # accept deliveries (the port was bound on open)
+
+Opening binds the receiver's port (a port in use fails here, before any screen is drawn) but
+accepts nothing until ``serve()``: the dashboard subscribes and paints its first frame first.
+Failure injection is a setting of the runtime, changed through its methods (``pause_acks``...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from types import TracebackType
+
+from walletpass_tui.config import Settings
+from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup, secret_lookup
+from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
+from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+
+DeliveryListener = Callable[[Sequence[Attempt]], None]
+ForwardListener = Callable[[ForwardRow, ForwardResult], None]
+
+
+@dataclass(frozen=True)
+class DeliverySetup:
+    """What to run: the receiver (None: history only, no port), where to forward and how to ack.
+
+    Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
+    ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
+    """
+
+    options: ReceiverOptions | None = None
+    routes: tuple[Route, ...] = ()
+    ack_target: bool = False
+    explicit_secrets: tuple[str, ...] = ()
+    forward: bool = False
+
+    @property
+    def forwarding(self) -> bool:
+        return bool(self.routes) or self.forward
+
+
+class DeliveryRuntime:
+    """An async context manager owning everything one delivery passes through.
+
+    ``store``/``registry`` may be handed in already open (tests, benchmarks); a store handed in is
+    left open at exit, one the runtime opened is closed after every acknowledged delivery is on
+    disk.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        setup: DeliverySetup | None = None,
+        *,
+        store: Store | None = None,
+        registry: EndpointRegistry | None = None,
+    ) -> None:
+        self.settings = settings
+        self.setup = setup or DeliverySetup()
+        self.registry = registry or EndpointRegistry(settings.endpoints_path)
+        self.secret_for: SecretLookup = secret_lookup(self.registry, self.setup.explicit_secrets)
+        self.receiver: Receiver | None = None
+        self.forwarder: Forwarder | None = None
+        self._store = store
+        self._owns_store = store is None
+        self._delivery_listeners: list[DeliveryListener] = []
+        self._forward_listeners: list[ForwardListener] = []
+        self._unsubscribe_store: Callable[[], None] | None = None
+        self._opened = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> DeliveryRuntime:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Store -> registry -> receiver (bound, not yet serving) -> forwarder.
+
+        Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
+        (the port is taken); whatever was opened before the failure is closed again.
+        """
+        if self._opened:
+            return
+        try:
+            if self._store is None:
+                self._store = await Store.open(self.settings.database_path)
+            self._unsubscribe_store = self._store.subscribe(self._on_commit)
+            self.registry.load()  # a damaged registry is reported now, as one line
+            setup = self.setup
+            if setup.forwarding:
+                self.forwarder = Forwarder(
+                    self._store,
+                    setup.routes,
+                    secret_for=self.secret_for,
+                    on_result=self._on_forward,
+                )
+            if setup.options is not None:
+                self.receiver = Receiver(
+                    self._store,
+                    setup.options,
+                    registry=self.registry,
+                    forwarder=self.forwarder,
+                    ack_target=setup.ack_target,
+                )
+                await self.receiver.bind()
+            if self.forwarder is not None:
+                await self.forwarder.start()
+        except BaseException:
+            await self.close()
+            raise
+        self._opened = True
+
+    async def serve(self) -> None:
+        """Start accepting deliveries on the bound port (a no-op without a receiver, or twice)."""
+        if self.receiver is not None:
+            await self.receiver.serve()
+
+    async def close(self) -> None:
+        """Forwarder -> receiver (port released, requests in flight answered) -> store."""
+        self._opened = False
+        if self.forwarder is not None:
+            await self.forwarder.stop()
+        if self.receiver is not None:
+            await self.receiver.stop()
+        if self._unsubscribe_store is not None:
+            self._unsubscribe_store()
+            self._unsubscribe_store = None
+        if self._store is not None and self._owns_store:
+            store, self._store = self._store, None
+            await store.close()
+
+    # -- what the runtime holds --------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("The delivery runtime is not open.")
+        return self._store
+
+    @property
+    def bound(self) -> tuple[str, int] | None:
+        """(host, port) the receiver is bound to, or None without a receiver."""
+        return self.receiver.bound if self.receiver is not None else None
+
+    @property
+    def url(self) -> str | None:
+        return self.receiver.url if self.receiver is not None else None
+
+    @property
+    def serving(self) -> bool:
+        return self.receiver is not None and self.receiver.serving
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        return self.setup.routes
+
+    @property
+    def forwarding(self) -> bool:
+        return self.forwarder is not None
+
+    async def pending_forwards(self) -> int:
+        """How many forwards wait in the queue (sent only while forwarding is on)."""
+        return await self.store.pending_forward_count()
+
+    # -- subscribers -------------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        deliveries: DeliveryListener | None = None,
+        forwards: ForwardListener | None = None,
+    ) -> Callable[[], None]:
+        """Call ``deliveries(batch)`` after each commit and ``forwards(row, result)`` after each
+        forward is answered (both on the event loop); returns a function that unsubscribes."""
+        if deliveries is not None:
+            self._delivery_listeners.append(deliveries)
+        if forwards is not None:
+            self._forward_listeners.append(forwards)
+
+        def unsubscribe() -> None:
+            if deliveries is not None and deliveries in self._delivery_listeners:
+                self._delivery_listeners.remove(deliveries)
+            if forwards is not None and forwards in self._forward_listeners:
+                self._forward_listeners.remove(forwards)
+
+        return unsubscribe
+
+    def _on_commit(self, batch: Sequence[Attempt]) -> None:
+        for listener in list(self._delivery_listeners):
+            with contextlib.suppress(Exception):  # one subscriber's bug must not stop the others
+                listener(batch)
+
+    def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
+        for listener in list(self._forward_listeners):
+            with contextlib.suppress(Exception):
+                listener(row, result)
+
+    # -- failure injection -------------------------------------------------------------------------
+
+    @property
+    def injection(self) -> Injection:
+        """The failures injected now (a frozen value; change it with the methods below)."""
+        if self.receiver is not None:
+            return self.receiver.injection
+        return self.setup.options.injection if self.setup.options else Injection()
+
+    @property
+    def paused(self) -> bool:
+        return self.injection.paused
+
+    def pause_acks(self, paused: bool) -> None:
+        """Answer verified deliveries 503 (stored all the same) until resumed."""
+        self._inject(paused=paused)
+
+    def fail_first(self, attempts: int) -> None:
+        """Answer 500 to the first ``attempts`` attempts of each message."""
+        if attempts < 0:
+            raise ValueError("fail_first takes zero or more attempts")
+        self._inject(fail_first=attempts)
+
+    def respond(self, status: int | None) -> None:
+        """Answer every verified delivery with ``status`` (None: answer normally)."""
+        if status is not None and not 100 <= status <= 599:
+            raise ValueError("respond takes an HTTP status between 100 and 599")
+        self._inject(respond_status=status)
+
+    def delay(self, seconds: float) -> None:
+        """Wait ``seconds`` before each answer."""
+        if seconds < 0:
+            raise ValueError("delay takes zero or more seconds")
+        self._inject(delay_s=seconds)
+
+    def _inject(self, **changes: object) -> None:
+        if self.receiver is None:
+            raise RuntimeError("No receiver runs in this runtime.")
+        self.receiver.set_injection(replace(self.receiver.injection, **changes))  # type: ignore[arg-type]
+
+
+RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
