@@ -194,8 +194,8 @@ class WalletPassApp(App[int]):
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
         self._count(message.attempts)
         main = self.main_screen
-        if main is None:
-            return
+        if main is None or not main.is_attached:
+            return  # the screen is gone (the app is closing): nothing to show it on
         main.show_stats(self.stats)
         main.deliveries_stored(message.attempts, message.dropped)
         if isinstance(self.screen, DetailScreen):

@@ -70,10 +70,19 @@ class LiveFeed:
             del self._pending[:overflow]
             self._dropped += overflow
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._interval, self._flush)
+            self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
 
-    def _flush(self) -> None:
-        self._timer = None
+    @property
+    def pending(self) -> int:
+        """Attempts collected and not yet posted."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Post what was collected now, as one message (the frame timer calls this; so may a
+        caller that cannot wait for it, such as a test)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._pending and not self._dropped:
             return
         attempts, self._pending = tuple(self._pending), []
