@@ -1,0 +1,227 @@
+"""Run the battery against one URL, one case at a time, and record each request and answer in the
+history like a replay (an attempt holding exactly what was sent, and the target's answer under
+"Forwards & replays"), so a failing case can be opened in the dashboard.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import httpx
+
+from walletpass_tui.api.models import url_problem
+from walletpass_tui.check.cases import Case, Request, build_cases
+from walletpass_tui.check.judge import (
+    SERVICE_DEADLINE_S,
+    WARN_AFTER_S,
+    Answer,
+    Judgement,
+    Outcome,
+    judge,
+)
+from walletpass_tui.check.send import new_client, post, sent_headers
+from walletpass_tui.config import mask_secret
+from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
+from walletpass_tui.webhooks.store import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult, Store
+from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
+
+RECORD_MODE = "check"  # the mode of the recorded replay rows
+
+
+class CheckError(ValueError):
+    """The check cannot run as asked (a bad URL, secret or topic); the message says what to do."""
+
+
+def target_problem(url: str) -> str | None:
+    """Why ``url`` cannot be checked, or None. Only http(s) URLs with a host are sent to."""
+    text = url.strip()
+    if not text:
+        return "Give the URL of your receiver, e.g. http://localhost:3000/webhooks."
+    problem = url_problem(text, allow_http=True)
+    if problem:
+        return problem
+    parts = urlsplit(text)
+    if parts.username is not None or parts.password is not None:
+        return "The URL must not hold a user name or password."
+    if parts.fragment:
+        return "The URL must not have a #fragment."
+    return None
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    target: str
+    secret: str = field(repr=False)
+    topics: tuple[str, ...]
+    timeout_s: float = SERVICE_DEADLINE_S
+    warn_after_s: float = WARN_AFTER_S
+    endpoint_id: str | None = None  # the endpoint the secret came from, recorded with each case
+
+    @property
+    def masked_secret(self) -> str:
+        return mask_secret(self.secret)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    request: Request
+    answer: ForwardResult
+    judgement: Judgement
+    attempt_id: int | None = None  # the recorded attempt (None when not recorded)
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.judgement.outcome
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    options: CheckOptions
+    results: tuple[CaseResult, ...]
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(1 for r in self.results if r.outcome is outcome)
+
+    @property
+    def passed(self) -> bool:
+        """Every must-pass case passed (warnings allowed)."""
+        return all(r.outcome is not Outcome.FAIL for r in self.results)
+
+    @property
+    def unreachable(self) -> bool:
+        """Nothing answered at all (the app is not running, or the URL is wrong)."""
+        return bool(self.results) and all(r.answer.status is None for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def validate(options: CheckOptions) -> None:
+    """Raise CheckError when the options cannot be run."""
+    problem = target_problem(options.target)
+    if problem:
+        raise CheckError(f"{options.target!r}: {problem}")
+    try:
+        parse_secret(options.secret)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
+    if not options.topics:
+        raise CheckError("Name at least one topic to check.")
+    if not options.timeout_s > 0:
+        raise CheckError("The timeout must be more than 0 seconds.")
+
+
+def _attempt(
+    options: CheckOptions,
+    case: Case,
+    request: Request,
+    answer: ForwardResult,
+    outcome: Outcome,
+    sent_at: datetime,
+) -> Attempt:
+    """The request as the history stores it: what our own verifier says of it, and a note."""
+    found = verify(
+        dict(request.headers),
+        request.body,
+        [SigningKey.from_secret(options.secret, options.endpoint_id)],
+        now=sent_at,
+    )
+    parts = urlsplit(options.target.strip())
+    got = str(answer.status) if answer.status is not None else "no answer"
+    return Attempt(
+        received_at_ms=int(sent_at.timestamp() * 1000),
+        method="POST",
+        path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        headers=sent_headers(request),
+        body=request.body,
+        verdict=VERIFIED if found.ok else REJECTED,
+        reason=found.reason.value,
+        detail=found.detail,
+        status=answer.status or 0,
+        webhook_id=case.webhook_id,
+        endpoint_id=options.endpoint_id,
+        body_size=len(request.body),
+        processing_ms=answer.latency_ms,
+        topic=case.topic,
+        pass_id=extract_pass_id(parse_json(request.body)),
+        note=f"check {outcome.value}: {case.title} → {got}",
+    )
+
+
+async def run_case(
+    case: Case,
+    options: CheckOptions,
+    client: httpx.AsyncClient,
+    store: Store | None,
+    clock: Callable[[], datetime],
+) -> CaseResult:
+    sent_at = clock()
+    request = case.make(sent_at)
+    answer = await post(client, options.target.strip(), request, options.timeout_s)
+    verdict = judge(
+        case,
+        Answer(answer.status, answer.latency_ms, answer.error),
+        warn_after_s=options.warn_after_s,
+    )
+    attempt_id = None
+    if store is not None:
+        stored = await store.record(
+            _attempt(options, case, request, answer, verdict.outcome, sent_at)
+        )
+        attempt_id = stored.id
+        await store.add_forward_result(
+            stored,
+            kind=REPLAY,
+            mode=RECORD_MODE,
+            target=options.target.strip(),
+            result=replace(answer, note=f"check {verdict.outcome.value}: {verdict.reason}"),
+        )
+    return CaseResult(case, request, answer, verdict, attempt_id)
+
+
+async def run_check(
+    options: CheckOptions,
+    *,
+    store: Store | None = None,
+    client: httpx.AsyncClient | None = None,
+    cases: Sequence[Case] | None = None,
+    on_start: Callable[[Case], None] | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    rng: random.Random | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> CheckReport:
+    """Send every case to ``options.target``, one at a time; record each in ``store`` when given.
+
+    ``on_start``/``on_result`` are called on the event loop as each case starts and ends (the
+    dashboard fills its table from them).
+    """
+    validate(options)
+    cases = (
+        list(cases) if cases is not None else build_cases(options.secret, options.topics, rng=rng)
+    )
+    own = client is None
+    client = client or new_client()
+    results: list[CaseResult] = []
+    try:
+        for case in cases:
+            if on_start is not None:
+                on_start(case)
+            result = await run_case(case, options, client, store, clock or _now)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    finally:
+        if own:
+            await client.aclose()
+    return CheckReport(options, tuple(results))
+
+
+def _now() -> datetime:
+    return datetime.fromtimestamp(time.time(), UTC)
