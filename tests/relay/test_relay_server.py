@@ -1,0 +1,289 @@
+"""The relay server in this event loop, over real HTTP on 127.0.0.1: ingress, tokens, streams."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+from relay_helpers import (
+    OTHER_SECRET,
+    SECRET,
+    add_channel,
+    follow,
+    signed,
+    stop_task,
+    urls,
+)
+from standardwebhooks import Webhook
+
+from walletpass_tui.relay.channels import subscribe_url
+from walletpass_tui.relay.server import RelayServer
+from walletpass_tui.relay.storage import RelayDB, database_path
+from walletpass_tui.relay.subscriber import RelayAuthError
+from walletpass_tui.webhooks.verify import sign
+
+
+def counts(server: RelayServer) -> tuple[int, int]:
+    db = sqlite3.connect(database_path(server.options.home))
+    try:
+        return (
+            db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0],
+            db.execute("SELECT COUNT(*) FROM rejected").fetchone()[0],
+        )
+    finally:
+        db.close()
+
+
+async def test_a_delivery_reaches_a_subscriber_with_its_raw_bytes_and_headers(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    body = b'{"type":"pass.activated","odd":"\xff\xfe not utf-8"}'
+    # Signed over the raw (non-UTF-8) bytes, as the service would.
+    headers = sign(SECRET, "msg_raw_bytes", body, datetime.now(UTC))
+    async with http.post(ingress, data=body, headers=headers) as r:
+        assert r.status == 200, await r.text()
+    _, got, task = await follow(sub_url, issued.token)
+    try:
+        await got.wait_for(1)
+    finally:
+        await stop_task(task)
+    d = got.items[0]
+    assert d.body == body
+    assert d.webhook_id == headers["webhook-id"]
+    assert d.header("webhook-signature") == headers["webhook-signature"]
+    assert d.method == "POST" and d.path.startswith("/in/")
+    assert d.source == "127.0.0.1" and d.channel == "team"
+
+
+async def test_unknown_slug_is_404_and_nothing_is_stored(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    add_channel(relay.options.home, "team")
+    body, headers = signed()
+    async with http.post(f"{relay.url}/in/AAAAAAAAAAAAAAAAAAAAAA", data=body, headers=headers) as r:
+        assert r.status == 404
+    async with http.post(f"{relay.url}/elsewhere", data=body, headers=headers) as r:
+        assert r.status == 404
+    assert counts(relay) == (0, 0)
+
+
+async def test_tokens_bad_revoked_or_for_another_channel_get_401(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    home = relay.options.home
+    team = add_channel(home, "team")
+    other = add_channel(home, "other")
+    _, team_sub = urls(relay, team)
+
+    async def status(url: str, token: str | None) -> int:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with http.get(url, headers=headers) as r:
+            return r.status
+
+    assert await status(team_sub, None) == 401
+    assert await status(team_sub, "wpr_not-a-real-token") == 401
+    assert await status(team_sub, other.token) == 401  # a real token, another channel
+    unknown = subscribe_url(relay.url, "AAAAAAAAAAAAAAAAAAAAAA")
+    assert await status(unknown, team.token) == 401  # unknown channel: same answer, no 404
+
+    db = RelayDB(database_path(home))
+    assert db.revoke(team.token) == 1
+    db.close()
+    assert await status(team_sub, team.token) == 401
+    async with http.get(
+        subscribe_url(relay.url, other.channel.slug),
+        headers={"Authorization": f"Bearer {other.token}"},
+        params={"after": "0"},
+        timeout=aiohttp.ClientTimeout(sock_read=5),
+    ) as r:
+        assert r.status == 200  # the other channel's token still works
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+
+
+async def test_a_revoked_token_ends_an_open_stream(relay: RelayServer) -> None:
+    home = relay.options.home
+    team = add_channel(home, "team")
+    _, sub_url = urls(relay, team)
+    _, got, task = await follow(sub_url, team.token)
+    async with asyncio.timeout(10):
+        await got.connected.wait()
+    db = RelayDB(database_path(home))
+    db.revoke("team")
+    db.close()
+    async with asyncio.timeout(10):
+        try:
+            await task
+        except RelayAuthError as exc:
+            assert "401" in str(exc)
+        else:
+            raise AssertionError("the subscriber kept going with a revoked token")
+
+
+async def test_edge_verification_refuses_a_forgery_and_does_not_fan_it_out(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "verified", secret=SECRET)
+    ingress, sub_url = urls(relay, issued)
+    forged_body, forged = signed(OTHER_SECRET)
+    async with http.post(ingress, data=forged_body, headers=forged) as r:
+        assert r.status == 401
+        assert "no signature matches" in await r.text()
+    body, good = signed(SECRET)
+    async with http.post(ingress, data=body, headers=good) as r:
+        assert r.status == 200
+    _, got, task = await follow(sub_url, issued.token)
+    try:
+        await got.wait_for(1)
+        await asyncio.sleep(0.3)  # several heartbeats: nothing else is coming
+    finally:
+        await stop_task(task)
+    assert got.ids == [good["webhook-id"]]
+    assert counts(relay) == (1, 1)  # the forgery is kept as rejected, for debugging
+    # And the subscriber can verify what it got with the real secret.
+    d = got.items[0]
+    Webhook(SECRET).verify(d.body, dict(d.headers))
+
+
+async def test_hostile_posts_get_a_clear_4xx(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, _ = urls(relay, issued)
+    async with http.get(ingress) as r:
+        assert r.status == 405 and r.headers["Allow"] == "POST"
+    async with http.post(ingress, data=b"{}") as r:
+        assert r.status == 400 and "missing header" in await r.text()
+    big, headers = signed(body=b"x" * (64 * 1024 + 1))
+    async with http.post(ingress, data=big, headers=headers) as r:
+        assert r.status == 413 and "limit" in await r.text()
+    body, headers = signed()
+    headers["webhook-timestamp"] = "1000000000"
+    async with http.post(ingress, data=body, headers=headers) as r:
+        assert r.status == 401 and "too old" in await r.text()
+    assert counts(relay) == (0, 4 - 1)  # the 405 is not kept; the others are
+
+
+async def test_over_its_quota_a_channel_answers_503_until_pruned(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "small", quota_bytes=2000)
+    ingress, _ = urls(relay, issued)
+    statuses = []
+    for _ in range(10):
+        body, headers = signed()
+        async with http.post(ingress, data=body, headers=headers) as r:
+            statuses.append(r.status)
+    assert 200 in statuses and statuses[-1] == 503
+    first_503 = statuses.index(503)
+    assert set(statuses[first_503:]) == {503}
+    db = RelayDB(database_path(relay.options.home))
+    listed = db.channel_by_name("small")
+    db.close()
+    assert listed is not None and listed.over_quota
+    stored = statuses.count(200)
+    assert listed.deliveries == stored
+
+    relay.options.retention_days = 0  # everything is older than "now - 0 days"
+    assert await relay.prune() == stored
+    body, headers = signed()
+    async with http.post(ingress, data=body, headers=headers) as r:
+        assert r.status == 200
+
+
+async def test_resume_after_a_cursor_with_last_event_id_or_after(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    ids = []
+    for _ in range(5):
+        body, headers = signed()
+        ids.append(headers["webhook-id"])
+        async with http.post(ingress, data=body, headers=headers) as r:
+            assert r.status == 200
+    _, everything, task = await follow(sub_url, issued.token)
+    await everything.wait_for(5)
+    await stop_task(task)
+    assert everything.ids == ids
+    third = everything.items[2].cursor
+
+    # ?after= on a raw request, and Last-Event-ID through the client: the same two deliveries.
+    auth = {"Authorization": f"Bearer {issued.token}"}
+    async with http.get(f"{sub_url}?after={third}", headers=auth) as r:
+        text = b""
+        async with asyncio.timeout(10):
+            while text.count(b"event: delivery") < 2:
+                text += await r.content.readany()
+    assert [ids[3] in text.decode(), ids[4] in text.decode(), ids[2] in text.decode()] == [
+        True,
+        True,
+        False,
+    ]
+    _, rest, task = await follow(sub_url, issued.token, after=third)
+    await rest.wait_for(2)
+    await asyncio.sleep(0.2)
+    await stop_task(task)
+    assert rest.ids == ids[3:]
+
+    async with http.get(f"{sub_url}?after=-1", headers=auth) as r:
+        assert r.status == 400
+
+
+async def test_healthz_counts_channels_and_connected_subscribers(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    _, sub_url = urls(relay, issued)
+    _, _, task = await follow(sub_url, issued.token)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with http.get(f"{relay.url}/healthz") as r:
+                    health = await r.json()
+                if health["subscribers"] == 1:
+                    break
+                await asyncio.sleep(0.02)
+        assert health["status"] == "ok" and health["channels"] == 1 and health["version"]
+    finally:
+        await stop_task(task)
+
+
+async def test_an_idle_stream_gets_heartbeats_with_the_channel_head(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    body, headers = signed()
+    async with http.post(ingress, data=body, headers=headers) as r:
+        assert r.status == 200
+    _, got, task = await follow(sub_url, issued.token)
+    try:
+        await got.wait_for(1)
+        text = b""
+        auth = {"Authorization": f"Bearer {issued.token}", "Last-Event-ID": "999999"}
+        async with http.get(sub_url, headers=auth) as r:
+            async with asyncio.timeout(10):
+                while text.count(b": heartbeat") < 2:
+                    text += await r.content.readany()
+    finally:
+        await stop_task(task)
+    assert f"head={got.items[0].cursor}".encode() in text
+    assert b"event: delivery" not in text  # nothing after cursor 999999
+
+
+async def test_channel_info_gives_the_ingress_url_to_a_token_holder(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    info_url = sub_url.removesuffix("/events")
+    async with http.get(info_url, headers={"Authorization": f"Bearer {issued.token}"}) as r:
+        info = await r.json()
+    assert info["ingress_url"] == ingress and info["name"] == "team"
+    async with http.get(info_url) as r:
+        assert r.status == 401

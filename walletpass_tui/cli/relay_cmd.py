@@ -1,0 +1,368 @@
+"""``relay``: run the self-hosted relay and manage its channels."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+
+DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    relay = sub.add_parser(
+        "relay",
+        parents=parents,
+        help="run your own relay: one stable URL for the service, deliveries fanned out to laptops",
+        description="A relay receives the service's webhooks at one stable HTTPS URL, stores them "
+        "(committed before the 2xx) and streams them to every subscribed laptop, which verifies "
+        "them with the real secret and catches up after sleep. Its data lives in the data "
+        "directory (WALLETPASS_HOME) in relay.sqlite3.",
+    )
+    rsub = relay.add_subparsers(dest="relay_command", metavar="ACTION", required=True)
+
+    serve = rsub.add_parser(
+        "serve",
+        parents=parents,
+        help="run the relay server",
+        epilog="examples:\n"
+        "  walletpass-tui relay serve --public-url https://relay.example.com --port 8080\n"
+        "  walletpass-tui relay serve --allow-source service --trust-proxy 127.0.0.1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--host", dest="relay_host", default="0.0.0.0", help="default 0.0.0.0")  # noqa: S104
+    serve.add_argument("--port", dest="relay_port", type=int, default=8080, help="default 8080")
+    serve.add_argument(
+        "--public-url",
+        dest="relay_public_url",
+        metavar="URL",
+        help="the address people and the service use (behind a TLS proxy, say)",
+    )
+    serve.add_argument("--tls-cert", type=Path, metavar="FILE", help="serve HTTPS with this cert")
+    serve.add_argument("--tls-key", type=Path, metavar="FILE", help="... and this private key")
+    serve.add_argument(
+        "--allow-source",
+        action="append",
+        default=[],
+        metavar="service|CIDR",
+        help="accept posts only from these sources ('service': its published addresses)",
+    )
+    serve.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=None,
+        metavar="CIDR",
+        help="read X-Forwarded-For only from these peers (default: loopback)",
+    )
+    serve.add_argument(
+        "--retention-days",
+        type=float,
+        default=7.0,
+        metavar="DAYS",
+        help="delete deliveries older than this (default 7)",
+    )
+    serve.add_argument(
+        "--max-body", type=int, default=argparse.SUPPRESS, metavar="BYTES", help="body limit"
+    )
+    serve.add_argument(
+        "--tolerance",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="allowed webhook-timestamp skew (default 300)",
+    )
+    serve.add_argument(
+        "--heartbeat",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="heartbeat comment interval on idle streams (default 15)",
+    )
+    serve.set_defaults(handler=cmd_serve)
+
+    channel = rsub.add_parser("channel", parents=parents, help="add, list, revoke, remove channels")
+    csub = channel.add_subparsers(dest="channel_command", metavar="ACTION", required=True)
+    add = csub.add_parser(
+        "add",
+        parents=parents,
+        help="create a channel: prints its ingress URL, subscribe URL and a token (once)",
+    )
+    add.add_argument("name")
+    add.add_argument(
+        "--secret",
+        metavar="whsec_...",
+        help="verify at the relay: forged posts get 401 and are not fanned out",
+    )
+    add.add_argument("--public-url", dest="relay_public_url", metavar="URL")
+    add.add_argument(
+        "--quota-mb", type=int, default=256, metavar="MB", help="storage quota (default 256)"
+    )
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=cmd_channel_add)
+
+    token = csub.add_parser("token", parents=parents, help="issue another subscriber token")
+    token.add_argument("name")
+    token.add_argument("--public-url", dest="relay_public_url", metavar="URL")
+    token.add_argument("--json", action="store_true")
+    token.set_defaults(handler=cmd_channel_token)
+
+    lst = csub.add_parser("list", parents=parents, help="channels, their usage and quota")
+    lst.add_argument("--public-url", dest="relay_public_url", metavar="URL")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=cmd_channel_list)
+
+    revoke = csub.add_parser(
+        "revoke", parents=parents, help="revoke one token, or every token of a channel"
+    )
+    revoke.add_argument("target", metavar="NAME|TOKEN")
+    revoke.set_defaults(handler=cmd_channel_revoke)
+
+    remove = csub.add_parser(
+        "remove", parents=parents, help="delete a channel and everything stored for it"
+    )
+    remove.add_argument("name")
+    remove.set_defaults(handler=cmd_channel_remove)
+
+
+# -- serve -----------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from walletpass_tui.relay.channels import ChannelError, public_base
+    from walletpass_tui.relay.ingress import IngressOptions
+    from walletpass_tui.relay.server import RelayError, RelayOptions, RelayServer
+    from walletpass_tui.relay.storage import RelayStoreError
+    from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+
+    settings = settings_from_args(args)
+    if args.retention_days <= 0:
+        raise CommandError("--retention-days must be more than 0.")
+    if args.heartbeat <= 0:
+        raise CommandError("--heartbeat must be more than 0 seconds.")
+    try:
+        sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
+        public_url = public_base(args.relay_public_url) if args.relay_public_url else None
+    except (SourceError, ChannelError) as exc:
+        raise CommandError(str(exc)) from None
+    options = RelayOptions(
+        home=settings.home,
+        host=args.relay_host,
+        port=args.relay_port,
+        public_url=public_url,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        retention_days=args.retention_days,
+        heartbeat_s=args.heartbeat,
+        ingress=IngressOptions(
+            max_body=settings.max_body, tolerance_s=settings.tolerance_s, sources=sources
+        ),
+    )
+    try:
+        asyncio.run(_serve(RelayServer(options)))
+    except (RelayError, RelayStoreError) as exc:
+        raise CommandError(str(exc)) from None
+    return 0
+
+
+async def _serve(server: Any) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    print(f"Relay listening on {server.url} (data: {server.db.path})", flush=True)
+    print(f"Public URL: {server.public_url()}", flush=True)
+    if not server.options.public_url:
+        print("  (no --public-url: channel URLs use the address each request came to)", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+        print("Relay stopped.", flush=True)
+
+
+# -- channels --------------------------------------------------------------------------------------
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from walletpass_tui.relay.storage import RelayDB, RelayStoreError, database_path
+
+    settings = settings_from_args(args)
+    try:
+        return RelayDB(database_path(settings.home))
+    except RelayStoreError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
+    """The public URL for printed links, and whether it was only a guess."""
+    from walletpass_tui.relay.channels import ChannelError, public_base
+    from walletpass_tui.relay.server import PUBLIC_URL_META
+
+    flag = getattr(args, "relay_public_url", None)
+    stored = db.get_meta(PUBLIC_URL_META)
+    given = flag or stored
+    if not given:
+        return DEFAULT_LOCAL_URL, True
+    try:
+        base = public_base(given)
+    except ChannelError as exc:
+        raise CommandError(str(exc)) from None
+    if flag and not stored:
+        db.set_meta(PUBLIC_URL_META, base)  # later commands print the same URLs
+    return base, False
+
+
+def _channel_errors() -> tuple[type[Exception], ...]:
+    from walletpass_tui.relay.channels import ChannelError
+    from walletpass_tui.relay.storage import RelayStoreError
+
+    return (ChannelError, RelayStoreError)
+
+
+def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
+    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+
+    base, guessed = _base(args, db)
+    channel = issued.channel
+    urls = {
+        "name": channel.name,
+        "ingress_url": ingress_url(base, channel.slug),
+        "subscribe_url": subscribe_url(base, channel.slug),
+        "token": issued.token,
+    }
+    if args.json:
+        print_json(urls)
+        return
+    print(f"Channel {channel.name} {verb}.")
+    print(f"  Register this ingress URL with the service: {urls['ingress_url']}")
+    print(f"  Subscribe URL (listen --relay):             {urls['subscribe_url']}")
+    print(f"  Subscriber token (shown once, keep it):     {issued.token}")
+    if channel.verifies_at_edge:
+        print("  The relay verifies signatures: forged posts get 401.")
+    if guessed:
+        print(
+            f"  (URLs use {base}: pass --public-url, or run 'relay serve --public-url' once)",
+            file=sys.stderr,
+        )
+
+
+def cmd_channel_add(args: argparse.Namespace) -> int:
+    from walletpass_tui.webhooks.verify import SecretError, parse_secret
+
+    if args.secret:
+        try:
+            parse_secret(args.secret)
+        except SecretError as exc:
+            raise CommandError(str(exc)) from None
+    if args.quota_mb <= 0:
+        raise CommandError("--quota-mb must be more than 0.")
+    db = _open(args)
+    try:
+        issued = db.add_channel(
+            args.name, secret=args.secret or None, quota_bytes=args.quota_mb * 1024 * 1024
+        )
+        _print_issued(args, db, issued, "created")
+    except _channel_errors() as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        db.close()
+    return 0
+
+
+def cmd_channel_token(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        _print_issued(args, db, db.issue_token(args.name), "has a new token")
+    except _channel_errors() as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        db.close()
+    return 0
+
+
+def cmd_channel_list(args: argparse.Namespace) -> int:
+    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+    from walletpass_tui.text import format_size
+
+    db = _open(args)
+    try:
+        base, _ = _base(args, db)
+        channels = db.channels()
+    except _channel_errors() as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        db.close()
+    if args.json:
+        print_json(
+            [
+                {
+                    "name": c.name,
+                    "ingress_url": ingress_url(base, c.slug),
+                    "subscribe_url": subscribe_url(base, c.slug),
+                    "tokens": c.tokens,
+                    "deliveries": c.deliveries,
+                    "rejected": c.rejected,
+                    "used_bytes": c.used_bytes,
+                    "quota_bytes": c.quota_bytes,
+                    "over_quota": c.over_quota,
+                    "verifies_at_edge": c.verifies_at_edge,
+                }
+                for c in channels
+            ]
+        )
+        return 0
+    if not channels:
+        print("No channels yet: 'walletpass-tui relay channel add NAME' creates one.")
+        return 0
+    rows = [
+        [
+            c.name,
+            str(c.tokens),
+            str(c.deliveries),
+            str(c.rejected),
+            f"{format_size(c.used_bytes)} / {format_size(c.quota_bytes)}",
+            "OVER QUOTA (ingress answers 503)" if c.over_quota else "ok",
+            "yes" if c.verifies_at_edge else "no",
+            ingress_url(base, c.slug),
+        ]
+        for c in channels
+    ]
+    print_table(
+        rows, ["NAME", "TOKENS", "STORED", "REJECTED", "USED", "STATE", "EDGE-VERIFY", "INGRESS"]
+    )
+    return 0
+
+
+def cmd_channel_revoke(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        count = db.revoke(args.target)
+    except _channel_errors() as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        db.close()
+    print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
+    return 0
+
+
+def cmd_channel_remove(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        channel = db.remove(args.name)
+    except _channel_errors() as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        db.close()
+    print(
+        f"Removed channel {channel.name} and its {channel.deliveries} stored "
+        f"deliver{'ies' if channel.deliveries != 1 else 'y'}; its ingress URL now answers 404."
+    )
+    return 0
