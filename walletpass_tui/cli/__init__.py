@@ -1,25 +1,49 @@
-"""The command line: parses arguments, builds objects, picks the dashboard or a headless command.
+"""The command line: parses arguments first, then imports only what the chosen command runs.
 
 Exit status: 0 on success, 1 on an expected failure (one clear line on stderr), 2 on usage errors.
+Writing to a closed pipe (``walletpass-tui events list | head -1``) ends the command quietly.
+
+Start-up is kept cheap: only the chosen command's module is imported to build its parser (the
+others appear in ``--help`` by name), and each module imports its heavy parts (Textual, aiohttp,
+httpx, the store) inside the handler that needs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from walletpass_tui import __version__
-from walletpass_tui.api.errors import ApiError
-from walletpass_tui.cli import demo_cmd, events_cmd, listen_cmd, service_cmds, sim_cmd
-from walletpass_tui.cli.common import PROG, CommandError, add_receiver_flags, add_settings_flags
-from walletpass_tui.cli.receiver_flags import add_delivery_flags
-from walletpass_tui.config import ConfigError
-from walletpass_tui.webhooks.receiver import ReceiverError
-from walletpass_tui.webhooks.store import StoreError
+from walletpass_tui.cli.common import PROG, CommandError, UsageError, add_settings_flags
 
-# Each module adds its subcommands with register(subparsers, parents).
-COMMAND_MODULES = [service_cmds, listen_cmd, events_cmd, sim_cmd, demo_cmd]
+# Top-level command -> (module that registers it, one line for --help). A module's
+# register(subparsers, parents) adds every command it lists here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "templates": ("walletpass_tui.cli.service_cmds", "list the workspace's pass templates"),
+    "endpoints": ("walletpass_tui.cli.service_cmds", "create, list and import webhook endpoints"),
+    "config": ("walletpass_tui.cli.service_cmds", "show the effective settings"),
+    "listen": (
+        "walletpass_tui.cli.listen_cmd",
+        "receive and verify webhooks without the dashboard",
+    ),
+    "events": (
+        "walletpass_tui.cli.events",
+        "the delivery history: list, show, replay, export, prune",
+    ),
+    "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
+    "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
+    "demo": (
+        "walletpass_tui.cli.demo_cmd",
+        "the dashboard on a built-in simulated service (no account needed)",
+    ),
+    "relay": (
+        "walletpass_tui.cli.relay_cmd",
+        "run your own relay: one stable URL for the service, deliveries fanned out to laptops",
+    ),
+}
 
 DESCRIPTION = """\
 A terminal dashboard for the Wallet Pass Service: list pass templates, register webhook endpoints,
@@ -29,7 +53,17 @@ With no command, opens the dashboard with its receiver on --host/--port/--path.
 Try 'walletpass-tui demo' to see everything work against a built-in simulated service."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The first argument that names a command, or None (the dashboard)."""
+    return next((arg for arg in argv if arg in COMMANDS), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: the chosen command's module registers its full parser; the other
+    commands are listed by name only. Without ``argv`` every module is registered."""
+    from walletpass_tui.cli.common import add_receiver_flags
+    from walletpass_tui.cli.delivery_flags import add_delivery_flags
+
     common = argparse.ArgumentParser(add_help=False)
     add_settings_flags(common)
     parser = argparse.ArgumentParser(
@@ -42,8 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_receiver_flags(parser)
     add_delivery_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(sub, [common])
+    chosen = None if argv is None else chosen_command(argv)
+    if argv is None:
+        modules = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+    else:
+        modules = [COMMANDS[chosen][0]] if chosen else []
+    registered: set[str] = set()
+    for name, (module, summary) in COMMANDS.items():
+        if module in modules:
+            if module not in registered:
+                importlib.import_module(module).register(sub, [common])
+                registered.add(module)
+        else:
+            sub.add_parser(name, help=summary, add_help=False)
     return parser
 
 
@@ -53,15 +98,58 @@ def _default_handler(args: argparse.Namespace) -> int:
     return dashboard_cmd.run_dashboard(args)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None) or _default_handler
+def _quiet_after_broken_pipe() -> int:
+    """The reader went away (``| head -1``): say nothing, and keep Python's exit-time flush of
+    stdout from failing again."""
     try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None) or _default_handler
         return handler(args)
-    except (CommandError, ConfigError, ApiError, StoreError, ReceiverError) as exc:
+    except BrokenPipeError:
+        return _quiet_after_broken_pipe()
+    except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _expected(exc):
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+# Where the expected failures are defined; a module is looked up only if it was imported (an
+# exception from it cannot have been raised otherwise), so this module imports none of them.
+_EXPECTED = (
+    ("walletpass_tui.config", "ConfigError"),
+    ("walletpass_tui.api.errors", "ApiError"),
+    ("walletpass_tui.api.urls", "UrlError"),
+    ("walletpass_tui.api.topics", "TopicError"),
+    ("walletpass_tui.webhooks.models", "StoreError"),
+    ("walletpass_tui.webhooks.store", "StoreError"),
+    ("walletpass_tui.webhooks.receiver", "ReceiverError"),
+)
+
+
+def _expected(exc: Exception) -> bool:
+    """Failures of the world, not bugs: one line and exit 1, whichever module raised them."""
+    if isinstance(exc, CommandError):
+        return True
+    for module, name in _EXPECTED:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and isinstance(exc, kind):
+            return True
+    return False
