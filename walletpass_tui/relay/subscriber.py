@@ -38,6 +38,14 @@ class RelayUrlError(RelayClientError):
     pass
 
 
+class _HandlerFailed(Exception):
+    """``on_delivery`` raised: not a network problem, so not retried."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
 # -- Server-Sent Events --------------------------------------------------------------------------
 
 
@@ -199,6 +207,9 @@ class RelaySubscriber:
                 except RelayClientError as exc:
                     self._set(connected=False, error=str(exc))
                     raise
+                except _HandlerFailed as failed:  # the caller's own error: theirs to see
+                    self._set(connected=False, error="stopped: the delivery handler failed")
+                    raise failed.original from None
                 except (aiohttp.ClientError, TimeoutError, OSError, EventError) as exc:
                     received = False
                     self._set(connected=False, error=_describe(exc))
@@ -252,7 +263,10 @@ class RelaySubscriber:
         if cursor <= self.state.cursor:
             return  # already handled (a relay replaying after a restart, say)
         delivery = RelayedDelivery.parse(cursor, item.data)
-        await self._on_delivery(delivery)
+        try:
+            await self._on_delivery(delivery)
+        except Exception as exc:
+            raise _HandlerFailed(exc) from exc
         self._set(cursor=cursor, head=max(self.state.head, cursor))
 
 
