@@ -1,0 +1,130 @@
+"""``relay channel …`` and ``relay serve`` through ``main([...])`` and as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from pathlib import Path
+
+import aiohttp
+import pytest
+from relay_helpers import SECRET, RelayProcess, signed
+
+from walletpass_tui.cli import main
+from walletpass_tui.relay.storage import database_path
+
+PUBLIC = "https://relay.example.com"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_add_prints_the_urls_and_a_token_once_and_keeps_only_its_hash(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "relay", "channel", "add", "team", "--public-url", PUBLIC, "--json")
+    assert code == 0
+    issued = json.loads(out)
+    slug = issued["ingress_url"].removeprefix(f"{PUBLIC}/in/")
+    assert len(slug) == 22  # 128 bits, URL-safe base64
+    assert issued["subscribe_url"] == f"{PUBLIC}/channels/{slug}/events"
+    assert issued["token"].startswith("wpr_") and len(issued["token"]) == 4 + 43  # 256 bits
+
+    db_file = database_path(clean_env)
+    assert stat.S_IMODE(os.stat(db_file).st_mode) == 0o600
+    assert issued["token"].encode() not in db_file.read_bytes()
+
+    code, out, _ = run(capsys, "relay", "channel", "list", "--json")
+    listed = json.loads(out)
+    assert [c["name"] for c in listed] == ["team"]
+    assert listed[0]["ingress_url"] == issued["ingress_url"]  # the public URL was remembered
+    assert "token" not in listed[0] and issued["token"] not in out
+
+
+def test_a_secret_that_is_not_whsec_is_refused_with_one_line(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "relay", "channel", "add", "team", "--secret", "nope")
+    assert code == 1
+    assert err.count("\n") == 1 and "whsec_" in err and "Traceback" not in err
+
+
+def test_duplicate_names_unknown_channels_and_bad_names_are_clear_errors(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "relay", "channel", "add", "team")[0] == 0
+    code, _, err = run(capsys, "relay", "channel", "add", "team")
+    assert code == 1 and "exists" in err
+    code, _, err = run(capsys, "relay", "channel", "remove", "nobody")
+    assert code == 1 and "No channel named" in err
+    code, _, err = run(capsys, "relay", "channel", "add", "../etc")
+    assert code == 1 and "not a channel name" in err
+
+
+def test_revoke_by_name_or_token_then_remove(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = run(capsys, "relay", "channel", "add", "team", "--json")
+    first = json.loads(out)["token"]
+    _, out, _ = run(capsys, "relay", "channel", "token", "team", "--json")
+    second = json.loads(out)["token"]
+    assert first != second
+    code, out, _ = run(capsys, "relay", "channel", "revoke", first)
+    assert code == 0 and "Revoked 1 token" in out and first not in out
+    _, out, _ = run(capsys, "relay", "channel", "list", "--json")
+    assert json.loads(out)[0]["tokens"] == 1
+    code, out, _ = run(capsys, "relay", "channel", "revoke", "team")
+    assert code == 0 and "Revoked 1 token" in out
+    code, out, _ = run(capsys, "relay", "channel", "remove", "team")
+    assert code == 0 and "Removed channel team" in out
+    _, out, _ = run(capsys, "relay", "channel", "list", "--json")
+    assert json.loads(out) == []
+
+
+def test_serve_usage_errors_exit_2_and_bad_values_exit_1(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["relay", "serve", "--port", "eighty"])
+    assert exc.value.code == 2
+    code, _, err = run(capsys, "relay", "serve", "--allow-source", "not-a-network")
+    assert code == 1 and "CIDR" in err
+    code, _, err = run(capsys, "relay", "serve", "--tls-cert", "/nonexistent.pem")
+    assert code == 1 and "--tls-key" in err
+
+
+async def test_serve_runs_until_sigterm_and_list_says_when_a_channel_is_over_quota(
+    relay_process: RelayProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = relay_process.home
+    code = main(["--home", str(home), "relay", "channel", "add", "tiny", "--quota-mb", "1"])
+    assert code == 0
+    capsys.readouterr()
+    from walletpass_tui.relay.storage import RelayDB
+
+    db = RelayDB(database_path(home))
+    channel = db.channel_by_name("tiny")
+    db.close()
+    assert channel is not None
+    relay_process.start()
+    ingress = f"{relay_process.url}/in/{channel.slug}"
+    big = b'{"pad":"' + b"x" * 300_000 + b'"}'
+    statuses = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(6):
+            body, headers = signed(SECRET, body=big)
+            async with session.post(ingress, data=body, headers=headers) as r:
+                statuses.append(r.status)
+                if r.status == 503:
+                    assert r.headers["Retry-After"]
+    assert statuses[:3] == [200, 200, 200] and statuses[-1] == 503
+    await asyncio.to_thread(relay_process.terminate)
+    assert relay_process.proc is not None and relay_process.proc.returncode == 0
+    code = main(["--home", str(home), "relay", "channel", "list"])
+    out = capsys.readouterr().out
+    assert code == 0 and "OVER QUOTA" in out
