@@ -148,15 +148,12 @@ async def test_a_hand_signed_delivery_is_verified_stored_and_acknowledged(env: E
 async def test_the_2xx_goes_out_only_after_the_commit(env: Env) -> None:
     receiver = await env.start()
     # Hold the writer: the delivery is verified but cannot be committed yet.
-    await env.store._write_lock.acquire()
-    try:
+    async with env.store.hold_writes():
         pending = asyncio.ensure_future(post(env, receiver, signed("msg_wait")))
         await asyncio.sleep(0.3)
         assert not pending.done()
         with contextlib.closing(sqlite3.connect(env.store.path)) as db:
             assert db.execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)
-    finally:
-        env.store._write_lock.release()
     answer = await pending
     assert answer.status_code == 200
     with contextlib.closing(sqlite3.connect(env.store.path)) as db:

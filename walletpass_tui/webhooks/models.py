@@ -1,0 +1,188 @@
+"""The records of one delivery and its forwards, and the constants every layer shares.
+
+Nothing here touches SQLite, the network or the screen: the receiver, the forwarder, the command
+line and the dashboard all read these, and the store (``webhooks/store/``) writes and reads them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Verdicts.
+VERIFIED = "verified"
+REJECTED = "rejected"
+
+# Forwards and replays: kind, mode and state values.
+FORWARD = "forward"
+REPLAY = "replay"
+ORIGINAL = "original"
+RESIGN = "resign"
+PENDING = "pending"
+DONE = "done"
+FAILED = "failed"
+GIVEN_UP = "given up"
+
+# Limits on what is kept.
+RESPONSE_BODY_LIMIT = 64 * 1024  # of a forward target's answer
+REJECTED_BODY_LIMIT = 64 * 1024  # of a rejected attempt's body
+DEFAULT_REJECTED_CAP = 10_000  # rejected attempts kept (the oldest are pruned)
+
+
+class StoreError(Exception):
+    """The history database cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One delivery attempt as received. ``id``, ``attempt_no`` and ``body_differs`` are set by
+    the store: ``body_differs`` is true when an earlier attempt with the same webhook-id carried a
+    different body (or topic), which a genuine retry never does."""
+
+    received_at_ms: int
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    verdict: str
+    reason: str
+    status: int
+    webhook_id: str | None = None
+    detail: str = ""
+    endpoint_id: str | None = None
+    remote_addr: str | None = None
+    forwarded_for: str | None = None
+    body_size: int | None = None
+    processing_ms: float = 0.0
+    topic: str | None = None
+    pass_id: str | None = None
+    note: str | None = None
+    id: int = 0
+    attempt_no: int = 0
+    body_differs: bool = False
+
+    @property
+    def body_truncated(self) -> bool:
+        return self.body_size is not None and self.body_size > len(self.body)
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict == VERIFIED
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+
+def evolve(a: Attempt, **changes: Any) -> Attempt:
+    """``dataclasses.replace`` for an Attempt, at a fraction of its cost (it runs per delivery)."""
+    new = object.__new__(Attempt)
+    new.__dict__.update(a.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
+@dataclass(frozen=True)
+class LogRow:
+    """The columns of one line of the event log (no body, no headers)."""
+
+    id: int
+    received_at_ms: int
+    webhook_id: str | None
+    topic: str | None
+    pass_id: str | None
+    verdict: str
+    reason: str
+    attempt_no: int
+    endpoint_id: str | None
+    status: int
+    note: str | None
+    body_differs: bool = False
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    webhook_id: str
+    topic: str | None
+    pass_id: str | None
+    verdict: str
+    reason: str
+    attempts: int
+    first_received_at_ms: int
+    last_received_at_ms: int
+    endpoint_id: str | None
+    last_status: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    received: int = 0
+    verified: int = 0
+    rejected: int = 0
+    redeliveries: int = 0
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    """The target's answer to one forward or replay (status None when there was no answer)."""
+
+    status: int | None
+    latency_ms: float
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+@dataclass(frozen=True)
+class ForwardRow:
+    id: int
+    attempt_id: int
+    webhook_id: str | None
+    kind: str
+    mode: str
+    target: str
+    state: str
+    tries: int
+    next_try_at_ms: int
+    created_at_ms: int
+    finished_at_ms: int | None
+    status: int | None
+    latency_ms: float | None
+    response_headers: tuple[tuple[str, str], ...]
+    response_body: bytes
+    error: str | None
+    note: str | None
+    request_body: bytes | None
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    topic: str | None = None
+    verdict: str | None = None  # "verified" | "rejected"
+    text: str | None = None
+    since_ms: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.topic or self.verdict or (self.text and self.text.strip()) or self.since_ms
+        )
+
+
+# Called on the event loop after each commit with the attempts it stored; it must not block.
+Listener = Callable[[Sequence[Attempt]], None]
+# Sees a numbered attempt (on the event loop, before it is written) and may change its answer.
+Finalizer = Callable[[Attempt], Attempt]
+# Called on the event loop with one sentence when the history cannot be written (None: it can again).
+HealthListener = Callable[[str | None], None]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

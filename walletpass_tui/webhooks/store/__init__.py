@@ -1,0 +1,348 @@
+"""The delivery store: every attempt, durable, in SQLite (WAL), written by one batching thread.
+
+``Store`` is a thin facade over the parts in this package:
+
+* ``schema.py``  migrations, private files (0600), the bounded check at open, and what a locked,
+  damaged, read-only or newer database means to a person;
+* ``writer.py``  the one write connection on its own thread and the group-commit loop:
+  ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
+  "stored";
+* ``search.py``  the trigram full-text index, filled after the commit, outside the acknowledgement
+  path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
+* ``queries.py`` every read, on an aiosqlite connection of its own;
+* ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
+  any subscriber (the dashboard's header) can show.
+
+Attempts are grouped into ``messages`` by webhook-id (attempt number, first/last seen, count, and
+a digest of the first body so a later attempt with another body is flagged ``body_differs``).
+Rejected attempts keep at most 64 KiB of body and only the newest ``rejected_cap`` are kept.
+The records and constants live in ``webhooks/models.py`` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.webhooks.models import (
+    DEFAULT_REJECTED_CAP,
+    DONE,
+    FAILED,
+    FORWARD,
+    GIVEN_UP,
+    ORIGINAL,
+    PENDING,
+    REJECTED,
+    REJECTED_BODY_LIMIT,
+    REPLAY,
+    RESIGN,
+    RESPONSE_BODY_LIMIT,
+    VERIFIED,
+    Attempt,
+    Finalizer,
+    ForwardResult,
+    ForwardRow,
+    HealthListener,
+    Listener,
+    LogFilter,
+    LogRow,
+    MessageRow,
+    Stats,
+    StoreError,
+    evolve,
+    now_ms,
+)
+from walletpass_tui.webhooks.store import forwards, prune, rows, schema, search
+from walletpass_tui.webhooks.store.health import Health
+from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
+from walletpass_tui.webhooks.store.search import fts_query, matches_text
+from walletpass_tui.webhooks.store.writer import MAX_BATCH, GroupCommit, Pending, WriteThread
+
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT_MS",
+    "DEFAULT_REJECTED_CAP",
+    "DONE",
+    "FAILED",
+    "FORWARD",
+    "GIVEN_UP",
+    "MAX_BATCH",
+    "ORIGINAL",
+    "PENDING",
+    "REJECTED",
+    "REJECTED_BODY_LIMIT",
+    "REPLAY",
+    "RESIGN",
+    "RESPONSE_BODY_LIMIT",
+    "SCHEMA_VERSION",
+    "VERIFIED",
+    "Attempt",
+    "Finalizer",
+    "ForwardResult",
+    "ForwardRow",
+    "HealthListener",
+    "Listener",
+    "LogFilter",
+    "LogRow",
+    "MessageRow",
+    "Stats",
+    "Store",
+    "StoreError",
+    "evolve",
+    "fts_query",
+    "matches_text",
+    "now_ms",
+]
+
+T = TypeVar("T")
+OPEN_INDEX_CHUNKS = 16  # rows a crash left unindexed are searchable at once, up to 16 chunks
+
+
+class Store:
+    """Open with ``await Store.open(path)``; close with ``await store.close()``."""
+
+    def __init__(self, path: Path, thread: WriteThread, reader: Reader, rejected_cap: int) -> None:
+        self.path = path
+        self.health = Health()
+        self._thread = thread
+        self._reader = reader
+        self._loop = GroupCommit(thread, self.health, rejected_cap)
+        self._closed = False
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path,
+        *,
+        rejected_cap: int = DEFAULT_REJECTED_CAP,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> Store:
+        """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
+
+        The file (and its ``-wal``/``-shm``) is created 0600, checked quickly (the cost does not
+        grow with its size) and probed for writing here, so a read-only, locked or damaged file is
+        reported at open, never as a failure in the middle of a request.
+        """
+        path = Path(path)
+        try:
+            ensure_private_dir(path.parent)
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
+                "choose another with --home or WALLETPASS_HOME."
+            ) from None
+        thread = await WriteThread.open(path, busy_timeout_ms)
+        try:
+            for _ in range(OPEN_INDEX_CHUNKS):
+                if await thread.run(search.index_chunk, search.INDEX_CHUNK) < search.INDEX_CHUNK:
+                    break
+            reader = await Reader.open(path, busy_timeout_ms)
+        except BaseException as exc:
+            await thread.close()
+            if isinstance(exc, Exception) and not isinstance(exc, StoreError):
+                raise StoreError(schema.explain(exc, path)) from None
+            raise
+        store = cls(path, thread, reader, rejected_cap)
+        store._loop.start()
+        return store
+
+    async def close(self) -> None:
+        """Commit everything queued, then close. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._loop.stop()
+        await self._thread.close()
+        await self._reader.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- seams for the dashboard and for tests --------------------------------------------------
+
+    @property
+    def commits(self) -> int:
+        """Write transactions that stored attempts so far (group commit: far fewer than attempts)."""
+        return self._loop.commits
+
+    @property
+    def rejected_cap(self) -> int:
+        return self._loop.rejected_cap
+
+    def on_health(self, listener: HealthListener) -> Callable[[], None]:
+        """Call ``listener(sentence)`` on the event loop when writes start failing (the sentence
+        names the file and the fix) and ``listener(None)`` once one succeeds again. The current
+        state is ``store.health.problem``. Returns a function that unsubscribes."""
+        return self.health.subscribe(listener)
+
+    @contextlib.asynccontextmanager
+    async def hold_writes(self) -> AsyncIterator[None]:
+        """Commit nothing while the block runs: ``record()`` calls wait (and so do their 2xx).
+
+        For tests that must see a delivery that is verified but not yet stored, and for anything
+        that needs the database to stand still for a moment.
+        """
+        async with self._thread.hold():
+            yield
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(batch)`` after each commit; returns a function that unsubscribes."""
+        listeners = self._loop.listeners
+        listeners.append(listener)
+        return lambda: listeners.remove(listener) if listener in listeners else None
+
+    async def record(
+        self,
+        attempt: Attempt,
+        finalize: Finalizer | None = None,
+        *,
+        forward_to: Sequence[str] = (),
+    ) -> Attempt:
+        """Store one attempt; returns it with ``id``, ``attempt_no`` and ``body_differs`` once it is
+        committed.
+
+        ``finalize``, when given, sees the numbered attempt before it is written and may change its
+        answer (status, note, processing time): failure injection decides by attempt number. It
+        runs on the event loop, outside any transaction, and may run again if another program
+        numbered an attempt of the same message meanwhile.
+        ``forward_to`` queues a forward of a verified attempt to each target URL in the same
+        transaction, so a crash can never keep the delivery but lose its forward.
+        Raises StoreError when the attempt could not be stored (nothing was committed for it).
+        """
+        if self._closed or not self._loop.running:
+            raise StoreError("The history store is closed.")
+        future: asyncio.Future[Attempt] = asyncio.get_running_loop().create_future()
+        self._loop.submit(Pending(rows.storable(attempt), future, finalize, tuple(forward_to)))
+        return await future
+
+    async def settled(self) -> None:
+        """Wait until everything recorded so far is committed and searchable."""
+        while self._loop.running:
+            if self._loop.idle:
+                return
+            await asyncio.sleep(0.005)
+
+    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """One write (its own transaction) on the writer's thread; a failure is reported."""
+        try:
+            result = await self._thread.run(fn, *args)
+        except Exception as exc:
+            message = schema.explain(exc, self.path)
+            self.health.failed(message)
+            raise StoreError(message) from None
+        self.health.ok()
+        return result
+
+    # -- pruning -----------------------------------------------------------------------------
+
+    async def prune_rejected(self) -> int:
+        """Drop the oldest rejected attempts beyond the cap."""
+        return await self._write(prune.rejected_beyond, self.rejected_cap)
+
+    async def prune_older_than(self, cutoff_ms: int) -> int:
+        """Drop every attempt received before ``cutoff_ms``; returns how many."""
+        return await self._write(prune.older_than, cutoff_ms)
+
+    # -- forwards and replays ----------------------------------------------------------------
+
+    async def add_forward_result(
+        self,
+        attempt: Attempt,
+        *,
+        kind: str,
+        mode: str,
+        target: str,
+        result: ForwardResult,
+        request_body: bytes | None = None,
+    ) -> int:
+        """Record a forward or replay that already happened (``--ack target``, ``events replay``)."""
+        return await self._write(
+            forwards.add_result, attempt, kind, mode, target, result, request_body, now_ms()
+        )
+
+    async def update_forward(
+        self, row: ForwardRow, result: ForwardResult, *, next_try_at_ms: int | None
+    ) -> None:
+        """Record one try of a queued forward: done on a 2xx, else pending again at ``next_try_at_ms``."""
+        await self._write(forwards.record_try, row, result, next_try_at_ms, now_ms())
+
+    async def give_up_pending(self, target: str | None = None) -> int:
+        """Stop retrying pending forwards (to one target or all); returns how many."""
+        return await self._write(forwards.give_up, target, now_ms())
+
+    async def next_pending_forward(self, target: str) -> ForwardRow | None:
+        """The oldest pending forward to ``target``: forwards go out in arrival order."""
+        return await self._reader.next_pending_forward(target)
+
+    async def pending_forward_targets(self) -> list[str]:
+        return [target for target, _ in await self.pending_forwards_by_target()]
+
+    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
+        """(target, forwards waiting for it), for every target with any."""
+        return await self._reader.pending_forwards_by_target()
+
+    async def pending_forward_count(self, target: str | None = None) -> int:
+        return await self._reader.pending_forward_count(target)
+
+    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
+        return await self._reader.forwards_for_message(webhook_id)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def log_page(
+        self,
+        flt: LogFilter | None = None,
+        *,
+        limit: int = 200,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        oldest_first: bool = False,
+    ) -> list[LogRow]:
+        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``.
+
+        ``oldest_first`` orders them oldest first instead, so ``after_id`` with ``limit`` gives the
+        rows just after it (a view paging back towards the newest) rather than the newest ones.
+        """
+        return await self._reader.log_page(
+            flt, limit=limit, before_id=before_id, after_id=after_id, oldest_first=oldest_first
+        )
+
+    async def count(self, flt: LogFilter | None = None) -> int:
+        return await self._reader.count(flt)
+
+    async def attempt(self, attempt_id: int) -> Attempt | None:
+        return await self._reader.attempt(attempt_id)
+
+    async def message_attempts(self, webhook_id: str) -> list[Attempt]:
+        """Every attempt of one message, oldest first."""
+        return await self._reader.message_attempts(webhook_id)
+
+    async def list_messages(
+        self,
+        *,
+        limit: int = 50,
+        topic: str | None = None,
+        verdict: str | None = None,
+        since_ms: int | None = None,
+        text: str | None = None,
+    ) -> list[MessageRow]:
+        return await self._reader.list_messages(
+            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+        )
+
+    async def stats(self) -> Stats:
+        return await self._reader.stats()
+
+    async def last_id(self) -> int:
+        return await self._reader.last_id()

@@ -1,0 +1,210 @@
+"""Reading the history: one aiosqlite connection (its own thread, ``query_only``), never blocked by
+the writer (WAL: readers see the last commit, writers do not wait for them)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from walletpass_tui.webhooks.models import (
+    PENDING,
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    ForwardRow,
+    LogFilter,
+    LogRow,
+    MessageRow,
+    Stats,
+    StoreError,
+)
+from walletpass_tui.webhooks.store import rows, schema, search
+
+T = TypeVar("T")
+
+
+class Reader:
+    """Every query the dashboard and the commands run; each failure is a StoreError."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+        self.path = path
+        self._db = conn
+
+    @classmethod
+    async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+        return cls(path, conn)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._db.close()
+
+    async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
+        try:
+            async with self._db.execute(sql, params) as cur:
+                return [build(row) async for row in cur]
+        except (sqlite3.Error, ValueError) as exc:
+            raise StoreError(schema.explain(exc, self.path)) from None
+
+    async def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        found = await self.fetch(sql, params, lambda r: r[0])
+        return found[0] if found else None
+
+    # -- the event log -----------------------------------------------------------------------
+
+    async def log_page(
+        self,
+        flt: LogFilter | None,
+        *,
+        limit: int,
+        before_id: int | None,
+        after_id: int | None,
+        oldest_first: bool,
+    ) -> list[LogRow]:
+        params: list[Any] = []
+        extra = []
+        if before_id is not None:
+            extra.append("id < ?")
+            params.append(before_id)
+        if after_id is not None:
+            extra.append("id > ?")
+            params.append(after_id)
+        where = _where(flt, extra, params)
+        params.append(limit)
+        order = "ASC" if oldest_first else "DESC"
+        sql = f"SELECT {rows.LOG_COLUMNS} FROM attempts{where} ORDER BY id {order} LIMIT ?"
+        return await self.fetch(sql, params, rows.log_row)
+
+    async def count(self, flt: LogFilter | None) -> int:
+        params: list[Any] = []
+        where = _where(flt, [], params)
+        return int(await self.one(f"SELECT COUNT(*) FROM attempts{where}", params))
+
+    async def attempt(self, attempt_id: int) -> Attempt | None:
+        found = await self.fetch(
+            f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE id = ?",
+            [attempt_id],
+            rows.attempt_from_row,
+        )
+        return found[0] if found else None
+
+    async def message_attempts(self, webhook_id: str) -> list[Attempt]:
+        return await self.fetch(
+            f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE webhook_id = ? ORDER BY id",
+            [webhook_id],
+            rows.attempt_from_row,
+        )
+
+    async def list_messages(
+        self,
+        *,
+        limit: int,
+        topic: str | None,
+        verdict: str | None,
+        since_ms: int | None,
+        text: str | None,
+    ) -> list[MessageRow]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if topic:
+            clauses.append("topic = ?")
+            params.append(topic)
+        if verdict == VERIFIED:
+            clauses.append("verified_attempts > 0")
+        elif verdict == REJECTED:
+            clauses.append("verified_attempts = 0")
+        if since_ms is not None:
+            clauses.append("last_received_at_ms >= ?")
+            params.append(since_ms)
+        matching = search.text_clauses(text or "", params)
+        if matching:
+            clauses.append(
+                "webhook_id IN (SELECT webhook_id FROM attempts WHERE "
+                + " AND ".join(matching)
+                + ")"
+            )
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        params.append(limit)
+        sql = (
+            "SELECT webhook_id, topic, pass_id, "
+            f"CASE WHEN verified_attempts > 0 THEN '{VERIFIED}' ELSE '{REJECTED}' END, reason, "
+            "attempts, first_received_at_ms, last_received_at_ms, endpoint_id, last_status "
+            f"FROM messages{where} ORDER BY last_received_at_ms DESC, last_attempt_id DESC LIMIT ?"
+        )
+        return await self.fetch(sql, params, lambda r: MessageRow(*r))
+
+    async def stats(self) -> Stats:
+        sql = (
+            "SELECT COUNT(*), "
+            f"COALESCE(SUM(verdict = '{VERIFIED}'), 0), "
+            f"COALESCE(SUM(verdict != '{VERIFIED}'), 0), "
+            "COALESCE(SUM(attempt_no > 1), 0) FROM attempts"
+        )
+        found = await self.fetch(sql, [], lambda r: Stats(*(int(x) for x in r)))
+        return found[0]
+
+    async def last_id(self) -> int:
+        return int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
+
+    # -- the forward queue -------------------------------------------------------------------
+
+    async def next_pending_forward(self, target: str) -> ForwardRow | None:
+        found = await self.fetch(
+            f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE state = ? AND target = ? "
+            "ORDER BY id LIMIT 1",
+            [PENDING, target],
+            rows.forward_from_row,
+        )
+        return found[0] if found else None
+
+    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
+        return await self.fetch(
+            "SELECT target, COUNT(*) FROM forwards WHERE state = ? GROUP BY target ORDER BY target",
+            [PENDING],
+            lambda r: (str(r[0]), int(r[1])),
+        )
+
+    async def pending_forward_count(self, target: str | None) -> int:
+        sql, params = "SELECT COUNT(*) FROM forwards WHERE state = ?", [PENDING]
+        if target is not None:
+            sql += " AND target = ?"
+            params.append(target)
+        return int(await self.one(sql, params))
+
+    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
+        return await self.fetch(
+            f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
+            [webhook_id],
+            rows.forward_from_row,
+        )
+
+
+def _where(flt: LogFilter | None, extra: list[str], params: list[Any]) -> str:
+    clauses = list(extra)
+    if flt is not None:
+        if flt.topic:
+            clauses.append("topic = ?")
+            params.append(flt.topic)
+        if flt.verdict == VERIFIED:
+            clauses.append("verdict = ?")
+            params.append(VERIFIED)
+        elif flt.verdict == REJECTED:
+            clauses.append("verdict != ?")
+            params.append(VERIFIED)
+        if flt.since_ms is not None:
+            clauses.append("received_at_ms >= ?")
+            params.append(flt.since_ms)
+        clauses.extend(search.text_clauses(flt.text or "", params))
+    return (" WHERE " + " AND ".join(clauses)) if clauses else ""

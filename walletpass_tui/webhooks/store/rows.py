@@ -1,0 +1,188 @@
+"""Records to rows and back: the column lists, text SQLite can store, and multi-row inserts."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from walletpass_tui.webhooks.models import (
+    REJECTED_BODY_LIMIT,
+    VERIFIED,
+    Attempt,
+    ForwardRow,
+    LogRow,
+    evolve,
+)
+
+LOG_COLUMNS = (
+    "id, received_at_ms, webhook_id, topic, pass_id, verdict, reason, attempt_no, endpoint_id, "
+    "status, note, body_differs"
+)
+ATTEMPT_COLUMNS = (
+    "id, webhook_id, attempt_no, received_at_ms, remote_addr, forwarded_for, method, path, headers, "
+    "body, body_size, verdict, reason, detail, endpoint_id, status, processing_ms, topic, pass_id, "
+    "note, body_differs"
+)
+FORWARD_COLUMNS = (
+    "id, attempt_id, webhook_id, kind, mode, target, state, tries, next_try_at_ms, created_at_ms, "
+    "finished_at_ms, status, latency_ms, response_headers, response_body, error, note, request_body"
+)
+
+
+def log_row(row: Sequence[Any]) -> LogRow:
+    *head, differs = row
+    return LogRow(*head, bool(differs))
+
+
+def attempt_from_row(row: Sequence[Any]) -> Attempt:
+    (
+        id_,
+        webhook_id,
+        attempt_no,
+        received,
+        remote,
+        xff,
+        method,
+        path,
+        headers,
+        body,
+        body_size,
+        verdict,
+        reason,
+        detail,
+        endpoint_id,
+        status,
+        processing_ms,
+        topic,
+        pass_id,
+        note,
+        differs,
+    ) = row
+    return Attempt(
+        id=id_,
+        webhook_id=webhook_id,
+        attempt_no=attempt_no,
+        received_at_ms=received,
+        remote_addr=remote,
+        forwarded_for=xff,
+        method=method,
+        path=path,
+        headers=tuple((str(k), str(v)) for k, v in json.loads(headers)),
+        body=bytes(body),
+        body_size=body_size,
+        verdict=verdict,
+        reason=reason,
+        detail=detail,
+        endpoint_id=endpoint_id,
+        status=status,
+        processing_ms=processing_ms,
+        topic=topic,
+        pass_id=pass_id,
+        note=note,
+        body_differs=bool(differs),
+    )
+
+
+def attempt_values(a: Attempt) -> tuple[Any, ...]:
+    """The row for ``INSERT INTO attempts (ATTEMPT_COLUMNS)``."""
+    return (
+        a.id,
+        a.webhook_id,
+        a.attempt_no,
+        a.received_at_ms,
+        a.remote_addr,
+        a.forwarded_for,
+        a.method,
+        a.path,
+        json.dumps(a.headers),
+        a.body,
+        a.body_size if a.body_size is not None else len(a.body),
+        a.verdict,
+        a.reason,
+        a.detail,
+        a.endpoint_id,
+        a.status,
+        a.processing_ms,
+        a.topic,
+        a.pass_id,
+        a.note,
+        1 if a.body_differs else 0,
+    )
+
+
+def forward_from_row(row: Sequence[Any]) -> ForwardRow:
+    values = list(row)
+    values[13] = tuple((str(k), str(v)) for k, v in json.loads(values[13] or "[]"))
+    values[14] = bytes(values[14] or b"")
+    values[17] = bytes(values[17]) if values[17] is not None else None
+    return ForwardRow(*values)
+
+
+def clean(text: str | None) -> str | None:
+    """Text SQLite can store: bytes that were not UTF-8 (aiohttp hands them over as lone surrogates,
+    JSON escapes can make them too) are kept visible as ``\\xff`` escapes instead of failing the
+    whole batch's transaction."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return text
+
+
+_TEXT_FIELDS = (
+    "method",
+    "path",
+    "reason",
+    "detail",
+    "webhook_id",
+    "endpoint_id",
+    "remote_addr",
+    "forwarded_for",
+    "topic",
+    "pass_id",
+    "note",
+)
+
+
+def storable(a: Attempt) -> Attempt:
+    """The attempt as stored: text fields valid Unicode, a rejected body cut at 64 KiB."""
+    changes: dict[str, Any] = {}
+    for name in _TEXT_FIELDS:
+        value = getattr(a, name)
+        cleaned = clean(value)
+        if cleaned is not value:
+            changes[name] = cleaned
+    if not all(k.isascii() and v.isascii() for k, v in a.headers):
+        changes["headers"] = tuple((clean(k) or "", clean(v) or "") for k, v in a.headers)
+    if a.verdict != VERIFIED and len(a.body) > REJECTED_BODY_LIMIT:
+        changes["body"] = a.body[:REJECTED_BODY_LIMIT]
+        changes["body_size"] = a.body_size or len(a.body)
+    return evolve(a, **changes) if changes else a
+
+
+def insert_many(
+    db: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+) -> None:
+    """``head VALUES (...), (...) tail`` for many rows at once.
+
+    One statement runs in one step, so the writer's thread lets go of the GIL once per chunk
+    instead of once per row (``executemany``): with the event loop busy, every hand-back of the
+    GIL is a wait.
+    """
+    if not rows:
+        return
+    width = len(rows[0])
+    per = max(1, min(500, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    group = "(" + ",".join("?" * width) + ")"
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        params = [value for row in chunk for value in row]
+        db.execute(f"{head} VALUES {','.join([group] * len(chunk))} {tail}", params)

@@ -1,0 +1,421 @@
+"""The one writer: a plain ``sqlite3`` connection on its own thread, and the group-commit loop that
+feeds it.
+
+* Everything waiting when the writer is free is committed in one transaction (one fsync), so a
+  2xx sent after ``record()`` returns means "stored", at thousands of deliveries a second.
+* A caller's ``finalize`` (the receiver's failure injection decides by attempt number) runs on the
+  event loop, never on the writer's thread and never inside a transaction: the attempt numbers are
+  read first, the finalizers run, and the batch is committed only if no other program numbered an
+  attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
+* Work kept out of the acknowledgement path runs only when no delivery waits, in bounded steps:
+  the search index (a chunk at a time), the rejected cap, and WAL checkpoints (on a second
+  connection and thread, PASSIVE, so a delivery's commit never copies the log into the file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from walletpass_tui.webhooks.models import (
+    Attempt,
+    Finalizer,
+    Listener,
+    StoreError,
+    evolve,
+)
+from walletpass_tui.webhooks.store import forwards, prune, rows, schema, search
+from walletpass_tui.webhooks.store.health import Health
+
+T = TypeVar("T")
+MAX_BATCH = 512
+IDLE_INDEX_S = 0.05  # a small index backlog waits this long for the writer to be idle
+# Under steady load the writer is never idle: past this backlog, a chunk goes between two batches.
+FORCE_INDEX_AT = 4 * search.INDEX_CHUNK
+CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the rest at next open)
+CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
+CHECKPOINT_ROWS = 2000
+MAX_RENUMBER = 10
+
+Known = dict[str, tuple[int, bytes | None]]  # webhook-id -> (attempts so far, first body digest)
+
+
+@dataclass
+class Pending:
+    attempt: Attempt
+    future: asyncio.Future[Attempt]
+    finalize: Finalizer | None = None
+    forward_to: tuple[str, ...] = ()
+
+
+class WriteThread:
+    """The write connection and the one thread that uses it; calls run in order."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path, executor: ThreadPoolExecutor) -> None:
+        self.path = path
+        self._db = db
+        self._executor = executor
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path, busy_timeout_ms: int) -> WriteThread:
+        executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
+        loop = asyncio.get_running_loop()
+        try:
+            db = await loop.run_in_executor(executor, schema.connect_writer, path, busy_timeout_ms)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(db, path, executor)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the writer's thread, after every call made before it."""
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, fn, self._db, *args)
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Nothing is written while the block runs (writes queue and wait)."""
+        async with self._lock:
+            yield
+
+    async def close(self) -> None:
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(Exception):
+                await loop.run_in_executor(self._executor, self._db.close)
+        self._executor.shutdown(wait=False)
+
+
+# -- one batch, on the writer's thread ------------------------------------------------------------
+
+
+def peek(db: sqlite3.Connection, attempts: Sequence[Attempt]) -> Known:
+    """How many attempts each message in the batch already has, and its first body's digest."""
+    ids = sorted({a.webhook_id for a in attempts if a.webhook_id})
+    known: Known = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for webhook_id, count, first in db.execute(
+            f"SELECT webhook_id, attempts, first_digest FROM messages WHERE webhook_id IN ({marks})",
+            chunk,
+        ):
+            known[webhook_id] = (int(count), bytes(first) if first is not None else None)
+    return known
+
+
+def number(attempts: Sequence[Attempt], known: Known) -> list[Attempt]:
+    """Each attempt with its attempt number (consecutive per webhook-id, in batch order)."""
+    counts = {webhook_id: count for webhook_id, (count, _) in known.items()}
+    numbered = []
+    for a in attempts:
+        n = 1
+        if a.webhook_id:
+            n = counts.get(a.webhook_id, 0) + 1
+            counts[a.webhook_id] = n
+        numbered.append(evolve(a, attempt_no=n))
+    return numbered
+
+
+def commit_batch(
+    db: sqlite3.Connection,
+    attempts: Sequence[Attempt],
+    targets: Sequence[tuple[str, ...]],
+    numbered_with: Known | None,
+) -> list[Attempt] | None:
+    """Store the batch in one transaction; returns the attempts as stored.
+
+    ``numbered_with`` is what the attempts were numbered from (None: number them here). When the
+    counts changed since, nothing is written and the result is None: number them again.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        known = peek(db, attempts)
+        if numbered_with is None:
+            attempts = number(attempts, known)
+        elif {k: v[0] for k, v in known.items()} != {k: v[0] for k, v in numbered_with.items()}:
+            db.execute("ROLLBACK")
+            return None
+        stored, digests = _stamp(db, attempts, known)
+        _insert(db, stored, digests)
+        forwards.queue_with_delivery(db, stored, targets)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
+    return stored
+
+
+def _stamp(
+    db: sqlite3.Connection, attempts: Sequence[Attempt], known: Known
+) -> tuple[list[Attempt], list[bytes | None]]:
+    """Row ids (never one the search index has seen) and ``body_differs`` against the first body."""
+    row = db.execute(
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
+        "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'), 0))"
+    ).fetchone()
+    next_id = int(row[0] if row else 0) + 1
+    firsts = {webhook_id: first for webhook_id, (_, first) in known.items()}
+    stored: list[Attempt] = []
+    digests: list[bytes | None] = []
+    for offset, a in enumerate(attempts):
+        digest = differs = None
+        if a.webhook_id:
+            digest = schema.digest(a.topic, a.body)
+            first = firsts.get(a.webhook_id)
+            if first is None:
+                firsts[a.webhook_id] = digest
+            differs = first is not None and first != digest
+        stored.append(evolve(a, id=next_id + offset, body_differs=bool(differs)))
+        digests.append(digest)
+    return stored, digests
+
+
+def _insert(
+    db: sqlite3.Connection, stored: Sequence[Attempt], digests: Sequence[bytes | None]
+) -> None:
+    rows.insert_many(
+        db,
+        f"INSERT INTO attempts ({rows.ATTEMPT_COLUMNS})",
+        [rows.attempt_values(a) for a in stored],
+    )
+    rows.insert_many(
+        db,
+        """
+        INSERT INTO messages (webhook_id, topic, pass_id, attempts, verified_attempts,
+            first_received_at_ms, last_received_at_ms, last_attempt_id, reason, endpoint_id,
+            last_status, first_digest)""",
+        [
+            (
+                a.webhook_id,
+                a.topic,
+                a.pass_id,
+                1,
+                1 if a.verified else 0,
+                a.received_at_ms,
+                a.received_at_ms,
+                a.id,
+                a.reason,
+                a.endpoint_id,
+                a.status,
+                digest,
+            )
+            for a, digest in zip(stored, digests, strict=True)
+            if a.webhook_id
+        ],
+        """ON CONFLICT(webhook_id) DO UPDATE SET
+            topic = COALESCE(messages.topic, excluded.topic),
+            pass_id = COALESCE(messages.pass_id, excluded.pass_id),
+            attempts = messages.attempts + 1,
+            verified_attempts = messages.verified_attempts + excluded.verified_attempts,
+            last_received_at_ms = excluded.last_received_at_ms,
+            last_attempt_id = excluded.last_attempt_id,
+            reason = excluded.reason,
+            endpoint_id = COALESCE(excluded.endpoint_id, messages.endpoint_id),
+            last_status = excluded.last_status,
+            first_digest = COALESCE(messages.first_digest, excluded.first_digest)
+        """,
+    )
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+
+class Checkpointer:
+    """PASSIVE checkpoints on a connection and thread of their own: they never take the write
+    lock, so copying the log into the database never delays a delivery's commit."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
+        self._db: sqlite3.Connection | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._commits = 0
+        self._rows = 0
+        self.runs = 0
+
+    def note(self, rows: int) -> None:
+        self._commits += 1
+        self._rows += rows
+        due = self._commits >= CHECKPOINT_EVERY or self._rows >= CHECKPOINT_ROWS
+        if due and (self._task is None or self._task.done()):
+            self._commits = self._rows = 0
+            loop = asyncio.get_running_loop()
+            self._task = loop.run_in_executor(self._executor, self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._db is None:
+                self._db = sqlite3.connect(
+                    self._path, isolation_level=None, check_same_thread=False
+                )
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.runs += 1
+        except sqlite3.Error:
+            pass  # a reader or another program in the way: the next one catches up
+
+    async def close(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        if self._db is not None:
+            with contextlib.suppress(Exception):
+                self._db.close()
+        self._executor.shutdown(wait=False)
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+
+class GroupCommit:
+    """Takes every waiting attempt and commits them together; tells listeners after each commit."""
+
+    def __init__(self, thread: WriteThread, health: Health, rejected_cap: int) -> None:
+        self.thread = thread
+        self.health = health
+        self.rejected_cap = rejected_cap
+        self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
+        self.listeners: list[Listener] = []
+        self.checkpoints = Checkpointer(thread.path)
+        self._queue: asyncio.Queue[Pending | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._busy = False
+        self._unindexed = 1  # unknown at open: whatever a crash left out is indexed when idle
+        self._rejected_since_prune = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="store-writer")
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, nothing being written, the search index and the rejected cap done."""
+        return not (self._queue.qsize() or self._busy or self._backlog())
+
+    def submit(self, pending: Pending) -> None:
+        self._queue.put_nowait(pending)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await self._queue.put(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.checkpoints.close()
+
+    async def _run(self) -> None:
+        while True:
+            first = await self._next()
+            if first is None:
+                break
+            batch = [first]
+            stop = False
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            await self._commit(batch)
+            if self._unindexed >= FORCE_INDEX_AT:
+                await self._catch_up_step()
+            if stop:
+                break
+        for _ in range(CLOSE_INDEX_CHUNKS):
+            if not self._unindexed:
+                break
+            await self._catch_up_step()
+        self._busy = False
+
+    async def _next(self) -> Pending | None:
+        """The next delivery; while none waits, one bounded step of background work at a time."""
+        while self._queue.empty() and self._backlog():
+            if self._unindexed < search.INDEX_CHUNK:
+                with contextlib.suppress(TimeoutError):
+                    self._busy = False
+                    item = await asyncio.wait_for(self._queue.get(), IDLE_INDEX_S)
+                    self._busy = True
+                    return item
+            self._busy = True
+            await self._catch_up_step()
+        self._busy = False
+        item = await self._queue.get()
+        self._busy = True
+        return item
+
+    def _backlog(self) -> bool:
+        prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
+        return bool(self._unindexed) or prune_due
+
+    async def _catch_up_step(self) -> None:
+        try:
+            if self._unindexed:
+                indexed = await self.thread.run(search.index_chunk, search.INDEX_CHUNK)
+                left = max(self._unindexed - indexed, 1)
+                self._unindexed = 0 if indexed < search.INDEX_CHUNK else left
+            else:
+                self._rejected_since_prune = 0
+                await self.thread.run(prune.rejected_beyond, self.rejected_cap)
+        except Exception as exc:  # nothing stored is at stake: retried after the next commit
+            self._unindexed = 0
+            self.health.failed(schema.explain(exc, self.thread.path))
+
+    async def _commit(self, batch: list[Pending]) -> None:
+        try:
+            stored = await self._write(batch)
+        except Exception as exc:  # anything: the writer must survive and every caller hear
+            error = StoreError(schema.explain(exc, self.thread.path))
+            self.health.failed(str(error))
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            return
+        self.commits += 1
+        self.health.ok()
+        for pending, attempt in zip(batch, stored, strict=True):
+            if not pending.future.done():
+                pending.future.set_result(attempt)
+        self._notify(stored)
+        self._unindexed += len(stored)
+        self._rejected_since_prune += sum(1 for a in stored if not a.verified)
+        self.checkpoints.note(len(stored))
+
+    async def _write(self, batch: list[Pending]) -> list[Attempt]:
+        attempts = [p.attempt for p in batch]
+        targets = [p.forward_to for p in batch]
+        if not any(p.finalize for p in batch):
+            stored = await self.thread.run(commit_batch, attempts, targets, None)
+            assert stored is not None
+            return stored
+        for _ in range(MAX_RENUMBER):
+            known = await self.thread.run(peek, attempts)
+            decided = [
+                p.finalize(a) if p.finalize is not None else a
+                for p, a in zip(batch, number(attempts, known), strict=True)
+            ]
+            stored = await self.thread.run(commit_batch, decided, targets, known)
+            if stored is not None:
+                return stored
+        raise StoreError(
+            f"Another program keeps writing the same messages into {self.thread.path}; "
+            "stop it or use another --home."
+        )
+
+    def _notify(self, stored: Sequence[Attempt]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(stored)
+            except Exception:  # noqa: S112  a listener's bug must never stop the writer
+                continue
