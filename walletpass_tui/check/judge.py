@@ -51,12 +51,9 @@ def judge(case: Case, answer: Answer, *, warn_after_s: float = WARN_AFTER_S) -> 
     bad = Outcome.FAIL if case.must_pass else Outcome.WARN
     if case.expect is Expect.ACCEPT:
         if answer.status is None:
-            return Judgement(Outcome.FAIL, f"No answer: {answer.describe()}.")
+            return Judgement(Outcome.FAIL, f"No answer ({answer.describe()}): {case.why}")
         if not answer.accepted:
-            return Judgement(
-                Outcome.FAIL,
-                f"Answered {answer.status}: the service would count it as failed and retry.",
-            )
+            return Judgement(Outcome.FAIL, f"Answered {answer.status}: {case.why}")
         if answer.latency_ms > warn_after_s * 1000:
             return Judgement(
                 Outcome.WARN,
@@ -67,5 +64,5 @@ def judge(case: Case, answer: Answer, *, warn_after_s: float = WARN_AFTER_S) -> 
     if answer.accepted:
         return Judgement(bad, f"Accepted with {answer.status}: {case.why}")
     if answer.status is None:
-        return Judgement(bad, f"Not refused: {answer.describe()}.")
+        return Judgement(bad, f"Not refused ({answer.describe()}): {case.why}")
     return Judgement(Outcome.PASS, f"Refused ({answer.describe()}).")

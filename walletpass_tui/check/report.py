@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
+from walletpass_tui.check.cases import Case
 from walletpass_tui.check.judge import Answer, Outcome
 from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
 from walletpass_tui.text import printable
@@ -14,14 +16,40 @@ HEADERS = ("CASE", "EXPECTED", "GOT", "VERDICT", "WHY IT MATTERS")
 
 
 def got(result: CaseResult) -> str:
-    """What the receiver did: ``200 in 4 ms``, or why there was no answer (our own words)."""
+    """What the receiver did, short: ``200 in 4 ms``, ``no answer`` (the reason says why)."""
     a = result.answer
-    return printable(Answer(a.status, a.latency_ms, a.error).describe(), 60)
+    if a.status is None:
+        return "no answer"
+    return Answer(a.status, a.latency_ms).describe()
 
 
 def row(result: CaseResult) -> list[str]:
     case = result.case
     return [case.title, case.expected, got(result), result.outcome.value, case.why]
+
+
+class Table:
+    """The plain-text table, printed a row at a time as cases finish (widths known up front)."""
+
+    GOT_WIDTH = 14
+
+    def __init__(self, cases: Sequence[Case]) -> None:
+        self.widths = [
+            max([len(HEADERS[0]), *(len(c.title) for c in cases)]),
+            max([len(HEADERS[1]), *(len(c.expected) for c in cases)]),
+            self.GOT_WIDTH,
+            len(HEADERS[3]),
+        ]
+
+    def line(self, cells: Sequence[str]) -> str:
+        fixed = "  ".join(c.ljust(self.widths[i]) for i, c in enumerate(cells[:-1]))
+        return f"{fixed}  {cells[-1]}".rstrip()
+
+    def header(self) -> str:
+        return self.line(HEADERS)
+
+    def row(self, result: CaseResult) -> str:
+        return self.line(row(result))
 
 
 def heading(options: CheckOptions, cases: int) -> str:
@@ -60,22 +88,10 @@ def summary(report: CheckReport) -> list[str]:
     return lines
 
 
-def table_lines(results: list[CaseResult]) -> list[str]:
-    rows = [row(r) for r in results]
-    widths = [len(h) for h in HEADERS]
-    for cells in rows:
-        for i, cell in enumerate(cells[:-1]):
-            widths[i] = max(widths[i], len(cell))
-    out = []
-    for cells in [list(HEADERS), *rows]:
-        line = "  ".join(c.ljust(widths[i]) for i, c in enumerate(cells[:-1]))
-        out.append(f"{line}  {cells[-1]}".rstrip())
-    return out
-
-
 def text_report(report: CheckReport) -> str:
-    lines = [heading(report.options, len(report.results)), ""]
-    lines += table_lines(list(report.results))
+    table = Table([r.case for r in report.results])
+    lines = [heading(report.options, len(report.results)), "", table.header()]
+    lines += [table.row(r) for r in report.results]
     lines += ["", *summary(report)]
     return "\n".join(lines) + "\n"
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from walletpass_tui.api.models import url_problem
+from walletpass_tui.api.urls import target_url_problem
 from walletpass_tui.check.cases import Case, Request, build_cases
 from walletpass_tui.check.judge import (
     SERVICE_DEADLINE_S,
@@ -38,19 +38,9 @@ class CheckError(ValueError):
 
 
 def target_problem(url: str) -> str | None:
-    """Why ``url`` cannot be checked, or None. Only http(s) URLs with a host are sent to."""
-    text = url.strip()
-    if not text:
-        return "Give the URL of your receiver, e.g. http://localhost:3000/webhooks."
-    problem = url_problem(text, allow_http=True)
-    if problem:
-        return problem
-    parts = urlsplit(text)
-    if parts.username is not None or parts.password is not None:
-        return "The URL must not hold a user name or password."
-    if parts.fragment:
-        return "The URL must not have a #fragment."
-    return None
+    """Why ``url`` cannot be checked, or None: the project's one rule for target URLs (http or
+    https, a plain host, no credentials or fragment)."""
+    return target_url_problem(url)
 
 
 @dataclass(frozen=True)

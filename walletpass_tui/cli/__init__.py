@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",
     ),
+    "check": (
+        "walletpass_tui.cli.check_cmd",
+        "test your own webhook receiver as the service and an attacker would",
+    ),
     "relay": (
         "walletpass_tui.cli.relay_cmd",
         "run your own relay: one stable URL for the service, deliveries fanned out to laptops",
