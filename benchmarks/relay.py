@@ -1,0 +1,337 @@
+"""Relay benchmark: ingress throughput against ``listen``, fan-out latency, memory per subscriber.
+
+    python benchmarks/relay.py                          # full run (about 2 minutes on 2 cores)
+    python benchmarks/relay.py --rounds 1 --duration 3 --latency-seconds 5   # quicker
+
+1. Ingress throughput: ``wrk`` (``receiver.lua``, pre-signed deliveries, 32 connections) against
+   ``walletpass-tui listen`` and ``walletpass-tui relay serve`` (one channel, no edge secret) as
+   separate processes, in alternating rounds; durable deliveries/s (2xx per second, every 2xx
+   checked in the database). Summary: the median of each and the ratio relay/listen.
+2. Fan-out latency: a relay process, 10 subscribers (``RelaySubscriber``, in one child process)
+   and an open-loop client posting at a steady 100/s. For every (delivery, subscriber) pair: the
+   time from the moment the 2xx was read by the poster to the moment the subscriber's
+   ``on_delivery`` ran (``time.monotonic`` is system-wide on Linux, so both processes share it).
+   Negative values mean the event reached the subscriber before the poster had read its answer.
+3. Memory: a fresh relay process, RSS before and after 100 subscribers connect and sit idle
+   through a few heartbeats.
+
+Figures, never assertions. The machine is shared: other processes may load it during a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
+
+from walletpass_tui.relay.channels import ingress_url, subscribe_url  # noqa: E402
+from walletpass_tui.relay.storage import RelayDB, database_path  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class Proc:
+    def __init__(self, cmd: list[str], env: dict[str, str], port: int) -> None:
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self.port = port
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{cmd[3:5]} exited: {self.proc.stderr.read().decode()}")  # type: ignore[union-attr]
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                return
+            time.sleep(0.05)
+        self.proc.kill()
+        raise SystemExit(f"{cmd} did not start")
+
+    def rss_kib(self) -> int:
+        text = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+)", text)[1])  # type: ignore[index]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_listen(workdir: Path) -> tuple[Proc, str, Path, str]:
+    port = free_port()
+    home = Path(tempfile.mkdtemp(dir=workdir))
+    cmd = [sys.executable, "-m", "walletpass_tui", "listen", "--port", str(port)]
+    cmd += ["--secret", SECRET, "--tolerance", "3600"]
+    env = {**os.environ, "WALLETPASS_HOME": str(home)}
+    proc = Proc(cmd, env, port)
+    return proc, f"http://127.0.0.1:{port}/webhooks", home / "deliveries.sqlite3", "attempts"
+
+
+def start_relay(workdir: Path, heartbeat: float = 15.0) -> tuple[Proc, str, str, Path]:
+    """A relay with one channel: (process, ingress URL, subscribe URL, database); token in env."""
+    port = free_port()
+    home = Path(tempfile.mkdtemp(dir=workdir))
+    db = RelayDB(database_path(home))
+    issued = db.add_channel("bench")
+    db.close()
+    os.environ["BENCH_RELAY_TOKEN"] = issued.token
+    cmd = [sys.executable, "-m", "walletpass_tui", "relay", "serve", "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--tolerance", "3600", "--heartbeat", str(heartbeat)]
+    env = {**os.environ, "WALLETPASS_HOME": str(home)}
+    proc = Proc(cmd, env, port)
+    base = f"http://127.0.0.1:{port}"
+    slug = issued.channel.slug
+    return proc, ingress_url(base, slug), subscribe_url(base, slug), database_path(home)
+
+
+def rows(db: Path, table: str) -> int:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def wrk(url: str, requests: Path, duration: float, connections: int) -> dict[str, float]:
+    env = {**os.environ, "WRK_REQUESTS": str(requests), "WRK_THREADS": "1"}
+    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--timeout", "15s"]
+    cmd += ["-s", str(LUA), url]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    line = next((x for x in out.splitlines() if x.startswith("WRKJSON ")), None)
+    if line is None:
+        raise SystemExit(f"wrk printed no summary:\n{out}")
+    return json.loads(line[len("WRKJSON ") :])
+
+
+def throughput(workdir: Path, rounds: int, duration: float, connections: int) -> None:
+    print(f"1. ingress throughput, wrk -c{connections} -d{duration:g}s, {rounds} round(s) each")
+    results: dict[str, list[float]] = {"listen": [], "relay": []}
+    for r in range(rounds):
+        for name in ("listen", "relay"):
+            requests = workdir / f"req-{name}-{r}.tsv"
+            write_requests(requests, sign_requests(int(duration * 12_000), f"{name}{r}"))
+            if name == "listen":
+                proc, url, db, table = start_listen(workdir)
+            else:
+                proc, url, _, db = start_relay(workdir)
+                table = "deliveries"
+            try:
+                out = wrk(url, requests, duration, connections)
+                stored = rows(db, table)
+            finally:
+                proc.stop()
+            ok = int(out["requests"] - out["status_errors"])
+            rate = ok / (out["duration_us"] / 1e6)
+            results[name].append(rate)
+            print(
+                f"   round {r + 1} {name:6s} {rate:8.0f}/s  2xx {ok}  stored {stored}  "
+                f"p50 {out['p50_us'] / 1000:.1f} ms  p99 {out['p99_us'] / 1000:.1f} ms"
+            )
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(
+        f"   median: listen {med['listen']:.0f}/s, relay {med['relay']:.0f}/s, "
+        f"ratio relay/listen {med['relay'] / med['listen']:.2f}x (target >= 0.9x)"
+    )
+
+
+# -- fan-out latency ------------------------------------------------------------------------------
+
+
+async def _subscribers_main(url: str, count: int, expect: int, out: Path) -> list[dict[str, float]]:
+    from walletpass_tui.relay.events import RelayedDelivery
+    from walletpass_tui.relay.subscriber import RelaySubscriber
+
+    token = os.environ["BENCH_RELAY_TOKEN"]
+    times: list[dict[str, float]] = [{} for _ in range(count)]
+    done = asyncio.Event()
+    connected = 0
+    ready = Path(str(out) + ".ready")
+
+    def handler(i: int):  # type: ignore[no-untyped-def]
+        async def on_delivery(d: RelayedDelivery) -> None:
+            times[i][d.webhook_id or ""] = time.monotonic()
+            if all(len(t) >= expect for t in times):
+                done.set()
+
+        return on_delivery
+
+    def on_state(state) -> None:  # type: ignore[no-untyped-def]
+        nonlocal connected
+        if state.connected and state.attempts == 1:
+            connected += 1
+            if connected == count:
+                ready.write_text("ok")
+
+    subs = [
+        RelaySubscriber(url, token, on_delivery=handler(i), on_state=on_state) for i in range(count)
+    ]
+    tasks = [asyncio.create_task(s.run()) for s in subs]
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done.wait(), expect / 50 + 120)
+    for t in tasks:
+        t.cancel()
+    return times
+
+
+async def _paced_posts(url: str, rate: float, seconds: float) -> dict[str, float]:
+    import aiohttp
+
+    from walletpass_tui.webhooks.verify import sign
+
+    n = int(rate * seconds)
+    acked: dict[str, float] = {}
+    payloads = []
+    now = datetime.now(UTC)
+    for i in range(n):
+        body = json.dumps({"type": "pass.activated", "data": {"passId": f"p{i}"}}).encode()
+        payloads.append((body, sign(SECRET, f"msg_lat_{i:06d}", body, now)))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+
+        async def one(body: bytes, headers: dict[str, str]) -> None:
+            async with session.post(url, data=body, headers=headers) as r:
+                await r.read()
+                if r.status == 200:
+                    acked[headers["webhook-id"]] = time.monotonic()
+
+        begin = time.monotonic() + 0.05
+        tasks = []
+        for k, (body, headers) in enumerate(payloads):
+            delay = begin + k / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(body, headers)))
+        await asyncio.gather(*tasks)
+    return acked
+
+
+def latency(workdir: Path, rate: float, seconds: float, count: int) -> None:
+    print(
+        f"2. ingress 2xx -> subscriber receipt, {rate:g}/s for {seconds:g} s, {count} subscribers"
+    )
+    proc, ingress, sub_url, _ = start_relay(workdir)
+    out = workdir / "latency.json"
+    expect = int(rate * seconds)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "_subscribers", sub_url, str(count), str(expect), str(out)],
+        env=dict(os.environ),
+    )
+    try:
+        ready = Path(str(out) + ".ready")
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        acked = asyncio.run(_paced_posts(ingress, rate, seconds))
+        child.wait(timeout=seconds + 180)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        proc.stop()
+    times = json.loads(out.read_text())
+    deltas = [(sub[msg] - acked[msg]) * 1000 for sub in times for msg in acked if msg in sub]
+    missing = len(acked) * count - len(deltas)
+    print(
+        f"   {len(acked)} acked, {len(deltas)} receipts ({missing} missing): "
+        f"p50 {pct(deltas, 50):.1f} ms, p95 {pct(deltas, 95):.1f} ms, p99 {pct(deltas, 99):.1f} ms, "
+        f"max {max(deltas):.1f} ms (target p95 < 50 ms)"
+    )
+
+
+# -- memory ---------------------------------------------------------------------------------------
+
+
+async def _idle(
+    sub_url: str, health: str, count: int, settle: float, proc: Proc
+) -> tuple[int, int]:
+    import aiohttp
+
+    token = os.environ["BENCH_RELAY_TOKEN"]
+    before = proc.rss_kib()
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None)
+    ) as session:
+        responses = []
+        for _ in range(count):
+            r = await session.get(sub_url, headers={"Authorization": f"Bearer {token}"})
+            assert r.status == 200, r.status
+            responses.append(r)
+        while True:
+            async with session.get(health) as h:
+                if (await h.json())["subscribers"] >= count:
+                    break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(settle)  # a few heartbeats go out to each
+        after = proc.rss_kib()
+        for r in responses:
+            r.close()
+    return before, after
+
+
+def memory(workdir: Path, count: int) -> None:
+    print(f"3. relay RSS with {count} idle subscribers (heartbeat every 1 s, 3 s idle)")
+    proc, _, sub_url, _ = start_relay(workdir, heartbeat=1.0)
+    try:
+        health = f"http://127.0.0.1:{proc.port}/healthz"
+        before, after = asyncio.run(_idle(sub_url, health, count, 3.0, proc))
+    finally:
+        proc.stop()
+    print(
+        f"   RSS {before / 1024:.1f} MiB idle -> {after / 1024:.1f} MiB with {count} subscribers "
+        f"(+{(after - before) / count:.0f} KiB each; target < 100 MB)"
+    )
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_subscribers":
+        _, _, url, count, expect, out = sys.argv
+        times = asyncio.run(_subscribers_main(url, int(count), int(expect), Path(out)))
+        Path(out).write_text(json.dumps(times))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument("--subscribers", type=int, default=10)
+    parser.add_argument("--idle", type=int, default=100)
+    parser.add_argument("--only", choices=["throughput", "latency", "memory"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="relay-bench-") as tmp:
+        workdir = Path(tmp)
+        if args.only in (None, "throughput"):
+            throughput(workdir, args.rounds, args.duration, args.connections)
+        if args.only in (None, "latency"):
+            latency(workdir, 100.0, args.latency_seconds, args.subscribers)
+        if args.only in (None, "memory"):
+            memory(workdir, args.idle)
+
+
+if __name__ == "__main__":
+    main()
