@@ -49,6 +49,9 @@ COMMANDS: tuple[PaletteCommand, ...] = (
         "replay",
     ),
     PaletteCommand(
+        "Check my app", "Test your own receiver as the service and an attacker would", "check_app"
+    ),
+    PaletteCommand(
         "Give up pending forwards",
         "Stop retrying the forwards waiting for your app (they stay in the history)",
         "give_up_forwards",

@@ -23,6 +23,7 @@ from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.create_endpoint import Created, CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
@@ -48,6 +49,7 @@ class MainScreen(Screen[None]):
         Binding(
             "R", "app.replay", "Replay", tooltip="Send the selected delivery to your app again"
         ),
+        Binding("c", "check_app", "Check", tooltip="Check my app: test your own receiver"),
         Binding("r", "refresh_templates", "Refresh templates", show=False),
         Binding("1", "show_pane('templates')", "Templates", show=False),
         Binding("2", "show_pane('endpoints')", "Endpoints", show=False),
@@ -216,6 +218,9 @@ class MainScreen(Screen[None]):
                 created.endpoint, self.context.registry.path, saved_error=created.saved_error
             )
         )
+
+    def action_check_app(self) -> None:
+        self.app.push_screen(CheckScreen.for_context(self.context))
 
     def action_import_endpoint(self) -> None:
         self.app.push_screen(ImportEndpointScreen(self.context.registry), self._imported)
