@@ -5,14 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+from walletpass_tui.cli.common import (
+    CommandError,
+    print_json,
+    print_table,
+    printable,
+    settings_from_args,
+)
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
+ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -85,6 +93,37 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="heartbeat comment interval on idle streams (default 15)",
     )
     serve.set_defaults(handler=cmd_serve)
+
+    follow = rsub.add_parser(
+        "follow",
+        parents=parents,
+        help="hand a relay channel's deliveries to a local receiver (listen, the dashboard, your app)",
+        description="Stream a relay channel and POST every delivery to --to with its raw body and "
+        "original headers, so the receiver verifies the real signature with the real secret. "
+        "Resumes after the last delivery handed over (the cursor is kept in the data directory).",
+        epilog="examples:\n"
+        "  export WALLETPASS_RELAY_TOKEN=wpr_...\n"
+        "  walletpass-tui relay follow https://relay.example.com/channels/SLUG/events\n"
+        "  walletpass-tui relay follow URL --to http://localhost:3000/webhooks",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    follow.add_argument("subscribe_url", metavar="SUBSCRIBE_URL")
+    follow.add_argument(
+        "--token",
+        dest="relay_token",
+        metavar="TOKEN",
+        help=f"subscriber token; prefer the environment variable {ENV_RELAY_TOKEN}",
+    )
+    follow.add_argument(
+        "--to",
+        dest="target",
+        metavar="URL",
+        help="where to POST each delivery (default: the local receiver, --port/--path settings)",
+    )
+    follow.add_argument(
+        "--from-start", action="store_true", help="ignore the saved cursor: everything stored"
+    )
+    follow.set_defaults(handler=cmd_follow)
 
     channel = rsub.add_parser("channel", parents=parents, help="add, list, revoke, remove channels")
     csub = channel.add_subparsers(dest="channel_command", metavar="ACTION", required=True)
@@ -186,6 +225,71 @@ async def _serve(server: Any) -> None:
     finally:
         await server.stop()
         print("Relay stopped.", flush=True)
+
+
+# -- follow ----------------------------------------------------------------------------------------
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from walletpass_tui.relay.follow import RelayFollower, cursor_path
+    from walletpass_tui.relay.subscriber import RelayClientError
+
+    settings = settings_from_args(args)
+    token = args.relay_token or os.environ.get(ENV_RELAY_TOKEN)
+    if not token:
+        raise CommandError(
+            f"Give the subscriber token with {ENV_RELAY_TOKEN}=wpr_... (or --token); "
+            "'walletpass-tui relay channel add' printed it."
+        )
+    url = args.subscribe_url
+    if not url.startswith(("http://", "https://")):
+        raise CommandError(f"{url!r} is not a subscribe URL: it starts with https:// or http://.")
+    target = args.target or settings.receiver_url()
+    cursor_file = cursor_path(settings.home, url)
+    if args.from_start:
+        cursor_file.unlink(missing_ok=True)
+    follower = RelayFollower(
+        url, token, target, cursor_file, on_handed=_print_handed, on_state=_StatePrinter()
+    )
+    print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
+    try:
+        asyncio.run(_follow(follower))
+    except RelayClientError as exc:
+        raise CommandError(str(exc)) from None
+    return 0
+
+
+async def _follow(follower: Any) -> None:
+    task = asyncio.ensure_future(follower.run())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+class _StatePrinter:
+    """One line when the connection comes or goes (not for every cursor step)."""
+
+    def __init__(self) -> None:
+        self.last: tuple[bool, str | None] | None = None
+
+    def __call__(self, state: Any) -> None:
+        key = (state.connected, None if state.connected else state.error)
+        if key == self.last or (not state.connected and not state.error):
+            return
+        self.last = key
+        if state.connected:
+            print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
+        else:
+            print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
+
+
+def _print_handed(handed: Any) -> None:
+    d = handed.delivery
+    webhook_id = printable(d.webhook_id or "-", 60)
+    print(f"{d.cursor:>8}  {webhook_id}  -> {handed.status}", flush=True)
 
 
 # -- channels --------------------------------------------------------------------------------------
