@@ -174,7 +174,8 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
     from walletpass_tui.ui.screens.main import MainScreen
     from walletpass_tui.ui.widgets.log_view import LogView
     from walletpass_tui.webhooks.endpoints import EndpointRegistry
-    from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
+    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.store import Store
 
     imported_at = time.time()
@@ -184,8 +185,11 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
     registry = EndpointRegistry(settings.endpoints_path)
     built = time.perf_counter()
     store = await Store.open(settings.database_path)
-    receiver = Receiver(store, ReceiverOptions(port=0), registry=registry)
-    app = build_app(settings, None, store, registry, receiver)
+    setup = DeliverySetup(options=ReceiverOptions(port=0))
+    runtime = DeliveryRuntime(settings, setup, store=store, registry=registry)
+    await runtime.open()
+    app = build_app(runtime)
+    assert runtime.url is not None
     result: dict[str, Any] = {"stored": (await store.stats()).received}
     async with app.run_test(size=(120, 36)) as pilot:
         await until(lambda: paints.first_paint is not None)
@@ -274,7 +278,7 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
         stop = threading.Event()
         rss_before = rss_mb()
         thread = threading.Thread(
-            target=sender, args=(receiver.url, rate, seconds, answered, stop), daemon=True
+            target=sender, args=(runtime.url, rate, seconds, answered, stop), daemon=True
         )
         thread.start()
         await asyncio.to_thread(thread.join)
@@ -292,6 +296,7 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
         result["rss_before_live_mb"] = rss_before
         result["rss_after_mb"] = rss_mb()
         result["window_rows"] = len(log.window)
+    await runtime.close()
     await store.close()
     result["peak_rss_mb"] = rss_mb("VmHWM")
     return result

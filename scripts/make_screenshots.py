@@ -39,7 +39,7 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks import store as store_module
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import secret_lookup
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import (
     FORWARD,
     ORIGINAL,
@@ -323,20 +323,14 @@ def make_app(source: Source) -> WalletPassApp:
         else None
     )
 
-    async def open_store() -> Store:
-        store = await Store.open(settings.database_path)
+    async def open_runtime() -> DeliveryRuntime:
+        runtime = DeliveryRuntime(settings, registry=source.registry)
+        await runtime.open()
         if source.fill is not None:
-            await source.fill(store)
-        return store
+            await source.fill(runtime.store)
+        return runtime
 
-    return build_app(
-        settings,
-        client,
-        open_store,
-        source.registry,
-        receiver_display=RECEIVER,
-        secret_for=secret_lookup(source.registry, ()),
-    )
+    return build_app(open_runtime, client, receiver_display=RECEIVER)
 
 
 # -- the pictures ----------------------------------------------------------------------------------------

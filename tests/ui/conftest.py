@@ -1,7 +1,8 @@
 """Fixtures for dashboard tests: a store in ``tmp_path``, fixed attempts, a stand-in service, and
 a way to post signed deliveries over HTTP to the dashboard's own receiver.
 
-Every app is built with ``build_app``, exactly as the command line builds it.
+Every app is built with ``build_app`` over a delivery runtime, exactly as the command line
+builds it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
+from walletpass_tui.webhooks.receiver import ReceiverOptions
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 
 
@@ -49,38 +51,44 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
 def make_app(
     settings: Settings, store: Store, registry: EndpointRegistry
 ) -> Callable[..., WalletPassApp]:
+    """``make_app(receiver=runtime, client=..., settings=..., secret_for=...)``: without a
+    ``receiver`` the app opens a runtime with no receiver over the test's store."""
+
     def make(**overrides: Any) -> WalletPassApp:
-        parts: dict[str, Any] = {
-            "settings": settings,
-            "client": None,
-            "store": store,
-            "registry": registry,
-            "receiver": None,
-            "receiver_display": "127.0.0.1:8787/webhooks",
-        }
-        parts.update(overrides)
-        return build_app(
-            parts.pop("settings"),
-            parts.pop("client"),
-            parts.pop("store"),
-            parts.pop("registry"),
-            parts.pop("receiver"),
-            **parts,
-        )
+        runtime: DeliveryRuntime | None = overrides.pop("receiver", None)
+        app_settings: Settings = overrides.pop("settings", settings)
+        secret_for = overrides.pop("secret_for", None)
+        overrides.setdefault("receiver_display", "127.0.0.1:8787/webhooks")
+        if runtime is not None:
+            return build_app(runtime, **overrides)
+
+        async def open_runtime() -> DeliveryRuntime:
+            opened = DeliveryRuntime(
+                app_settings, store=store, registry=registry, secret_for=secret_for
+            )
+            await opened.open()
+            return opened
+
+        return build_app(open_runtime, **overrides)
 
     return make
 
 
 @pytest.fixture
-def receiver(store: Store, registry: EndpointRegistry) -> Receiver:
-    """Port 0: the app starts it on mount and stops it at exit."""
+async def receiver(
+    settings: Settings, store: Store, registry: EndpointRegistry
+) -> AsyncIterator[DeliveryRuntime]:
+    """An open runtime with a receiver on port 0 over the test's store; the app it is given starts
+    serving after its first frame."""
     registry.import_endpoint(
         ENDPOINT_ID,
         "https://hooks.example/webhooks",
         ["pass.activated", "pass.deactivated"],
         SECRET,
     )
-    return Receiver(store, ReceiverOptions(host="127.0.0.1", port=0), registry=registry)
+    setup = DeliverySetup(options=ReceiverOptions(host="127.0.0.1", port=0))
+    async with DeliveryRuntime(settings, setup, store=store, registry=registry) as runtime:
+        yield runtime
 
 
 @pytest.fixture

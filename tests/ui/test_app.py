@@ -82,7 +82,7 @@ async def test_pause_acknowledgements_answers_503_and_says_so(
         main = await main_of(app)
         header = main.query_one(StatusBar)
         await pilot.press("p")
-        assert receiver.options.injection.paused
+        assert receiver.paused
         assert "ACKS PAUSED" in str(header.render())
         answer = await sender_for(receiver, http).post(body_for("pass.activated", "p"), msg_id="m1")
         assert answer.status_code == 503
@@ -95,7 +95,7 @@ async def test_pause_acknowledgements_answers_503_and_says_so(
             "injected: acknowledgements paused",
         )
         await pilot.press("p")
-        assert not receiver.options.injection.paused
+        assert not receiver.paused
         assert "ACKS PAUSED" not in str(header.render())
         answer = await sender_for(receiver, http).post(body_for("pass.activated", "p"), msg_id="m1")
         assert answer.status_code == 200

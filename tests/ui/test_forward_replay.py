@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -23,8 +23,9 @@ from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import Forwarder, Route, secret_lookup
+from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 
@@ -94,7 +95,7 @@ async def test_replay_from_the_detail_resigns_and_is_recorded(
     http: httpx.AsyncClient,
     target_app: VerifyingApp,
 ) -> None:
-    app = make_app(receiver=receiver, receiver_display=None, secret_for=secret_lookup(registry, ()))
+    app = make_app(receiver=receiver, receiver_display=None)
     async with app.run_test(size=SIZE) as pilot:
         msg = await open_delivery_detail(app, pilot, receiver, http)
         await pilot.press("R")
@@ -135,38 +136,46 @@ async def test_replay_without_a_secret_sends_the_stored_bytes(
     http: httpx.AsyncClient,
     target_app: VerifyingApp,
 ) -> None:
-    app = make_app(receiver=receiver, receiver_display=None, secret_for=lambda attempt: None)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_delivery_detail(app, pilot, receiver, http)
-        detail = app.screen
-        assert isinstance(detail, DetailScreen)
-        await wait_for(lambda: detail.detail.data is not None)
-        assert detail.detail.data is not None
-        stored = detail.detail.data.attempt
-        await pilot.press("R")
-        await wait_for(lambda: isinstance(app.screen, ReplayScreen))
-        form = app.screen
-        assert isinstance(form, ReplayScreen)
-        assert form.mode() == "original"
-        assert form.query_one("#mode-resign").disabled
-        assert "No secret is known" in plain(form.query_one("#replay-mode-hint").render())
+    no_secret = DeliveryRuntime(
+        receiver.settings,
+        receiver.setup,
+        store=receiver.store,
+        registry=receiver.registry,
+        secret_for=lambda attempt: None,
+    )
+    async with no_secret as receiver:
+        app = make_app(receiver=receiver, receiver_display=None)
+        async with app.run_test(size=SIZE) as pilot:
+            await open_delivery_detail(app, pilot, receiver, http)
+            detail = app.screen
+            assert isinstance(detail, DetailScreen)
+            await wait_for(lambda: detail.detail.data is not None)
+            assert detail.detail.data is not None
+            stored = detail.detail.data.attempt
+            await pilot.press("R")
+            await wait_for(lambda: isinstance(app.screen, ReplayScreen))
+            form = app.screen
+            assert isinstance(form, ReplayScreen)
+            assert form.mode() == "original"
+            assert form.query_one("#mode-resign").disabled
+            assert "No secret is known" in plain(form.query_one("#replay-mode-hint").render())
 
-        target = form.query_one("#replay-target")
-        target.value = "ftp://nowhere"  # type: ignore[attr-defined]
-        await pilot.press("ctrl+s")
-        assert isinstance(app.screen, ReplayScreen)  # refused, the form stays
-        assert "https://" in plain(form.query_one("#replay-target-problem").render())
+            target = form.query_one("#replay-target")
+            target.value = "ftp://nowhere"  # type: ignore[attr-defined]
+            await pilot.press("ctrl+s")
+            assert isinstance(app.screen, ReplayScreen)  # refused, the form stays
+            assert "https://" in plain(form.query_one("#replay-target-problem").render())
 
-        target.value = target_app.url  # type: ignore[attr-defined]
-        await pilot.press("ctrl+s")
-        await wait_for(lambda: len(target_app.got) == 1)
-        [sent] = target_app.got
-        assert sent.body == stored.body
-        assert (
-            sent.headers["webhook-timestamp"]
-            == dict((k.lower(), v) for k, v in stored.headers)["webhook-timestamp"]
-        )
-        await wait_for(lambda: "replay (original)" in forwards_text(app))
+            target.value = target_app.url  # type: ignore[attr-defined]
+            await pilot.press("ctrl+s")
+            await wait_for(lambda: len(target_app.got) == 1)
+            [sent] = target_app.got
+            assert sent.body == stored.body
+            assert (
+                sent.headers["webhook-timestamp"]
+                == dict((k.lower(), v) for k, v in stored.headers)["webhook-timestamp"]
+            )
+            await wait_for(lambda: "replay (original)" in forwards_text(app))
 
 
 async def test_dashboard_forwards_and_shows_what_is_pending(
@@ -178,14 +187,12 @@ async def test_dashboard_forwards_and_shows_what_is_pending(
     target_app: VerifyingApp,
 ) -> None:
     down = f"http://127.0.0.1:{free_port()}/hooks"  # nothing listens there
-    forwarder = Forwarder(
-        store,
-        [Route(target_app.url), Route(down, topic="pass.deactivated")],
-        secret_for=secret_lookup(registry, ()),
-        backoff_cap_s=0.2,
-    )
-    receiver.forwarder = forwarder
-    app = make_app(receiver=receiver, receiver_display=None, forwarder=forwarder)
+    routes = (Route(target_app.url), Route(down, topic="pass.deactivated"))
+    setup = replace(receiver.setup, routes=routes)
+    runtime = DeliveryRuntime(receiver.settings, setup, store=store, registry=registry)
+    await runtime.open()
+    receiver = runtime
+    app = make_app(receiver=runtime, receiver_display=None)
     async with app.run_test(size=SIZE) as pilot:
         header = app.screen.query_one(StatusBar)
         await wait_for(lambda: receiver.bound is not None)
@@ -213,7 +220,7 @@ async def test_dashboard_forwards_and_shows_what_is_pending(
         await wait_for(lambda: "to forward" not in plain(header.render(), 200))
         assert await store.pending_forward_count() == 0
         await wait_for(lambda: "given up" in forwards_text(app))
-    await forwarder.stop()
+    await runtime.close()
 
 
 def test_dashboard_command_builds_forwarding_from_its_flags(
@@ -222,9 +229,11 @@ def test_dashboard_command_builds_forwarding_from_its_flags(
     seen: dict[str, Any] = {}
 
     async def headless(self: WalletPassApp, **kwargs: Any) -> Any:
-        seen["routes"] = self.parts.forwarder.routes if self.parts.forwarder else None
-        seen["ack_target"] = self.parts.receiver.ack_target if self.parts.receiver else None
-        seen["secret_for"] = self.parts.secret_for
+        runtime = self.parts.runtime
+        assert isinstance(runtime, DeliveryRuntime)
+        seen["routes"] = list(runtime.routes) if runtime.forwarding else None
+        seen["ack_target"] = runtime.receiver.ack_target if runtime.receiver else None
+        seen["secret_for"] = runtime.secret_for
 
     monkeypatch.setattr(WalletPassApp, "run_async", headless)
     args = build_parser().parse_args(

@@ -1,7 +1,7 @@
 """Pictures of the main screens with fixed data (``pytest --snapshot-update`` to accept changes).
 
 The app runs under ``App.run()`` here (pytest-textual-snapshot's own event loop), so it is given a
-store *opener*: the store is opened and filled inside that loop and closed by the app at exit.
+runtime *opener*: the store is opened and filled inside that loop and closed by the app at exit.
 There is no receiver (no random port); the header shows a fixed address instead.
 """
 
@@ -27,7 +27,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 TEMPLATES = {
     "data": [
@@ -87,16 +87,15 @@ def make(name: str, *, with_key: bool = True) -> WalletPassApp:
         else None
     )
 
-    async def open_store() -> Store:
-        store = await Store.open(settings.database_path)
+    async def open_runtime() -> DeliveryRuntime:
+        runtime = DeliveryRuntime(settings, registry=registry)
+        await runtime.open()
         for row in scene():
-            await store.record(row)
-        await store.settled()
-        return store
+            await runtime.store.record(row)
+        await runtime.store.settled()
+        return runtime
 
-    return build_app(
-        settings, client, open_store, registry, receiver_display="127.0.0.1:8787/webhooks"
-    )
+    return build_app(open_runtime, client, receiver_display="127.0.0.1:8787/webhooks")
 
 
 async def settle(pilot: Pilot[Any]) -> None:

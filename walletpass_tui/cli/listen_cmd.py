@@ -4,27 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 from walletpass_tui.cli.common import add_receiver_flags, printable, settings_from_args
-from walletpass_tui.cli.receiver_flags import (
-    DeliverySetup,
-    add_delivery_flags,
-    attach_forwarder,
-    delivery_setup,
-)
+from walletpass_tui.cli.receiver_flags import DeliverySetup, add_delivery_flags, delivery_setup
+from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.tunnel import discover_ngrok
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
+from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -67,13 +59,21 @@ def attempt_json(a: Attempt) -> dict[str, Any]:
         "forwarded_for": a.forwarded_for,
         "body_size": a.body_size,
         "processing_ms": round(a.processing_ms, 3),
+        "body_differs": body_differs(a),
     }
+
+
+def body_differs(a: Attempt) -> bool:
+    """The body (or topic) differs from an earlier attempt with the same webhook-id."""
+    return bool(getattr(a, "body_differs", False))
 
 
 def attempt_line(a: Attempt) -> str:
     reason = a.reason if not a.detail else f"{a.reason} ({a.detail})"
     if a.note:
         reason += f" [{a.note}]"
+    if body_differs(a):
+        reason += " [body differs from an earlier attempt with this webhook-id]"
     parts = [
         format_ms(a.received_at_ms, time_only=True),
         printable(a.webhook_id or "-", 40).ljust(30),
@@ -139,55 +139,37 @@ async def _listen(settings: Settings, setup: DeliverySetup, as_json: bool) -> in
     info = sys.stderr if as_json else sys.stdout
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
-    stop = asyncio.Event()
-    signals = _catch_signals(stop)
-    try:
-        registry = EndpointRegistry(settings.endpoints_path)
-        store = await Store.open(settings.database_path)
-        try:
-            receiver = Receiver(store, setup.options, registry=registry)
-            store.subscribe(Printer(sys.stdout, as_json))
-            forwarder = await attach_forwarder(
-                receiver, store, registry, setup, ForwardPrinter(sys.stdout, as_json)
+    with stop_on_signals() as stop:
+        async with DeliveryRuntime(settings, setup) as runtime:
+            runtime.subscribe(Printer(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json))
+            await runtime.serve()
+            public_url = settings.public_url or await discover_ngrok(
+                runtime.bound[1] if runtime.bound else None
             )
-            if forwarder is not None:
-                await forwarder.start()
-            await receiver.start()
-            try:
-                public_url = settings.public_url or await discover_ngrok(
-                    receiver.bound[1] if receiver.bound else None
-                )
-                _announce(
-                    info, receiver, settings, registry, public_url, setup.routes, setup.ack_target
-                )
-                pending = await store.pending_forward_count()
-                if pending:
-                    info.write(
-                        f"{pending} forward(s) waiting from before; resuming them in order.\n"
-                    )
-                await stop.wait()
-            finally:
-                await receiver.stop()
-                if forwarder is not None:
-                    await forwarder.stop()
-        finally:
-            await store.close()
-    finally:
-        _release_signals(signals)
+            _announce(info, runtime, public_url)
+            pending = await runtime.pending_forwards()
+            if pending:
+                info.write(pending_line(pending, forwarding=runtime.forwarding))
+            info.flush()
+            await stop.wait()
     print("Stopped; every acknowledged delivery is in the history.", file=info)
     return 0
 
 
-def _announce(
-    out: TextIO,
-    receiver: Receiver,
-    settings: Settings,
-    registry: EndpointRegistry,
-    public_url: str | None = None,
-    routes: Sequence[Route] = (),
-    ack_target: bool = False,
-) -> None:
-    out.write(f"Listening on {receiver.url}\n")
+def pending_line(count: int, *, forwarding: bool) -> str:
+    """What is said at start about forwards an earlier run left queued."""
+    some = f"{count} forward{'s' if count != 1 else ''} from an earlier run"
+    if forwarding:
+        return f"{some} waiting; resuming them in order.\n"
+    return (
+        f"{some} wait in the queue and stay there: listen with --forward-to to send them, or "
+        "give up on them with 'walletpass-tui events pending --give-up'.\n"
+    )
+
+
+def _announce(out: TextIO, runtime: DeliveryRuntime, public_url: str | None = None) -> None:
+    settings = runtime.settings
+    out.write(f"Listening on {runtime.url}\n")
     if public_url:
         found = "" if settings.public_url else "  (found from the ngrok agent)"
         out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")
@@ -196,12 +178,14 @@ def _announce(
                 "  register it: walletpass-tui endpoints create --from-listener "
                 f"--public-url {public_url} --topic pass.activated --topic pass.deactivated\n"
             )
-    for route in routes:
+    ack_target = runtime.receiver is not None and runtime.receiver.ack_target
+    for route in runtime.routes:
         topic = route.topic or "every topic"
         mode = "answering with its status" if ack_target else "after storing"
         out.write(f"Forwarding {topic} to {route.target} ({mode})\n")
-    secrets = [f"{key.label} (--secret)" for key in receiver.options.secrets]
-    for endpoint in registry.load():
+    options = runtime.setup.options
+    secrets = [f"{key.label} (--secret)" for key in (options.secrets if options else ())]
+    for endpoint in runtime.registry.load():
         secrets.append(f"{endpoint.id} {endpoint.secret.masked}")
     if secrets:
         out.write("Verifying with: " + ", ".join(secrets) + "\n")
@@ -210,25 +194,8 @@ def _announce(
             "No signing secret yet: every delivery will be rejected. Pass --secret whsec_... or "
             "'walletpass-tui endpoints import'.\n"
         )
-    injection = receiver.options.injection
-    if injection.active:
-        out.write(f"Injecting failures: {injection}\n")
+    injected = runtime.injection.describe()
+    if injected:
+        out.write(f"Injecting failures: {injected}\n")
     out.write(f"History: {settings.database_path}   (Ctrl-C to stop)\n")
     out.flush()
-
-
-def _catch_signals(stop: asyncio.Event) -> list[signal.Signals]:
-    loop = asyncio.get_running_loop()
-    caught = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            caught.append(sig)
-    return caught
-
-
-def _release_signals(caught: list[signal.Signals]) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in caught:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(sig)

@@ -1,39 +1,24 @@
 """What the receiver does with deliveries, shared by ``listen`` and the dashboard: the flags for
 extra secrets, the public URL, forwarding, allowed sources and failure injection, and what they
-build (receiver options, forwarding routes, the forwarder)."""
+build: the receiver's options and a ``DeliverySetup`` for the delivery runtime."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
 from walletpass_tui.config import Settings, mask_secret
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import (
-    Forwarder,
-    ForwardError,
-    Route,
-    parse_route,
-    secret_lookup,
-)
-from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
+from walletpass_tui.webhooks.forward import ForwardError, parse_route
+from walletpass_tui.webhooks.receiver import Injection, ReceiverOptions
+from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
-from walletpass_tui.webhooks.store import ForwardResult, ForwardRow, Store
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
-
-@dataclass(frozen=True)
-class DeliverySetup:
-    """What the delivery flags asked for."""
-
-    options: ReceiverOptions
-    routes: tuple[Route, ...] = ()
-    ack_target: bool = False
-    explicit_secrets: tuple[str, ...] = ()
+__all__ = ["DeliverySetup", "add_delivery_flags", "delivery_setup", "receiver_options"]
 
 
 def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
@@ -93,26 +78,9 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
-    return DeliverySetup(options, routes, ack_target, tuple(getattr(args, "secret", [])))
-
-
-async def attach_forwarder(
-    receiver: Receiver,
-    store: Store,
-    registry: EndpointRegistry,
-    setup: DeliverySetup,
-    on_result: Callable[[ForwardRow, ForwardResult], None] | None = None,
-) -> Forwarder | None:
-    """A forwarder for the receiver (not started) when there are routes, or forwards still waiting
-    from an earlier run (a restart resumes the queue); None otherwise."""
-    if not setup.routes and not await store.pending_forward_count():
-        return None
-    forwarder = Forwarder(
-        store,
-        setup.routes,
-        secret_for=secret_lookup(registry, setup.explicit_secrets),
-        on_result=on_result,
+    return DeliverySetup(
+        options=options,
+        routes=routes,
+        ack_target=ack_target,
+        explicit_secrets=tuple(getattr(args, "secret", [])),
     )
-    receiver.forwarder = forwarder
-    receiver.ack_target = setup.ack_target
-    return forwarder

@@ -1,22 +1,21 @@
 """The dashboard application: built by ``build_app`` from injected parts, which the command line,
 the demo and the tests all call the same way.
 
-The app owns the lifecycle of what it is given to run: it starts the receiver when it mounts and
-stops it when it ends (releasing the port), and subscribes the live feed to the store. Whoever opened
-the store closes it, unless the app was handed an opener, in which case it opens and closes it.
+The app is given an open delivery runtime (``webhooks.runtime``) and only subscribes to it; it
+tells the runtime to start accepting deliveries once the first frame is painted. Whoever opened
+the runtime closes it, unless the app was handed an opener, in which case it opens and closes it.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 
-from walletpass_tui.config import Settings
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.context import DashboardContext, ServiceClient
@@ -31,9 +30,7 @@ from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import ReceiverState
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import Forwarder, SecretLookup, secret_lookup
-from walletpass_tui.webhooks.receiver import Receiver, ReceiverError
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
@@ -41,10 +38,7 @@ from walletpass_tui.webhooks.store import (
     ForwardRow,
     LogFilter,
     Stats,
-    Store,
 )
-
-StoreOpener = Callable[[], Awaitable[Store]]
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -54,16 +48,11 @@ LIGHT_THEME = "textual-light"
 class AppParts:
     """What ``build_app`` was given."""
 
-    settings: Settings
-    client: ServiceClient | None
-    store: Store | StoreOpener
-    registry: EndpointRegistry
-    receiver: Receiver | None
-    receiver_display: str | None
-    mode: str | None
-    log_capacity: int
-    forwarder: Forwarder | None = None
-    secret_for: SecretLookup | None = None
+    runtime: DeliveryRuntime | RuntimeOpener
+    client: ServiceClient | None = None
+    receiver_display: str | None = None
+    mode: str | None = None
+    log_capacity: int = DEFAULT_CAPACITY
 
 
 class ForwardAnswered(Message):
@@ -91,38 +80,15 @@ class WalletPassApp(App[int]):
         Binding("d", "toggle_theme", "Dark/light", show=False, tooltip="Dark or light theme"),
     ]
 
-    def __init__(
-        self,
-        settings: Settings,
-        client: ServiceClient | None,
-        store: Store | StoreOpener,
-        registry: EndpointRegistry,
-        receiver: Receiver | None,
-        *,
-        receiver_display: str | None,
-        mode: str | None,
-        log_capacity: int,
-        theme: str,
-        forwarder: Forwarder | None = None,
-        secret_for: SecretLookup | None = None,
-    ) -> None:
+    def __init__(self, parts: AppParts, *, theme: str = DARK_THEME) -> None:
         super().__init__()
-        self.parts = AppParts(
-            settings,
-            client,
-            store,
-            registry,
-            receiver,
-            receiver_display,
-            mode,
-            log_capacity,
-            forwarder,
-            secret_for,
-        )
+        self.parts = parts
         self.pending_forwards = 0
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
         self._feed: LiveFeed | None = None
+        self._runtime: DeliveryRuntime | None = None
+        self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.main_screen: MainScreen | None = None
         self.stats = Stats()
@@ -132,48 +98,52 @@ class WalletPassApp(App[int]):
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
+    @property
+    def runtime(self) -> DeliveryRuntime:
+        """The delivery runtime the app shows (open from mount to unmount)."""
+        if self._runtime is None:
+            raise RuntimeError("The dashboard is not mounted.")
+        return self._runtime
+
     async def on_mount(self) -> None:
         parts = self.parts
-        store = parts.store if isinstance(parts.store, Store) else await parts.store()
+        given = parts.runtime
+        runtime = given if isinstance(given, DeliveryRuntime) else await given()
+        self._runtime = runtime
+        settings = runtime.settings
         self.context = DashboardContext(
-            settings=parts.settings,
+            runtime=runtime,
             client=parts.client,
-            registry=parts.registry,
-            store=store,
-            receiver=parts.receiver,
             receiver_display=parts.receiver_display,
             mode=parts.mode,
-            forwarder=parts.forwarder,
-            # Replays are re-signed with the endpoint's stored secret unless told otherwise.
-            secret_for=parts.secret_for or secret_lookup(parts.registry, ()),
         )
-        if parts.settings.public_url:
-            self.context.public_url = parts.settings.public_url.rstrip("/") + (
-                parts.settings.receiver_path
-            )
-        self._feed = LiveFeed(store, self)
+        if settings.public_url:
+            self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
+        self._feed = LiveFeed(runtime, self)  # type: ignore[arg-type]  # subscribe() as a Store's
         self._feed.start()
-        if parts.forwarder is not None:
-            # Started before the receiver: forwards left from an earlier run go out first.
-            parts.forwarder.on_result = lambda row, result: self.post_message(
-                ForwardAnswered(row, result)
-            )
-            await parts.forwarder.start()
-        if parts.receiver is not None:
-            try:
-                await parts.receiver.start()
-            except ReceiverError as exc:
-                self._receiver_problem = str(exc)
-                self.notify(str(exc), title="Not listening", severity="error", markup=False)
-        self.stats = await store.stats()
+        self._unsubscribe = runtime.subscribe(
+            forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
+        )
+        self.stats = await runtime.store.stats()
         self.main_screen = MainScreen(self.context, log_capacity=parts.log_capacity)
         await self.push_screen(self.main_screen)
         self._show_receiver()
         self.main_screen.show_stats(self.stats)
         self._count_pending()
-        if not self.context.public_url and parts.receiver is not None and parts.receiver.bound:
-            self.run_worker(self._discover_public_url(parts.receiver.bound[1]), group="ngrok")
+        # Deliveries are accepted once the first frame is on screen (the port is already bound:
+        # a sender connecting meanwhile waits in the backlog).
+        self.call_after_refresh(self._start_receiving)
         self.call_after_refresh(gc.freeze)
+
+    def _start_receiving(self) -> None:
+        self.run_worker(self._serve(), group="receiver", exclusive=True, exit_on_error=False)
+
+    async def _serve(self) -> None:
+        runtime = self.runtime
+        await runtime.serve()
+        self._show_receiver()
+        if self.context is not None and not self.context.public_url and runtime.bound:
+            self.run_worker(self._discover_public_url(runtime.bound[1]), group="ngrok")
 
     # The thousands of objects a Textual screen is built from live as long as the app; frozen
     # after the first paint, the collector stops walking them in every full collection, which
@@ -182,12 +152,11 @@ class WalletPassApp(App[int]):
     async def on_unmount(self) -> None:
         if self._feed is not None:
             self._feed.stop()
-        if self.parts.receiver is not None:
-            await self.parts.receiver.stop()
-        if self.parts.forwarder is not None:
-            await self.parts.forwarder.stop()
-        if not isinstance(self.parts.store, Store) and self.context is not None:
-            await self.context.store.close()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._runtime is not None and not isinstance(self.parts.runtime, DeliveryRuntime):
+            await self._runtime.close()  # the app opened it
 
     # -- live updates: one message per frame from the feed ----------------------------------------
 
@@ -202,7 +171,7 @@ class WalletPassApp(App[int]):
             self.screen.deliveries_stored(message.attempts, message.dropped)
         if message.dropped and self.context is not None:
             self._recount()
-        if self.parts.forwarder is not None and self.parts.forwarder.routes:
+        if self._runtime is not None and self._runtime.forwarding:
             self._count_pending()
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
@@ -226,7 +195,7 @@ class WalletPassApp(App[int]):
 
     def _count_pending(self) -> None:
         """How many forwards wait for the user's app, for the header (a query of the index)."""
-        if self.parts.forwarder is None and not self.pending_forwards:
+        if self.context is None:
             return
 
         async def count() -> None:
@@ -258,7 +227,7 @@ class WalletPassApp(App[int]):
     async def _discover_public_url(self, port: int) -> None:
         found = await discover_ngrok(port, api=self.ngrok_api)
         if found and self.context is not None:
-            self.context.public_url = found.rstrip("/") + self.parts.settings.receiver_path
+            self.context.public_url = found.rstrip("/") + self.runtime.settings.receiver_path
             self._show_receiver()
             self.notify(
                 f"ngrok forwards {found} to this receiver. Register it as an endpoint (n) with "
@@ -270,7 +239,7 @@ class WalletPassApp(App[int]):
     def _show_receiver(self) -> None:
         if self.main_screen is None or self.context is None:
             return
-        forwarder = self.parts.forwarder
+        routes = self._runtime.routes if self._runtime is not None else ()
         self.main_screen.show_receiver(
             ReceiverState(
                 address=self.context.receiver_address(),
@@ -278,7 +247,7 @@ class WalletPassApp(App[int]):
                 public_url=self.context.public_url,
                 paused=self.context.paused,
                 mode=self.parts.mode,
-                forward_targets=tuple(r.target for r in forwarder.routes) if forwarder else (),
+                forward_targets=tuple(r.target for r in routes),
                 pending_forwards=self.pending_forwards,
             )
         )
@@ -295,14 +264,13 @@ class WalletPassApp(App[int]):
         return main
 
     def action_toggle_pause(self) -> None:
-        receiver = self.parts.receiver
-        if receiver is None:
+        runtime = self._runtime
+        if runtime is None or runtime.receiver is None:
             self.notify("No receiver runs in this dashboard.", severity="warning", markup=False)
             return
-        injection = receiver.options.injection
-        injection.paused = not injection.paused
+        runtime.pause_acks(not runtime.paused)
         self._show_receiver()
-        if injection.paused:
+        if runtime.paused:
             self.notify(
                 "Acknowledgements paused: verified deliveries are stored but answered 503, so "
                 "the service retries them. Press p to resume.",
@@ -437,43 +405,22 @@ class WalletPassApp(App[int]):
 
 
 def build_app(
-    settings: Settings,
-    client: ServiceClient | None,
-    store: Store | StoreOpener,
-    registry: EndpointRegistry,
-    receiver: Receiver | None = None,
+    runtime: DeliveryRuntime | RuntimeOpener,
+    client: ServiceClient | None = None,
     *,
     receiver_display: str | None = None,
     mode: str | None = None,
     log_capacity: int = DEFAULT_CAPACITY,
     theme: str = DARK_THEME,
-    forwarder: Forwarder | None = None,
-    secret_for: SecretLookup | None = None,
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
-    ``client``: the service (``WalletPassClient``), or None when no API key is set: templates then
-    say how to set one. ``store``: an open ``Store``, closed by whoever opened it; or an async
-    function opening one, for running under ``App.run()`` (snapshot tests), which the app calls on
-    mount and closes at exit. ``receiver``: started on mount and stopped at exit, on the app's own
-    event loop. ``receiver_display``: the address shown when there is no receiver (screenshots).
-    ``mode``: a word shown in the header (``demo``). ``forwarder``: sends verified deliveries on
-    to the user's app, started and stopped with the receiver; what waits is counted in the header.
-    ``secret_for``: the secret a replay from the dashboard is re-signed with (by default, that of
-    the delivery's endpoint in ``registry``).
+    ``runtime``: an open ``DeliveryRuntime`` (settings, store, registry, receiver, forwarding),
+    closed by whoever opened it; or an async function opening one, for running under ``App.run()``
+    (snapshot tests), which the app calls on mount and closes at exit. The app starts its receiver
+    serving after the first frame. ``client``: the service (``WalletPassClient``), or None when no
+    API key is set: templates then say how to set one. ``receiver_display``: the address shown
+    when there is no receiver (screenshots). ``mode``: a word shown in the header (``demo``).
     """
-    if receiver is not None and not isinstance(store, Store):
-        raise ValueError("A receiver needs the store it writes to: pass the open Store.")
-    return WalletPassApp(
-        settings,
-        client,
-        store,
-        registry,
-        receiver,
-        receiver_display=receiver_display,
-        mode=mode,
-        log_capacity=log_capacity,
-        theme=theme,
-        forwarder=forwarder,
-        secret_for=secret_for,
-    )
+    parts = AppParts(runtime, client, receiver_display, mode, log_capacity)
+    return WalletPassApp(parts, theme=theme)

@@ -9,8 +9,8 @@ from typing import Protocol
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import Forwarder, SecretLookup
-from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.forward import SecretLookup
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 
@@ -26,28 +26,42 @@ class ServiceClient(Protocol):
 
 @dataclass
 class DashboardContext:
-    settings: Settings
+    """The open delivery runtime and the service client, plus what the session remembers."""
+
+    runtime: DeliveryRuntime
     client: ServiceClient | None
-    registry: EndpointRegistry
-    store: Store
-    receiver: Receiver | None = None
     # Shown as the receiver's address when there is no receiver (fixed screenshots and snapshots).
     receiver_display: str | None = None
     mode: str | None = None  # a word for the header, e.g. "demo"
-    forwarder: Forwarder | None = None  # sends verified deliveries on to the user's app
-    secret_for: SecretLookup | None = None  # the secret a replay is re-signed with
     last_replay_target: str | None = None
     # Where the service should post: the tunnel's public URL plus the receiver's path (from the
     # settings, or found from a local ngrok agent).
     public_url: str | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def registry(self) -> EndpointRegistry:
+        return self.runtime.registry
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def secret_for(self) -> SecretLookup:
+        """The secret a replay is re-signed with (the endpoint's, or the only --secret)."""
+        return self.runtime.secret_for
 
     def replay_target(self) -> str:
         """Where a replay goes unless the user says otherwise: the last replay's target, else the
         first forwarding target."""
         if self.last_replay_target:
             return self.last_replay_target
-        if self.forwarder is not None and self.forwarder.routes:
-            return self.forwarder.routes[0].target
+        if self.runtime.routes:
+            return self.runtime.routes[0].target
         return ""
 
     def missing_service_setup(self, url_setting: str = "base_url") -> str | None:
@@ -76,10 +90,11 @@ class DashboardContext:
 
     def receiver_address(self) -> str | None:
         """``host:port/path`` the receiver listens on, or None when it is not listening."""
-        if self.receiver is not None and self.receiver.bound is not None:
-            return self.receiver.url.removeprefix("http://")
+        url = self.runtime.url
+        if url is not None and self.runtime.bound is not None:
+            return url.removeprefix("http://")
         return self.receiver_display
 
     @property
     def paused(self) -> bool:
-        return bool(self.receiver and self.receiver.options.injection.paused)
+        return self.runtime.paused

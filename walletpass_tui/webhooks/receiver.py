@@ -44,7 +44,7 @@ class ReceiverError(Exception):
     """The receiver cannot start (the port is taken, say); the message says what to do."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Injection:
     """Deliberate failures, to watch a sender's retry schedule (a value: the runtime replaces it)."""
 
@@ -75,6 +75,23 @@ class Injection:
         return bool(
             self.paused or self.fail_first or self.respond_status is not None or self.delay_s
         )
+
+    def describe(self) -> str:
+        """A sentence saying what is injected, e.g. for ``listen``'s banner ("" when nothing)."""
+        parts = []
+        if self.paused:
+            parts.append("verified deliveries are answered 503 (acknowledgements paused)")
+        if self.fail_first:
+            n = self.fail_first
+            parts.append(f"the first {n} attempt{'s' if n != 1 else ''} of each message get 500")
+        if self.respond_status is not None:
+            parts.append(f"verified deliveries are answered {self.respond_status}")
+        if self.delay_s:
+            parts.append(f"every answer waits {self.delay_s:g} s")
+        if not parts:
+            return ""
+        text = "; ".join(parts)
+        return text[0].upper() + text[1:] + "."
 
 
 @dataclass

@@ -53,7 +53,7 @@ class DeliveryRuntime:
 
     ``store``/``registry`` may be handed in already open (tests, benchmarks); a store handed in is
     left open at exit, one the runtime opened is closed after every acknowledged delivery is on
-    disk.
+    disk. ``secret_for`` replaces the default lookup of re-signing secrets.
     """
 
     def __init__(
@@ -63,11 +63,16 @@ class DeliveryRuntime:
         *,
         store: Store | None = None,
         registry: EndpointRegistry | None = None,
+        secret_for: SecretLookup | None = None,
     ) -> None:
         self.settings = settings
         self.setup = setup or DeliverySetup()
         self.registry = registry or EndpointRegistry(settings.endpoints_path)
-        self.secret_for: SecretLookup = secret_lookup(self.registry, self.setup.explicit_secrets)
+        # The secret a replay or a late forward is re-signed with: by default the delivery's
+        # endpoint's, or the only --secret given.
+        self.secret_for: SecretLookup = secret_for or secret_lookup(
+            self.registry, self.setup.explicit_secrets
+        )
         self.receiver: Receiver | None = None
         self.forwarder: Forwarder | None = None
         self._store = store
