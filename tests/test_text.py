@@ -26,7 +26,9 @@ FORBIDDEN = set(BIDI + ZERO_WIDTH + SEPARATORS + CONTROLS)
 DANGEROUS = st.sampled_from(sorted(FORBIDDEN))
 
 
-@given(st.lists(st.one_of(st.characters(), DANGEROUS, st.just("\x1b]8;;http://x\x07"))).map("".join))
+@given(
+    st.lists(st.one_of(st.characters(), DANGEROUS, st.just("\x1b]8;;http://x\x07"))).map("".join)
+)
 def test_visible_text_never_contains_a_control_bidi_zero_width_or_separator(text: str) -> None:
     for shown in (visible(text), printable(text), printable(text, 12), one_line(text, 20)):
         assert not FORBIDDEN & set(shown), repr(shown)

@@ -1,8 +1,7 @@
-"""walletpass-tui: receive, verify, inspect and replay Wallet Pass Service webhooks locally."""
+"""walletpass-tui: receive, verify, inspect and replay Wallet Pass Service webhooks locally.
 
-from importlib.metadata import PackageNotFoundError, version
+The version is a plain constant (pyproject.toml reads it from here), so ``--version`` costs no
+package-metadata lookup.
+"""
 
-try:
-    __version__ = version("walletpass-tui")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+local"
+__version__ = "0.1.0"

@@ -376,6 +376,25 @@ def ensure_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
+def check_writable(path: Path) -> None:
+    """ConfigError unless ``path`` can be (re)written: its directory exists or can be made
+    (0700) and accepts a new file (atomic writes replace the file through a new one)."""
+    directory = path.parent
+    probe = directory / f".write-check-{os.getpid()}"
+    try:
+        ensure_private_dir(directory)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        probe.unlink()
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot write {path} ({exc.strerror or exc}); make the data directory writable or "
+            "choose another with --home / WALLETPASS_HOME."
+        ) from None
+
+
 def write_private_file(path: Path, data: bytes) -> None:
     """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
     ensure_private_dir(path.parent)

@@ -356,6 +356,7 @@ async def test_server_errors_on_get_are_retried_then_reported(
     assert (exc.kind, exc.status) == ("server", status)
     assert exc.body == "upstream exploded"
     assert "try again later" in str(exc)
+    assert "(3 tries, " in str(exc)
     assert len(api_service.requests) == 3
 
 
@@ -406,7 +407,7 @@ async def test_a_status_without_reason_phrase_reads_well(
     api_service.answer("GET", TEMPLATES, status=599)
     with pytest.raises(ApiError) as info:
         await client.list_pass_templates()
-    assert "answered 599 to GET /api/v0/passTemplates." in str(info.value)
+    assert "answered 599 to GET /api/v0/passTemplates (3 tries, " in str(info.value)
 
 
 # -- transport failures ------------------------------------------------------------------------
@@ -418,7 +419,7 @@ async def test_get_timeout(settings: Any, api_service: Any) -> None:
         with pytest.raises(ApiError) as info:
             await client.list_pass_templates()
     assert info.value.kind == "timeout"
-    assert "0.2 s" in str(info.value)
+    assert "did not answer within 0.2 s (3 tries, " in str(info.value)  # says it was retried
     assert "timeout_s" in str(info.value)
     assert len(api_service.requests) == 3, "a GET that timed out is retried"
 
@@ -434,6 +435,7 @@ async def test_post_timeout_is_not_retried(
         with pytest.raises(ApiError) as info:
             await client.create_webhook_endpoint(HOOK_URL, BOTH)
     assert info.value.kind == "timeout"
+    assert "tries" not in str(info.value)  # a POST is sent once
     assert "may still have been carried out" in str(info.value)
     assert len(hooks_service.requests) == 1
     assert created == []

@@ -39,7 +39,7 @@ def test_valid_topics_keep_their_order(topics: Any) -> None:
     [
         ([], "at least one topic"),
         (["pass.updated"], "Unknown topic 'pass.updated'"),
-        ([" pass.activated"], "Unknown topic"),
+        (["Pass.Activated"], "Unknown topic"),
         (["pass.activated", "pass.activated"], "pass.activated is given twice"),
     ],
 )

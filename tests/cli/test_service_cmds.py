@@ -53,6 +53,16 @@ class Result:
             assert fragment in line
         return line
 
+    def assert_usage_error(self, *fragments: str) -> str:
+        """Exit 2 and one line saying what to fix (argparse adds its usage line before it)."""
+        assert self.code == 2, (self.out, self.err)
+        assert "Traceback" not in self.err
+        line = self.err_lines[-1]
+        assert line.startswith("walletpass-tui: error: ") or ": error: " in line, self.err
+        for fragment in fragments:
+            assert fragment in line
+        return line
+
     def assert_no_secret(self, *secrets: str) -> None:
         for secret in secrets or SECRETS:
             assert secret not in self.out
@@ -312,7 +322,7 @@ async def test_create_validation_sends_nothing(
     cli: Cli, argv: list[str], fragments: list[str]
 ) -> None:
     result = await cli.run("endpoints", "create", *argv)
-    result.assert_one_line_failure(*fragments)
+    result.assert_usage_error(*fragments)
     assert cli.no_requests()
     assert not (cli.home / "endpoints.json").exists()
 
@@ -459,12 +469,36 @@ async def test_list_after_create_and_import_masks_secrets(cli: Cli) -> None:
     assert cli.no_requests() is False and len(cli.hooks.requests) == 1, "import sends nothing"
 
 
-async def test_import_replaces_an_endpoint_with_the_same_id(cli: Cli) -> None:
-    base = ["endpoints", "import", "--id", "ep_1", "--topic", "pass.activated"]
-    await cli.run(*base, "--url", "https://a.example/wh", "--secret", IMPORT_SECRET)
-    await cli.run(*base, "--url", "https://b.example/wh", "--secret", SECRET)
+async def test_import_over_a_known_id_refuses_then_replace_keeps_a_backup(cli: Cli) -> None:
+    base = ["endpoints", "import", "--id", "ep_1", "--topic", "activated"]
+    assert (
+        await cli.run(*base, "--url", "https://a.example/wh", "--secret", IMPORT_SECRET)
+    ).code == 0
+    refused = await cli.run(*base, "--url", "https://b.example/wh", "--secret", SECRET)
+    refused.assert_usage_error("ep_1 is already known", "--replace")
+    refused.assert_no_secret()
+    [kept] = cli.registry.load()
+    assert (kept.url, kept.secret.reveal()) == ("https://a.example/wh", IMPORT_SECRET)
+
+    replaced = await cli.run(
+        *base, "--url", "https://b.example/wh", "--secret", SECRET, "--replace"
+    )
+    assert replaced.code == 0, replaced.err
     [stored] = cli.registry.load()
     assert (stored.url, stored.secret.reveal()) == ("https://b.example/wh", SECRET)
+    [backup] = cli.home.glob("endpoints-backup-ep_1-*.json")
+    assert str(backup) in replaced.out
+    assert file_mode(backup) == 0o600
+    [old] = json.loads(backup.read_text())["endpoints"]
+    assert (old["url"], old["secret"]) == ("https://a.example/wh", IMPORT_SECRET)
+
+
+async def test_import_http_url_needs_allow_http_like_create(cli: Cli) -> None:
+    argv = ["endpoints", "import", "--id", "ep_1", "--url", "http://a.example/wh",
+            "--topic", "pass.activated", "--secret", IMPORT_SECRET]  # fmt: skip
+    (await cli.run(*argv)).assert_usage_error("https://", "--allow-http")
+    assert not (cli.home / "endpoints.json").exists()
+    assert (await cli.run(*argv, "--allow-http")).code == 0
 
 
 @pytest.mark.parametrize(
@@ -502,7 +536,9 @@ async def test_import_rejects_bad_secrets(cli: Cli, secret: str, fragment: str) 
 )  # fmt: skip
 async def test_import_validation(cli: Cli, argv: list[str], fragment: str) -> None:
     result = await cli.run("endpoints", "import", *argv, "--secret", IMPORT_SECRET)
-    result.assert_one_line_failure(fragment)
+    result.assert_usage_error(fragment) if fragment in ("given twice", "URL") else (
+        result.assert_one_line_failure(fragment)
+    )
     result.assert_no_secret()
 
 
@@ -546,11 +582,17 @@ async def test_config_show_json_structure_and_sources(cli: Cli, tmp_path: Path) 
     assert settings["base_url"] == {"value": cli.api.url, "source": "env WALLETPASS_BASE_URL"}
     assert settings["home"] == {"value": str(cli.home), "source": "env WALLETPASS_HOME"}
     assert settings["receiver_host"] == {"value": "0.0.0.0", "source": "flag"}
-    assert settings["receiver_port"] == {"value": "9000", "source": f"file {config}"}
-    assert settings["tolerance_s"] == {"value": "60", "source": f"file {config}"}
-    assert settings["timeout_s"] == {"value": "4.0", "source": f"file {config}"}
+    # Typed: numbers as numbers, booleans as booleans, unset as null.
+    assert settings["receiver_port"] == {"value": 9000, "source": f"file {config}"}
+    assert settings["tolerance_s"] == {"value": 60, "source": f"file {config}"}
+    assert settings["timeout_s"] == {"value": 4.0, "source": f"file {config}"}
     assert settings["receiver_path"] == {"value": "/webhooks", "source": "default"}
-    assert settings["public_url"] == {"value": "(not set)", "source": "default"}
+    assert settings["public_url"] == {"value": None, "source": "default"}
+    assert settings["allow_http"] == {"value": False, "source": "default"}
+    assert settings["registration_url"] == {
+        "value": cli.hooks.url,
+        "source": "env WALLETPASS_REGISTRATION_URL",
+    }
 
 
 async def test_config_show_flag_beats_env_for_the_key(cli: Cli) -> None:
@@ -582,7 +624,7 @@ async def test_home_flag_is_the_data_and_config_directory(cli: Cli, tmp_path: Pa
     data = json.loads(result.out)
     assert data["config_file"] == str(other / "config.toml")
     assert data["settings"]["home"] == {"value": str(other), "source": "flag"}
-    assert data["settings"]["receiver_port"]["value"] == "7000"
+    assert data["settings"]["receiver_port"]["value"] == 7000
     imported = await cli.run(
         "--home", str(other), "endpoints", "import", "--id", "ep_1",
         "--url", "https://a.example/wh", "--topic", "pass.activated", "--secret", IMPORT_SECRET,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +20,9 @@ from walletpass_tui.api.models import (
     url_problem,
     validate_topics,
 )
+from walletpass_tui.api.urls import UrlError, check_url
 from walletpass_tui.config import ENV_API_KEY, Secret, Settings
+from walletpass_tui.text import format_duration
 
 USER_AGENT = f"walletpass-tui/{__version__} (+https://pypi.org/project/walletpass-tui/)"
 GET_ATTEMPTS = 3
@@ -117,7 +120,10 @@ class WalletPassClient:
                 f"No {name.replace('_', ' ')} is set; set {env} or {name} in the config file.",
                 kind="invalid_request",
             )
-        return value
+        try:
+            return check_url(value, what=f"The setting {name}")
+        except UrlError as exc:
+            raise ApiError(str(exc), kind="invalid_request") from None
 
     def _auth_header(self) -> str:
         key: Secret | None = self.settings.api_key
@@ -160,6 +166,14 @@ class WalletPassClient:
             content = json.dumps(body, separators=(", ", ": ")).encode()
         # POST is never retried: a retry could create a second endpoint.
         attempts = GET_ATTEMPTS if method == "GET" else 1
+        started = time.monotonic()
+
+        def tries(attempt: int) -> str:
+            """(3 tries, 33 s)" when the call was retried, so a long wait is explained."""
+            if attempt < 2:
+                return ""
+            return f" ({attempt} tries, {format_duration(time.monotonic() - started, fine=False)})"
+
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
             try:
@@ -176,7 +190,8 @@ class WalletPassClient:
                         f"before trying again. {hint}"
                     )
                 raise ApiError(
-                    f"The service did not answer within {self.settings.timeout_s:g} s ({url}).",
+                    f"The service did not answer within {self.settings.timeout_s:g} s{tries(attempt)} "
+                    f"({url}).",
                     kind="timeout",
                     hint=hint,
                 ) from None
@@ -191,7 +206,7 @@ class WalletPassClient:
                     await self._backoff(attempt)
                     continue
                 raise ApiError(
-                    f"Could not connect to {_host(url)}.",
+                    f"Could not connect to {_host(url)}{tries(attempt)}.",
                     kind="connection",
                     hint="Check the URL and that the service is reachable.",
                 ) from None
@@ -200,7 +215,8 @@ class WalletPassClient:
                     await self._backoff(attempt)
                     continue
                 raise ApiError(
-                    f"The connection to {_host(url)} closed before a full answer arrived.",
+                    f"The connection to {_host(url)} closed before a full answer arrived"
+                    f"{tries(attempt)}.",
                     kind="connection",
                     hint="Try again; if it persists, the service may be down.",
                 ) from None
@@ -226,7 +242,7 @@ class WalletPassClient:
             kind, hint = hint_for_status(response.status_code, retry_after)
             status_text = f"{response.status_code} {response.reason_phrase}".strip()
             raise ApiError(
-                f"The service answered {status_text} to {method} {_path(url)}.",
+                f"The service answered {status_text} to {method} {_path(url)}{tries(attempt)}.",
                 kind=kind,
                 status=response.status_code,
                 body=excerpt(self._scrub(text)),

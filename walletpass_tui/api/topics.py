@@ -1,7 +1,7 @@
 """The one place for topic names: ``activated`` and ``pass.activated`` mean the same everywhere.
 
 The service knows two topics (``pass.activated``, ``pass.deactivated``). A person may type either
-the full name or the part after ``pass.``, in any case; anything else is refused with a sentence
+the full name or the part after ``pass.``; anything else is refused with a sentence
 listing the known names. The command line (``events list --topic``, ``--forward-to TOPIC=URL``,
 ``trigger``, ``endpoints create/import``) and the dashboard's filter all call :func:`parse_topic`.
 """
@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["TOPICS", "TopicError", "parse_topic", "parse_topics", "short_topic"]
+from walletpass_tui.text import printable
+
+__all__ = [
+    "TOPICS",
+    "UNKNOWN_TOPIC",
+    "TopicError",
+    "parse_topic",
+    "parse_topics",
+    "short_topic",
+    "topic_label",
+]
 
 TOPICS: tuple[str, ...] = ("pass.activated", "pass.deactivated")
 _PREFIX = "pass."
@@ -22,7 +32,7 @@ class TopicError(ValueError):
 
 def parse_topic(text: str) -> str:
     """The full topic name for ``text`` (``activated`` -> ``pass.activated``), or TopicError."""
-    name = text.strip().lower() if isinstance(text, str) else ""
+    name = text.strip() if isinstance(text, str) else ""
     if name in TOPICS:
         return name
     if _PREFIX + name in TOPICS:
@@ -50,3 +60,20 @@ def parse_topics(texts: Iterable[str]) -> list[str]:
 def short_topic(topic: str) -> str:
     """``pass.activated`` -> ``activated``; any other text is returned as it is."""
     return topic.removeprefix(_PREFIX) if topic in TOPICS else topic
+
+
+UNKNOWN_TOPIC = "topic unknown"
+
+
+def topic_label(topic: str | None) -> str:
+    """How a delivery's topic is shown: the name, or ``topic unknown`` when its body named none.
+
+    The service does not document the body, so the topic is read from its ``type``, ``topic`` or
+    ``event`` field; a delivery without one is forwarded only to catch-all ``--forward-to`` targets.
+    A name the service does not know is shown escaped with ``(unknown)`` after it.
+    """
+    if not topic:
+        return UNKNOWN_TOPIC
+    if topic in TOPICS:
+        return topic
+    return f"{printable(topic, 40)} (unknown)"

@@ -95,21 +95,21 @@ def check_url(
         raise UrlError(f"{what} must be text, e.g. https://example.com/webhooks.")
     url = url.strip()
     if not url:
-        raise UrlError(f"{what} is empty; give one like https://example.com/webhooks.")
+        raise UrlError(f"{what} is empty; give a URL like https://example.com/webhooks.")
     if not url.isprintable() or any(ch.isspace() for ch in url):
         raise UrlError(f"{what} {_shown(url)} contains spaces or control characters.")
     if allow_http and "http" not in schemes:
         schemes = (*schemes, "http")
     parts = _split(url, what)
     scheme = parts.scheme.lower()
-    if scheme not in schemes or not parts.netloc:
+    if scheme not in schemes:
         if schemes == ENDPOINT_SCHEMES:
             raise UrlError(
                 f"{what} {_shown(url)} must start with https:// (the service only delivers to "
                 "public HTTPS; --allow-http permits http:// for a local simulated service)."
             )
         wanted = " or ".join(f"{s}://" for s in schemes)
-        raise UrlError(f"{what} {_shown(url)} must start with {wanted} and name a host.")
+        raise UrlError(f"{what} {_shown(url)} must start with {wanted}.")
     if "@" in parts.netloc:
         # Not shown: the part before "@" may be a password.
         raise UrlError(

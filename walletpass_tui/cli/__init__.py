@@ -117,7 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(argv)
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version, or a usage error argparse reported
+            return exc.code if isinstance(exc.code, int) else 2
         handler = getattr(args, "handler", None) or _default_handler
         return handler(args)
     except BrokenPipeError:

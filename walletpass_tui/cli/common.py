@@ -8,6 +8,7 @@ imports nothing heavier than the standard library, ``config`` and the ``api`` ru
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_url
-from walletpass_tui.config import Settings, load_settings
+from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
+from walletpass_tui.config import ConfigError, Settings, load_settings
 from walletpass_tui.text import printable
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "bounded_int",
     "duration_arg",
     "forward_to_arg",
+    "lazy_handler",
     "print_json",
     "print_table",
     "printable",
@@ -240,13 +242,24 @@ _FLAG_TO_SETTING = {
 
 
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
+    """The effective settings for this command; URLs checked by the one URL rule (a bad one from
+    a flag is a usage error, exit 2; from the environment or the file, a failure, exit 1)."""
     flags = {
         setting: getattr(args, flag)
         for flag, setting in _FLAG_TO_SETTING.items()
         if getattr(args, flag, None) is not None
     }
     config = getattr(args, "config", None)
-    return load_settings(flags, env=env, config_file=Path(config) if config else None)
+    settings = load_settings(flags, env=env, config_file=Path(config) if config else None)
+    try:
+        check_settings_urls(settings)
+    except UrlError as exc:
+        from_flag = any(settings.source_of(k) == "flag" for k in _URL_SETTINGS)
+        raise (UsageError if from_flag else ConfigError)(str(exc)) from None
+    return settings
+
+
+_URL_SETTINGS = ("base_url", "registration_url", "public_url")
 
 
 def print_json(data: Any, out: TextIO | None = None) -> None:
@@ -268,3 +281,14 @@ def print_table(rows: list[list[str]], headers: list[str], out: TextIO | None = 
 
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+def lazy_handler(module: str, name: str) -> Handler:
+    """A handler that imports ``module`` only when the command runs, so parsing stays cheap."""
+
+    def run(args: argparse.Namespace) -> int:
+        handler: Handler = getattr(importlib.import_module(module), name)
+        return handler(args)
+
+    run.__qualname__ = f"{module}.{name}"
+    return run

@@ -1,0 +1,48 @@
+"""``templates``: the workspace's pass templates."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
+from walletpass_tui.cli.service_errors import api_failure
+
+
+def cmd_templates(args: argparse.Namespace) -> int:
+    from walletpass_tui.api.client import WalletPassClient
+    from walletpass_tui.api.errors import ApiError
+    from walletpass_tui.api.models import template_title
+
+    settings = settings_from_args(args)
+
+    async def run() -> Any:
+        async with WalletPassClient(settings) as client:
+            return await client.list_pass_templates()
+
+    try:
+        result = asyncio.run(run())
+    except ApiError as exc:
+        raise api_failure(exc, settings) from None
+    if args.json:
+        print_json(result.templates)
+        return 0
+    if not result.templates:
+        print("No pass templates.")
+        return 0
+    rows = []
+    for tpl in result.templates:
+        ident = tpl.get("id", "")
+        others = {k: v for k, v in tpl.items() if k not in ("id",)}
+        rows.append(
+            [
+                printable(str(ident), 40),
+                printable(template_title(tpl), 40),
+                printable(json.dumps(others, ensure_ascii=False), 70),
+            ]
+        )
+    print_table(rows, ["ID", "NAME", "FIELDS"])
+    print(f"{len(result.templates)} template(s). Use --json for every field.")
+    return 0
