@@ -42,7 +42,6 @@ from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
 ANSWER_PREVIEW = 300  # characters of the app's answer shown under the table
 COLUMNS = (("case", "case"), ("expected", "expected"), ("got", "got"), ("verdict", "verdict"))
-WHY = ("why", "why it matters")
 VERDICT_STYLE = {
     Outcome.PASS: "bold green",
     Outcome.FAIL: "bold red",
@@ -56,12 +55,12 @@ class CheckScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "close", "Back"),
         Binding("ctrl+r", "run", "Run the check", priority=True),
-        Binding("enter", "open_case", "What was sent", show=False),
+        Binding("enter", "open_case", "What was sent"),
     ]
 
     def __init__(
         self,
-        store: Store,
+        store: Store | None,
         registry: EndpointRegistry,
         *,
         target: str = "",
@@ -77,7 +76,8 @@ class CheckScreen(Screen[None]):
 
     @classmethod
     def for_context(cls, context: DashboardContext) -> CheckScreen:
-        """The screen as the dashboard opens it: your app's URL from ``--forward-to``."""
+        """The screen as the dashboard opens it: your app's URL from ``--forward-to``, every case
+        recorded in the dashboard's history. (``store`` None: nothing recorded.)"""
         return cls(context.store, context.registry, target=context.replay_target())
 
     # -- layout ----------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class CheckScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.table
-        for key, label in (*COLUMNS, WHY):
+        for key, label in COLUMNS:
             table.add_column(label, key=key)
         self._summary(Text("Nothing sent yet. Ctrl+R runs the check against your app."))
         target = self.query_one("#check-target", Input)
@@ -213,7 +213,6 @@ class CheckScreen(Screen[None]):
                 Text(case.expected),
                 Text("waiting", style="dim"),
                 Text(""),
-                Text(case.why, style="dim"),
                 key=case.id,
             )
 
@@ -258,7 +257,7 @@ class CheckScreen(Screen[None]):
             text.append(": every must-pass case passed.")
         else:
             text.append(": your app needs fixing before it meets the service.")
-        text.append("  Enter on a case shows exactly what was sent.", style="dim")
+        text.append("  Enter: what was sent.", style="dim")
         self._summary(text)
 
     @on(DataTable.RowHighlighted, "#check-table")
@@ -269,15 +268,16 @@ class CheckScreen(Screen[None]):
             self._show_answer(result)
         else:
             case = next((c for c in self.cases if c.id == key), None)
-            self.query_one("#check-answer", Static).update(
-                Text(case.why if case else "", style="dim")
-            )
+            why = f"{case.title}: {case.why}" if case else ""
+            self.query_one("#check-answer", Static).update(Text(why, style="dim"))
 
     def _show_answer(self, result: CaseResult) -> None:
         outcome = result.outcome
         text = Text()
         text.append(f"{MARK[outcome]} {outcome.value}: ", style=VERDICT_STYLE[outcome])
         text.append(one_line(result.judgement.reason, 300))
+        if outcome is Outcome.PASS:
+            text.append(f"\nWhy it matters: {result.case.why}", style="dim")
         answer = result.answer
         if answer.body:
             shown, _ = body_text(answer.body, ANSWER_PREVIEW)
@@ -299,8 +299,11 @@ class CheckScreen(Screen[None]):
     def open_case(self, case_id: str) -> None:
         """What was sent for this case, and the answer, as the history holds them."""
         result = self.results.get(case_id)
-        if result is None or result.attempt_id is None:
+        if result is None:
             self.notify("This case has not been sent yet.", markup=False)
+            return
+        if self.store is None or result.attempt_id is None:
+            self.notify("This case was not recorded in the history.", markup=False)
             return
         self.app.push_screen(DetailScreen(self.store, result.attempt_id))
 
@@ -310,7 +313,7 @@ class CheckScreen(Screen[None]):
     def _problem(self, problem: str | None) -> None:
         widget = self.query_one("#check-problem", Static)
         widget.update(Text(f"✗ {problem}") if problem else Text(""))
-        widget.set_class(bool(problem), "-invalid")
+        widget.display = bool(problem)
 
     def action_close(self) -> None:
         if self.running:
