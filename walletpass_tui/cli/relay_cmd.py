@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from walletpass_tui.cli.common import (
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
+LATE_HINT_S = 240
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -249,7 +251,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     if args.from_start:
         cursor_file.unlink(missing_ok=True)
     follower = RelayFollower(
-        url, token, target, cursor_file, on_handed=_print_handed, on_state=_StatePrinter()
+        url, token, target, cursor_file, on_handed=_HandedPrinter(), on_state=_StatePrinter()
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
     try:
@@ -286,10 +288,25 @@ class _StatePrinter:
             print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
 
 
-def _print_handed(handed: Any) -> None:
-    d = handed.delivery
-    webhook_id = printable(d.webhook_id or "-", 60)
-    print(f"{d.cursor:>8}  {webhook_id}  -> {handed.status}", flush=True)
+class _HandedPrinter:
+    """One line per delivery handed over, and once a hint when late deliveries fail as too old."""
+
+    def __init__(self) -> None:
+        self.hinted = False
+
+    def __call__(self, handed: Any) -> None:
+        d = handed.delivery
+        webhook_id = printable(d.webhook_id or "-", 60)
+        print(f"{d.cursor:>8}  {webhook_id}  -> {handed.status}", flush=True)
+        late_s = time.time() - d.received_at_ms / 1000
+        if handed.status == 401 and late_s > LATE_HINT_S and not self.hinted:
+            self.hinted = True
+            print(
+                f"relay: that delivery reached the relay {late_s / 60:.0f} min ago; a receiver "
+                "refuses timestamps older than its --tolerance (300 s): run it with a larger "
+                "--tolerance to accept deliveries caught up after a sleep.",
+                flush=True,
+            )
 
 
 # -- channels --------------------------------------------------------------------------------------
