@@ -4,6 +4,7 @@ was sent, and your app's answers shown literally."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -158,3 +159,38 @@ async def test_a_bad_url_or_secret_is_refused_in_the_form(
         await pilot.pause()
         assert "not valid base64" in str(problem.content)
         assert not screen.running and screen.results == {}
+
+
+async def test_leaving_mid_run_stops_the_check_and_the_dashboard_goes_on(
+    settings: Settings, store: Store, registry: EndpointRegistry, start_server: Any
+) -> None:
+    hanging = await start_server()
+    calls = 0
+
+    async def never_answers(request: web.Request) -> web.StreamResponse:
+        nonlocal calls
+        calls += 1
+        await request.read()
+        await asyncio.sleep(60)
+        return web.Response(status=200)
+
+    hanging.reply("POST", "/webhooks", never_answers)
+    registry.import_endpoint(
+        ENDPOINT_ID, "https://hooks.example/webhooks", ["pass.activated"], SECRET
+    )
+    setup = DeliverySetup(routes=(Route(hanging.url + "/webhooks"),))
+    async with DeliveryRuntime(settings, setup, store=store, registry=registry) as runtime:
+        app = build_app(runtime, receiver_display="127.0.0.1:8787/webhooks")
+        async with app.run_test(size=(140, 44)) as pilot:
+            await pilot.pause()
+            await pilot.press("c")
+            await wait_for(lambda: isinstance(app.screen, CheckScreen))
+            screen = app.screen
+            assert isinstance(screen, CheckScreen)
+            await pilot.press("ctrl+r")
+            await wait_for(lambda: calls == 1, timeout=10)
+            await pilot.press("escape")
+            await wait_for(lambda: not isinstance(app.screen, CheckScreen))
+            await wait_for(lambda: not screen.running)
+            assert screen.results == {}  # nothing finished, nothing more sent
+            assert calls == 1

@@ -196,7 +196,8 @@ class CheckScreen(Screen[None]):
             raise
         finally:
             self.running = False
-            self.query_one("#check-run", Button).disabled = False
+            if self.is_attached:  # not when the screen was closed mid-run
+                self.query_one("#check-run", Button).disabled = False
         self.show_summary(report)
 
     def _case_started(self, case: Case) -> None:
