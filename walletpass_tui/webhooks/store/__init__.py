@@ -231,6 +231,7 @@ class Store:
         while self._loop.running:
             if self._loop.idle:
                 return
+            self._loop.hurry()
             await asyncio.sleep(0.005)
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:

@@ -74,23 +74,16 @@ class Reader:
         oldest_first: bool,
     ) -> list[LogRow]:
         params: list[Any] = []
-        extra = []
-        if before_id is not None:
-            extra.append("id < ?")
-            params.append(before_id)
-        if after_id is not None:
-            extra.append("id > ?")
-            params.append(after_id)
-        where = _where(flt, extra, params)
+        source, key, where = _where(flt, params, before_id=before_id, after_id=after_id)
         params.append(limit)
         order = "ASC" if oldest_first else "DESC"
-        sql = f"SELECT {rows.LOG_COLUMNS} FROM attempts{where} ORDER BY id {order} LIMIT ?"
+        sql = f"SELECT {_LOG} FROM {source}{where} ORDER BY {key} {order} LIMIT ?"
         return await self.fetch(sql, params, rows.log_row)
 
     async def count(self, flt: LogFilter | None) -> int:
         params: list[Any] = []
-        where = _where(flt, [], params)
-        return int(await self.one(f"SELECT COUNT(*) FROM attempts{where}", params))
+        source, _, where = _where(flt, params)
+        return int(await self.one(f"SELECT COUNT(*) FROM {source}{where}", params))
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
         found = await self.fetch(
@@ -128,10 +121,11 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
-        matching = search.text_clauses(text or "", params)
+        joined, matching = search.text_clauses(text or "", params)
         if matching:
+            source = _JOINED if joined else "attempts a"
             clauses.append(
-                "webhook_id IN (SELECT webhook_id FROM attempts WHERE "
+                f"webhook_id IN (SELECT a.webhook_id FROM {source} WHERE "
                 + " AND ".join(matching)
                 + ")"
             )
@@ -191,20 +185,48 @@ class Reader:
         )
 
 
-def _where(flt: LogFilter | None, extra: list[str], params: list[Any]) -> str:
-    clauses = list(extra)
+_LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
+# Driven by the index in rowid order, so the newest matches of a common word come at once.
+_JOINED = "attempts_fts f JOIN attempts a ON a.id = f.rowid"
+
+
+def _where(
+    flt: LogFilter | None,
+    params: list[Any],
+    *,
+    before_id: int | None = None,
+    after_id: int | None = None,
+) -> tuple[str, str, str]:
+    """(the FROM source, the id column to order by, the WHERE clause) for a filtered log.
+
+    With text to find, the index drives the query in rowid order (``f.rowid``): the newest rows
+    of a common word come at once instead of after every match was collected and sorted.
+    """
+    text = flt.text if flt is not None else None
+    text_params: list[Any] = []
+    joined, text_where = search.text_clauses(text or "", text_params)
+    key = "f.rowid" if joined else "a.id"
+    clauses: list[str] = []
+    if before_id is not None:
+        clauses.append(f"{key} < ?")
+        params.append(before_id)
+    if after_id is not None:
+        clauses.append(f"{key} > ?")
+        params.append(after_id)
     if flt is not None:
         if flt.topic:
-            clauses.append("topic = ?")
+            clauses.append("a.topic = ?")
             params.append(flt.topic)
         if flt.verdict == VERIFIED:
-            clauses.append("verdict = ?")
+            clauses.append("a.verdict = ?")
             params.append(VERIFIED)
         elif flt.verdict == REJECTED:
-            clauses.append("verdict != ?")
+            clauses.append("a.verdict != ?")
             params.append(VERIFIED)
         if flt.since_ms is not None:
-            clauses.append("received_at_ms >= ?")
+            clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
-        clauses.extend(search.text_clauses(flt.text or "", params))
-    return (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    clauses.extend(text_where)
+    params.extend(text_params)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return (_JOINED if joined else "attempts a"), key, where

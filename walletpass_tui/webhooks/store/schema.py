@@ -99,7 +99,7 @@ MIGRATIONS: dict[int, str] = {
     4: """
     DROP TABLE attempts_fts;
     CREATE VIRTUAL TABLE attempts_fts USING fts5(
-        webhook_id, topic, body, content='', tokenize='trigram'
+        webhook_id, topic, body, content='', tokenize='trigram', detail=none
     );
     UPDATE meta SET value = '0' WHERE key = 'fts_indexed_upto';
     ALTER TABLE attempts ADD COLUMN body_differs INTEGER NOT NULL DEFAULT 0;
@@ -292,7 +292,7 @@ def explain(exc: BaseException, path: Path) -> str:
         )
     if "unable to open" in text:
         return f"The history database {path} cannot be opened; check the directory exists and is writable."
-    if "full" in text:
+    if "disk is full" in text:
         return f"The disk holding {path} is full; free some space."
     if isinstance(exc, sqlite3.Error | ValueError):
         return f"The history database {path} failed ({exc})."

@@ -89,9 +89,17 @@ def words(text: str) -> list[str]:
 
 
 def fts_query(text: str) -> str | None:
-    """The words the index can find, as an FTS5 query (each a quoted substring, all required)."""
-    long = [w for w in words(text) if len(w) >= MIN_INDEXED_WORD]
-    return " AND ".join(f'"{w}"' for w in long) if long else None
+    """The candidates for ``text``: every trigram of every word of three characters or more.
+
+    The index keeps no positions (``detail=none``: a third of the size), so it answers "has all
+    these trigrams"; ``text_clauses`` then keeps only rows that really contain each word.
+    """
+    grams: dict[str, None] = {}
+    for word in words(text):
+        for i in range(len(word) - MIN_INDEXED_WORD + 1):
+            # As typed: the tokenizer folds case itself, one character to one (str.lower may not).
+            grams.setdefault(word[i : i + MIN_INDEXED_WORD], None)
+    return " AND ".join(f'"{g}"' for g in grams) if grams else None
 
 
 def _like(word: str) -> str:
@@ -99,28 +107,52 @@ def _like(word: str) -> str:
     return f"%{escaped}%"
 
 
-def text_clauses(text: str, params: list[Any], *, id_column: str = "id") -> list[str]:
-    """SQL conditions on ``attempts`` (its ``id`` as ``id_column``) for the user's text."""
-    clauses: list[str] = []
+_IN_NAMES = "({a}webhook_id LIKE ? ESCAPE '\\' OR {a}topic LIKE ? ESCAPE '\\')"
+_IN_ROW = (
+    "({a}webhook_id LIKE ? ESCAPE '\\' OR {a}topic LIKE ? ESCAPE '\\' OR "
+    f"CAST(substr({{a}}body, 1, {INDEX_BODY_BYTES}) AS TEXT) LIKE ? ESCAPE '\\')"
+)
+
+
+def text_clauses(text: str, params: list[Any], alias: str = "a") -> tuple[bool, list[str]]:
+    """Conditions on ``attempts`` (as ``alias``) for the user's text, and whether they need the
+    index joined as ``f`` (``FROM attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
+    a = f"{alias}." if alias else ""
     query = fts_query(text)
+    clauses: list[str] = []
     if query:
-        clauses.append(
-            f"{id_column} IN (SELECT rowid FROM attempts_fts WHERE attempts_fts MATCH ?)"
-        )
+        clauses.append("f.attempts_fts MATCH ?")
         params.append(query)
     for word in words(text):
+        pattern = _like(word)
         if len(word) < MIN_INDEXED_WORD:
-            clauses.append("(webhook_id LIKE ? ESCAPE '\\' OR topic LIKE ? ESCAPE '\\')")
-            params.extend([_like(word)] * 2)
-    return clauses
+            clauses.append(_IN_NAMES.format(a=a))
+            params.extend([pattern] * 2)
+        else:
+            clauses.append(_IN_ROW.format(a=a))
+            params.extend([pattern] * 3)
+    return query is not None, clauses
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def matches_text(text: str, attempt: Attempt) -> bool:
-    """Whether ``attempt`` matches ``text`` exactly as a search would find it (for live rows)."""
-    haystacks = [(attempt.webhook_id or "").lower(), (attempt.topic or "").lower()]
-    body = attempt.body[:INDEX_BODY_BYTES].decode("utf-8", errors="replace").lower()
-    for word in words(text.lower()):
-        places = haystacks if len(word) < MIN_INDEXED_WORD else [*haystacks, body]
-        if not any(word in place for place in places):
+    """Whether ``attempt`` matches ``text`` exactly as a search would find it (for live rows):
+    every word a part of the webhook-id, topic or body, ASCII letters in any case."""
+    names = [
+        (attempt.webhook_id or "").translate(_ASCII_LOWER),
+        (attempt.topic or "").translate(_ASCII_LOWER),
+    ]
+    body: str | None = None
+    for word in words(text.translate(_ASCII_LOWER)):
+        if any(word in name for name in names):
+            continue
+        if len(word) < MIN_INDEXED_WORD:
+            return False
+        if body is None:
+            raw = attempt.body[:INDEX_BODY_BYTES].decode("utf-8", errors="replace")
+            body = raw.translate(_ASCII_LOWER)
+        if word not in body:
             return False
     return True

@@ -42,6 +42,7 @@ CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the re
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
 MAX_RENUMBER = 10
+_NOTHING = object()
 
 Known = dict[str, tuple[int, bytes | None]]  # webhook-id -> (attempts so far, first body digest)
 
@@ -292,6 +293,7 @@ class GroupCommit:
         self._busy = False
         self._unindexed = 1  # unknown at open: whatever a crash left out is indexed when idle
         self._rejected_since_prune = 0
+        self._hurry = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="store-writer")
@@ -339,21 +341,39 @@ class GroupCommit:
             await self._catch_up_step()
         self._busy = False
 
+    def hurry(self) -> None:
+        """Do the background work now instead of waiting for the writer to be idle a while."""
+        self._hurry.set()
+
     async def _next(self) -> Pending | None:
         """The next delivery; while none waits, one bounded step of background work at a time."""
         while self._queue.empty() and self._backlog():
-            if self._unindexed < search.INDEX_CHUNK:
-                with contextlib.suppress(TimeoutError):
-                    self._busy = False
-                    item = await asyncio.wait_for(self._queue.get(), IDLE_INDEX_S)
-                    self._busy = True
-                    return item
+            if self._unindexed < search.INDEX_CHUNK and not self._hurry.is_set():
+                item = await self._wait_briefly()
+                if item is not _NOTHING:
+                    return item  # type: ignore[return-value]
             self._busy = True
             await self._catch_up_step()
+        self._hurry.clear()
         self._busy = False
         item = await self._queue.get()
         self._busy = True
         return item
+
+    async def _wait_briefly(self) -> object:
+        """A delivery if one comes within IDLE_INDEX_S (or until hurried), else _NOTHING."""
+        self._busy = False
+        getter = asyncio.ensure_future(self._queue.get())
+        hurried = asyncio.ensure_future(self._hurry.wait())
+        try:
+            await asyncio.wait(
+                {getter, hurried}, timeout=IDLE_INDEX_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            hurried.cancel()
+            got_one = not getter.cancel()  # False: it had already taken an item
+        self._busy = True
+        return getter.result() if got_one else _NOTHING
 
     def _backlog(self) -> bool:
         prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)

@@ -1,0 +1,150 @@
+"""Search finds what a person types: any part of an id, a topic or a body, in any case."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, matches_text
+from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+T0 = 1_795_000_000_000
+
+
+def make(webhook_id: str | None, body: bytes = b"{}", topic: str | None = None) -> Attempt:
+    return Attempt(
+        received_at_ms=T0,
+        method="POST",
+        path="/webhooks",
+        headers=(("webhook-id", webhook_id or ""),),
+        body=body,
+        verdict=VERIFIED,
+        reason="verified",
+        status=200,
+        webhook_id=webhook_id,
+        topic=topic,
+    )
+
+
+async def found(store: Store, text: str) -> list[str | None]:
+    return [r.webhook_id for r in await store.log_page(LogFilter(text=text))]
+
+
+async def test_part_of_an_id_or_of_a_word_in_the_body_is_found(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "s.sqlite3") as store:
+        await store.record(make("msg_forged00036", b'{"note": "Harbour ferry"}', "pass.activated"))
+        await store.record(make("msg_plain00037", b'{"data": {"passId": "pass_0042"}}'))
+        await store.settled()
+        assert await found(store, "forged") == ["msg_forged00036"]
+        assert await found(store, "0003") == ["msg_plain00037", "msg_forged00036"]
+        assert await found(store, "arbou") == ["msg_forged00036"]  # inside a word of the body
+        assert await found(store, "HARBOUR FERRY") == ["msg_forged00036"]  # any case
+        assert await found(store, "0042") == ["msg_plain00037"]
+        assert await found(store, "activated") == ["msg_forged00036"]  # the topic
+        assert await found(store, "ferry 0042") == []  # every word must be there
+        assert await store.count(LogFilter(text="msg_")) == 2
+        # Words shorter than three characters are looked for in ids and topics.
+        assert await found(store, "36") == ["msg_forged00036"]
+        assert await found(store, "zz") == []
+        # LIKE's wildcards are plain characters here.
+        assert await found(store, "g%f") == [] and await found(store, "_0") == []
+        assert await found(store, "g_f") == ["msg_forged00036"]
+        messages = await store.list_messages(text="forged")
+        assert [m.webhook_id for m in messages] == ["msg_forged00036"]
+
+
+async def test_a_common_word_pages_from_the_newest(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "s.sqlite3") as store:
+        stored = [await store.record(make(f"msg_{i:04d}", b"ferry")) for i in range(30)]
+        await store.settled()
+        first = await store.log_page(LogFilter(text="ferry"), limit=10)
+        assert [r.id for r in first] == [a.id for a in reversed(stored)][:10]
+        older = await store.log_page(LogFilter(text="ferry"), limit=10, before_id=first[-1].id)
+        assert [r.id for r in older] == [a.id for a in reversed(stored)][10:20]
+        newer = await store.log_page(
+            LogFilter(text="ferry"), limit=5, after_id=stored[2].id, oldest_first=True
+        )
+        assert [r.id for r in newer] == [a.id for a in stored[3:8]]
+
+
+ID_TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+    min_size=3,
+    max_size=40,
+).filter(lambda s: '"' not in s)
+
+
+def test_any_part_of_an_id_of_three_characters_or_more_finds_it(tmp_path: Path) -> None:
+    loop = asyncio.new_event_loop()
+    store = loop.run_until_complete(Store.open(tmp_path / "p.sqlite3"))
+    try:
+
+        @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(webhook_id=ID_TEXT, data=st.data())
+        def check(webhook_id: str, data: st.DataObject) -> None:
+            stored = loop.run_until_complete(store.record(make(webhook_id)))
+            start = data.draw(st.integers(0, len(webhook_id) - 3), label="start")
+            end = data.draw(st.integers(start + 3, len(webhook_id)), label="end")
+            part = webhook_id[start:end]
+            if part.split() != [part]:
+                return  # a space splits it into several words
+            loop.run_until_complete(store.settled())
+            rows = loop.run_until_complete(store.log_page(LogFilter(text=part), limit=10_000))
+            assert stored.id in {r.id for r in rows}, (webhook_id, part)
+            assert matches_text(part, stored)  # the live log agrees with the index
+
+        check()
+    finally:
+        loop.run_until_complete(store.close())
+        loop.close()
+
+
+def test_live_matching_agrees_with_the_rules() -> None:
+    a = make("msg_forged00036", b'{"note": "Harbour ferry"}', "pass.activated")
+    assert matches_text("forged harb", a)
+    assert matches_text("ACTIV", a)
+    assert not matches_text("harbour bus", a)
+    assert matches_text("36", a) and not matches_text("fe", make("msg_1", b"ferry"))
+
+
+async def test_an_older_database_is_reindexed_for_parts_of_words(tmp_path: Path) -> None:
+    path = tmp_path / "v3.sqlite3"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        for step in (1, 2, 3):
+            db.executescript(MIGRATIONS[step])
+        db.execute("PRAGMA user_version = 3")
+        for i, (webhook_id, body) in enumerate(
+            [("msg_forged00036", b"alpha"), ("msg_forged00036", b"bravo"), ("msg_x", b"c")]
+        ):
+            db.execute(
+                "INSERT INTO attempts (webhook_id, attempt_no, received_at_ms, method, path, "
+                "headers, body, body_size, verdict, reason, status) "
+                "VALUES (?, ?, ?, 'POST', '/webhooks', '[]', ?, ?, 'verified', 'verified', 200)",
+                (webhook_id, 2 if i == 1 else 1, T0 + i, body, len(body)),
+            )
+        db.execute(
+            "INSERT INTO messages VALUES ('msg_forged00036', NULL, NULL, 2, 2, ?, ?, 2, "
+            "'verified', NULL, 200), ('msg_x', NULL, NULL, 1, 1, ?, ?, 3, 'verified', NULL, 200)",
+            (T0, T0 + 1, T0 + 2, T0 + 2),
+        )
+        # The old index knew whole words only, and was up to date.
+        db.execute(
+            "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
+            "SELECT id, webhook_id, '', CAST(body AS TEXT) FROM attempts"
+        )
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'fts_indexed_upto'")
+    async with await Store.open(path) as store:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert await found(store, "forged") == ["msg_forged00036", "msg_forged00036"]
+        assert await found(store, "rav") == ["msg_forged00036"]
+        # The upgrade also compared the bodies already stored.
+        attempts = await store.message_attempts("msg_forged00036")
+        assert [a.body_differs for a in attempts] == [False, True]
+        again = await store.record(make("msg_forged00036", b"alpha"))
+        assert again.attempt_no == 3 and not again.body_differs
