@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+import pytest
 from relay_helpers import (
     OTHER_SECRET,
     SECRET,
@@ -287,3 +289,56 @@ async def test_channel_info_gives_the_ingress_url_to_a_token_holder(
     assert info["ingress_url"] == ingress and info["name"] == "team"
     async with http.get(info_url) as r:
         assert r.status == 401
+
+
+async def test_revoking_cuts_a_busy_stream_too(
+    relay: RelayServer, http: aiohttp.ClientSession
+) -> None:
+    home = relay.options.home
+    team = add_channel(home, "team")
+    ingress, sub_url = urls(relay, team)
+    _, got, task = await follow(sub_url, team.token)
+    stop = asyncio.Event()
+
+    async def keep_posting() -> None:
+        while not stop.is_set():
+            body, headers = signed()
+            async with http.post(ingress, data=body, headers=headers) as r:
+                assert r.status == 200
+            await asyncio.sleep(0.01)  # always more than a heartbeat's worth of traffic
+
+    poster = asyncio.create_task(keep_posting())
+    try:
+        await got.wait_for(5)
+        db = RelayDB(database_path(home))
+        db.revoke("team")
+        db.close()
+        with pytest.raises(RelayAuthError):
+            await asyncio.wait_for(task, 30)
+    finally:
+        stop.set()
+        await poster
+
+
+async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> None:
+    from walletpass_tui.relay.storage import NewDelivery, RelayWriter
+
+    issued = add_channel(tmp_path, "team")
+    writer = RelayWriter(database_path(tmp_path), lambda stored: None)
+    try:
+        release = threading.Event()
+        busy = writer.submit(lambda db: release.wait(30))  # hold the writer on its first batch
+        gave_up = [
+            writer.submit(NewDelivery(issued.channel.id, 0, f"m{i}", b"{}")) for i in range(200)
+        ]
+        for future in gave_up:
+            future.cancel()  # a sender hung up while its delivery was being committed
+        await asyncio.sleep(0)  # the cancellations reach the writer's futures
+        release.set()
+        assert await asyncio.wait_for(busy, 30) is True
+        last = await asyncio.wait_for(
+            writer.submit(NewDelivery(issued.channel.id, 0, "last", b"{}")), 30
+        )
+        assert last.cursor > 0
+    finally:
+        writer.close()

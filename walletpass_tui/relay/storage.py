@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -456,13 +456,16 @@ class RelayWriter:
         except Exception as exc:
             error = RelayStoreError(f"Not stored: the relay database failed ({exc}).")
             for _, future in batch:
-                future.set_exception(error)
+                with contextlib.suppress(InvalidStateError):  # the caller gave up waiting
+                    future.set_exception(error)
             return
         self.commits += 1
         if stored:
-            self._on_commit(stored)
+            with contextlib.suppress(Exception):  # the loop is closing: nobody to tell
+                self._on_commit(stored)
         for (_, future), result in zip(batch, results, strict=True):
-            future.set_result(result)
+            with contextlib.suppress(InvalidStateError):
+                future.set_result(result)
 
     def _apply(self, db: sqlite3.Connection, job: Job) -> Any:
         if isinstance(job, NewDelivery):

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import time
 from collections.abc import Callable
 
 from aiohttp import web
@@ -111,7 +112,13 @@ class Subscriptions:
         try:
             head = await asyncio.to_thread(self.db.head, channel.id)
             await response.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
+            checked = time.monotonic()
             while not self.stopping.is_set():
+                if time.monotonic() - checked >= self.heartbeat_s:
+                    # A busy stream is re-checked as often as an idle one: revoking cuts both.
+                    if not await self._still_valid(token, channel):
+                        break
+                    checked = time.monotonic()
                 changed = feed.changed
                 page = await feed.read_after(self.db, cursor)
                 if page:
@@ -132,6 +139,7 @@ class Subscriptions:
                 if not done:
                     if not await self._still_valid(token, channel):
                         break
+                    checked = time.monotonic()
                     head = max(cursor, feed.head_hint)
                     await response.write(sse_comment(f"heartbeat head={head}"))
         except ConnectionError:  # the subscriber went away
