@@ -342,3 +342,38 @@ async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> 
         assert last.cursor > 0
     finally:
         writer.close()
+
+
+async def test_allow_source_trusts_x_forwarded_for_only_from_a_trusted_proxy(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    from walletpass_tui.relay.ingress import IngressOptions
+    from walletpass_tui.relay.server import RelayOptions
+    from walletpass_tui.webhooks.sources import SourcePolicy
+
+    home = tmp_path / "relay-home"
+    issued = add_channel(home, "team")
+
+    async def status_with(trust: list[str] | None, forwarded: str | None) -> int:
+        server = RelayServer(
+            RelayOptions(
+                home=home,
+                host="127.0.0.1",
+                port=0,
+                ingress=IngressOptions(sources=SourcePolicy.build(["203.0.113.0/24"], trust)),
+            )
+        )
+        await server.start()
+        try:
+            ingress, _ = urls(server, issued)
+            body, headers = signed()
+            if forwarded:
+                headers["X-Forwarded-For"] = forwarded
+            async with http.post(ingress, data=body, headers=headers) as r:
+                return r.status
+        finally:
+            await server.stop()
+
+    assert await status_with(None, None) == 403  # 127.0.0.1 itself is not allowed
+    assert await status_with(None, "203.0.113.9") == 200  # loopback proxy: its header counts
+    assert await status_with(["10.0.0.0/8"], "203.0.113.9") == 403  # not a trusted proxy
