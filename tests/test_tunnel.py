@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
-import time
 from typing import Any
+
+import pytest
 
 from walletpass_tui.tunnel import discover_ngrok, pick_public_url
 
@@ -86,15 +87,42 @@ async def test_discover_returns_none_on_errors_and_junk(start_server: Any) -> No
     assert await discover_ngrok(8787, api=agent.url) is None
 
 
-async def test_discover_returns_none_quickly_when_nothing_listens() -> None:
-    started = time.monotonic()
+async def test_discover_returns_none_when_nothing_listens() -> None:
     assert await discover_ngrok(8787, api=f"http://127.0.0.1:{free_port()}") is None
-    assert time.monotonic() - started < 2
 
 
 async def test_discover_gives_up_on_a_silent_agent(start_server: Any) -> None:
     agent = await start_server()
     agent.answer("GET", "/api/tunnels", json=SAMPLE, delay=2.0)
-    started = time.monotonic()
+    # Had it waited for the answer, it would have found the URL: None means it gave up.
     assert await discover_ngrok(8787, api=agent.url, timeout_s=0.2) is None
-    assert time.monotonic() - started < 1.5
+    assert len(agent.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "https://evil.example\x1b]8;;https://x\x07/",
+        "https://x.ngrok.app\u202e/",
+        "https://user:pw@x.ngrok.app",
+        "https://127.0.0.1",
+        "https://[::1]",
+        "https://x.ngrok.app:8443",
+        "https://x.ngrok.app/path?q=1",
+        "https://x.ngrok.app/#frag",
+        "https://localhost",
+        "https://x.ngrok.app" + "a" * 400,
+        "javascript://x.ngrok.app",
+    ],
+)
+def test_the_agent_answer_is_untrusted(hostile: str) -> None:
+    payload = {"tunnels": [{"public_url": hostile, "config": {"addr": "8787"}}]}
+    assert pick_public_url(payload, 8787) is None
+    assert pick_public_url(payload) is None
+
+
+async def test_a_huge_agent_answer_is_not_read_to_the_end(start_server: Any) -> None:
+    agent = await start_server()
+    filler = [{"public_url": "https://x.ngrok.app", "config": {"addr": "1"}}] * 20000
+    agent.answer("GET", "/api/tunnels", json={"tunnels": [*filler, *SAMPLE["tunnels"]]})
+    assert await discover_ngrok(8787, api=agent.url) is None

@@ -2,15 +2,24 @@
 
 ngrok's agent serves its state on 127.0.0.1:4040; ``GET /api/tunnels`` lists each tunnel with its
 ``public_url`` and the local address it forwards to (``config.addr``). Nothing else is contacted.
+
+The answer is untrusted: any local user can bind 127.0.0.1:4040 before ngrok does. Only a
+well-formed ``https://`` URL with a plain DNS host name (no IP address, port, user, path, query or
+fragment, nothing that is not printable ASCII) is taken; anything else is ignored. Callers say
+where the URL came from ("found from the ngrok agent") before offering it for registration.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+from walletpass_tui.api.urls import UrlError, check_url
 
 NGROK_API = "http://127.0.0.1:4040"
+MAX_ANSWER = 256 * 1024  # bytes of /api/tunnels read at most
 
 
 def _forwards_to_port(tunnel: dict[str, Any], port: int) -> bool:
@@ -20,36 +29,63 @@ def _forwards_to_port(tunnel: dict[str, Any], port: int) -> bool:
     return tail == str(port)
 
 
+def plain_https_url(value: Any) -> str | None:
+    """``value`` without a trailing slash when it is ``https://<dns name>``, else None."""
+    if not isinstance(value, str) or not value.isascii() or len(value) > 300:
+        return None
+    try:
+        url = check_url(value, schemes=("https",))
+        parts = urlsplit(url)
+        port = parts.port
+    except (UrlError, ValueError):
+        return None
+    host = parts.hostname or ""
+    if port is not None or parts.query or parts.path not in ("", "/") or "." not in host:
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return url.rstrip("/")
+    return None  # an address, not a tunnel's host name
+
+
 def pick_public_url(payload: Any, port: int | None = None) -> str | None:
     """The best HTTPS public URL in an ``/api/tunnels`` answer, preferring one that reaches ``port``."""
     tunnels = payload.get("tunnels") if isinstance(payload, dict) else None
     if not isinstance(tunnels, list):
         return None
     https = [
-        t
+        (t, url)
         for t in tunnels
-        if isinstance(t, dict)
-        and isinstance(t.get("public_url"), str)
-        and t["public_url"].startswith("https://")
+        if isinstance(t, dict) and (url := plain_https_url(t.get("public_url"))) is not None
     ]
     if port is not None:
-        matching = [t for t in https if _forwards_to_port(t, port)]
+        matching = [url for t, url in https if _forwards_to_port(t, port)]
         if matching:
-            return str(matching[0]["public_url"]).rstrip("/")
+            return matching[0]
         if https:
             return None  # tunnels exist, but none reaches this receiver
-    return str(https[0]["public_url"]).rstrip("/") if https else None
+    return https[0][1] if https else None
 
 
 async def discover_ngrok(
     port: int | None = None, *, api: str = NGROK_API, timeout_s: float = 0.5
 ) -> str | None:
     """The ngrok agent's public HTTPS URL for ``port``, or None when no agent answers."""
+    import httpx
+
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
-            response = await client.get(f"{api.rstrip('/')}/api/tunnels")
+        async with (
+            httpx.AsyncClient(timeout=timeout_s, trust_env=False) as client,
+            client.stream("GET", f"{api.rstrip('/')}/api/tunnels") as response,
+        ):
             if response.status_code != 200:
                 return None
-            return pick_public_url(response.json(), port)
-    except (httpx.HTTPError, ValueError):
+            body = b""
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER:
+                    return None  # not an agent's answer
+            return pick_public_url(json.loads(body), port)
+    except (httpx.HTTPError, ValueError, RecursionError):
         return None

@@ -126,6 +126,7 @@ async def type_into(pilot: Any, field: Any, text: str) -> None:
     """Put ``text`` in an Input as if typed: all but the last character at once (pressing every
     key is slow), then the last one as a real key press."""
     field.focus()
+    await pilot.pause()  # let focus (which selects all) happen before the value is set
     field.value = text[:-1]
     field.cursor_position = len(field.value)
     await pilot.press(text[-1])

@@ -37,7 +37,11 @@ BODIES = {
     "leading_dash": b"-X GET",
     "unicode": '{"name": "Zoë 🎟"}'.encode(),
     "empty": b"",
+    "terminal_escapes": '{"a": "\x1b[2J\x1b]0;pwned\x07", "b": "\u202e\u200b\r"}'.encode(),
 }
+
+# What must never reach a terminal that prints the exported commands.
+UNSAFE = ["\x1b", "\x07", "\r", "\u202e", "\u200b", "\x00"]
 
 
 def attempt(body: bytes, headers: tuple[tuple[str, str], ...] = HEADERS) -> Attempt:
@@ -79,6 +83,7 @@ async def test_curl_command_reproduces_the_exact_bytes_and_headers(
     server.answer("POST", "/in", status=204)
     body = BODIES[name]
     command = to_curl(attempt(body), server.url + "/in")
+    assert not [ch for ch in UNSAFE if ch in command], "the command is safe to print"
     code, _, err = await run_bash(command, tmp_path)
     assert code == 0, err
     [got] = server.requests
@@ -92,6 +97,21 @@ async def test_curl_command_reproduces_the_exact_bytes_and_headers(
     assert got.headers["Host"] != "example.test"  # transport headers are curl's own
     assert got.headers["Content-Length"] == str(len(body))
     assert not (tmp_path / "pwned").exists()
+
+
+async def test_header_values_with_control_characters_travel_as_base64(
+    start_server: Any, tmp_path: Any
+) -> None:
+    server = await start_server()
+    server.answer("POST", "/in", status=204)
+    headers = (("webhook-id", "msg_\u202ered"), ("webhook-timestamp", "1"))
+    command = to_curl(attempt(b"{}", headers), server.url + "/in")
+    assert "\u202e" not in command
+    assert "\x1b" not in to_curl(attempt(b"{}", (("x-odd", "a\x1b[2Jb"),)), server.url)
+    code, _, err = await run_bash(command, tmp_path)
+    assert code == 0, err
+    [got] = server.requests
+    assert "red" in got.headers["webhook-id"] and got.headers["webhook-timestamp"] == "1"
 
 
 async def test_curl_without_content_type_sends_none(start_server: Any, tmp_path: Any) -> None:

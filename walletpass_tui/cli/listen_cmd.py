@@ -7,14 +7,16 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
+from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import add_receiver_flags, printable, settings_from_args
 from walletpass_tui.cli.receiver_flags import DeliverySetup, add_delivery_flags, delivery_setup
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow
 
@@ -41,28 +43,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.set_defaults(handler=cmd_listen)
 
 
-def attempt_json(a: Attempt) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "received_at": format_ms(a.received_at_ms),
-        "webhook_id": a.webhook_id,
-        "attempt": a.attempt_no,
-        "topic": a.topic,
-        "pass_id": a.pass_id,
-        "verdict": a.verdict,
-        "reason": a.reason,
-        "detail": a.detail,
-        "endpoint_id": a.endpoint_id,
-        "status": a.status,
-        "note": a.note,
-        "remote_addr": a.remote_addr,
-        "forwarded_for": a.forwarded_for,
-        "body_size": a.body_size,
-        "processing_ms": round(a.processing_ms, 3),
-        "body_differs": body_differs(a),
-    }
-
-
 def body_differs(a: Attempt) -> bool:
     """The body (or topic) differs from an earlier attempt with the same webhook-id."""
     return bool(getattr(a, "body_differs", False))
@@ -77,7 +57,7 @@ def attempt_line(a: Attempt) -> str:
     parts = [
         format_ms(a.received_at_ms, time_only=True),
         printable(a.webhook_id or "-", 40).ljust(30),
-        printable(a.topic or "-", 24).ljust(18),
+        topic_label(a.topic).ljust(18),
         f"#{a.attempt_no}",
         ("verified" if a.verified else "REJECTED").ljust(8),
         str(a.status),

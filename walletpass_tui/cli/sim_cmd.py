@@ -17,7 +17,6 @@ import signal
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,12 +25,15 @@ from walletpass_tui import __version__
 from walletpass_tui.api.models import TOPICS
 from walletpass_tui.cli.common import (
     CommandError,
+    bounded_float,
     print_json,
     print_table,
     printable,
+    read_bounded_file,
     settings_from_args,
+    topic_arg,
 )
-from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL
+from walletpass_tui.config import DEFAULT_MAX_BODY, ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL
 from walletpass_tui.sim.clock import check_time_scale
 from walletpass_tui.sim.engine import (
     ANSWER_DEADLINE_S,
@@ -96,7 +98,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="example: walletpass-tui sim emit pass.activated --sim http://127.0.0.1:8788 "
         "--api-key sk_sim_...",
     )
-    emit.add_argument("topic", metavar="TOPIC", choices=TOPICS, help=" or ".join(TOPICS))
+    emit.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
     _add_sim_flag(emit)
     emit.add_argument(
         "--body-file", metavar="FILE", help="JSON file to send as the body ('-' for stdin)"
@@ -181,11 +183,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="example: walletpass-tui trigger pass.activated --to http://127.0.0.1:8787/webhooks "
         "--secret whsec_...",
     )
-    trigger.add_argument("topic", metavar="TOPIC", choices=TOPICS, help=" or ".join(TOPICS))
+    trigger.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
     _add_target_flags(trigger)
     trigger.add_argument(
         "--timeout",
-        type=float,
+        type=bounded_float(0, 3600),
         default=ANSWER_DEADLINE_S,
         help="seconds to wait for the answer (default %(default)g, the service's deadline)",
     )
@@ -264,12 +266,7 @@ def _message_id(text: str | None) -> str:
 
 
 def _read_body_file(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise CommandError(f"Cannot read the body file {path} ({exc.strerror or exc}).") from None
+    return read_bounded_file(path, DEFAULT_MAX_BODY, what="The body file")
 
 
 def _body(args: argparse.Namespace, topic: str) -> bytes:

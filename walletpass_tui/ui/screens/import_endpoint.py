@@ -13,6 +13,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
 from walletpass_tui.api.models import TOPICS
 from walletpass_tui.config import ConfigError
+from walletpass_tui.webhooks.endpoint_import import import_endpoint
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 
@@ -75,7 +76,8 @@ class ImportEndpointScreen(ModalScreen[str | None]):
         ]
         problem = self.query_one("#import-problem", Static)
         try:
-            endpoint = self.registry.import_endpoint(
+            endpoint = import_endpoint(  # refuses an id already known: its secret is kept
+                self.registry,
                 self.query_one("#import-id", Input).value,
                 self.query_one("#import-url", Input).value,
                 topics,
