@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -172,6 +170,8 @@ class Settings:
 
 
 def default_data_dir() -> Path:
+    import platformdirs
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
@@ -180,6 +180,8 @@ def default_config_file(env: Mapping[str, str], home: str | Path | None = None) 
     home = home or env.get(ENV_HOME)
     if home:
         return Path(home).expanduser() / "config.toml"
+    import platformdirs
+
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
 
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
-from walletpass_tui.config import Settings
 from walletpass_tui.text import printable
+
+if TYPE_CHECKING:
+    from walletpass_tui.config import Settings
 
 __all__ = [
     "ENDPOINT_SCHEMES",

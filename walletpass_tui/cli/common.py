@@ -14,12 +14,14 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
-from walletpass_tui.config import ConfigError, Settings, load_settings
 from walletpass_tui.text import printable
+
+if TYPE_CHECKING:
+    from walletpass_tui.config import Settings
 
 __all__ = [
     "CommandError",
@@ -244,6 +246,8 @@ _FLAG_TO_SETTING = {
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """The effective settings for this command; URLs checked by the one URL rule (a bad one from
     a flag is a usage error, exit 2; from the environment or the file, a failure, exit 1)."""
+    from walletpass_tui.config import ConfigError, load_settings
+
     flags = {
         setting: getattr(args, flag)
         for flag, setting in _FLAG_TO_SETTING.items()
