@@ -512,6 +512,29 @@ async def test_a_spoofed_forwarded_for_is_ignored_when_loopback_is_not_trusted(e
     assert answer.status_code == 403 and "127.0.0.1" in answer.text
 
 
+async def test_every_forwarded_for_line_counts(env: Env) -> None:
+    """A sender's own X-Forwarded-For line comes first; the tunnel's line with the real client
+    comes last: the spoofed first line cannot pass the allow-list."""
+    receiver = await env.start(sources=SourcePolicy.build(["service"]))
+    headers = [
+        *signed("msg_lines").items(),
+        ("X-Forwarded-For", "44.228.126.217"),
+        ("X-Forwarded-For", "198.51.100.7"),
+    ]
+    answer = await env.client.post(receiver.url, content=BODY, headers=headers)
+    assert answer.status_code == 403 and "198.51.100.7" in answer.text
+    a = await only_attempt(env)
+    assert a.forwarded_for == "44.228.126.217, 198.51.100.7"
+
+
+async def test_malformed_v1_entries_are_401_no_signature_matches(env: Env) -> None:
+    receiver = await env.start()
+    headers = {**signed("msg_bad_sig"), "webhook-signature": "v2,abc v1,!!!notb64 v1,"}
+    answer = await post(env, receiver, headers)
+    assert answer.status_code == 401
+    assert answer.text == "Unauthorized: no signature matches: tried 1 secret\n"
+
+
 # -- lifecycle -------------------------------------------------------------------------------------
 
 

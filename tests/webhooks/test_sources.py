@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy, parse_networks
 
@@ -129,3 +131,42 @@ def test_trust_proxy_elsewhere_makes_a_loopback_forwarded_for_a_spoof() -> None:
     policy = SourcePolicy.build(["service"], trust=["192.0.2.1/32"])
     assert policy.client_address("127.0.0.1", "44.228.126.217") == ip("127.0.0.1")
     assert policy.client_address("192.0.2.1", "44.228.126.217") == ip("44.228.126.217")
+
+
+# -- several X-Forwarded-For lines are one list ----------------------------------------------------
+
+_HOP = st.one_of(
+    st.ip_addresses(v=4).map(str),
+    st.sampled_from(["127.0.0.1", "::1", "44.228.126.217", "198.51.100.7", "garbage", ""]),
+)
+
+
+def test_every_forwarded_for_line_counts_so_a_spoofed_first_line_cannot_pass(
+    service: SourcePolicy,
+) -> None:
+    """The sender writes a service address; the tunnel appends the real client on a second line."""
+    lines = ["44.228.126.217", "198.51.100.7"]
+    client = service.client_address("127.0.0.1", lines)
+    assert client == ip("198.51.100.7") and not service.allows(client)
+    assert service.client_address("127.0.0.1", ["44.228.126.217"]) == ip("44.228.126.217")
+
+
+@given(lines=st.lists(st.lists(_HOP, min_size=1, max_size=3), min_size=1, max_size=4))
+def test_header_lines_mean_the_same_as_one_joined_header(lines: list[list[str]]) -> None:
+    policy = SourcePolicy.build(["service"])
+    texts = [", ".join(hops) for hops in lines]
+    assert policy.client_address("127.0.0.1", texts) == policy.client_address(
+        "127.0.0.1", ", ".join(texts)
+    )
+
+
+@given(
+    earlier=st.lists(st.lists(_HOP, min_size=1, max_size=3), max_size=3),
+    last=st.ip_addresses(v=4).filter(lambda a: not a.is_loopback),
+)
+def test_the_last_untrusted_hop_is_the_client_whatever_came_before(
+    earlier: list[list[str]], last: ipaddress.IPv4Address
+) -> None:
+    policy = SourcePolicy.build(["service"])
+    lines = [*(", ".join(hops) for hops in earlier), str(last)]
+    assert policy.client_address("127.0.0.1", lines) == last

@@ -162,8 +162,6 @@ def test_a_naive_now_is_refused() -> None:
         "v2," + SPEC_SIGNATURE[3:],
         "v1a," + SPEC_SIGNATURE[3:],
         SPEC_SIGNATURE[3:],
-        "v1,",
-        "v1,!!!not-base64!!!",
         "",
         "   ",
     ],
@@ -175,6 +173,49 @@ def test_no_v1_signature_present(signature: str) -> None:
     verdict = verify(given_headers, SPEC_BODY, [key()], now=SPEC_NOW)
     assert verdict.reason is Reason.NO_V1_SIGNATURE
     assert verdict.status == 400
+
+
+@pytest.mark.parametrize(
+    "signature", ["v1,", "v1,!!!not-base64!!!", "v2,abc v1,!!!notb64 v1,", "v1 v2,abc"]
+)
+def test_malformed_v1_entries_are_v1_entries_that_do_not_match(signature: str) -> None:
+    verdict = verify(headers(signature), SPEC_BODY, [key()], now=SPEC_NOW)
+    assert (verdict.reason, verdict.status) == (Reason.NO_MATCH, 401)
+    assert verdict.text == "no signature matches: tried 1 secret"
+
+
+# One entry of a webhook-signature header: a version, a comma, a value (any of them odd).
+_ENTRY = st.one_of(
+    st.builds(
+        "{},{}".format,
+        st.sampled_from(["v1", "v2", "v1a", "V1", "", "v0"]),
+        st.one_of(
+            st.text(alphabet="ABCabc+/=!-_ 09", max_size=50).map(lambda t: t.replace(" ", "")),
+            st.binary(min_size=1, max_size=40).map(lambda b: base64.b64encode(b).decode()),
+        ),
+    ),
+    st.sampled_from(["v1", "v1,", "v2", ",", "v1,,"]),
+)
+
+
+@settings(max_examples=300)
+@given(entries=st.lists(_ENTRY, max_size=6), with_good=st.booleans(), where=st.integers(0, 6))
+def test_any_signature_list_is_judged_by_its_v1_entries(
+    entries: list[str], with_good: bool, where: int
+) -> None:
+    """A valid v1 entry anywhere verifies; otherwise any v1 entry (well formed or not) means 401
+    "no signature matches", and no v1 entry at all means 400 "no v1 signature"."""
+    if with_good:
+        entries = [*entries[:where], SPEC_SIGNATURE, *entries[where:]]
+    assume(" ".join(entries).strip())
+    verdict = verify(headers(" ".join(entries)), SPEC_BODY, [key()], now=SPEC_NOW)
+    has_v1 = any(entry.partition(",")[0] == "v1" for entry in entries)
+    if with_good:
+        assert verdict.ok
+    elif has_v1:
+        assert (verdict.reason, verdict.status) == (Reason.NO_MATCH, 401)
+    else:
+        assert (verdict.reason, verdict.status) == (Reason.NO_V1_SIGNATURE, 400)
 
 
 def test_no_match() -> None:

@@ -10,27 +10,12 @@ from dataclasses import dataclass
 from walletpass_tui.api.models import TOPICS
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.ui.untrusted import clip, one_line
+from walletpass_tui.webhooks.reasons import SHORT_REASONS
 from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogRow
 
 GAP = 1
 VERIFIED_MARK = "✓"
 REJECTED_MARK = "✗"
-
-# Short words for the verdict column; the detail view always shows the full reason.
-SHORT_REASONS = {
-    "no signature matches": "bad signature",
-    "timestamp too old": "too old",
-    "timestamp too new": "too new",
-    "missing header(s)": "missing header",
-    "malformed timestamp": "bad timestamp",
-    "no v1 signature present": "no v1 sig",
-    "no secret configured": "no secret",
-    "method not allowed": "not a POST",
-    "wrong path": "wrong path",
-    "body too large": "too large",
-    "request timed out": "timed out",
-    "source not allowed": "bad source",
-}
 
 
 @dataclass(frozen=True)

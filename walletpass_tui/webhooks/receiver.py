@@ -15,13 +15,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
 from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
-from walletpass_tui.webhooks.sources import SourcePolicy
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
 from walletpass_tui.webhooks.store import (
     FORWARD,
     ORIGINAL,
@@ -33,7 +36,9 @@ from walletpass_tui.webhooks.store import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.verify import Reason, SigningKey, Verdict, verify
+from walletpass_tui.webhooks.verify import SigningKey, Verdict, verify
+
+__all__ = ["Injection", "Receiver", "ReceiverError", "ReceiverOptions", "Rejected"]
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
@@ -42,56 +47,6 @@ REGISTRY_CHECK_S = 1.0
 
 class ReceiverError(Exception):
     """The receiver cannot start (the port is taken, say); the message says what to do."""
-
-
-@dataclass(frozen=True)
-class Injection:
-    """Deliberate failures, to watch a sender's retry schedule (a value: the runtime replaces it)."""
-
-    fail_first: int = 0  # answer 500 to the first N attempts of each message
-    respond_status: int | None = None  # answer every verified delivery with this status
-    delay_s: float = 0.0  # wait this long before answering
-    paused: bool = False  # answer 503 to verified deliveries until unpaused
-
-    def decide(self, attempt: Attempt) -> Attempt:
-        if not attempt.verified:
-            return attempt
-        if self.paused:
-            return replace(attempt, status=503, note="injected: acknowledgements paused")
-        if self.fail_first and attempt.attempt_no <= self.fail_first:
-            return replace(
-                attempt,
-                status=500,
-                note=f"injected: fail first {self.fail_first} (attempt {attempt.attempt_no})",
-            )
-        if self.respond_status is not None:
-            return replace(
-                attempt, status=self.respond_status, note=f"injected: respond {self.respond_status}"
-            )
-        return attempt
-
-    @property
-    def active(self) -> bool:
-        return bool(
-            self.paused or self.fail_first or self.respond_status is not None or self.delay_s
-        )
-
-    def describe(self) -> str:
-        """A sentence saying what is injected, e.g. for ``listen``'s banner ("" when nothing)."""
-        parts = []
-        if self.paused:
-            parts.append("verified deliveries are answered 503 (acknowledgements paused)")
-        if self.fail_first:
-            n = self.fail_first
-            parts.append(f"the first {n} attempt{'s' if n != 1 else ''} of each message get 500")
-        if self.respond_status is not None:
-            parts.append(f"verified deliveries are answered {self.respond_status}")
-        if self.delay_s:
-            parts.append(f"every answer waits {self.delay_s:g} s")
-        if not parts:
-            return ""
-        text = "; ".join(parts)
-        return text[0].upper() + text[1:] + "."
 
 
 @dataclass
@@ -265,150 +220,107 @@ class Receiver:
         self._keys = [*self.options.secrets, *self._registry_keys]
         return self._keys
 
-    # -- one request ---------------------------------------------------------------------------
+    # -- one request: small steps; any of them may raise Rejected, caught in _handle -------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        started = time.perf_counter()
-        received = self._clock()
-        opts = self.options
-        headers = tuple(request.headers.items())
-        peer = request.remote
-        xff = request.headers.get("X-Forwarded-For")
-        # Who the client is matters only to an allow-list (the row keeps the peer and the header).
-        client = (
-            opts.sources.client_address(peer, xff) if opts.sources.allowed is not None else None
-        )
+        request_info = _Request.of(request, self._clock(), self.options.sources)
+        try:
+            endpoint_id = self._route(request)
+            self._check_source(request_info)
+            body = await self._read_body(request)
+            _check_webhook_id(request, body)
+            record = self._verified(request, request_info, body, endpoint_id)
+        except Rejected as rejection:
+            record = request_info.attempt(rejection.reason, rejection.detail, **rejection.record)
+            return await self._reject(record, rejection)
+        return await self._deliver(record, request_info.started)
 
-        def attempt(
-            status: int, reason: str, detail: str = "", body: bytes = b"", **kw: object
-        ) -> Attempt:
-            webhook_id = request.headers.get("webhook-id") or None
-            kw.setdefault("verdict", REJECTED)
-            return Attempt(
-                received_at_ms=int(received.timestamp() * 1000),
-                method=request.method,
-                path=request.path_qs,
-                headers=headers,
-                body=body,
-                reason=reason,
-                detail=detail,
-                status=status,
-                webhook_id=webhook_id[:200] if webhook_id else None,
-                remote_addr=peer,
-                forwarded_for=xff,
-                **kw,  # type: ignore[arg-type]
-            )
-
-        # Route: {path} or {path}/{endpoint_id}
+    def _route(self, request: web.Request) -> str | None:
+        """``{path}`` (None) or ``{path}/{endpoint_id}``; POST only."""
+        base = self.options.path.rstrip("/")
         endpoint_id: str | None = None
-        path = request.path
-        if path.rstrip("/") != opts.path.rstrip("/"):
-            prefix = opts.path.rstrip("/") + "/"
-            rest = path[len(prefix) :] if path.startswith(prefix) else None
+        if request.path.rstrip("/") != base:
+            rest = request.path[len(base) + 1 :] if request.path.startswith(base + "/") else None
             if not rest or "/" in rest.rstrip("/"):
-                return await self._reject(
-                    attempt(404, "wrong path", f"post to {opts.path}"),
-                    started,
-                    f"Not found: post to {opts.path}",
-                )
+                where = f"post to {self.options.path}"
+                raise Rejected(Reason.WRONG_PATH, where, answer=where)
             endpoint_id = rest.rstrip("/")
         if request.method != "POST":
-            return await self._reject(
-                attempt(405, "method not allowed", request.method),
-                started,
-                "Method not allowed: webhooks are POSTed",
+            raise Rejected(
+                Reason.METHOD_NOT_ALLOWED,
+                request.method,
+                answer="webhooks are POSTed",
                 headers={"Allow": "POST"},
             )
-        if not opts.sources.allows(client):
-            return await self._reject(
-                attempt(403, "source not allowed", str(client)),
-                started,
-                f"Forbidden: {client} is not an allowed source",
+        return endpoint_id
+
+    def _check_source(self, info: _Request) -> None:
+        if not self.options.sources.allows(info.client):
+            raise Rejected(
+                Reason.SOURCE_NOT_ALLOWED,
+                str(info.client),
+                answer=f"{info.client} is not an allowed source",
             )
 
-        # Body: bounded, never read past the limit, within the read timeout.
+    async def _read_body(self, request: web.Request) -> bytes:
+        """The raw body: never read past the limit, and within the read timeout."""
+        limit = self.options.max_body
         declared = request.content_length
-        if declared is not None and declared > opts.max_body:
-            return await self._reject(
-                attempt(
-                    413, "body too large", f"{declared} bytes > {opts.max_body}", body_size=declared
-                ),
-                started,
-                f"Payload too large: the limit is {opts.max_body} bytes",
-                close=True,
-            )
+        if declared is not None and declared > limit:
+            raise _too_large(f"{declared} bytes > {limit}", limit, declared)
         try:
             if request.content.is_eof():  # the whole body came with the headers: no waiting
                 body = request.content.read_nowait()
-                if len(body) > opts.max_body:
-                    raise _TooLarge(len(body))
-            else:
-                async with asyncio.timeout(opts.read_timeout_s):
-                    body = await _read_bounded(request, opts.max_body)
+                if len(body) > limit:
+                    raise _too_large(f"more than {limit} bytes", limit, len(body))
+                return body
+            async with asyncio.timeout(self.options.read_timeout_s):
+                return await _read_bounded(request, limit)
         except TimeoutError:
-            return await self._reject(
-                attempt(
-                    408, "request timed out", f"body not received within {opts.read_timeout_s:g} s"
-                ),
-                started,
-                "Request timeout: the body did not arrive in time",
+            raise Rejected(
+                Reason.REQUEST_TIMED_OUT,
+                f"body not received within {self.options.read_timeout_s:g} s",
+                answer="the body did not arrive in time",
                 close=True,
-            )
-        except _TooLarge as exc:
-            return await self._reject(
-                attempt(
-                    413, "body too large", f"more than {opts.max_body} bytes", body_size=exc.size
-                ),
-                started,
-                f"Payload too large: the limit is {opts.max_body} bytes",
-                close=True,
-            )
+            ) from None
 
-        # The signed content is text: a webhook-id that is not UTF-8 cannot have been signed.
-        raw_id = request.headers.get("webhook-id")
-        if raw_id and not raw_id.isascii() and not _is_utf8(raw_id):
-            return await self._reject(
-                attempt(400, "malformed header", "webhook-id is not UTF-8 text", body),
-                started,
-                "Bad request: malformed header: webhook-id is not UTF-8 text",
-            )
-
-        # Verify.
-        verdict = self._verify(request, body, endpoint_id, received)
+    def _verified(
+        self, request: web.Request, info: _Request, body: bytes, endpoint_id: str | None
+    ) -> Attempt:
+        """The attempt to store for a verified delivery; raises Rejected with what was learnt."""
+        verdict = self._verify(request, body, endpoint_id, info.received)
+        detail = verdict.detail
         if verdict.reason is Reason.NO_SECRET and endpoint_id is not None:
             detail = f"no endpoint {endpoint_id} is known locally; import it with its secret"
-        else:
-            detail = verdict.detail
         topic, pass_id = labels(body)
-        record = attempt(
-            verdict.status,
-            verdict.reason.value,
-            detail,
-            body,
-            topic=topic,
-            pass_id=pass_id,
-            verdict=VERIFIED if verdict.ok else REJECTED,
-            endpoint_id=verdict.endpoint_id or endpoint_id,
-            body_size=len(body),
-        )
+        fields: dict[str, Any] = {
+            "body": body,
+            "topic": topic,
+            "pass_id": pass_id,
+            "endpoint_id": verdict.endpoint_id or endpoint_id,
+            "body_size": len(body),
+        }
+        if not verdict.ok:
+            raise Rejected(verdict.reason, detail, record=fields)
+        return info.attempt(verdict.reason, detail, verdict=VERIFIED, **fields)
 
+    async def _deliver(self, record: Attempt, started: float) -> web.Response:
+        """Forward (``--ack target``) or queue forwards, store (commit), then answer."""
         injection = self._injection
 
         def finalize(numbered: Attempt) -> Attempt:
             decided = injection.decide(numbered)
             return evolve(decided, processing_ms=(time.perf_counter() - started) * 1000)
 
-        queued: tuple[str, ...] = ()
+        queued = self.forwarder.targets(record) if self.forwarder is not None else ()
         forwarded: tuple[str, ForwardResult] | None = None
-        if record.verified and self.forwarder is not None:
-            queued = self.forwarder.targets(record)
-            if self.ack_target and queued:
-                # The first target's answer is the service's; any others are queued as usual.
-                forwarded = await self.forwarder.forward_now(record, self.ack_budget_s)
-                if forwarded is not None:
-                    status, note = ack_status(forwarded[1], self.ack_budget_s)
-                    record = replace(record, status=status, note=note)
-                    queued = queued[1:]
+        if self.ack_target and queued and self.forwarder is not None:
+            # The first target's answer is the service's; any others are queued as usual.
+            forwarded = await self.forwarder.forward_now(record, self.ack_budget_s)
+            if forwarded is not None:
+                status, note = ack_status(forwarded[1], self.ack_budget_s)
+                record = replace(record, status=status, note=note)
+                queued = queued[1:]
         try:
             stored = await self.store.record(record, finalize, forward_to=queued)
             if forwarded is not None:
@@ -420,12 +332,9 @@ class Receiver:
             return web.Response(status=503, text=f"Service unavailable: not stored ({exc})")
         if injection.delay_s:
             await asyncio.sleep(injection.delay_s)
-        if stored.verified and 200 <= stored.status < 300:
+        if 200 <= stored.status < 300:
             return web.Response(status=stored.status, text="OK: stored\n")
-        text = stored.reason if not stored.verified else (stored.note or "refused")
-        if stored.detail and not stored.verified:
-            text = f"{text}: {stored.detail}"
-        return web.Response(status=stored.status, text=_reason_text(stored.status, text))
+        return web.Response(status=stored.status, text=f"Refused: {stored.note or 'refused'}\n")
 
     def _verify(
         self, request: web.Request, body: bytes, endpoint_id: str | None, received: datetime
@@ -443,22 +352,113 @@ class Receiver:
                 break
         return verdict
 
-    async def _reject(
-        self,
-        record: Attempt,
-        started: float,
-        text: str,
-        *,
-        headers: dict[str, str] | None = None,
-        close: bool = False,
-    ) -> web.Response:
-        record = replace(record, processing_ms=(time.perf_counter() - started) * 1000)
+    async def _reject(self, record: Attempt, rejection: Rejected) -> web.Response:
+        """Record the rejected request (a store failure does not change the answer) and answer."""
         with contextlib.suppress(StoreError):
             await self.store.record(record)
-        response = web.Response(status=record.status, text=text + "\n", headers=headers)
-        if close:
+        response = web.Response(
+            status=rejection.status, text=rejection.answer_text(), headers=rejection.headers
+        )
+        if rejection.close:
             response.force_close()
         return response
+
+
+class Rejected(Exception):
+    """Why a request is refused: the reason (status and words), what is stored with it, what the
+    sender reads. Raised by the handler's steps and caught in one place."""
+
+    def __init__(
+        self,
+        reason: Reason,
+        detail: str = "",
+        *,
+        answer: str | None = None,
+        headers: dict[str, str] | None = None,
+        close: bool = False,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.detail = detail
+        self.answer = answer  # the text after "<phrase>: " (default: the reason and its detail)
+        self.headers = headers
+        self.close = close  # close the connection: the rest of the body is never read
+        self.record = record or {}  # more fields of the stored attempt (body, topic...)
+
+    @property
+    def status(self) -> int:
+        return self.reason.status
+
+    def answer_text(self) -> str:
+        if self.answer is not None:
+            return f"{self.reason.phrase}: {self.answer}\n"
+        text = f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
+        return f"{self.reason.phrase}: {text}\n"
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What is known of a request before its body is read: when, from whom, its headers."""
+
+    request: web.Request
+    received: datetime
+    started: float
+    headers: tuple[tuple[str, str], ...]
+    client: IPAddress | None
+
+    @classmethod
+    def of(cls, request: web.Request, received: datetime, sources: SourcePolicy) -> _Request:
+        started = time.perf_counter()
+        # Who the client is matters only to an allow-list (the row keeps the peer and the header).
+        client = (
+            sources.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
+            if sources.allowed is not None
+            else None
+        )
+        return cls(request, received, started, tuple(request.headers.items()), client)
+
+    def attempt(
+        self, reason: Reason, detail: str = "", *, verdict: str = REJECTED, **fields: Any
+    ) -> Attempt:
+        """The attempt to store: its reason and verdict, and what else is known (body, topic...)."""
+        request = self.request
+        fields.setdefault("body", b"")
+        webhook_id = request.headers.get("webhook-id") or None
+        forwarded = request.headers.getall("X-Forwarded-For", [])
+        return Attempt(
+            received_at_ms=int(self.received.timestamp() * 1000),
+            method=request.method,
+            path=request.path_qs,
+            headers=self.headers,
+            reason=reason.value,
+            detail=detail,
+            status=reason.status,
+            webhook_id=webhook_id[:200] if webhook_id else None,
+            remote_addr=request.remote,
+            forwarded_for=", ".join(forwarded) if forwarded else None,
+            verdict=verdict,
+            processing_ms=(time.perf_counter() - self.started) * 1000,
+            **fields,
+        )
+
+
+def _too_large(detail: str, limit: int, size: int) -> Rejected:
+    return Rejected(
+        Reason.BODY_TOO_LARGE,
+        detail,
+        answer=f"the limit is {limit} bytes",
+        close=True,
+        record={"body_size": size},
+    )
+
+
+def _check_webhook_id(request: web.Request, body: bytes) -> None:
+    """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
+    raw_id = request.headers.get("webhook-id")
+    if raw_id and not raw_id.isascii() and not _is_utf8(raw_id):
+        record = {"body": body, "body_size": len(body)}
+        raise Rejected(Reason.MALFORMED_HEADER, "webhook-id is not UTF-8 text", record=record)
 
 
 async def _listening_socket(host: str, port: int) -> socket.socket:
@@ -480,16 +480,6 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _reason_text(status: int, reason: str) -> str:
-    label = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden"}.get(status, "Refused")
-    return f"{label}: {reason}\n"
-
-
-class _TooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
 async def _read_bounded(request: web.Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
@@ -500,6 +490,6 @@ async def _read_bounded(request: web.Request, limit: int) -> bytes:
             break
         total += len(chunk)
         if total > limit:
-            raise _TooLarge(total)
+            raise _too_large(f"more than {limit} bytes", limit, total)
         chunks.append(chunk)
     return b"".join(chunks)

@@ -3,13 +3,15 @@
 The service posts from a published set of addresses (spec section 6, rule 7). Behind a tunnel
 (ngrok, cloudflared) the direct peer is local, so the client is taken from ``X-Forwarded-For``, but
 only when the direct peer is a trusted proxy (loopback by default): anyone else could write that
-header.
+header. Every ``X-Forwarded-For`` line counts: several lines are one list, in order (RFC 9110
+5.3), so a line the sender wrote first cannot stand in for the hop the proxy appended last. The
+``Forwarded`` header is not read.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -80,16 +82,20 @@ class SourcePolicy:
             return cls(allowed=allowed)
         return cls(allowed=allowed, trusted_proxies=tuple(parse_networks(trust)))
 
-    def client_address(self, peer: str | None, forwarded_for: str | None) -> IPAddress | None:
+    def client_address(
+        self, peer: str | None, forwarded_for: str | Sequence[str] | None
+    ) -> IPAddress | None:
         """The client: the direct peer, or from X-Forwarded-For when the peer is a trusted proxy.
 
+        ``forwarded_for``: the header's value, or every line of it in the order received.
         X-Forwarded-For lists client, proxy1, proxy2...; walking it from the right, the first
         address that is not itself a trusted proxy is the client.
         """
         direct = _address(peer)
-        if direct is None or not forwarded_for or not _within(direct, self.trusted_proxies):
+        lines = [forwarded_for] if isinstance(forwarded_for, str) else list(forwarded_for or ())
+        if direct is None or not lines or not _within(direct, self.trusted_proxies):
             return direct
-        hops = [_address(part) for part in forwarded_for.split(",")]
+        hops = [_address(part) for line in lines for part in line.split(",")]
         for hop in reversed(hops):
             if hop is None:
                 return direct  # a malformed chain: trust nothing in it

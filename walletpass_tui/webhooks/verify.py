@@ -6,7 +6,9 @@ Pure functions over the ``standardwebhooks`` package, working around what it can
   fail there. We compute the HMAC over the raw bytes with the package's ``hmac_data``.
 * Its tolerance is fixed at 300 s; ours is a parameter, checked into the past and the future.
 * A malformed entry in ``webhook-signature`` makes it raise a bare ``ValueError``/``binascii.Error``
-  and stop looking; we skip malformed entries so they never hide a valid ``v1`` entry.
+  and stop looking; we read a malformed ``v1`` entry as a ``v1`` signature that matches nothing, so
+  it never hides a valid entry and ``v1,!!!`` alone is "no signature matches", not "no v1
+  signature".
 * Its ``sign`` treats a naive datetime as UTC and *replaces* the zone of an aware one; we always pass
   an aware UTC time.
 * It decodes secrets leniently (bad base64 is accepted); ``parse_secret`` rejects them with a clear
@@ -21,9 +23,21 @@ import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 
 from standardwebhooks.webhooks import Webhook, hmac_data
+
+from walletpass_tui.webhooks.reasons import Reason
+
+__all__ = [
+    "Reason",
+    "SecretError",
+    "SigningKey",
+    "Verdict",
+    "compute_signature",
+    "parse_secret",
+    "sign",
+    "verify",
+]
 
 SECRET_PREFIX = "whsec_"
 HEADER_ID = "webhook-id"
@@ -58,26 +72,6 @@ def parse_secret(secret: str) -> bytes:
     if not key:
         raise SecretError("The signing secret decodes to an empty key.")
     return key
-
-
-class Reason(StrEnum):
-    OK = "verified"
-    MISSING_HEADERS = "missing header(s)"
-    MALFORMED_TIMESTAMP = "malformed timestamp"
-    TIMESTAMP_TOO_OLD = "timestamp too old"
-    TIMESTAMP_TOO_NEW = "timestamp too new"
-    NO_V1_SIGNATURE = "no v1 signature present"
-    NO_MATCH = "no signature matches"
-    NO_SECRET = "no secret configured"
-
-    @property
-    def status(self) -> int:
-        """The HTTP status the receiver answers with for this verdict."""
-        if self is Reason.OK:
-            return 200
-        if self in (Reason.MISSING_HEADERS, Reason.MALFORMED_TIMESTAMP, Reason.NO_V1_SIGNATURE):
-            return 400
-        return 401
 
 
 @dataclass(frozen=True)
@@ -130,18 +124,26 @@ def compute_signature(key: bytes, msg_id: str, timestamp: str, body: bytes) -> s
     return "v1," + base64.b64encode(digest).decode("ascii")
 
 
-def _v1_signatures(header: str) -> list[bytes]:
-    """Decoded ``v1`` signatures; malformed and other-version entries are skipped."""
+def _v1_signatures(header: str) -> tuple[int, list[bytes]]:
+    """(how many ``v1`` entries there are, the decoded ones).
+
+    Entries of other versions are skipped; a ``v1`` entry whose value is empty or not base64 counts
+    as a ``v1`` entry that matches nothing.
+    """
+    entries = 0
     found: list[bytes] = []
     for entry in header.split(" "):
-        version, sep, value = entry.partition(",")
-        if not sep or version != "v1" or not value:
+        version, _, value = entry.partition(",")
+        if version != "v1":
+            continue
+        entries += 1
+        if not value:
             continue
         try:
             found.append(base64.b64decode(value, validate=True))
         except (binascii.Error, ValueError):
             continue
-    return found
+    return entries, found
 
 
 def verify(
@@ -177,8 +179,8 @@ def verify(
             False, Reason.TIMESTAMP_TOO_NEW, f"{-age:.0f} s ahead, tolerance {tolerance_s:g} s"
         )
 
-    candidates = _v1_signatures(sig_header)
-    if not candidates:
+    entries, candidates = _v1_signatures(sig_header)
+    if not entries:
         return Verdict(False, Reason.NO_V1_SIGNATURE)
     if not keys:
         return Verdict(False, Reason.NO_SECRET, "add --secret or import the endpoint")
