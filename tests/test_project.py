@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,100 @@ def _tool(name: str) -> str:
 
 
 def test_core_layers_never_import_the_ui() -> None:
+    """pyproject.toml's import-linter contracts: the core never imports the UI or Textual, and
+    the layers cli > ui > relay/check/sim > webhooks > tunnel > api > config > text hold."""
     result = subprocess.run([_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" in result.stdout and "0 broken" in result.stdout
+    assert re.search(r"Layers: cli > ui .* KEPT", result.stdout.replace("\n", " ")), result.stdout
+
+
+_CORE_IMPORT = """
+import importlib, json, pkgutil, sys
+# httpx imports its optional command line (and with it rich) only when click is installed, as
+# import-linter's dependency is here; a user's install has no click. Keep the test about our code.
+sys.modules["click"] = None
+import walletpass_tui.webhooks as core
+for info in pkgutil.walk_packages(core.__path__, "walletpass_tui.webhooks."):
+    importlib.import_module(info.name)
+print(json.dumps(sorted(m for m in ("textual", "rich") if m in sys.modules)))
+"""
+
+
+def test_the_core_loads_neither_textual_nor_rich() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _CORE_IMPORT], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", (
+        f"importing walletpass_tui.webhooks loaded {result.stdout}"
+    )
+
+
+def _cycles(graph: Any) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in graph.modules:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    imported = graph.find_modules_directly_imported_by(child)
+                    work.append((child, iter(sorted(imported))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """Every import counts, those inside functions too (a lazy import hides a cycle, it does
+    not remove it); only ``if TYPE_CHECKING:`` imports, which never run, are left out."""
+    import grimp
+
+    graph = grimp.build_graph("walletpass_tui", exclude_type_checking_imports=True)
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    class Toy:
+        modules = {"a", "b", "c"}
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}}
+
+        def find_modules_directly_imported_by(self, module: str) -> set[str]:
+            return self.edges[module]
+
+    assert _cycles(Toy()) == [["a", "b", "c"]]
 
 
 def test_ruff_check_and_format_are_clean() -> None:
