@@ -246,7 +246,7 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
             send_key(app, "enter")
             await until(
                 lambda: (
-                    not log._resetting
+                    not log.reloading
                     and (
                         not log.window.rows or paints.last_by_id.get(log.window.rows[0].id, 0) > t0
                     )
@@ -264,7 +264,7 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
                 }
             )
             await pilot.press("escape")
-            await until(lambda: not log._resetting and log.total is not None)
+            await until(lambda: not log.reloading and log.total is not None)
             return took
 
         await filter_for("pass_0012345")
@@ -306,13 +306,13 @@ _CHARACTERS = {"enter": "\r", "escape": "\x1b", "slash": "/"}
 
 
 def send_key(app: Any, key: str) -> None:
-    """A key as the terminal driver delivers it: no test-harness waiting for the app to go idle
-    (Pilot.press polls for idleness, which would be timed too)."""
+    """A key posted to the app as the terminal driver delivers it: no test-harness waiting for
+    the app to go idle (Pilot.press polls for idleness, which would be timed too)."""
     from textual import events
 
     event = events.Key(key, _CHARACTERS.get(key, key if len(key) == 1 else None))
     event.set_sender(app)
-    app._driver.send_message(event)
+    app.post_message(event)
 
 
 def summary(seconds: list[float]) -> dict[str, float]:

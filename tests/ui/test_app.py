@@ -19,11 +19,12 @@ from ui_helpers import SIZE, attempt, body_for, plain, record_all, sender_for, w
 
 from walletpass_tui.cli import dashboard_cmd
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.commands import COMMANDS
+from walletpass_tui.ui.commands import COMMANDS, action_target
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.help import HelpScreen
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.store import Store
@@ -35,7 +36,7 @@ async def main_of(app: WalletPassApp) -> MainScreen:
     return app.screen
 
 
-async def test_every_palette_command_names_an_action_of_the_app(
+async def test_every_palette_command_runs_an_action_of_the_main_screen_or_the_app(
     make_app: Callable[..., WalletPassApp], store: Store
 ) -> None:
     await record_all(store, [attempt(1), attempt(2, verdict="rejected")])
@@ -43,8 +44,10 @@ async def test_every_palette_command_names_an_action_of_the_app(
     async with app.run_test(size=SIZE) as pilot:
         main = await main_of(app)
         for command in COMMANDS:
-            name = command.action.split("(")[0]
-            assert callable(getattr(app, f"action_{name}", None)), command.action
+            assert action_target(command, main, app) is not None, command.action
+        # The app keeps only app-wide actions: the screen's are not passed through it.
+        for name in ("filter_log", "follow", "only", "open_detail", "new_endpoint"):
+            assert not hasattr(app, f"action_{name}"), name
         await pilot.press("ctrl+p")
         await wait_for(lambda: CommandPalette.is_open(app))
         await pilot.press(*"only rejected")
@@ -52,6 +55,31 @@ async def test_every_palette_command_names_an_action_of_the_app(
         await pilot.press("enter")
         log = main.query_one(EventLogPane)
         await wait_for(lambda: log.filter.verdict == "rejected" and log.total == 1)
+
+
+async def test_the_palette_over_a_delivery_replays_that_delivery(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, [attempt(1), attempt(2)])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await main_of(app)
+        await wait_for(lambda: main.event_log.total == 2)
+        await pilot.press("j", "enter")  # the older one, on a screen of its own
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        detail = app.screen
+        # Commands of the main screen are not offered here; the screen's own and the app's are.
+        assert (
+            action_target(next(c for c in COMMANDS if c.name == "filter_log"), detail, app) is None
+        )
+        await pilot.press("ctrl+p")
+        await wait_for(lambda: CommandPalette.is_open(app))
+        await pilot.press(*"replay the selected")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, ReplayScreen))
+        assert isinstance(app.screen, ReplayScreen)
+        assert app.screen.attempt.webhook_id == "msg_000001"
 
 
 async def test_help_lists_the_keys(make_app: Callable[..., WalletPassApp]) -> None:

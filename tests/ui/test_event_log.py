@@ -218,7 +218,7 @@ async def test_history_pages_in_and_memory_stays_bounded(
         sizes = []
         while log.window.has_older:
             await pilot.press("end")
-            await wait_for(lambda: not log._paging)
+            await wait_for(lambda: not log.paging)
             sizes.append(len(log.window))
         await pilot.press("end")
         assert max(sizes) <= 400
@@ -228,7 +228,7 @@ async def test_history_pages_in_and_memory_stays_bounded(
         # And back up: newer pages come back in order, without gaps or repeats.
         while log.window.has_newer:
             await pilot.press("pageup")
-            await wait_for(lambda: not log._paging)
+            await wait_for(lambda: not log.paging)
             assert len(log.window) <= 400
         ids = [row.id for row in log.window.rows]
         assert ids == list(range(600, 600 - len(ids), -1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -92,7 +93,6 @@ def test_every_commit_arrives_once_in_order_or_is_counted_as_dropped(
 ) -> None:
     """Whatever the batch sizes and wherever frames end: attempts arrive once each, in commit
     order, and what was left out is counted, never silently lost."""
-    import asyncio
 
     async def run() -> None:
         source = FakeSource()
@@ -119,3 +119,18 @@ def test_every_commit_arrives_once_in_order_or_is_counted_as_dropped(
         assert len(target.messages) <= len(plan)
 
     asyncio.run(run())
+
+
+async def test_frames_are_short_while_a_person_interacts_and_long_otherwise(store: Store) -> None:
+    target = Collector()
+    feed = LiveFeed(store, target, interval=0.01, idle_interval=NEVER)  # type: ignore[arg-type]
+    feed.start()
+    await record_all(store, [attempt(1)])
+    await asyncio.sleep(0.05)
+    assert target.messages == []  # nobody at the keyboard: the long frame has not ended
+    feed.touch()  # a key press: the frame waiting is shortened
+    await wait_for(lambda: len(target.messages) == 1)
+    await record_all(store, [attempt(2)])  # still in use: a short frame
+    await wait_for(lambda: len(target.messages) == 2)
+    assert [m.attempts[0].webhook_id for m in target.messages] == ["msg_000001", "msg_000002"]
+    feed.stop()

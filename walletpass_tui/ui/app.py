@@ -11,16 +11,24 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
-from textual.message import Message
 
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.context import DashboardContext, ServiceClient
-from walletpass_tui.ui.live_feed import DeliveriesStored, LiveFeed
+from walletpass_tui.ui.live_feed import LiveFeed
 from walletpass_tui.ui.log_window import DEFAULT_CAPACITY
+from walletpass_tui.ui.messages import (
+    DeliveriesStored,
+    ForwardAnswered,
+    LiveSignals,
+    ReceiverState,
+    ReplayRequested,
+)
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
@@ -29,14 +37,11 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
-from walletpass_tui.ui.widgets.status_bar import ReceiverState
+from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
-    ForwardResult,
-    ForwardRow,
-    LogFilter,
     Stats,
 )
 
@@ -55,16 +60,7 @@ class AppParts:
     log_capacity: int = DEFAULT_CAPACITY
 
 
-class ForwardAnswered(Message):
-    """The forwarder sent a queued delivery on to the user's app (and recorded the answer)."""
-
-    def __init__(self, row: ForwardRow, result: ForwardResult) -> None:
-        super().__init__()
-        self.row = row
-        self.result = result
-
-
-class WalletPassApp(App[int]):
+class WalletPassApp(ReportsWorkerErrors, App[int]):
     CSS_PATH = ["app.tcss", "panes.tcss", "screens.tcss"]
     TITLE = "walletpass-tui"
     COMMANDS = App.COMMANDS | {DashboardCommands}
@@ -90,7 +86,6 @@ class WalletPassApp(App[int]):
         self._runtime: DeliveryRuntime | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
-        self.main_screen: MainScreen | None = None
         self.stats = Stats()
         self.theme = theme
         chosen = self.get_theme(theme)
@@ -125,10 +120,9 @@ class WalletPassApp(App[int]):
             forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
         )
         self.stats = await runtime.store.stats()
-        self.main_screen = MainScreen(self.context, log_capacity=parts.log_capacity)
-        await self.push_screen(self.main_screen)
+        self.live.publish_stats(self.stats)
         self._show_receiver()
-        self.main_screen.show_stats(self.stats)
+        await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
         self._count_pending()
         # Deliveries are accepted once the first frame is on screen (the port is already bound:
         # a sender connecting meanwhile waits in the backlog).
@@ -158,17 +152,22 @@ class WalletPassApp(App[int]):
         if self._runtime is not None and not isinstance(self.parts.runtime, DeliveryRuntime):
             await self._runtime.close()  # the app opened it
 
-    # -- live updates: one message per frame from the feed ----------------------------------------
+    # -- live updates: published to the panes, which subscribe to what they show ---------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if self._feed is not None and isinstance(event, (events.Key, events.MouseEvent)):
+            self._feed.touch()  # a person is here: the live log draws at full frame rate
+        await super().on_event(event)
+
+    @cached_property
+    def live(self) -> LiveSignals:
+        """The signals panes subscribe to (deliveries, forwards and replays, header values)."""
+        return LiveSignals(self)
 
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
+        """One message per frame from the live feed: counted here, shown by the panes."""
         self._count(message.attempts)
-        main = self.main_screen
-        if main is None or not main.is_attached:
-            return  # the screen is gone (the app is closing): nothing to show it on
-        main.show_stats(self.stats)
-        main.deliveries_stored(message.attempts, message.dropped)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.deliveries_stored(message.attempts, message.dropped)
+        self.live.deliveries.publish(message)
         if message.dropped and self.context is not None:
             self._recount()
         if self._runtime is not None and self._runtime.forwarding:
@@ -176,22 +175,8 @@ class WalletPassApp(App[int]):
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
         self._count_pending()
-        webhook_id = message.row.webhook_id
-        if webhook_id:
-            self._reload_details(webhook_id)
-
-    def _reload_details(self, webhook_id: str | None) -> None:
-        """Show a new forward or replay of this message (None: of any message) wherever its detail
-        is on screen."""
-        details = []
-        if self.main_screen is not None:
-            details.append(self.main_screen.detail)
-        if isinstance(self.screen, DetailScreen):
-            details.append(self.screen.detail)
-        for detail in details:
-            shown = detail.data
-            if shown is not None and webhook_id in (None, shown.attempt.webhook_id):
-                detail.reload()
+        if message.row.webhook_id:
+            self.live.history.publish(message.row.webhook_id)
 
     def _count_pending(self) -> None:
         """How many forwards wait for the user's app, for the header (a query of the index)."""
@@ -214,13 +199,13 @@ class WalletPassApp(App[int]):
             rejected=s.rejected + len(attempts) - verified,
             redeliveries=s.redeliveries + sum(1 for a in attempts if a.attempt_no > 1),
         )
+        self.live.publish_stats(self.stats)
 
     def _recount(self) -> None:
         async def recount() -> None:
             assert self.context is not None
             self.stats = await self.context.store.stats()
-            if self.main_screen is not None:
-                self.main_screen.show_stats(self.stats)
+            self.live.publish_stats(self.stats)
 
         self.run_worker(recount(), group="stats", exclusive=True, exit_on_error=False)
 
@@ -237,10 +222,10 @@ class WalletPassApp(App[int]):
             )
 
     def _show_receiver(self) -> None:
-        if self.main_screen is None or self.context is None:
+        if self.context is None:
             return
         routes = self._runtime.routes if self._runtime is not None else ()
-        self.main_screen.show_receiver(
+        self.live.publish_receiver(
             ReceiverState(
                 address=self.context.receiver_address(),
                 problem=self._receiver_problem,
@@ -253,15 +238,6 @@ class WalletPassApp(App[int]):
         )
 
     # -- actions --------------------------------------------------------------------------------
-
-    def _main(self) -> MainScreen | None:
-        """The main screen, brought to the front (closing any detail or dialog over it)."""
-        main = self.main_screen
-        if main is None:
-            return None
-        while self.screen is not main and len(self.screen_stack) > 2:
-            self.pop_screen()
-        return main
 
     def action_toggle_pause(self) -> None:
         runtime = self._runtime
@@ -280,19 +256,15 @@ class WalletPassApp(App[int]):
         else:
             self.notify("Acknowledgements resumed.", markup=False)
 
-    def action_replay(self) -> None:
-        """Replay the delivery on screen (the detail's, or the one selected in the log)."""
-        if self.context is None:
-            return
-        attempt_id: int | None = None
-        if isinstance(self.screen, DetailScreen):
-            attempt_id = self.screen.attempt_id
-        elif (main := self._main()) is not None and (row := main.event_log.window.current):
-            attempt_id = row.id
-        if attempt_id is None:
-            self.notify("Select a delivery in the event log to replay it.", markup=False)
-            return
-        self.run_worker(self._open_replay(attempt_id), group="replay-open", exclusive=True)
+    def on_replay_requested(self, message: ReplayRequested) -> None:
+        """A screen asked to replay a delivery: open the form over it."""
+        if self.context is not None:
+            self.run_worker(
+                self._open_replay(message.attempt_id),
+                group="replay-open",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     async def _open_replay(self, attempt_id: int) -> None:
         assert self.context is not None
@@ -321,7 +293,7 @@ class WalletPassApp(App[int]):
             markup=False,
         )
         if attempt.webhook_id:
-            self._reload_details(attempt.webhook_id)
+            self.live.history.publish(attempt.webhook_id)
 
     def action_give_up_forwards(self) -> None:
         async def give_up() -> None:
@@ -335,10 +307,10 @@ class WalletPassApp(App[int]):
             )
             self.pending_forwards = await self.context.store.pending_forward_count()
             self._show_receiver()
-            self._reload_details(None)
+            self.live.history.publish(None)
 
         if self.context is not None:
-            self.run_worker(give_up(), group="give-up", exclusive=True)
+            self.run_worker(give_up(), group="give-up", exclusive=True, exit_on_error=False)
 
     def action_toggle_theme(self) -> None:
         current = self.get_theme(self.theme)
@@ -362,46 +334,6 @@ class WalletPassApp(App[int]):
             ("Forms", CreateEndpointScreen.BINDINGS),
             ("Replay", ReplayScreen.BINDINGS),
         ]
-
-    def action_new_endpoint(self) -> None:
-        if main := self._main():
-            main.action_new_endpoint()
-
-    def action_import_endpoint(self) -> None:
-        if main := self._main():
-            main.action_import_endpoint()
-
-    def action_refresh_templates(self) -> None:
-        if main := self._main():
-            main.action_refresh_templates()
-
-    def action_show_pane(self, pane: str) -> None:
-        if main := self._main():
-            main.action_show_pane(pane)
-
-    def action_filter_log(self) -> None:
-        if main := self._main():
-            main.action_show_pane("events")
-            main.event_log.action_filter()
-
-    def action_clear_filter(self) -> None:
-        if main := self._main():
-            main.event_log.action_clear_filter()
-
-    def action_only(self, verdict: str) -> None:
-        if main := self._main():
-            main.action_show_pane("events")
-            log = main.event_log
-            log.set_terms(LogFilter(log.filter.topic, verdict, log.filter.text))
-
-    def action_follow(self) -> None:
-        if main := self._main():
-            main.action_show_pane("events")
-            main.event_log.action_follow()
-
-    def action_open_detail(self) -> None:
-        if main := self._main():
-            main.action_open_detail()
 
 
 def build_app(

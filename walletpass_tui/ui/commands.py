@@ -1,4 +1,9 @@
-"""Every dashboard action in the command palette (ctrl+p), by name."""
+"""Every dashboard action in the command palette (ctrl+p), by name.
+
+An entry runs the action of the screen the palette was opened over when that screen has it
+(filtering the log is the main screen's, replaying is the main and detail screens'), else the
+app's (pause, theme, keys, quit); an entry neither has is not offered there.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,18 @@ from dataclasses import dataclass
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.dom import DOMNode
 
 
 @dataclass(frozen=True)
 class PaletteCommand:
     title: str
     help: str
-    action: str  # an action of the app, run with App.run_action
+    action: str  # an action of the screen the palette is over, or of the app
+
+    @property
+    def name(self) -> str:
+        return self.action.split("(")[0]
 
 
 COMMANDS: tuple[PaletteCommand, ...] = (
@@ -72,22 +82,40 @@ COMMANDS: tuple[PaletteCommand, ...] = (
 )
 
 
+def action_target(command: PaletteCommand, screen: DOMNode, app: DOMNode) -> DOMNode | None:
+    """Who runs ``command``: the screen if it has the action, else the app, else nobody."""
+    for node in (screen, app):
+        if callable(getattr(node, f"action_{command.name}", None)):
+            return node
+    return None
+
+
 class DashboardCommands(Provider):
-    async def discover(self) -> Hits:
+    def _available(self) -> list[tuple[PaletteCommand, DOMNode]]:
+        found = []
         for command in COMMANDS:
+            target = action_target(command, self.screen, self.app)
+            if target is not None:
+                found.append((command, target))
+        return found
+
+    async def discover(self) -> Hits:
+        for command, target in self._available():
             yield DiscoveryHit(
-                command.title, partial(self.app.run_action, command.action), help=command.help
+                command.title,
+                partial(self.app.run_action, command.action, target),
+                help=command.help,
             )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for command in COMMANDS:
+        for command, target in self._available():
             score = matcher.match(command.title)
             if score > 0:
                 yield Hit(
                     score,
                     matcher.highlight(command.title),
-                    partial(self.app.run_action, command.action),
+                    partial(self.app.run_action, command.action, target),
                     text=command.title,
                     help=command.help,
                 )

@@ -5,29 +5,33 @@ collects the new attempts and, at most once per frame, posts a single ``Deliveri
 with everything that arrived since the last one, so a burst of a thousand deliveries costs the UI one
 update, not a thousand. Should the UI fall far behind, the oldest pending attempts are dropped and
 the message says so, and the log reloads from the store instead.
+
+The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
+key or mouse event), 8 per second while only new rows arrive; a stream of deliveries then costs
+a fraction of the redraws, and rows still appear within an eighth of a second.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from textual.message import Message
 from textual.message_pump import MessagePump
 
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.ui.messages import DeliveriesStored
+from walletpass_tui.webhooks.store import Attempt
 
-FRAME_S = 1 / 30
+FRAME_S = 1 / 30  # while a person interacts
+IDLE_FRAME_S = 1 / 8  # while only new rows arrive
+INTERACTION_S = 2.0  # how long after the last key or mouse event the dashboard counts as in use
 MAX_PENDING = 5_000
 
 
-class DeliveriesStored(Message):
-    """Attempts committed since the previous message, oldest first."""
+class CommitSource(Protocol):
+    """Anything that calls a listener with each committed batch: the store, the runtime."""
 
-    def __init__(self, attempts: tuple[Attempt, ...], dropped: int = 0) -> None:
-        super().__init__()
-        self.attempts = attempts
-        self.dropped = dropped  # attempts left out because the UI fell behind: reload
+    def subscribe(self, listener: Callable[[Sequence[Attempt]], None], /) -> Callable[[], None]: ...
 
 
 class LiveFeed:
@@ -35,15 +39,20 @@ class LiveFeed:
 
     def __init__(
         self,
-        store: Store,
+        store: CommitSource,
         target: MessagePump,
         *,
         interval: float = FRAME_S,
+        idle_interval: float | None = None,
         max_pending: int = MAX_PENDING,
     ) -> None:
         self._store = store
         self._target = target
         self._interval = interval
+        self._idle_interval = (
+            idle_interval if idle_interval is not None else max(interval, IDLE_FRAME_S)
+        )
+        self._touched_at = float("-inf")
         self._max_pending = max_pending
         self._pending: list[Attempt] = []
         self._dropped = 0
@@ -70,7 +79,20 @@ class LiveFeed:
             del self._pending[:overflow]
             self._dropped += overflow
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._frame(loop.time()), self.flush)
+
+    def touch(self) -> None:
+        """A person pressed a key or used the mouse: frames are short for a while (a frame
+        already waiting on the long interval is shortened)."""
+        loop = asyncio.get_running_loop()
+        self._touched_at = loop.time()
+        if self._timer is not None and self._timer.when() - loop.time() > self._interval:
+            self._timer.cancel()
+            self._timer = loop.call_later(self._interval, self.flush)
+
+    def _frame(self, now: float) -> float:
+        return self._interval if now - self._touched_at < INTERACTION_S else self._idle_interval
 
     @property
     def pending(self) -> int:

@@ -2,35 +2,38 @@
 between them, headers, the body (raw, and pretty when JSON), and forwards/replays of it.
 
 Used as a pane below the event log on wide terminals and inside ``DetailScreen`` everywhere.
+
+The body is shown a page at a time (``body_pages``), prepared in a worker thread, so a megabyte
+body never holds the event loop the receiver shares. Live updates (another attempt of the message,
+a forward answered) reload it at most every ``LIVE_RELOAD_S`` and only while it is on screen; a
+detail hidden meanwhile catches up when it is shown again (``catch_up``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.highlight import highlight
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
 
-from walletpass_tui.formatting import format_gap, format_ms
+from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
+from walletpass_tui.ui.body_pages import NOT_JSON, BodyPage, body_page
 from walletpass_tui.ui.log_columns import REJECTED_MARK, SHORT_REASONS, VERIFIED_MARK
-from walletpass_tui.ui.untrusted import (
-    body_text,
-    one_line,
-    parse_json_body,
-    pretty_json,
-    visible,
-)
+from walletpass_tui.ui.messages import DeliveriesStored, live_signals
+from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.store import PENDING, Attempt, ForwardRow, Store
 
 ANSWER_PREVIEW = 200  # characters of the app's answer shown per forward
-HIGHLIGHT_LIMIT = 64 * 1024  # characters; bigger JSON is shown pretty but without colours
+LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often
 TABS = (
     ("body", "Body"),
     ("headers", "Headers"),
@@ -58,15 +61,24 @@ async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
     return DeliveryData(attempt, attempts or (attempt,), forwards)
 
 
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 / 1024:.1f} MiB"
+@dataclass(frozen=True)
+class BodyView:
+    """The pages of the body on screen: pretty (or raw when not JSON) and raw."""
+
+    body: BodyPage
+    raw: BodyPage
 
 
-class DeliveryDetail(Vertical):
+async def load_pages(body: bytes, body_index: int = 0, raw_index: int = 0) -> BodyView:
+    """Both views' pages, prepared in a worker thread (parsing, escaping, highlighting)."""
+
+    def prepare() -> BodyView:
+        return BodyView(body_page(body, body_index), body_page(body, raw_index, raw=True))
+
+    return await asyncio.to_thread(prepare)
+
+
+class DeliveryDetail(ReportsWorkerErrors, Vertical):
     """Shows one attempt; ``show(attempt_id)`` loads it from the store in a worker."""
 
     COMPONENT_CLASSES = {
@@ -87,11 +99,20 @@ class DeliveryDetail(Vertical):
             super().__init__()
             self.data = data
 
+    BINDINGS = [
+        Binding("right_square_bracket", "page(1)", "Next part", show=False),
+        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
+    ]
+
     def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.store = store
         self.data: DeliveryData | None = None
+        self.pages: BodyView | None = None  # the body's pages on screen
         self.requested_id: int | None = None
+        self._stale = False  # a live update arrived while hidden
+        self._live_timer: Timer | None = None
+        self._live_wanted = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary", classes="detail-summary")
@@ -102,14 +123,67 @@ class DeliveryDetail(Vertical):
                     yield Static(id=f"detail-{key}", classes="detail-text")
 
     def on_mount(self) -> None:
+        signals = live_signals(self)
+        signals.deliveries.subscribe(self, self._deliveries_stored, immediate=True)
+        signals.history.subscribe(self, self._history_changed, immediate=True)
         self.call_after_refresh(self._render_empty)
+
+    @property
+    def webhook_id(self) -> str | None:
+        """The webhook-id of the message on screen."""
+        return self.data.attempt.webhook_id if self.data is not None else None
+
+    def _deliveries_stored(self, message: DeliveriesStored) -> None:
+        """Another attempt of the message on screen arrived: show it in the attempt list."""
+        shown = self.webhook_id
+        if shown and any(a.webhook_id == shown for a in message.attempts):
+            self._live_reload()
+
+    def _history_changed(self, webhook_id: str | None) -> None:
+        """A forward or replay was recorded (of ``webhook_id``; None: of any message)."""
+        if self.data is not None and webhook_id in (None, self.webhook_id):
+            self._live_reload()
+
+    @property
+    def on_screen(self) -> bool:
+        """Displayed, on the screen in front."""
+        return self.display and self.is_on_screen and self.screen.is_current
+
+    def _live_reload(self) -> None:
+        if not self.on_screen:
+            self._stale = True
+            return
+        if self._live_timer is not None:
+            self._live_wanted = True  # once more when the interval ends
+            return
+        self.reload()
+        self._live_timer = self.set_timer(LIVE_RELOAD_S, self._live_interval_over)
+
+    def _live_interval_over(self) -> None:
+        self._live_timer = None
+        if self._live_wanted:
+            self._live_wanted = False
+            self._live_reload()
+
+    def catch_up(self) -> None:
+        """Shown again: reload if live updates were skipped while hidden."""
+        if self._stale:
+            self._stale = False
+            self.reload()
+
+    def worker_failed(self, group: str, error: BaseException | None) -> None:
+        self.data = None
+        self.pages = None
+        self._render_empty(f"This delivery could not be read. {failure_text(error)}")
 
     # -- loading ------------------------------------------------------------------------------
 
     def show(self, attempt_id: int | None) -> None:
         self.requested_id = attempt_id
+        self._stale = False
         if attempt_id is None:
             self.data = None
+            self.pages = None
             self._render_empty()
             return
         self._load(attempt_id)
@@ -125,21 +199,59 @@ class DeliveryDetail(Vertical):
             return
         if data is None:
             self.data = None
+            self.pages = None
             self._render_empty("This delivery is no longer in the history (pruned).")
             self.post_message(self.Loaded(None))
             return
-        self._show_data(data)
+        same = (
+            self.pages is not None and self.data is not None and self.data.attempt.id == attempt_id
+        )
+        pages = (
+            self.pages if same and self.pages is not None else await load_pages(data.attempt.body)
+        )
+        if attempt_id != self.requested_id:
+            return
+        self._show_data(data, pages)
 
-    def _show_data(self, data: DeliveryData) -> None:
+    def _show_data(self, data: DeliveryData, pages: BodyView) -> None:
         """Paint ``data``; ``self.data`` is what is on screen."""
         if data.attempt.id != self.requested_id:
             return  # another delivery was asked for meanwhile
         if not self._ready():
-            self.call_after_refresh(self._show_data, data)
+            self.call_after_refresh(self._show_data, data, pages)
             return
         self.data = data
+        self.pages = pages
         self._paint()
         self.post_message(self.Loaded(data))
+
+    def action_page(self, step: int) -> None:
+        """The next (or previous) part of a long body, in the Body or Raw tab."""
+        pages = self.pages
+        if pages is None or self.data is None:
+            return
+        raw = self.query_one("#detail-tabs", TabbedContent).active == "tab-raw"
+        page = pages.raw if raw else pages.body
+        index = page.index + step
+        if index < 0 or (step > 0 and not page.more):
+            return
+        self._turn_page(self.data.attempt.id, index, raw)
+
+    @work(exclusive=True, group="detail-page", exit_on_error=False)
+    async def _turn_page(self, attempt_id: int, index: int, raw: bool) -> None:
+        data, pages = self.data, self.pages
+        if data is None or pages is None:
+            return
+        body = data.attempt.body
+        page = await asyncio.to_thread(body_page, body, index, raw=raw)
+        if self.data is not data or self.requested_id != attempt_id:
+            return
+        if raw:
+            self.pages = BodyView(pages.body, page)
+            self._set("raw", self._raw(data.attempt))
+        else:
+            self.pages = BodyView(page, pages.raw)
+            self._set("body", self._body(data.attempt))
 
     def show_tab(self, key: str) -> None:
         self.query_one("#detail-tabs", TabbedContent).active = f"tab-{key}"
@@ -187,6 +299,18 @@ class DeliveryDetail(Vertical):
         self._set("body", self._body(data.attempt))
         self._set("forwards", self._forwards(data.forwards))
 
+    def _page_note(self, page: BodyPage, total: int | None) -> Text:
+        """Where this page sits in the body and the keys that turn it."""
+        of = f" of a {format_size(total)} body" if total is not None else ""
+        where = f"characters {page.shown_from:,}-{page.shown_to:,}{of}"
+        keys = []
+        if page.more:
+            keys.append("]: next part")
+        if page.index:
+            keys.append("[: previous part")
+        note = f"\n… part {page.index + 1} ({where}); {', '.join(keys)}"
+        return Text(note, self._s("note"))
+
     def _summary(self, a: Attempt) -> Text:
         text = Text()
         text.append(one_line(a.webhook_id, missing="(no webhook-id header)"), self._s("id"))
@@ -220,9 +344,9 @@ class DeliveryDetail(Vertical):
         text.append("  ")
         text.append(f"{a.method} {one_line(a.path, 80)}", self._s("dim"))
         size = a.body_size if a.body_size is not None else len(a.body)
-        text.append(f"  body {_size(size)}", self._s("dim"))
+        text.append(f"  body {format_size(size)}", self._s("dim"))
         if a.body_truncated:
-            text.append(f" (first {_size(len(a.body))} kept)", self._s("note"))
+            text.append(f" (first {format_size(len(a.body))} kept)", self._s("note"))
         return text
 
     def _attempt_line(self, data: DeliveryData) -> Text:
@@ -275,37 +399,29 @@ class DeliveryDetail(Vertical):
             text.append(visible(value))
         return text or Text("(no headers)")
 
-    def _raw(self, a: Attempt) -> Text:
-        if not a.body:
-            return Text("(empty body)")
-        shown, cut = body_text(a.body)
-        text = Text(shown)
-        if cut:
-            text.append(
-                "\n… (cut here; walletpass-tui events show <webhook-id> prints all of it)",
-                self._s("note"),
-            )
+    def _plain_page(self, page: BodyPage, total: int) -> Text:
+        text = page.content.copy() if isinstance(page.content, Text) else Text(str(page.content))
+        if page.paged:
+            text.append_text(self._page_note(page, total))
         return text
 
+    def _raw(self, a: Attempt) -> Text:
+        if not a.body or self.pages is None:
+            return Text("(empty body)")
+        return self._plain_page(self.pages.raw, len(a.body))
+
     def _body(self, a: Attempt) -> Text | Content:
-        doc = parse_json_body(a.body)
-        if doc is None:
-            if not a.body:
-                return Text("(empty body)")
-            note = Text("Not JSON; shown as received.\n\n", self._s("dim"))
-            return note + self._raw(a)
-        pretty, cut = pretty_json(doc)
-        if len(pretty) > HIGHLIGHT_LIMIT:
-            content: Text | Content = Text(pretty)
-        else:
-            content = highlight(pretty, language="json")
-        if cut:
-            tail = "\n… (cut here; walletpass-tui events show <webhook-id> prints all of it)"
-            if isinstance(content, Content):
-                content = content + tail
-            else:
-                content.append(tail)
-        return content
+        if not a.body or self.pages is None:
+            return Text("(empty body)")
+        page = self.pages.body
+        if not page.json:
+            return Text(NOT_JSON, self._s("dim")) + self._plain_page(page, len(a.body))
+        if not page.paged:
+            return page.content
+        note = self._page_note(page, None)
+        if isinstance(page.content, Content):
+            return page.content + Content.from_rich_text(note)
+        return page.content + note
 
     def _forwards(self, forwards: tuple[ForwardRow, ...]) -> Text:
         if not forwards:

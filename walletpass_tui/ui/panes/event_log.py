@@ -23,9 +23,11 @@ from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.log_columns import row_from_attempt
 from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
+from walletpass_tui.ui.messages import DeliveriesStored, live_signals
 from walletpass_tui.ui.untrusted import clip, visible
 from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
+from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
 
 FILTER_DEBOUNCE_S = 0.12
@@ -34,7 +36,7 @@ FILTER_HINT = (
 )
 
 
-class EventLogPane(Vertical):
+class EventLogPane(ReportsWorkerErrors, Vertical):
     """The event log with its filter bar."""
 
     BINDINGS = [
@@ -65,6 +67,7 @@ class EventLogPane(Vertical):
         self.filter = LogFilter()
         self.filter_problem: str | None = None
         self.total: int | None = None  # rows matching the filter in the store
+        self.problem: str | None = None  # why the history could not be read (shown in the pane)
         self._generation = 0
         self._resetting = False
         self._paging = False
@@ -93,8 +96,22 @@ class EventLogPane(Vertical):
     def filter_input(self) -> Input:
         return self.query_one("#log-filter", Input)
 
+    @property
+    def paging(self) -> bool:
+        """A page of older or newer rows is being fetched (tests wait for it to arrive)."""
+        return self._paging
+
+    @property
+    def reloading(self) -> bool:
+        """The first page for the current filter is being fetched (after a filter or reload)."""
+        return self._resetting
+
     def on_mount(self) -> None:
+        live_signals(self).deliveries.subscribe(self, self._deliveries_stored, immediate=True)
         self.reload()
+
+    def _deliveries_stored(self, message: DeliveriesStored) -> None:
+        self.ingest(message.attempts, message.dropped)
 
     def focus_log(self) -> None:
         self.view.focus()
@@ -106,6 +123,7 @@ class EventLogPane(Vertical):
         self._generation += 1
         self._resetting = True
         self._recent.clear()
+        self.problem = None
         self._reset(self.filter, self._generation)
 
     @work(exclusive=True, group="log-reset", exit_on_error=False)
@@ -263,7 +281,7 @@ class EventLogPane(Vertical):
         self.filter_input.display = bool(text)
 
     def action_follow(self) -> None:
-        if self.window.has_newer:
+        if self.window.has_newer or self.problem is not None:
             self.reload()
         else:
             self.view.follow()
@@ -274,9 +292,21 @@ class EventLogPane(Vertical):
     def _following_changed(self, event: LogView.FollowingChanged) -> None:
         self._update_title()
 
+    def worker_failed(self, group: str, error: BaseException | None) -> None:
+        """The history could not be read (a locked or damaged database): say so in the pane."""
+        self._resetting = False
+        self._paging = False
+        self.problem = failure_text(error)
+        self._update_title()
+        self._update_notice()
+
     # -- presentation ------------------------------------------------------------------------------
 
     def _update_title(self) -> None:
+        if self.problem is not None:
+            self.border_title = Text("Events · history unreadable")
+            self.border_subtitle = None
+            return
         total = "…" if self.total is None else f"{self.total:,}"
         title = Text("Events ")
         title.append(total)
@@ -297,6 +327,16 @@ class EventLogPane(Vertical):
 
     def _update_notice(self) -> None:
         notice = self.query_one("#log-notice", Notice)
+        if self.problem is not None:
+            notice.show(
+                NoticeText(
+                    "The history cannot be read.",
+                    hint=self.problem,
+                    keys=(("f", "try again"),),
+                    error=True,
+                )
+            )
+            return
         if len(self.window):
             if notice.display:
                 notice.show(None)

@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.worker import Worker, WorkerState
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import TemplateList
@@ -18,9 +17,10 @@ from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.template_columns import template_cell, template_columns
 from walletpass_tui.ui.untrusted import compact_value
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
+from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 
 
-class TemplatesPane(Vertical):
+class TemplatesPane(ReportsWorkerErrors, Vertical):
     """Lists pass templates; Enter shows one as JSON; ``r`` (on the main screen) refreshes."""
 
     class ShowTemplate(Message):
@@ -84,20 +84,18 @@ class TemplatesPane(Vertical):
         finally:
             self.loading = False
 
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
+    def worker_failed(self, group: str, error: BaseException | None) -> None:
         """Anything but an ApiError is a bug, but it must not take the dashboard down."""
-        if event.worker.group == "templates" and event.state == WorkerState.ERROR:
-            self.loading = False
-            error = event.worker.error
-            self._show_notice(
-                NoticeText(
-                    f"Listing templates failed unexpectedly ({type(error).__name__}).",
-                    hint=str(error),
-                    keys=(("r", "retry"),),
-                    error=True,
-                )
+        self.loading = False
+        self.border_title = "Templates · failed"
+        self._show_notice(
+            NoticeText(
+                "Listing templates failed unexpectedly.",
+                hint=failure_text(error),
+                keys=(("r", "retry"),),
+                error=True,
             )
+        )
 
     def _show_notice(self, notice: NoticeText) -> None:
         self.templates = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import on
@@ -11,9 +11,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.store import Store
 
 
 class DetailScreen(Screen[None]):
@@ -28,7 +29,9 @@ class DetailScreen(Screen[None]):
         Binding("h", "tab('headers')", "Headers"),
         Binding("w", "tab('raw')", "Raw"),
         Binding("o", "tab('forwards')", "Forwards", tooltip="Forwards & replays"),
-        Binding("R", "app.replay", "Replay", tooltip="Send this delivery to your app again"),
+        Binding("R", "replay", "Replay", tooltip="Send this delivery to your app again"),
+        Binding("right_square_bracket", "page(1)", "Next part", show=False),
+        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
         Binding("c", "copy_id", "Copy id", tooltip="Copy the webhook-id"),
         Binding("y", "copy_body", "Copy body", tooltip="Copy the raw body"),
     ]
@@ -74,14 +77,6 @@ class DetailScreen(Screen[None]):
         title.append("  (esc: back)")
         self.query_one("#detail-title", Static).update(title)
 
-    def deliveries_stored(self, attempts: Sequence[Attempt], dropped: int) -> None:
-        """Another attempt of the message on screen arrived: show it in the attempt list."""
-        shown = self.detail.data
-        if shown is None or not shown.attempt.webhook_id:
-            return
-        if any(a.webhook_id == shown.attempt.webhook_id for a in attempts):
-            self.detail.reload()
-
     def action_close(self) -> None:
         self.dismiss(None)
 
@@ -90,6 +85,17 @@ class DetailScreen(Screen[None]):
             attempt_id = self._step(rows)
             if attempt_id is not None and attempt_id != self.attempt_id:
                 self.open(attempt_id)
+
+    def action_replay(self) -> None:
+        if self.attempt_id is not None:
+            self.post_message(ReplayRequested(self.attempt_id))
+
+    def action_page(self, step: int) -> None:
+        """The next or previous part of a long body (Body and Raw tabs)."""
+        self.detail.action_page(step)
+
+    def on_screen_resume(self) -> None:
+        self.detail.catch_up()
 
     def action_tab(self, key: str) -> None:
         self.detail.show_tab(key)

@@ -7,8 +7,6 @@ opens as a screen of its own; on short terminals the detail pane gives its room 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,6 +17,7 @@ from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
@@ -31,10 +30,11 @@ from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
-from walletpass_tui.ui.widgets.status_bar import ReceiverState, StatusBar
-from walletpass_tui.webhooks.store import Attempt, Stats
+from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks.store import LogFilter
 
-DETAIL_DEBOUNCE_S = 0.06
+DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
+FOLLOW_DETAIL_S = 0.25  # new rows arriving while following: the detail catches up this often
 DETAIL_SCREEN = "delivery-detail"
 PANES = ("templates", "endpoints", "events")
 
@@ -46,9 +46,7 @@ class MainScreen(Screen[None]):
     BINDINGS = [
         Binding("n", "new_endpoint", "New", tooltip="New webhook endpoint (at the service)"),
         Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
-        Binding(
-            "R", "app.replay", "Replay", tooltip="Send the selected delivery to your app again"
-        ),
+        Binding("R", "replay", "Replay", tooltip="Send the selected delivery to your app again"),
         Binding("c", "check_app", "Check", tooltip="Check my app: test your own receiver"),
         Binding("r", "refresh_templates", "Refresh templates", show=False),
         Binding("1", "show_pane('templates')", "Templates", show=False),
@@ -61,6 +59,8 @@ class MainScreen(Screen[None]):
         self.context = context
         self._log_capacity = log_capacity
         self._detail_timer: Timer | None = None
+        self._follow_timer: Timer | None = None
+        self._follow_row: int | None = None
         self.pane = "events"
         self.add_class("-show-events")
 
@@ -111,21 +111,6 @@ class MainScreen(Screen[None]):
     def narrow(self) -> bool:
         return self.has_class("-narrow")
 
-    # -- attributes down ---------------------------------------------------------------------------
-
-    def show_stats(self, stats: Stats) -> None:
-        self.status_bar.stats = stats
-
-    def show_receiver(self, state: ReceiverState) -> None:
-        self.status_bar.receiver = state
-
-    def deliveries_stored(self, attempts: Sequence[Attempt], dropped: int) -> None:
-        self.event_log.ingest(attempts, dropped)
-        shown = self.detail.data
-        webhook_id = shown.attempt.webhook_id if shown is not None else None
-        if webhook_id and any(a.webhook_id == webhook_id for a in attempts):
-            self.detail.reload()
-
     # -- panes -------------------------------------------------------------------------------------
 
     def action_show_pane(self, pane: str) -> None:
@@ -161,11 +146,40 @@ class MainScreen(Screen[None]):
         if row_id is None:
             self.detail.show(None)
             return
+        if event.live:
+            # Following a stream of new rows: the newest is shown at once, then at most once
+            # per FOLLOW_DETAIL_S (the last one of each interval), not reloaded on every frame.
+            if self._follow_timer is None:
+                self._show_detail(row_id)
+                self._follow_timer = self.set_timer(FOLLOW_DETAIL_S, self._follow_caught_up)
+            else:
+                self._follow_row = row_id
+            return
+        self._follow_row = None
         self._detail_timer = self.set_timer(DETAIL_DEBOUNCE_S, lambda: self._show_detail(row_id))
 
+    def _follow_caught_up(self) -> None:
+        self._follow_timer = None
+        if self._follow_row is not None:
+            row_id, self._follow_row = self._follow_row, None
+            self._show_detail(row_id)
+            self._follow_timer = self.set_timer(FOLLOW_DETAIL_S, self._follow_caught_up)
+
     def _show_detail(self, row_id: int) -> None:
-        if self.detail.display and self.detail.requested_id != row_id:
-            self.detail.show(row_id)
+        """Load the row's detail into the pane, if the pane is on screen (else when it is)."""
+        detail = self.detail
+        if detail.display and self.is_current and detail.requested_id != row_id:
+            detail.show(row_id)
+
+    def on_screen_resume(self) -> None:
+        detail = self.detail
+        if not detail.display:
+            return
+        row = self.event_log.window.current
+        if row is not None and detail.requested_id != row.id:
+            detail.show(row.id)
+        else:
+            detail.catch_up()
 
     @on(LogView.Opened)
     def _opened(self, event: LogView.Opened) -> None:
@@ -175,6 +189,30 @@ class MainScreen(Screen[None]):
         row = self.event_log.window.current
         if row is not None:
             self.open_detail(row.id)
+
+    def action_replay(self) -> None:
+        """Replay the delivery selected in the log (the app opens the form)."""
+        row = self.event_log.window.current
+        if row is None:
+            self.notify("Select a delivery in the event log to replay it.", markup=False)
+            return
+        self.post_message(ReplayRequested(row.id))
+
+    def action_filter_log(self) -> None:
+        self.action_show_pane("events")
+        self.event_log.action_filter()
+
+    def action_clear_filter(self) -> None:
+        self.event_log.action_clear_filter()
+
+    def action_only(self, verdict: str) -> None:
+        self.action_show_pane("events")
+        log = self.event_log
+        log.set_terms(LogFilter(log.filter.topic, verdict, log.filter.text))
+
+    def action_follow(self) -> None:
+        self.action_show_pane("events")
+        self.event_log.action_follow()
 
     def open_detail(self, attempt_id: int) -> None:
         """The delivery on a screen of its own; one screen, kept and reused."""

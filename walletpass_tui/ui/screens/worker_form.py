@@ -5,40 +5,32 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
-from textual import on
 from textual.screen import ModalScreen
 from textual.widgets import Button
-from textual.worker import Worker, WorkerState
 
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
+from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 
 ResultT = TypeVar("ResultT")
 
 
-class WorkerForm(ModalScreen[ResultT]):
+class WorkerForm(ReportsWorkerErrors, ModalScreen[ResultT]):
     """Subclasses name their submit button, its labels, their notice and their worker group."""
 
     SUBMIT_ID: ClassVar[str]
     SUBMIT_LABEL: ClassVar[str]
     BUSY_LABEL: ClassVar[str]
     NOTICE_ID: ClassVar[str]
-    WORKER_GROUP: ClassVar[str]
+    WORKER_GROUP: ClassVar[str]  # the form's one worker: its failure is shown in the form
     FAILURE: ClassVar[str]  # "Creating the endpoint failed", ...
 
     busy = False
 
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == self.WORKER_GROUP and event.state == WorkerState.ERROR:
-            self._set_busy(False)
-            error = event.worker.error
-            self._notice(
-                NoticeText(
-                    f"{self.FAILURE} unexpectedly ({type(error).__name__}).",
-                    hint=str(error),
-                    error=True,
-                )
-            )
+    def worker_failed(self, group: str, error: BaseException | None) -> None:
+        self._set_busy(False)
+        self._notice(
+            NoticeText(f"{self.FAILURE} unexpectedly.", hint=failure_text(error), error=True)
+        )
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy

@@ -57,9 +57,13 @@ class LogView(ScrollView, can_focus=True):
     paint_observer: PaintObserver | None = None
 
     class CursorMoved(Message):
-        def __init__(self, row: LogRow | None) -> None:
+        """The selected row changed: by a person (``live`` False) or by new rows arriving
+        while the view follows them (``live`` True)."""
+
+        def __init__(self, row: LogRow | None, *, live: bool = False) -> None:
             super().__init__()
             self.row = row
+            self.live = live
 
     class Opened(Message):
         def __init__(self, row: LogRow) -> None:
@@ -104,7 +108,7 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_to(y=self.scroll_y + shift, animate=False)
         self._keep_cursor_visible()
         self.refresh()
-        self._report_cursor()
+        self._report_cursor(live=True)
         self._check_edges()
 
     def _update_virtual_size(self) -> None:
@@ -232,12 +236,12 @@ class LogView(ScrollView, can_focus=True):
             self.following = following
             self.post_message(self.FollowingChanged(following))
 
-    def _report_cursor(self) -> None:
+    def _report_cursor(self, *, live: bool = False) -> None:
         row = self.window.current
         row_id = row.id if row else None
         if row_id != self._last_reported:
             self._last_reported = row_id
-            self.post_message(self.CursorMoved(row))
+            self.post_message(self.CursorMoved(row, live=live))
 
     def _check_edges(self) -> None:
         if self.window.wants_older():

@@ -1,29 +1,20 @@
-"""The header line: where the receiver listens, the public URL, live counts, paused acks."""
+"""The header line: where the receiver listens, the public URL, live counts, paused acks.
+
+It follows the app's ``LiveSignals`` by itself; ``ReceiverState`` is re-exported from here.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from walletpass_tui.ui.messages import ReceiverState, live_signals
 from walletpass_tui.ui.untrusted import one_line
 from walletpass_tui.webhooks.store import Stats
 
-
-@dataclass(frozen=True)
-class ReceiverState:
-    """What the header says about the receiver."""
-
-    address: str | None = None  # host:port/path it listens on (None: not listening)
-    problem: str | None = None  # why it is not listening, when it should be
-    public_url: str | None = None
-    paused: bool = False
-    mode: str | None = None  # e.g. "demo"
-    forward_targets: tuple[str, ...] = ()  # where verified deliveries are forwarded
-    pending_forwards: int = 0  # forwards waiting for the user's app
+__all__ = ["ReceiverState", "StatusBar"]
 
 
 class StatusBar(Widget):
@@ -45,6 +36,19 @@ class StatusBar(Widget):
 
     stats: reactive[Stats] = reactive(Stats, layout=False)
     receiver: reactive[ReceiverState] = reactive(ReceiverState, layout=False)
+
+    def on_mount(self) -> None:
+        signals = live_signals(self)
+        self.stats = signals.last_stats
+        self.receiver = signals.last_receiver
+        signals.stats.subscribe(self, self._set_stats, immediate=True)
+        signals.receiver.subscribe(self, self._set_receiver, immediate=True)
+
+    def _set_stats(self, stats: Stats) -> None:
+        self.stats = stats
+
+    def _set_receiver(self, state: ReceiverState) -> None:
+        self.receiver = state
 
     def _s(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True)

@@ -1,0 +1,92 @@
+"""App-level messages, and the signals that carry live data down to the panes.
+
+Data flows one way. The app receives what happens outside the UI as messages (``DeliveriesStored``
+from the live feed, ``ForwardAnswered`` from the runtime) and publishes it on ``LiveSignals``; each
+pane subscribes in its ``on_mount`` to what it shows. The app never looks inside its screens, and a
+pane that is gone (a screen closed, the app shutting down) is simply not called: ``Signal`` skips
+nodes that are no longer running.
+
+Screens ask the app for app-wide things by messages too (``ReplayRequested``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from textual.dom import DOMNode
+from textual.message import Message
+from textual.signal import Signal
+
+from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Stats
+
+
+@dataclass(frozen=True)
+class ReceiverState:
+    """What the header says about the receiver."""
+
+    address: str | None = None  # host:port/path it listens on (None: not listening)
+    problem: str | None = None  # why it is not listening, when it should be
+    public_url: str | None = None
+    paused: bool = False
+    mode: str | None = None  # e.g. "demo"
+    forward_targets: tuple[str, ...] = ()  # where verified deliveries are forwarded
+    pending_forwards: int = 0  # forwards waiting for the user's app
+
+
+class DeliveriesStored(Message):
+    """Attempts committed since the previous message, oldest first (one message per frame)."""
+
+    def __init__(self, attempts: tuple[Attempt, ...], dropped: int = 0) -> None:
+        super().__init__()
+        self.attempts = attempts
+        self.dropped = dropped  # attempts left out because the UI fell behind: reload
+
+
+class ForwardAnswered(Message):
+    """The forwarder sent a queued delivery on to the user's app (and recorded the answer)."""
+
+    def __init__(self, row: ForwardRow, result: ForwardResult) -> None:
+        super().__init__()
+        self.row = row
+        self.result = result
+
+
+class ReplayRequested(Message):
+    """A screen asks the app to open the replay form for this attempt."""
+
+    def __init__(self, attempt_id: int) -> None:
+        super().__init__()
+        self.attempt_id = attempt_id
+
+
+class LiveSignals:
+    """What panes subscribe to. The last header values are kept, so a pane mounted late (a
+    screen pushed after the first deliveries) starts from them instead of from zero."""
+
+    def __init__(self, owner: DOMNode) -> None:
+        self.deliveries: Signal[DeliveriesStored] = Signal(owner, "deliveries")
+        # A forward or replay of a message was recorded: its webhook-id (None: of any message).
+        self.history: Signal[str | None] = Signal(owner, "history")
+        self.stats: Signal[Stats] = Signal(owner, "stats")
+        self.receiver: Signal[ReceiverState] = Signal(owner, "receiver")
+        self.last_stats = Stats()
+        self.last_receiver = ReceiverState()
+
+    def publish_stats(self, stats: Stats) -> None:
+        self.last_stats = stats
+        self.stats.publish(stats)
+
+    def publish_receiver(self, state: ReceiverState) -> None:
+        self.last_receiver = state
+        self.receiver.publish(state)
+
+
+class HasLiveSignals(Protocol):
+    @property
+    def live(self) -> LiveSignals: ...
+
+
+def live_signals(node: DOMNode) -> LiveSignals:
+    """The signals of the app ``node`` runs in."""
+    return cast(HasLiveSignals, node.app).live
