@@ -31,6 +31,7 @@ import httpx
 from walletpass_tui import __version__
 from walletpass_tui.sim.clock import Clock, ScaledClock
 from walletpass_tui.sim.events import iso_millis, message_id
+from walletpass_tui.text import format_duration
 from walletpass_tui.webhooks.verify import parse_secret, sign
 
 log = logging.getLogger(__name__)
@@ -204,17 +205,7 @@ def format_offset(seconds: float) -> str:
 
 
 def _duration(seconds: float) -> str:
-    total = round(max(0.0, seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = []
-    if hours:
-        parts.append(f"{hours} h")
-    if minutes:
-        parts.append(f"{minutes} min")
-    if secs:
-        parts.append(f"{secs} s")
-    return " ".join(parts)
+    return format_duration(seconds, fine=False)  # durations are shown the way text.py decides
 
 
 class DeliveryEngine:
