@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -20,6 +21,7 @@ import pytest
 
 from walletpass_tui.cli import main
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.store import Store
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()
 EP_SECRET = "whsec_" + base64.b64encode(b"e" * 32).decode()
@@ -233,3 +235,53 @@ def test_events_without_history_says_what_to_do(
 ) -> None:
     code, _, err = run(capsys, "events", "list")
     assert code == 1 and "walletpass-tui listen" in err
+
+
+def test_listen_says_what_it_injects_in_a_sentence(listen: object) -> None:
+    server = listen("--delay", "2", "--fail-first", "1")  # type: ignore[operator]
+    banner = "".join(server.banner)
+    server.stop()
+    assert (
+        "Injecting failures: The first 1 attempt of each message get 500; every answer waits 2 s."
+        in banner
+    )
+    assert "Injection(" not in banner
+
+
+def test_a_plain_listen_leaves_queued_forwards_queued_and_says_how_many(
+    listen: object, clean_env: Path
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}/hooks"  # nothing listens there
+    first = listen("--secret", SECRET, "--forward-to", down)  # type: ignore[operator]
+    answer = httpx.post(first.url, content=BODY, headers=signed("msg_queued"), timeout=10)
+    assert answer.status_code == 200
+    code, _, err = first.stop()
+    assert code == 0, err
+
+    plain = listen("--secret", SECRET)  # type: ignore[operator]
+    banner = "".join(plain.banner)
+    time.sleep(0.5)  # long enough for a forwarder to have tried, were there one
+    code, out, err = plain.stop()
+    assert code == 0, err
+    assert "1 forward from an earlier run waits in the queue and stays there" in banner
+    assert "--forward-to" in banner and "events pending --give-up" in banner
+    assert "forwarded to" not in out  # nothing was sent
+
+    async def pending() -> int:
+        async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+            return await store.pending_forward_count()
+
+    assert asyncio.run(pending()) == 1
+
+
+def test_listen_says_when_a_redelivery_has_another_body(listen: object) -> None:
+    server = listen("--secret", SECRET)  # type: ignore[operator]
+    other = b'{"type": "pass.activated", "data": {"passId": "pass_8"}}'
+    for body in (BODY, BODY, other):
+        answer = httpx.post(server.url, content=body, headers=signed("msg_twice", body), timeout=10)
+        assert answer.status_code == 200
+    code, out, err = server.stop()
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if "msg_twice" in line]
+    assert len(lines) == 3
+    assert ["body differs" in line for line in lines] == [False, False, True]

@@ -126,11 +126,7 @@ async def _listen(settings: Settings, setup: DeliverySetup, as_json: bool) -> in
             public_url = settings.public_url or await discover_ngrok(
                 runtime.bound[1] if runtime.bound else None
             )
-            _announce(info, runtime, public_url)
-            pending = await runtime.pending_forwards()
-            if pending:
-                info.write(pending_line(pending, forwarding=runtime.forwarding))
-            info.flush()
+            _announce(info, runtime, public_url, await runtime.pending_forwards())
             await stop.wait()
     print("Stopped; every acknowledged delivery is in the history.", file=info)
     return 0
@@ -141,13 +137,16 @@ def pending_line(count: int, *, forwarding: bool) -> str:
     some = f"{count} forward{'s' if count != 1 else ''} from an earlier run"
     if forwarding:
         return f"{some} waiting; resuming them in order.\n"
+    wait, stay = ("waits", "stays") if count == 1 else ("wait", "stay")
     return (
-        f"{some} wait in the queue and stay there: listen with --forward-to to send them, or "
-        "give up on them with 'walletpass-tui events pending --give-up'.\n"
+        f"{some} {wait} in the queue and {stay} there: listen with --forward-to to send, or give "
+        "up with 'walletpass-tui events pending --give-up'.\n"
     )
 
 
-def _announce(out: TextIO, runtime: DeliveryRuntime, public_url: str | None = None) -> None:
+def _announce(
+    out: TextIO, runtime: DeliveryRuntime, public_url: str | None = None, pending: int = 0
+) -> None:
     settings = runtime.settings
     out.write(f"Listening on {runtime.url}\n")
     if public_url:
@@ -177,5 +176,7 @@ def _announce(out: TextIO, runtime: DeliveryRuntime, public_url: str | None = No
     injected = runtime.injection.describe()
     if injected:
         out.write(f"Injecting failures: {injected}\n")
+    if pending:
+        out.write(pending_line(pending, forwarding=runtime.forwarding))
     out.write(f"History: {settings.database_path}   (Ctrl-C to stop)\n")
     out.flush()
