@@ -6,6 +6,7 @@ is sent or recorded: URLs, topics, numbers, files, closed pipes, a prune that wo
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
@@ -17,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from walletpass_tui.cli import main
-from walletpass_tui.cli.common import forward_to_arg
+from walletpass_tui.cli.common import MAX_DURATION_S, bounded_int, duration_arg, forward_to_arg
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
 from walletpass_tui.webhooks.verify import sign
@@ -189,6 +192,7 @@ async def test_short_and_full_topic_names_filter_the_same(
         ["listen", "--forward-to", "pass.bogus=http://127.0.0.1:3000/hook"],
         ["--forward-to", "bogus=http://127.0.0.1:3000/hook", "--version"],
         ["endpoints", "create", "--url", "https://h.example/wh", "--topic", "pass.bogus"],
+        ["trigger", "pass.bogus", "--to", "http://127.0.0.1:9/x", "--secret", SECRET],
     ],
 )
 async def test_unknown_topics_are_usage_errors(
@@ -228,6 +232,19 @@ async def test_deliveries_without_a_topic_are_listed_as_topic_unknown(
         (["listen", "--port", "70000"], "from 0 to 65535"),
         (["listen", "--max-body", "0"], "from 1 to"),
         (["listen", "--delay", "-1"], "from 0 and at most 60"),
+        (
+            [
+                "trigger",
+                "activated",
+                "--to",
+                "http://127.0.0.1:9/x",
+                "--secret",
+                SECRET,
+                "--timeout",
+                "0",
+            ],
+            "more than 0 and at most 3600",
+        ),
     ],
 )
 async def test_numbers_are_bounded_when_parsed(
@@ -236,6 +253,19 @@ async def test_numbers_are_bounded_when_parsed(
     code, _, err = await run(capsys, *argv)
     assert code == 2
     one_error_line(err, fragment)
+
+
+@given(st.text(max_size=30))
+def test_bounded_numbers_and_durations_parse_or_refuse_with_their_range(text: str) -> None:
+    parse = bounded_int(1, 100_000)
+    try:
+        assert 1 <= parse(text) <= 100_000
+    except argparse.ArgumentTypeError as exc:
+        assert "from 1 to 100000" in str(exc)
+    try:
+        assert 0 <= duration_arg(text) <= MAX_DURATION_S
+    except argparse.ArgumentTypeError as exc:
+        assert "duration" in str(exc) or "100 years" in str(exc)
 
 
 # -- files ---------------------------------------------------------------------------------------
