@@ -33,8 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.events",
         "the delivery history: list, show, replay, export, prune",
     ),
-    "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
-    "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
+    "sim": ("walletpass_tui.cli.sim", "run or drive the simulated Wallet Pass Service"),
+    "trigger": ("walletpass_tui.cli.sim", "sign and send one webhook to a receiver"),
     "demo": (
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",

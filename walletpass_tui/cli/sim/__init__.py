@@ -1,0 +1,201 @@
+"""Commands around the simulated service: ``sim serve|emit|endpoint|deliveries|deliver`` and ``trigger``.
+
+``sim serve`` runs the simulator on its own; ``sim emit`` and ``sim endpoint`` drive it over its
+control API; ``sim deliver`` runs one message through the service's full retry schedule against any
+receiver; ``trigger`` signs and sends a single webhook.
+
+This package registers the commands; each module runs one group: ``serve``, ``control``
+(emit, endpoint, deliveries) and ``deliver`` (deliver, trigger), with ``checks`` shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from walletpass_tui.api.models import TOPICS
+from walletpass_tui.cli.common import bounded_float, topic_arg
+from walletpass_tui.cli.sim.checks import DEFAULT_SIM_PORT
+from walletpass_tui.cli.sim.control import (
+    cmd_sim_deliveries,
+    cmd_sim_emit,
+    cmd_sim_endpoint,
+    cmd_sim_endpoint_list,
+)
+from walletpass_tui.cli.sim.deliver import cmd_sim_deliver, cmd_trigger
+from walletpass_tui.cli.sim.serve import cmd_sim_serve
+from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
+from walletpass_tui.sim.engine import ANSWER_DEADLINE_S
+from walletpass_tui.sim.service import CONTROL_PREFIX
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    sim = sub.add_parser(
+        "sim",
+        parents=parents,
+        help="run or drive the simulated Wallet Pass Service",
+        description="A simulated Wallet Pass Service on your machine: the two API calls, events and "
+        "deliveries on the service's retry schedule (time-scalable). Serve it, then point the "
+        "client at it, register an endpoint and emit events.",
+        epilog="example: walletpass-tui sim serve --time-scale 0.001",
+    )
+    sim_sub = sim.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
+
+    serve = sim_sub.add_parser(
+        "serve",
+        parents=parents,
+        help="run the simulated service until Ctrl-C",
+        description="Serve GET /api/v0/passTemplates, POST /v0/webhookEndpoints and the control API "
+        f"({CONTROL_PREFIX}) on one port, deliver emitted events to the registered endpoints and "
+        "print every delivery attempt. Without --api-key a simulator key (sk_sim_...) is made up, "
+        "or reused from WALLETPASS_API_KEY when that holds one.",
+        epilog="example: walletpass-tui sim serve --port 8788 --time-scale 0.001",
+    )
+    serve.add_argument(
+        "--host", dest="sim_host", default="127.0.0.1", help="address (default 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port",
+        dest="sim_port",
+        type=int,
+        default=DEFAULT_SIM_PORT,
+        help=f"port (default {DEFAULT_SIM_PORT}; 0 picks a free one)",
+    )
+    _add_time_scale(serve, "1")
+    serve.set_defaults(handler=cmd_sim_serve)
+
+    emit = sim_sub.add_parser(
+        "emit",
+        parents=parents,
+        help="make the simulator emit an event",
+        description="Emit an event: the simulator POSTs it to every enabled endpoint subscribed to "
+        "the topic. Without --body-file the simulator makes up a plausible body.",
+        epilog="example: walletpass-tui sim emit pass.activated --sim http://127.0.0.1:8788 "
+        "--api-key sk_sim_...",
+    )
+    emit.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
+    _add_sim_flag(emit)
+    emit.add_argument(
+        "--body-file", metavar="FILE", help="JSON file to send as the body ('-' for stdin)"
+    )
+    emit.add_argument("--json", action="store_true", help="print the simulator's answer as JSON")
+    emit.set_defaults(handler=cmd_sim_emit)
+
+    endpoint = sim_sub.add_parser(
+        "endpoint",
+        parents=parents,
+        help="enable, disable, remove or list the simulator's endpoints",
+        description="Change an endpoint in the simulator. Disabling or removing it stops its "
+        "deliveries, retries already scheduled included.",
+        epilog="example: walletpass-tui sim endpoint disable ep_abc123 --sim http://127.0.0.1:8788",
+    )
+    ep_sub = endpoint.add_subparsers(dest="sim_endpoint_command", metavar="ACTION", required=True)
+    for action, text in (
+        ("enable", "enable an endpoint (new events are delivered to it again)"),
+        ("disable", "disable an endpoint (its deliveries stop, scheduled retries included)"),
+        ("remove", "remove an endpoint (its deliveries stop, scheduled retries included)"),
+    ):
+        p = ep_sub.add_parser(
+            action,
+            parents=parents,
+            help=text,
+            description=text[0].upper() + text[1:] + ".",
+            epilog=f"example: walletpass-tui sim endpoint {action} ep_abc123 "
+            "--sim http://127.0.0.1:8788",
+        )
+        p.add_argument("endpoint_id", metavar="ID", help="the endpoint's id (ep_...)")
+        _add_sim_flag(p)
+        p.set_defaults(handler=cmd_sim_endpoint, sim_action=action)
+    lst = ep_sub.add_parser(
+        "list",
+        parents=parents,
+        help="the simulator's endpoints (secrets masked)",
+        epilog="example: walletpass-tui sim endpoint list --sim http://127.0.0.1:8788 --json",
+    )
+    _add_sim_flag(lst)
+    lst.add_argument("--json", action="store_true", help="print a JSON array")
+    lst.set_defaults(handler=cmd_sim_endpoint_list)
+
+    deliveries = sim_sub.add_parser(
+        "deliveries",
+        parents=parents,
+        help="the simulator's delivery attempts",
+        description="Every delivery attempt the simulator made: endpoint, message, attempt number, "
+        "service-time offset, the receiver's answer and the wait before the next attempt.",
+        epilog="example: walletpass-tui sim deliveries --sim http://127.0.0.1:8788 --endpoint ep_abc",
+    )
+    _add_sim_flag(deliveries)
+    deliveries.add_argument("--endpoint", metavar="ID", help="only this endpoint's attempts")
+    deliveries.add_argument("--message", metavar="ID", help="only this message's attempts")
+    deliveries.add_argument("--json", action="store_true", help="print a JSON array")
+    deliveries.set_defaults(handler=cmd_sim_deliveries)
+
+    deliver = sim_sub.add_parser(
+        "deliver",
+        parents=parents,
+        help="send one message through the full retry schedule to any receiver",
+        description="Deliver one message to --to as the service would: up to 8 attempts with waits "
+        "of 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, a 2xx within 15 s counting as success. "
+        "Each attempt is printed with its offset in service time. --time-scale shortens the waits "
+        "(0.001 turns 5 minutes into 0.3 s) and the 15-s deadline (never below 1 s).",
+        epilog="example: walletpass-tui sim deliver --to http://127.0.0.1:8787/webhooks "
+        "--secret whsec_... --time-scale 0.001",
+    )
+    _add_target_flags(deliver)
+    deliver.add_argument(
+        "--topic", choices=TOPICS, default=TOPICS[0], help="the event's topic (default %(default)s)"
+    )
+    _add_time_scale(deliver, "1")
+    deliver.set_defaults(handler=cmd_sim_deliver)
+
+    trigger = sub.add_parser(
+        "trigger",
+        parents=parents,
+        help="sign and send one webhook to a receiver",
+        description="Send one signed webhook (Standard Webhooks headers, as the service would) to "
+        "--to and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
+        "answer, 1 otherwise. Without --body-file a plausible event body is made up.",
+        epilog="example: walletpass-tui trigger pass.activated --to http://127.0.0.1:8787/webhooks "
+        "--secret whsec_...",
+    )
+    trigger.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
+    _add_target_flags(trigger)
+    trigger.add_argument(
+        "--timeout",
+        type=bounded_float(0, 3600),
+        default=ANSWER_DEADLINE_S,
+        help="seconds to wait for the answer (default %(default)g, the service's deadline)",
+    )
+    trigger.set_defaults(handler=cmd_trigger)
+
+
+def _add_time_scale(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--time-scale",
+        metavar="F",
+        default=default,
+        help="multiply every retry wait and the 15-s deadline (min 1 s) by F; 0.001 turns 5 min "
+        f"into 0.3 s (default {default})",
+    )
+
+
+def _add_sim_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sim",
+        metavar="URL",
+        dest="sim_url",
+        help=f"the simulator's URL (default: the base URL, ${ENV_BASE_URL}); the key is --api-key "
+        f"or ${ENV_API_KEY}",
+    )
+
+
+def _add_target_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--to", metavar="URL", required=True, help="the receiver's URL")
+    parser.add_argument("--secret", required=True, help="the endpoint's signing secret (whsec_...)")
+    parser.add_argument(
+        "--body-file",
+        metavar="FILE",
+        help="send this file's bytes as the body, unchanged ('-' for stdin)",
+    )
+    parser.add_argument(
+        "--id", dest="message_id", metavar="MSG_ID", help="the webhook-id (default: msg_ + random)"
+    )
