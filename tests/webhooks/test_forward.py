@@ -397,15 +397,15 @@ async def test_ack_target_down_answers_502(env: Env) -> None:
 
 
 async def test_ack_target_slow_app_answers_504_within_the_budget(env: Env) -> None:
-    target = await env.target(delay=3.0)
+    """The app would answer in a minute, past the client's own 10-s timeout: a 504 at all shows
+    the budget cut the wait short."""
+    target = await env.target(delay=60.0)
     receiver = await env.receiver([Route(target.url)], ack_target=True)
     receiver.ack_budget_s = 0.4
-    started = time.monotonic()
     answer = await env.post(receiver, "msg_slow", body_for("pass.activated"))
-    elapsed = time.monotonic() - started
     assert answer.status_code == 504
-    assert elapsed < 0.4 + 0.5
-    assert (await stored_attempt(env.store, "msg_slow")).status == 504
+    stored = await stored_attempt(env.store, "msg_slow")
+    assert stored.status == 504 and "did not answer within 0.4 s" in (stored.note or "")
 
 
 async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
@@ -414,7 +414,7 @@ async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
     async def trickle(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(status=200)
         await response.prepare(request)
-        for _ in range(20):
+        for _ in range(600):  # a minute of trickling, past the client's own 10-s timeout
             await response.write(b".")
             await asyncio.sleep(0.1)
         return response
@@ -428,10 +428,8 @@ async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
         url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
         receiver = await env.receiver([Route(url)], ack_target=True)
         receiver.ack_budget_s = 0.4
-        started = time.monotonic()
         answer = await env.post(receiver, "msg_trickle", body_for("pass.activated"))
         assert answer.status_code == 504
-        assert time.monotonic() - started < 0.4 + 0.5
     finally:
         await env.shutdown()
         await runner.cleanup()
