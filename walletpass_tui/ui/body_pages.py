@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.content import Content
 from textual.highlight import highlight
 
-from walletpass_tui.text import parse_json_body, visible
+from walletpass_tui.text import visible
 
 PAGE_CHARS = 64 * 1024  # characters shown at once in the Body and Raw tabs
 HIGHLIGHT_CHARS = 64 * 1024  # a page up to this size is coloured; bigger ones stay plain
@@ -41,6 +41,19 @@ class BodyPage:
     @property
     def paged(self) -> bool:
         return self.index > 0 or self.more
+
+
+_NOT_JSON = object()
+
+
+def _parse(body: bytes) -> Any:
+    """The body as JSON (``null`` included), or ``_NOT_JSON``."""
+    if not body.strip():
+        return _NOT_JSON
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _NOT_JSON
 
 
 def _pretty_chunks(doc: Any) -> Any:
@@ -81,8 +94,8 @@ def body_page(
     with every control character escaped. Untrusted text is never read as markup."""
     index = max(0, index)
     start = index * size
-    doc = None if raw else parse_json_body(body)
-    if doc is not None:
+    doc = _NOT_JSON if raw else _parse(body)
+    if doc is not _NOT_JSON:
         text, more = _slice_pretty(doc, start, size)
         shown = visible(text, keep_newlines=True)
         content: Text | Content = (

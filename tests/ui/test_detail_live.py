@@ -1,0 +1,102 @@
+"""The detail while deliveries stream in: reloaded a few times a second at most, not at all while
+hidden, and a megabyte body shown a part at a time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from ui_helpers import SIZE, attempt, record_all, wait_for
+
+from walletpass_tui.ui.app import WalletPassApp
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.screens import main as main_screen
+from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.webhooks.store import Store
+
+WIDE = (160, 48)
+
+
+def text_of(screen: object, key: str) -> str:
+    static = screen.query_one(f"#detail-{key}")  # type: ignore[attr-defined]
+    return str(static.render())
+
+
+async def test_following_reloads_the_detail_once_per_interval_not_per_delivery(
+    make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(main_screen, "FOLLOW_DETAIL_S", 3600.0)  # one interval lasts the test
+    await record_all(store, [attempt(1)])
+    loaded: list[DeliveryDetail.Loaded] = []
+
+    def hook(message: object) -> None:
+        # The hook sees a message at every node it bubbles through: count each once.
+        if isinstance(message, DeliveryDetail.Loaded) and all(message is not m for m in loaded):
+            loaded.append(message)
+
+    app = make_app()
+    async with app.run_test(size=WIDE, message_hook=hook) as pilot:
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        await wait_for(lambda: len(loaded) == 1)  # the newest row, shown at once
+        for n in range(2, 12):
+            await record_all(store, [attempt(n)])
+            await wait_for(lambda n=n: main.event_log.window.rows[0].webhook_id == f"msg_{n:06d}")
+        await pilot.pause()
+        assert len(loaded) == 1  # ten deliveries followed, no reload in the interval
+        assert main.detail.webhook_id == "msg_000001"
+        await pilot.press("j")  # a person moving the cursor is answered at once
+        await wait_for(lambda: main.detail.webhook_id == "msg_000010" and len(loaded) == 2)
+
+
+async def test_a_hidden_detail_is_not_loaded_by_live_deliveries(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:  # the detail pane folds away
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        for n in range(1, 8):
+            await record_all(store, [attempt(n)])
+        await wait_for(lambda: main.event_log.total == 7)
+        await pilot.pause()
+        assert main.detail.requested_id is None and main.detail.data is None
+        await pilot.press("enter")  # on a screen of its own it is loaded
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+        await wait_for(lambda: screen.detail.webhook_id == "msg_000007")
+
+
+async def test_a_megabyte_body_is_shown_a_part_at_a_time(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    blob = "".join(f"line {n:06d} " for n in range(87_000))
+    body = json.dumps({"type": "pass.activated", "data": {"passId": "p", "blob": blob}}).encode()
+    assert len(body) > 1_000_000
+    await record_all(store, [attempt(1, body=body)])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: app.screen.query_one("#log-view") is not None)
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, DetailScreen))
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+        await wait_for(lambda: screen.detail.data is not None)
+        shown = text_of(screen, "body")
+        assert len(shown) < 70 * 1024  # one page, not the megabyte
+        assert '"passId": "p"' in shown and "line 000000" in shown
+        assert "part 1" in shown and "]: next part" in shown
+        assert "line 086999" not in shown
+        await pilot.press("right_square_bracket")
+        await wait_for(lambda: "part 2" in text_of(screen, "body"))
+        assert "[: previous part" in text_of(screen, "body")
+        await pilot.press("w", "right_square_bracket")  # the raw view pages on its own
+        await wait_for(lambda: "part 2" in text_of(screen, "raw"))
+        raw = text_of(screen, "raw")
+        assert "characters 65,536-131,072 of a 1019.6 KiB body" in raw and len(raw) < 70 * 1024
+        assert "part 2" in text_of(screen, "body")  # the body tab kept its place
+        assert app.is_running
