@@ -1,5 +1,6 @@
 """Why a delivery was rejected (or that it was verified): one enum, each member carrying the HTTP
-status the receiver answers with and a short label for narrow columns.
+status the receiver answers with and a short label for narrow columns; and ``Rejected``, the one
+exception the receiver's steps raise with a reason.
 
 The stored ``reason`` column holds the member's value, so the history, ``listen``, ``events`` and
 the dashboard all read the same words; ``SHORT_REASONS`` is derived from the enum, never written
@@ -9,6 +10,7 @@ by hand.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class Reason(StrEnum):
@@ -60,3 +62,36 @@ _PHRASES = {
 
 # Stored reason text -> short label, for every rejection.
 SHORT_REASONS: dict[str, str] = {r.value: r.label for r in Reason if r is not Reason.OK}
+
+
+class Rejected(Exception):
+    """Why a request is refused: the reason (status and words), what is stored with it, what the
+    sender reads. Raised by the handler's steps and caught in one place."""
+
+    def __init__(
+        self,
+        reason: Reason,
+        detail: str = "",
+        *,
+        answer: str | None = None,
+        headers: dict[str, str] | None = None,
+        close: bool = False,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.detail = detail
+        self.answer = answer  # the text after "<phrase>: " (default: the reason and its detail)
+        self.headers = headers
+        self.close = close  # close the connection: the rest of the body is never read
+        self.record = record or {}  # more fields of the stored attempt (body, topic...)
+
+    @property
+    def status(self) -> int:
+        return self.reason.status
+
+    def answer_text(self) -> str:
+        if self.answer is not None:
+            return f"{self.reason.phrase}: {self.answer}\n"
+        text = f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
+        return f"{self.reason.phrase}: {text}\n"

@@ -23,7 +23,7 @@ from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.injection import Injection
-from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.reasons import Reason, Rejected
 from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
 from walletpass_tui.webhooks.store import (
     FORWARD,
@@ -362,39 +362,6 @@ class Receiver:
         if rejection.close:
             response.force_close()
         return response
-
-
-class Rejected(Exception):
-    """Why a request is refused: the reason (status and words), what is stored with it, what the
-    sender reads. Raised by the handler's steps and caught in one place."""
-
-    def __init__(
-        self,
-        reason: Reason,
-        detail: str = "",
-        *,
-        answer: str | None = None,
-        headers: dict[str, str] | None = None,
-        close: bool = False,
-        record: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(reason.value)
-        self.reason = reason
-        self.detail = detail
-        self.answer = answer  # the text after "<phrase>: " (default: the reason and its detail)
-        self.headers = headers
-        self.close = close  # close the connection: the rest of the body is never read
-        self.record = record or {}  # more fields of the stored attempt (body, topic...)
-
-    @property
-    def status(self) -> int:
-        return self.reason.status
-
-    def answer_text(self) -> str:
-        if self.answer is not None:
-            return f"{self.reason.phrase}: {self.answer}\n"
-        text = f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
-        return f"{self.reason.phrase}: {text}\n"
 
 
 @dataclass(frozen=True)
