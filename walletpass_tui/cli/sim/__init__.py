@@ -40,6 +40,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
 
+    _register_serve(sim_sub, parents)
+    _register_emit(sim_sub, parents)
+    _register_endpoint(sim_sub, parents)
+    _register_deliveries(sim_sub, parents)
+    _register_deliver(sim_sub, parents)
+    _register_trigger(sub, parents)
+
+
+def _register_serve(
+    sim_sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     serve = sim_sub.add_parser(
         "serve",
         parents=parents,
@@ -63,6 +74,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     _add_time_scale(serve, "1")
     serve.set_defaults(handler=cmd_sim_serve)
 
+
+def _register_emit(
+    sim_sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     emit = sim_sub.add_parser(
         "emit",
         parents=parents,
@@ -80,6 +95,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     emit.add_argument("--json", action="store_true", help="print the simulator's answer as JSON")
     emit.set_defaults(handler=cmd_sim_emit)
 
+
+def _register_endpoint(
+    sim_sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     endpoint = sim_sub.add_parser(
         "endpoint",
         parents=parents,
@@ -115,6 +134,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.set_defaults(handler=cmd_sim_endpoint_list)
 
+
+def _register_deliveries(
+    sim_sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     deliveries = sim_sub.add_parser(
         "deliveries",
         parents=parents,
@@ -129,6 +152,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     deliveries.add_argument("--json", action="store_true", help="print a JSON array")
     deliveries.set_defaults(handler=cmd_sim_deliveries)
 
+
+def _register_deliver(
+    sim_sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     deliver = sim_sub.add_parser(
         "deliver",
         parents=parents,
@@ -147,6 +174,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     _add_time_scale(deliver, "1")
     deliver.set_defaults(handler=cmd_sim_deliver)
 
+
+def _register_trigger(
+    sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
+) -> None:
     trigger = sub.add_parser(
         "trigger",
         parents=parents,
