@@ -23,6 +23,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import (
+    ACK_TARGET_BUDGET_S,
     Forwarder,
     ForwardError,
     Route,
@@ -135,7 +136,12 @@ class Env:
         return app
 
     async def receiver(
-        self, routes: list[Route], *, ack_target: bool = False, **fw: object
+        self,
+        routes: list[Route],
+        *,
+        ack_target: bool = False,
+        ack_budget_s: float = ACK_TARGET_BUDGET_S,
+        **fw: object,
     ) -> Receiver:
         forwarder = Forwarder(self.store, routes, **fw)  # type: ignore[arg-type]
         receiver = Receiver(
@@ -144,6 +150,7 @@ class Env:
             registry=self.registry,
             forwarder=forwarder,
             ack_target=ack_target,
+            ack_budget_s=ack_budget_s,
         )
         await forwarder.start()
         await receiver.start()
@@ -400,8 +407,7 @@ async def test_ack_target_slow_app_answers_504_within_the_budget(env: Env) -> No
     """The app would answer in a minute, past the client's own 10-s timeout: a 504 at all shows
     the budget cut the wait short."""
     target = await env.target(delay=60.0)
-    receiver = await env.receiver([Route(target.url)], ack_target=True)
-    receiver.ack_budget_s = 0.4
+    receiver = await env.receiver([Route(target.url)], ack_target=True, ack_budget_s=0.4)
     answer = await env.post(receiver, "msg_slow", body_for("pass.activated"))
     assert answer.status_code == 504
     stored = await stored_attempt(env.store, "msg_slow")
@@ -426,8 +432,7 @@ async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     try:
         url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
-        receiver = await env.receiver([Route(url)], ack_target=True)
-        receiver.ack_budget_s = 0.4
+        receiver = await env.receiver([Route(url)], ack_target=True, ack_budget_s=0.4)
         answer = await env.post(receiver, "msg_trickle", body_for("pass.activated"))
         assert answer.status_code == 504
     finally:

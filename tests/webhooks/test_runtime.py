@@ -14,7 +14,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from walletpass_tui.config import Settings
+from walletpass_tui.config import ConfigError, Settings
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
@@ -174,3 +174,22 @@ async def test_a_store_handed_in_stays_open(tmp_path: Path) -> None:
         assert (await store.stats()).received == 0  # still usable
     finally:
         await store.close()
+
+
+async def test_a_damaged_registry_fails_before_the_port_is_taken(tmp_path: Path) -> None:
+    """Store, then registry, then receiver: a damaged endpoints file stops the opening before any
+    port is bound, and what was opened is closed again."""
+    s = settings(tmp_path)
+    s.home.mkdir(parents=True)
+    s.endpoints_path.write_text("{not json")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    runtime = DeliveryRuntime(s, DeliverySetup(options=ReceiverOptions(port=port)))
+    with pytest.raises(ConfigError, match="damaged"):
+        await runtime.open()
+    assert runtime.receiver is None
+    with pytest.raises(RuntimeError):
+        runtime.store  # noqa: B018
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))  # never taken
