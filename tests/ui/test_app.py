@@ -129,7 +129,7 @@ async def test_pause_acknowledgements_answers_503_and_says_so(
         assert answer.status_code == 200
         await wait_for(lambda: log.total == 2)
         assert log.window.rows[0].attempt_no == 2  # the same message, delivered again
-        assert header.stats.redeliveries == 1
+        assert header.stats is not None and header.stats.redeliveries == 1
 
 
 async def test_dark_and_light(make_app: Callable[..., WalletPassApp]) -> None:

@@ -59,6 +59,7 @@ async def test_a_signed_delivery_over_http_appears_at_the_top_and_its_detail_ope
         )
         assert top.endpoint_id == "ep_3f2a9c"
         header = app.screen.query_one(StatusBar)
+        assert header.stats is not None
         assert (header.stats.received, header.stats.verified) == (2, 2)
         assert receiver.url.removeprefix("http://") in str(header.render())
 
@@ -74,10 +75,13 @@ async def test_a_signed_delivery_over_http_appears_at_the_top_and_its_detail_ope
         assert "answered 200" in summary
         body = str(detail.query_one("#detail-body").render())
         assert '"passId": "pass_0043"' in body
+        await pilot.press("h")  # each tab is drawn when it is opened
+        await wait_for(lambda: "msg_second" in str(detail.query_one("#detail-headers").render()))
         headers = str(detail.query_one("#detail-headers").render())
         assert "webhook-id" in headers.lower() and "msg_second" in headers
-        forwards = str(detail.query_one("#detail-forwards").render())
-        assert "No forwards or replays" in forwards
+        await pilot.press("o")
+        await wait_for(lambda: "No forwards" in str(detail.query_one("#detail-forwards").render()))
+        await pilot.press("b")
         await pilot.press("j")  # the next (older) delivery, without leaving the screen
         await wait_for(
             lambda: (
@@ -271,8 +275,10 @@ async def test_markup_and_escapes_in_a_delivery_are_shown_literally(
         detail = app.screen
         assert isinstance(detail, DetailScreen)
         await wait_for(lambda: detail.detail.data is not None)
+        assert "Not JSON" in str(detail.query_one("#detail-body").render())
+        await pilot.press("w")
+        await wait_for(lambda: "pwned" in str(detail.query_one("#detail-raw").render()))
         raw_text = str(detail.query_one("#detail-raw").render())
         assert "\\x1b[2J\\x1b]0;pwned\\x07[@click=app.quit]x[/]" in raw_text
-        assert "Not JSON" in str(detail.query_one("#detail-body").render())
         await pilot.pause()
         assert app.is_running

@@ -85,7 +85,11 @@ async def open_delivery_detail(
 
 
 def forwards_text(app: WalletPassApp) -> str:
-    return plain(app.screen.query_one("#detail-forwards").render())
+    """The Forwards & replays tab, opened (a tab is drawn when it is opened)."""
+    screen = app.screen
+    assert isinstance(screen, DetailScreen)
+    screen.detail.show_tab("forwards")
+    return plain(screen.query_one("#detail-forwards").render())
 
 
 async def test_replay_from_the_detail_resigns_and_is_recorded(

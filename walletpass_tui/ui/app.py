@@ -119,10 +119,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe = runtime.subscribe(
             forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
         )
-        self.stats = await runtime.store.stats()
-        self.live.publish_stats(self.stats)
         self._show_receiver()
         await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
+        self._recount()  # the header's totals: a count of the whole history, not before paint
         self._count_pending()
         # Deliveries are accepted once the first frame is on screen (the port is already bound:
         # a sender connecting meanwhile waits in the backlog).

@@ -7,8 +7,8 @@ update, not a thousand. Should the UI fall far behind, the oldest pending attemp
 the message says so, and the log reloads from the store instead.
 
 The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
-key or mouse event), 8 per second while only new rows arrive; a stream of deliveries then costs
-a fraction of the redraws, and rows still appear within an eighth of a second.
+key or mouse event), 5 per second while only new rows arrive; a stream of deliveries then costs
+a fraction of the redraws, and rows still appear within a fifth of a second.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.webhooks.store import Attempt
 
 FRAME_S = 1 / 30  # while a person interacts
-IDLE_FRAME_S = 1 / 8  # while only new rows arrive
+IDLE_FRAME_S = 1 / 5  # while only new rows arrive
 INTERACTION_S = 2.0  # how long after the last key or mouse event the dashboard counts as in use
 MAX_PENDING = 5_000
 

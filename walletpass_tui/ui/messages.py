@@ -68,9 +68,9 @@ class LiveSignals:
         self.deliveries: Signal[DeliveriesStored] = Signal(owner, "deliveries")
         # A forward or replay of a message was recorded: its webhook-id (None: of any message).
         self.history: Signal[str | None] = Signal(owner, "history")
-        self.stats: Signal[Stats] = Signal(owner, "stats")
+        self.stats: Signal[Stats | None] = Signal(owner, "stats")
         self.receiver: Signal[ReceiverState] = Signal(owner, "receiver")
-        self.last_stats = Stats()
+        self.last_stats: Stats | None = None  # None: not counted yet
         self.last_receiver = ReceiverState()
 
     def publish_stats(self, stats: Stats) -> None:

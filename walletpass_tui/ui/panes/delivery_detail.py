@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -113,6 +114,8 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         self._stale = False  # a live update arrived while hidden
         self._live_timer: Timer | None = None
         self._live_wanted = False
+        self._heights: dict[str, int | None] = {}  # each part's lines on screen
+        self._painted_tabs: set[str] = set()  # tabs showing the current data
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary", classes="detail-summary")
@@ -271,8 +274,29 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         return self.get_component_rich_style(f"delivery-detail--{name}", partial=True)
 
     def _set(self, key: str, content: Text | Content | str) -> None:
+        """Show ``content`` in one part; the screen's layout is redone only when the part's
+        height changes (a new delivery's text usually takes as many lines as the last one's)."""
+        shown = Text(content) if isinstance(content, str) else content
         for widget in self.query(f"#detail-{key}").results(Static):
-            widget.update(Text(content) if isinstance(content, str) else content)
+            height = self._height(shown, widget.content_region.width)
+            layout = height is None or self._heights.get(key) != height
+            self._heights[key] = height
+            widget.update(shown, layout=layout)
+
+    def _height(self, content: Text | Content, width: int) -> int | None:
+        """Lines ``content`` takes at ``width``, or None when unsure (then a layout decides)."""
+        if width <= 0:
+            return None
+        if isinstance(content, Text):
+            if content.cell_len <= width and "\n" not in content.plain:
+                return 1
+            if len(content.plain) > 4096:
+                return None
+            return len(content.wrap(self.app.console, width))
+        lines = content.plain.split("\n")
+        if any(cell_len(line) > width for line in lines):
+            return None  # wrapped Content: its height is Textual's to find
+        return len(lines)
 
     def _ready(self) -> bool:
         """Whether the tabs' contents are mounted (TabbedContent mounts them a little later)."""
@@ -294,10 +318,31 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             return
         self._set("summary", self._summary(data.attempt))
         self._set("attempts", self._attempt_line(data))
-        self._set("headers", self._headers(data.attempt))
-        self._set("raw", self._raw(data.attempt))
-        self._set("body", self._body(data.attempt))
-        self._set("forwards", self._forwards(data.forwards))
+        # Only the tab on screen is drawn now; the others when they are opened.
+        self._painted_tabs.clear()
+        self._paint_tab(self.active_tab)
+
+    @property
+    def active_tab(self) -> str:
+        return self.query_one("#detail-tabs", TabbedContent).active.removeprefix("tab-")
+
+    def _paint_tab(self, key: str) -> None:
+        data = self.data
+        if data is None or key in self._painted_tabs:
+            return
+        self._painted_tabs.add(key)
+        if key == "headers":
+            self._set("headers", self._headers(data.attempt))
+        elif key == "raw":
+            self._set("raw", self._raw(data.attempt))
+        elif key == "body":
+            self._set("body", self._body(data.attempt))
+        elif key == "forwards":
+            self._set("forwards", self._forwards(data.forwards))
+
+    @on(TabbedContent.TabActivated, "#detail-tabs")
+    def _tab_opened(self, event: TabbedContent.TabActivated) -> None:
+        self._paint_tab(self.active_tab)
 
     def _page_note(self, page: BodyPage, total: int | None) -> Text:
         """Where this page sits in the body and the keys that turn it."""

@@ -22,7 +22,6 @@ from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
-from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.create_endpoint import Created, CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
@@ -258,6 +257,9 @@ class MainScreen(Screen[None]):
         )
 
     def action_check_app(self) -> None:
+        # Imported when asked for: the battery is not needed for the first paint.
+        from walletpass_tui.ui.screens.check import CheckScreen
+
         self.app.push_screen(CheckScreen.for_context(self.context))
 
     def action_import_endpoint(self) -> None:

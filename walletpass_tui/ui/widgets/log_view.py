@@ -112,7 +112,21 @@ class LogView(ScrollView, can_focus=True):
         self._check_edges()
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.window))
+        region = self.scrollable_content_region
+        size = Size(region.width, len(self.window))
+        before = self.virtual_size
+        if size == before:
+            return
+        if (before.height > region.height) != (size.height > region.height):
+            self.virtual_size = size  # the scrollbar comes or goes: a layout
+            return
+        # More or fewer rows, the scrollbar staying (its gutter is reserved): no layout of the
+        # screen, only this view and its scrollbar are drawn again.
+        self.set_reactive(LogView.virtual_size, size)
+        bar = self.vertical_scrollbar
+        bar.window_virtual_size = size.height
+        bar.window_size = region.height
+        self.refresh()
 
     # -- rendering ----------------------------------------------------------------------------
 

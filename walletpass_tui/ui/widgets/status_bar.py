@@ -34,8 +34,12 @@ class StatusBar(Widget):
         "status-bar--pending",
     }
 
-    stats: reactive[Stats] = reactive(Stats, layout=False)
+    stats: reactive[Stats | None] = reactive(None, layout=False)  # None: still counting
     receiver: reactive[ReceiverState] = reactive(ReceiverState, layout=False)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._styles: dict[str, Style] = {}
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -44,14 +48,22 @@ class StatusBar(Widget):
         signals.stats.subscribe(self, self._set_stats, immediate=True)
         signals.receiver.subscribe(self, self._set_receiver, immediate=True)
 
-    def _set_stats(self, stats: Stats) -> None:
+    def _set_stats(self, stats: Stats | None) -> None:
         self.stats = stats
 
     def _set_receiver(self, state: ReceiverState) -> None:
         self.receiver = state
 
     def _s(self, name: str) -> Style:
-        return self.get_component_rich_style(name, partial=True)
+        """A component's style, looked up once per theme (the line is drawn on every count)."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
 
     def render(self) -> Text:
         width = self.size.width
@@ -104,6 +116,9 @@ class StatusBar(Widget):
     def _counts(self, *, words: bool) -> Text:
         s = self.stats
         line = Text(no_wrap=True)
+        if s is None:
+            line.append("counting… ", self._s("status-bar--label"))
+            return line
         parts = (
             (s.received, "received" if words else "in", "status-bar--value"),
             (s.verified, "✓ verified" if words else "✓", "status-bar--verified"),
