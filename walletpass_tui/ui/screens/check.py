@@ -50,6 +50,9 @@ VERDICT_STYLE = {
 MARK = {Outcome.PASS: "✓", Outcome.FAIL: "✗", Outcome.WARN: "!"}
 
 
+SHORT_ROWS = 30  # below this height the form's fields lose their borders
+
+
 class CheckScreen(Screen[None]):
     CSS_PATH = "check.tcss"
     BINDINGS = [
@@ -122,6 +125,13 @@ class CheckScreen(Screen[None]):
             table.focus()
         else:
             target.focus()
+
+    def on_resize(self) -> None:
+        """On a short terminal the form draws without borders, leaving the rows to the cases."""
+        short = self.size.height < SHORT_ROWS
+        self.set_class(short, "-short")
+        for widget in self.query("#check-form Input, #check-form Select, #check-form Button"):
+            widget.compact = short  # type: ignore[attr-defined]
 
     @property
     def table(self) -> DataTable[Text | str]:
