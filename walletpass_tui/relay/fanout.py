@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 from walletpass_tui.relay.channels import Channel
 from walletpass_tui.relay.events import sse_event
-from walletpass_tui.relay.storage import RelayDB, Stored
+from walletpass_tui.relay.storage import RelayDB
+from walletpass_tui.relay.writer import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
 RING_EVENTS = 512

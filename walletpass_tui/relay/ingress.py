@@ -21,7 +21,8 @@ from aiohttp import web
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.fanout import Feed, Feeds
-from walletpass_tui.relay.storage import NewDelivery, NewRejection, RelayStoreError, RelayWriter
+from walletpass_tui.relay.storage import RelayStoreError
+from walletpass_tui.relay.writer import NewDelivery, NewRejection, RelayWriter
 from walletpass_tui.webhooks.receiver import DEFAULT_READ_TIMEOUT_S
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.verify import HEADER_ID, Reason, verify
