@@ -9,11 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from walletpass_tui.text import visible
-from walletpass_tui.ui.body_pages import BodyPage, body_page
+from walletpass_tui.ui.body_pages import PAGE_CHARS, BodyPage, body_page, page_note
 
 
-def plain(page: BodyPage) -> str:
-    return page.content.plain
+def plain(page: BodyPage, total: int | None = None) -> str:
+    """The page's text without the line saying which part it is (checked on its own)."""
+    text = page.content.plain
+    note = page_note(page, total)
+    assert text.endswith(note)
+    return text.removesuffix(note) if note else text
 
 
 @settings(max_examples=150, deadline=None)
@@ -24,7 +28,7 @@ def test_raw_pages_cover_the_body_exactly_and_escape_it(body: bytes, size: int) 
     index = 0
     while True:
         page = body_page(body, index, raw=True, size=size)
-        pages.append(plain(page))
+        pages.append(plain(page, len(body)))
         if not page.more:
             break
         index += 1
@@ -68,9 +72,11 @@ def test_a_megabyte_body_gives_one_bounded_page() -> None:
     body = json.dumps({"type": "pass.activated", "blob": "x" * (1024 * 1024)}).encode()
     first = body_page(body)
     assert first.json and first.more and first.index == 0
-    assert first.shown_to == 64 * 1024
-    last = body_page(body, 16)
-    assert not last.more and last.shown_from == 16 * 64 * 1024
+    assert first.shown_to == PAGE_CHARS
+    assert len(first.content.plain) < PAGE_CHARS + 200  # the page and a line saying which
+    assert "]: next part" in first.content.plain
+    last = body_page(body, (len(body) + 20) // PAGE_CHARS)
+    assert not last.more and "[: previous part" in last.content.plain
 
 
 def test_markup_and_escapes_stay_literal() -> None:

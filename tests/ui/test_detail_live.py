@@ -10,6 +10,7 @@ import pytest
 from ui_helpers import SIZE, attempt, record_all, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
+from walletpass_tui.ui.body_pages import PAGE_CHARS
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.screens import main as main_screen
 from walletpass_tui.ui.screens.detail import DetailScreen
@@ -87,7 +88,7 @@ async def test_a_megabyte_body_is_shown_a_part_at_a_time(
         assert isinstance(screen, DetailScreen)
         await wait_for(lambda: screen.detail.data is not None)
         shown = text_of(screen, "body")
-        assert len(shown) < 70 * 1024  # one page, not the megabyte
+        assert len(shown) < PAGE_CHARS + 1024  # one page, not the megabyte
         assert '"passId": "p"' in shown and "line 000000" in shown
         assert "part 1" in shown and "]: next part" in shown
         assert "line 086999" not in shown
@@ -97,6 +98,7 @@ async def test_a_megabyte_body_is_shown_a_part_at_a_time(
         await pilot.press("w", "right_square_bracket")  # the raw view pages on its own
         await wait_for(lambda: "part 2" in text_of(screen, "raw"))
         raw = text_of(screen, "raw")
-        assert "characters 65,536-131,072 of a 1019.6 KiB body" in raw and len(raw) < 70 * 1024
+        assert f"characters {PAGE_CHARS:,}-{2 * PAGE_CHARS:,} of a 1019.6 KiB body" in raw
+        assert len(raw) < PAGE_CHARS + 1024
         assert "part 2" in text_of(screen, "body")  # the body tab kept its place
         assert app.is_running

@@ -15,23 +15,23 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rich.text import Text
 from textual.content import Content
 from textual.highlight import highlight
 
-from walletpass_tui.text import visible
+from walletpass_tui.text import format_size, visible
 
-PAGE_CHARS = 64 * 1024  # characters shown at once in the Body and Raw tabs
-HIGHLIGHT_CHARS = 64 * 1024  # a page up to this size is coloured; bigger ones stay plain
+PAGE_CHARS = 16 * 1024  # characters shown at once in the Body and Raw tabs
+HIGHLIGHT_CHARS = 16 * 1024  # a page up to this size is coloured; bigger ones stay plain
+NOTE_STYLE = "italic"  # where a page sits in the body, and the keys that turn it
 
 NOT_JSON = "Not JSON; shown as received.\n\n"
 
 
 @dataclass(frozen=True)
 class BodyPage:
-    """One page of a body, ready to draw."""
+    """One page of a body, ready to draw (with a line saying which part it is when paged)."""
 
-    content: Text | Content
+    content: Content
     index: int  # 0-based
     more: bool  # another page follows
     shown_from: int  # characters of the (pretty or raw) text before this page
@@ -91,17 +91,44 @@ def body_page(
     highlight_limit: int = HIGHLIGHT_CHARS,
 ) -> BodyPage:
     """Page ``index`` of ``body``: pretty JSON when it parses (unless ``raw``), else the raw text
-    with every control character escaped. Untrusted text is never read as markup."""
+    with every control character escaped. Untrusted text is never read as markup: it becomes
+    ``Content`` as plain text (or as highlighted JSON tokens), never parsed."""
     index = max(0, index)
     start = index * size
     doc = _NOT_JSON if raw else _parse(body)
     if doc is not _NOT_JSON:
         text, more = _slice_pretty(doc, start, size)
         shown = visible(text, keep_newlines=True)
-        content: Text | Content = (
-            highlight(shown, language="json") if len(shown) <= highlight_limit else Text(shown)
+        content = (
+            highlight(shown, language="json") if len(shown) <= highlight_limit else Content(shown)
         )
-        return BodyPage(content, index, more, start, start + len(text), json=True)
+        page = BodyPage(content, index, more, start, start + len(text), json=True)
+        return _with_note(page, None)
     text, more = _slice_raw(body, start, size)
-    content = Text(visible(text, keep_newlines=True))
-    return BodyPage(content, index, more, start, start + len(text), json=False)
+    content = Content(visible(text, keep_newlines=True))
+    if not raw and body.strip():
+        content = Content.assemble(Content.styled(NOT_JSON, "dim"), content)
+    page = BodyPage(content, index, more, start, start + len(text), json=False)
+    return _with_note(page, len(body))
+
+
+def page_note(page: BodyPage, total: int | None) -> str:
+    """Which part of the body ``page`` is, and the keys that turn it ("" when not paged)."""
+    if not page.paged:
+        return ""
+    of = f" of a {format_size(total)} body" if total is not None else ""
+    keys = []
+    if page.more:
+        keys.append("]: next part")
+    if page.index:
+        keys.append("[: previous part")
+    where = f"characters {page.shown_from:,}-{page.shown_to:,}{of}"
+    return f"\n… part {page.index + 1} ({where}); {', '.join(keys)}"
+
+
+def _with_note(page: BodyPage, total: int | None) -> BodyPage:
+    note = page_note(page, total)
+    if not note:
+        return page
+    content = Content.assemble(page.content, Content.styled(note, NOTE_STYLE))
+    return BodyPage(content, page.index, page.more, page.shown_from, page.shown_to, page.json)

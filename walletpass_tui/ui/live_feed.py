@@ -8,12 +8,13 @@ the message says so, and the log reloads from the store instead.
 
 The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
 key or mouse event), 5 per second while only new rows arrive; a stream of deliveries then costs
-a fraction of the redraws, and rows still appear within a fifth of a second.
+a fraction of the redraws. A delivery after a quiet spell is posted at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -53,6 +54,7 @@ class LiveFeed:
             idle_interval if idle_interval is not None else max(interval, IDLE_FRAME_S)
         )
         self._touched_at = float("-inf")
+        self._posted_at = float("-inf")  # when the last message went out
         self._max_pending = max_pending
         self._pending: list[Attempt] = []
         self._dropped = 0
@@ -62,6 +64,7 @@ class LiveFeed:
     def start(self) -> None:
         if self._unsubscribe is None:
             self._unsubscribe = self._store.subscribe(self._on_commit)
+            self._posted_at = asyncio.get_running_loop().time()
 
     def stop(self) -> None:
         if self._unsubscribe is not None:
@@ -79,17 +82,21 @@ class LiveFeed:
             del self._pending[:overflow]
             self._dropped += overflow
         if self._timer is None:
+            # A frame after the last message: at once after a quiet spell (a lone delivery is
+            # not held back), later while a stream keeps coming.
             loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self._frame(loop.time()), self.flush)
+            now = loop.time()
+            self._timer = loop.call_at(max(now, self._posted_at + self._frame(now)), self.flush)
 
     def touch(self) -> None:
         """A person pressed a key or used the mouse: frames are short for a while (a frame
         already waiting on the long interval is shortened)."""
         loop = asyncio.get_running_loop()
         self._touched_at = loop.time()
-        if self._timer is not None and self._timer.when() - loop.time() > self._interval:
+        due = self._posted_at + self._interval
+        if self._timer is not None and self._timer.when() > due:
             self._timer.cancel()
-            self._timer = loop.call_later(self._interval, self.flush)
+            self._timer = loop.call_at(max(loop.time(), due), self.flush)
 
     def _frame(self, now: float) -> float:
         return self._interval if now - self._touched_at < INTERACTION_S else self._idle_interval
@@ -109,4 +116,6 @@ class LiveFeed:
             return
         attempts, self._pending = tuple(self._pending), []
         dropped, self._dropped = self._dropped, 0
+        with contextlib.suppress(RuntimeError):  # flushed by hand outside a loop
+            self._posted_at = asyncio.get_running_loop().time()
         self._target.post_message(DeliveriesStored(attempts, dropped))

@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
 
 from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
-from walletpass_tui.ui.body_pages import NOT_JSON, BodyPage, body_page
+from walletpass_tui.ui.body_pages import BodyPage, body_page
 from walletpass_tui.ui.log_columns import REJECTED_MARK, SHORT_REASONS, VERIFIED_MARK
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
@@ -344,18 +344,6 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     def _tab_opened(self, event: TabbedContent.TabActivated) -> None:
         self._paint_tab(self.active_tab)
 
-    def _page_note(self, page: BodyPage, total: int | None) -> Text:
-        """Where this page sits in the body and the keys that turn it."""
-        of = f" of a {format_size(total)} body" if total is not None else ""
-        where = f"characters {page.shown_from:,}-{page.shown_to:,}{of}"
-        keys = []
-        if page.more:
-            keys.append("]: next part")
-        if page.index:
-            keys.append("[: previous part")
-        note = f"\n… part {page.index + 1} ({where}); {', '.join(keys)}"
-        return Text(note, self._s("note"))
-
     def _summary(self, a: Attempt) -> Text:
         text = Text()
         text.append(one_line(a.webhook_id, missing="(no webhook-id header)"), self._s("id"))
@@ -444,29 +432,15 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             text.append(visible(value))
         return text or Text("(no headers)")
 
-    def _plain_page(self, page: BodyPage, total: int) -> Text:
-        text = page.content.copy() if isinstance(page.content, Text) else Text(str(page.content))
-        if page.paged:
-            text.append_text(self._page_note(page, total))
-        return text
-
-    def _raw(self, a: Attempt) -> Text:
+    def _raw(self, a: Attempt) -> Text | Content:
         if not a.body or self.pages is None:
             return Text("(empty body)")
-        return self._plain_page(self.pages.raw, len(a.body))
+        return self.pages.raw.content
 
     def _body(self, a: Attempt) -> Text | Content:
         if not a.body or self.pages is None:
             return Text("(empty body)")
-        page = self.pages.body
-        if not page.json:
-            return Text(NOT_JSON, self._s("dim")) + self._plain_page(page, len(a.body))
-        if not page.paged:
-            return page.content
-        note = self._page_note(page, None)
-        if isinstance(page.content, Content):
-            return page.content + Content.from_rich_text(note)
-        return page.content + note
+        return self.pages.body.content
 
     def _forwards(self, forwards: tuple[ForwardRow, ...]) -> Text:
         if not forwards:
