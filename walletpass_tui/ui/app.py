@@ -136,7 +136,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         await runtime.serve()
         self._show_receiver()
         if self.context is not None and not self.context.public_url and runtime.bound:
-            self.run_worker(self._discover_public_url(runtime.bound[1]), group="ngrok")
+            self.run_worker(
+                self._discover_public_url(runtime.bound[1]), group="ngrok", exit_on_error=False
+            )
 
     # The thousands of objects a Textual screen is built from live as long as the app; frozen
     # after the first paint, the collector stops walking them in every full collection, which

@@ -7,7 +7,7 @@ update, not a thousand. Should the UI fall far behind, the oldest pending attemp
 the message says so, and the log reloads from the store instead.
 
 The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
-key or mouse event), 5 per second while only new rows arrive; a stream of deliveries then costs
+key or mouse event), 4 per second while only new rows arrive; a stream of deliveries then costs
 a fraction of the redraws. A delivery after a quiet spell is posted at once.
 """
 
@@ -24,7 +24,7 @@ from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.webhooks.store import Attempt
 
 FRAME_S = 1 / 30  # while a person interacts
-IDLE_FRAME_S = 1 / 5  # while only new rows arrive
+IDLE_FRAME_S = 1 / 4  # while only new rows arrive
 INTERACTION_S = 2.0  # how long after the last key or mouse event the dashboard counts as in use
 MAX_PENDING = 5_000
 

@@ -33,7 +33,7 @@ from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.store import LogFilter
 
 DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
-FOLLOW_DETAIL_S = 0.25  # new rows arriving while following: the detail catches up this often
+FOLLOW_DETAIL_S = 0.5  # new rows arriving while following: the detail catches up this often
 DETAIL_SCREEN = "delivery-detail"
 PANES = ("templates", "endpoints", "events")
 
