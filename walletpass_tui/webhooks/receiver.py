@@ -12,16 +12,18 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
+from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.reasons import Reason, Rejected
 from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
@@ -38,7 +40,7 @@ from walletpass_tui.webhooks.store import (
 )
 from walletpass_tui.webhooks.verify import SigningKey, Verdict, verify
 
-__all__ = ["Injection", "Receiver", "ReceiverError", "ReceiverOptions", "Rejected"]
+__all__ = ["Inbound", "Injection", "Receiver", "ReceiverError", "ReceiverOptions", "Rejected"]
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
@@ -288,7 +290,14 @@ class Receiver:
         self, request: web.Request, info: _Request, body: bytes, endpoint_id: str | None
     ) -> Attempt:
         """The attempt to store for a verified delivery; raises Rejected with what was learnt."""
-        verdict = self._verify(request, body, endpoint_id, info.received)
+        verdict, detail, fields = self._signed(request.headers, body, endpoint_id, info.received)
+        return info.attempt(verdict.reason, detail, verdict=VERIFIED, **fields)
+
+    def _signed(
+        self, headers: Mapping[str, str], body: bytes, endpoint_id: str | None, now: datetime
+    ) -> tuple[Verdict, str, dict[str, Any]]:
+        """The verdict, its detail and the fields learnt from the body; raises Rejected."""
+        verdict = self._verify(headers, body, endpoint_id, now)
         detail = verdict.detail
         if verdict.reason is Reason.NO_SECRET and endpoint_id is not None:
             detail = f"no endpoint {endpoint_id} is known locally; import it with its secret"
@@ -302,7 +311,35 @@ class Receiver:
         }
         if not verdict.ok:
             raise Rejected(verdict.reason, detail, record=fields)
-        return info.attempt(verdict.reason, detail, verdict=VERIFIED, **fields)
+        return verdict, detail, fields
+
+    async def accept(self, inbound: Inbound) -> Attempt:
+        """A delivery that came another way (a relay): the same limits, verify, store and forward
+        steps as a POST, the timestamp checked against ``inbound.received_at``. Returns the stored
+        attempt (verified or rejected); raises StoreError when it could not be stored. Failure
+        injection and ``--ack target`` are about answering a sender and do not apply."""
+        started = time.perf_counter()
+        body = inbound.body
+        try:
+            if inbound.method != "POST":
+                raise Rejected(Reason.METHOD_NOT_ALLOWED, inbound.method)
+            if len(body) > self.options.max_body:
+                limit = self.options.max_body
+                raise _too_large(f"{len(body)} bytes > {limit}", limit, len(body))
+            raw_id = inbound.header("webhook-id")
+            if raw_id and not is_utf8(raw_id):
+                raise not_utf8_id(body)
+            headers = CIMultiDict(inbound.headers)
+            _, detail, fields = self._signed(headers, body, None, inbound.received_at)
+        except Rejected as rejection:  # the body is here whatever the reason: kept (bounded)
+            fields = {"body": body, "body_size": len(body), **rejection.record}
+            rejected = inbound.attempt(
+                rejection.reason, rejection.detail, started=started, **fields
+            )
+            return await self.store.record(rejected)
+        record = inbound.attempt(Reason.OK, detail, started=started, verdict=VERIFIED, **fields)
+        queued = self.forwarder.targets(record) if self.forwarder is not None else ()
+        return await self.store.record(record, forward_to=queued)
 
     async def _deliver(self, record: Attempt, started: float) -> web.Response:
         """Forward (``--ack target``) or queue forwards, store (commit), then answer."""
@@ -337,7 +374,7 @@ class Receiver:
         return web.Response(status=stored.status, text=f"Refused: {stored.note or 'refused'}\n")
 
     def _verify(
-        self, request: web.Request, body: bytes, endpoint_id: str | None, received: datetime
+        self, headers: Mapping[str, str], body: bytes, endpoint_id: str | None, received: datetime
     ) -> Verdict:
         """``{path}`` is checked against every key, ``{path}/{endpoint_id}`` only against its own."""
         opts = self.options
@@ -345,9 +382,7 @@ class Receiver:
             keys = self.keys(fresh=fresh)
             if endpoint_id is not None:
                 keys = [k for k in keys if k.endpoint_id == endpoint_id]
-            verdict = verify(
-                request.headers, body, keys, now=received, tolerance_s=opts.tolerance_s
-            )
+            verdict = verify(headers, body, keys, now=received, tolerance_s=opts.tolerance_s)
             if verdict.reason not in (Reason.NO_MATCH, Reason.NO_SECRET) or self.registry is None:
                 break
         return verdict
@@ -423,9 +458,8 @@ def _too_large(detail: str, limit: int, size: int) -> Rejected:
 def _check_webhook_id(request: web.Request, body: bytes) -> None:
     """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
     raw_id = request.headers.get("webhook-id")
-    if raw_id and not raw_id.isascii() and not _is_utf8(raw_id):
-        record = {"body": body, "body_size": len(body)}
-        raise Rejected(Reason.MALFORMED_HEADER, "webhook-id is not UTF-8 text", record=record)
+    if raw_id and not raw_id.isascii() and not is_utf8(raw_id):
+        raise not_utf8_id(body)
 
 
 async def _listening_socket(host: str, port: int) -> socket.socket:
@@ -437,14 +471,6 @@ async def _listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.create_server(address, family=family, backlog=128)
     sock.setblocking(False)
     return sock
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 async def _read_bounded(request: web.Request, limit: int) -> bytes:

@@ -10,23 +10,37 @@ that order and closed in the reverse one, with a single place to subscribe to wh
 Opening binds the receiver's port (a port in use fails here, before any screen is drawn) but
 accepts nothing until ``serve()``: the dashboard subscribes and paints its first frame first.
 Failure injection is a setting of the runtime, changed through its methods (``pause_acks``...).
+
+Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
+``relay/link.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
+which runs the receiver's own verify -> store -> forward steps. A feed that stops for good (a relay
+refusing the token) is reported through ``feed_stopped()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
+from typing import Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup, secret_lookup
-from walletpass_tui.webhooks.receiver import Injection, Receiver, ReceiverOptions
+from walletpass_tui.webhooks.receiver import Inbound, Injection, Receiver, ReceiverOptions
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
 
 DeliveryListener = Callable[[Sequence[Attempt]], None]
 ForwardListener = Callable[[ForwardRow, ForwardResult], None]
+
+
+class Feed(Protocol):
+    """Deliveries reaching the runtime another way than a POST: ``run`` calls
+    ``runtime.accept()`` for each until cancelled, or raises when it cannot go on."""
+
+    async def run(self, runtime: DeliveryRuntime) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,7 @@ class DeliveryRuntime:
         store: Store | None = None,
         registry: EndpointRegistry | None = None,
         secret_for: SecretLookup | None = None,
+        feeds: Sequence[Feed] = (),
     ) -> None:
         self.settings = settings
         self.setup = setup or DeliverySetup()
@@ -81,6 +96,9 @@ class DeliveryRuntime:
         self._forward_listeners: list[ForwardListener] = []
         self._unsubscribe_store: Callable[[], None] | None = None
         self._opened = False
+        self.feeds: tuple[Feed, ...] = tuple(feeds)
+        self._feed_tasks: list[asyncio.Task[None]] = []
+        self._feed_error: asyncio.Future[BaseException] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -104,6 +122,10 @@ class DeliveryRuntime:
         """
         if self._opened:
             return
+        if self.feeds and self.setup.options is None:
+            raise ValueError("Feeds need a receiver to verify and store their deliveries.")
+        if self.feeds and self._feed_error is None:
+            self._feed_error = asyncio.get_running_loop().create_future()
         try:
             if self._store is None:
                 self._store = await Store.open(self.settings.database_path)
@@ -134,13 +156,48 @@ class DeliveryRuntime:
         self._opened = True
 
     async def serve(self) -> None:
-        """Start accepting deliveries on the bound port (a no-op without a receiver, or twice)."""
+        """Start accepting deliveries on the bound port and start the feeds (a no-op without a
+        receiver, or twice)."""
         if self.receiver is not None:
             await self.receiver.serve()
+            if self.feeds and not self._feed_tasks:
+                for feed in self.feeds:
+                    task = asyncio.create_task(feed.run(self))
+                    task.add_done_callback(self._feed_done)
+                    self._feed_tasks.append(task)
+
+    async def accept(self, inbound: Inbound) -> Attempt:
+        """One delivery from a feed: verified, stored (committed) and forwarded as a POST would
+        be; returns the stored attempt. Raises StoreError when it could not be stored."""
+        if self.receiver is None:
+            raise RuntimeError("No receiver runs in this runtime.")
+        return await self.receiver.accept(inbound)
+
+    async def feed_stopped(self) -> BaseException:
+        """Wait until a feed stops for good; returns why (waits forever without feeds)."""
+        if self._feed_error is None:
+            await asyncio.Event().wait()
+        assert self._feed_error is not None
+        return await asyncio.shield(self._feed_error)
+
+    def _feed_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self._feed_error is None or self._feed_error.done():
+            return
+        error = task.exception() or RuntimeError("The relay subscription ended.")
+        self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Forwarder -> receiver (port released, requests in flight answered) -> store."""
+        """Feeds -> forwarder -> receiver (port released, requests in flight answered) -> store.
+
+        A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
+        committed together or not at all, and the next run resumes after the last one stored.
+        """
         self._opened = False
+        tasks, self._feed_tasks = self._feed_tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self.forwarder is not None:
             await self.forwarder.stop()
         if self.receiver is not None:

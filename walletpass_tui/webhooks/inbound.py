@@ -1,0 +1,128 @@
+"""A delivery that reached this machine another way than a POST to the receiver: through a relay.
+
+The relay kept what the service sent exactly (method, path, headers in order, raw body, source
+address, when it arrived); ``Receiver.accept(inbound)`` runs it through the same checks, verify,
+store and forward steps as a direct POST. The timestamp is checked against ``received_at`` (when
+the relay received it), so a delivery caught up after a laptop slept for hours is not refused as
+too old. ``relay_url`` and ``relay_cursor`` are stored with the attempt in the same commit: a
+restart resumes after the last stored cursor and never stores one twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from walletpass_tui.webhooks.models import REJECTED, Attempt
+from walletpass_tui.webhooks.reasons import Reason, Rejected
+
+MAX_ID_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One delivery as the relay received it (``source``: the address that posted it there)."""
+
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    received_at: datetime
+    source: str | None = None
+    forwarded_for: str | None = None
+    relay_url: str | None = None
+    relay_cursor: int | None = None
+
+    @classmethod
+    def relayed(
+        cls,
+        *,
+        relay_url: str,
+        cursor: int,
+        received_at_ms: int,
+        method: str,
+        path: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+        source: str | None,
+        forwarded_for: str | None = None,
+    ) -> Inbound:
+        return cls(
+            method=method,
+            path=path,
+            headers=tuple(headers),
+            body=body,
+            received_at=_when(received_at_ms),
+            source=source,
+            forwarded_for=forwarded_for,
+            relay_url=relay_url,
+            relay_cursor=cursor,
+        )
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        return next((v for k, v in self.headers if k.lower() == lowered), None)
+
+    def attempt(
+        self,
+        reason: Reason,
+        detail: str = "",
+        *,
+        started: float,
+        verdict: str = REJECTED,
+        **fields: Any,
+    ) -> Attempt:
+        """The attempt to store, with where it came from (the relay and its cursor)."""
+        fields.setdefault("body", b"")
+        webhook_id = self.header("webhook-id") or None
+        attempt = Attempt(
+            received_at_ms=int(self.received_at.timestamp() * 1000),
+            method=self.method,
+            path=self.path,
+            headers=self.headers,
+            reason=reason.value,
+            detail=detail,
+            status=reason.status,
+            webhook_id=webhook_id[:MAX_ID_CHARS] if webhook_id else None,
+            remote_addr=self.source,
+            forwarded_for=self.forwarded_for,
+            verdict=verdict,
+            processing_ms=(time.perf_counter() - started) * 1000,
+            **fields,
+        )
+        if self.relay_url is not None and "relay_url" in Attempt.__dataclass_fields__:
+            attempt = _with_relay(attempt, self.relay_url, self.relay_cursor)
+        return attempt
+
+
+def _when(ms: int) -> datetime:
+    """When the relay received it; a time no clock can show (a broken relay) reads as now, so
+    the timestamp check still refuses what is old."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, ValueError, OSError):
+        return datetime.now(UTC)
+
+
+def is_utf8(text: str) -> bool:
+    """aiohttp and JSON hand over bytes that were not UTF-8 as lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_utf8_id(body: bytes) -> Rejected:
+    """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
+    record = {"body": body, "body_size": len(body)}
+    return Rejected(Reason.MALFORMED_HEADER, "webhook-id is not UTF-8 text", record=record)
+
+
+def _with_relay(attempt: Attempt, url: str, cursor: int | None) -> Attempt:
+    from dataclasses import replace
+
+    return replace(attempt, relay_url=url, relay_cursor=cursor)  # type: ignore[call-arg]
