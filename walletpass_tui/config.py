@@ -23,6 +23,7 @@ ENV_API_KEY = "WALLETPASS_API_KEY"
 ENV_BASE_URL = "WALLETPASS_BASE_URL"
 ENV_REGISTRATION_URL = "WALLETPASS_REGISTRATION_URL"
 ENV_HOME = "WALLETPASS_HOME"
+ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
 
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
@@ -104,6 +105,7 @@ class Settings:
     retention_days: int = DEFAULT_RETENTION_DAYS
     allow_http: bool = False
     public_url: str | None = None
+    relay_token: Secret | None = None  # a relay channel's subscriber token (listen --relay)
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -147,6 +149,7 @@ class Settings:
             ("retention_days", str(self.retention_days)),
             ("allow_http", "true" if self.allow_http else "false"),
             ("public_url", self.public_url or "(not set)"),
+            ("relay_token", self.relay_token.masked if self.relay_token else "(not set)"),
         ]
         return [(name, value, self.source_of(name)) for name, value in rows]
 
@@ -166,6 +169,7 @@ class Settings:
             "retention_days": self.retention_days,
             "allow_http": self.allow_http,
             "public_url": self.public_url,
+            "relay_token": self.relay_token.masked if self.relay_token else None,
         }
 
 
@@ -200,6 +204,7 @@ _FIELDS: dict[str, type] = {
     "retention_days": int,
     "allow_http": bool,
     "public_url": str,
+    "relay_token": str,
 }
 
 # Tables the TOML file may group settings in; their keys are read as if at the top level.
@@ -262,7 +267,7 @@ def _coerce(name: str, value: Any, origin: str, *, strict: bool = False) -> Any:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
-            shown = "(hidden)" if name == "api_key" else repr(value)
+            shown = "(hidden)" if name in _SECRET_FIELDS else repr(value)
             raise ConfigError(
                 f"The setting {name} from {origin} must be a {_TYPE_NAMES[kind]}, not {shown}."
             )
@@ -281,12 +286,13 @@ def _coerce(name: str, value: Any, origin: str, *, strict: bool = False) -> Any:
             raise ValueError(value)
         return kind(value)
     except (TypeError, ValueError):
-        shown = "(hidden)" if name == "api_key" else repr(value)
+        shown = "(hidden)" if name in _SECRET_FIELDS else repr(value)
         raise ConfigError(
             f"The setting {name} from {origin} must be a {_TYPE_NAMES[kind]}, not {shown}."
         ) from None
 
 
+_SECRET_FIELDS = ("api_key", "relay_token")
 _TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
 
 
@@ -344,6 +350,7 @@ def load_settings(
         ENV_BASE_URL: "base_url",
         ENV_REGISTRATION_URL: "registration_url",
         ENV_HOME: "home",
+        ENV_RELAY_TOKEN: "relay_token",
     }
     for var, key in env_map.items():
         if env.get(var):
@@ -363,10 +370,12 @@ def load_settings(
         if values.get(key):
             values[key] = str(values[key]).rstrip("/")
     api_key = values.pop("api_key", None)
+    relay_token = str(values.pop("relay_token", "") or "").strip()
     home = values.pop("home", None)
     return Settings(
         **values,
         api_key=Secret(api_key) if api_key else None,
+        relay_token=Secret(relay_token) if relay_token else None,
         home=Path(home).expanduser() if home else default_data_dir(),
         config_file=config_path,
         sources=sources,

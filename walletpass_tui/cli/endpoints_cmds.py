@@ -49,7 +49,11 @@ def _topics(given: list[str] | None) -> list[str]:
 
 def _create_url(args: argparse.Namespace, settings: Settings) -> str:
     url = args.url
-    if args.from_listener:
+    if getattr(args, "from_relay", None):
+        if url or args.from_listener:
+            raise UsageError("Give one of --url, --from-listener and --from-relay.")
+        url = _relay_ingress(args, settings)
+    elif args.from_listener:
         if url:
             raise UsageError("Give either --url or --from-listener, not both.")
         public = getattr(args, "public_url", None) or settings.public_url
@@ -61,6 +65,25 @@ def _create_url(args: argparse.Namespace, settings: Settings) -> str:
     if not url:
         raise UsageError("Give the endpoint's URL with --url (or use --from-listener).")
     return _endpoint_url(url, settings)
+
+
+def _relay_ingress(args: argparse.Namespace, settings: Settings) -> str:
+    """The ingress URL of the relay channel ``--from-relay`` names (asked of the relay)."""
+    from walletpass_tui.cli.receiver_flags import relay_token
+    from walletpass_tui.relay.channel_info import fetch_channel
+    from walletpass_tui.relay.subscriber import RelayClientError
+
+    try:
+        info = asyncio.run(
+            fetch_channel(args.from_relay, relay_token(args, settings, "--from-relay"))
+        )
+    except RelayClientError as exc:
+        raise CommandError(str(exc)) from None
+    print(
+        f"Relay channel {printable(info.name)}: ingress {printable(info.ingress_url)}",
+        file=sys.stderr,
+    )
+    return info.ingress_url
 
 
 def cmd_endpoints_create(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """What the receiver does with deliveries, shared by ``listen`` and the dashboard: the flags for
 extra secrets, the public URL, forwarding, allowed sources and failure injection, and what they
-build: the receiver's options and a ``DeliverySetup`` for the delivery runtime."""
+build: the receiver's options and a ``DeliverySetup`` for the delivery runtime, and the relay
+link ``--relay`` asks for (a feed of the runtime)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.common import CommandError, UsageError
 from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.webhooks.forward import ForwardError, parse_route
@@ -18,7 +20,16 @@ from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
-__all__ = ["DeliverySetup", "add_delivery_flags", "delivery_setup", "receiver_options"]
+if TYPE_CHECKING:
+    from walletpass_tui.relay.link import RelayLink
+
+__all__ = [
+    "DeliverySetup",
+    "add_delivery_flags",
+    "delivery_setup",
+    "receiver_options",
+    "relay_link",
+]
 
 
 def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
@@ -84,3 +95,32 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
         ack_target=ack_target,
         explicit_secrets=tuple(getattr(args, "secret", [])),
     )
+
+
+def relay_link(args: argparse.Namespace, settings: Settings) -> RelayLink | None:
+    """The relay link ``--relay`` asks for (None without it); the token from --relay-token,
+    WALLETPASS_RELAY_TOKEN or relay_token in the config file."""
+    url = getattr(args, "relay", None)
+    if not url:
+        return None
+    from walletpass_tui.relay.link import RelayLink
+
+    return RelayLink(url, relay_token(args, settings, "--relay"))
+
+
+def relay_token(args: argparse.Namespace, settings: Settings, flag: str) -> str:
+    """The subscriber token: --relay-token, else WALLETPASS_RELAY_TOKEN or relay_token in the
+    config file; refused (exit 2) when missing or not a token."""
+    token = getattr(args, "relay_token", None) or (
+        settings.relay_token.reveal() if settings.relay_token else None
+    )
+    if not token:
+        raise UsageError(
+            f"{flag} needs the channel's subscriber token: set WALLETPASS_RELAY_TOKEN=wpr_... "
+            "(or --relay-token); 'walletpass-tui relay channel add' printed it."
+        )
+    if not token.isascii() or not token.isprintable() or " " in token:
+        raise UsageError(
+            "The relay token contains spaces, control or non-ASCII characters; copy it again."
+        )
+    return token

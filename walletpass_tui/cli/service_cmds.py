@@ -66,6 +66,16 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--public-url", type=url_arg, default=argparse.SUPPRESS, help="the tunnel's public URL"
     )
     create.add_argument(
+        "--from-relay",
+        type=url_arg,
+        metavar="SUBSCRIBE_URL",
+        help="register a relay channel's ingress URL (asked of the relay with the subscriber "
+        "token: WALLETPASS_RELAY_TOKEN, relay_token or --relay-token)",
+    )
+    create.add_argument(
+        "--relay-token", metavar="TOKEN", help="subscriber token (prefer WALLETPASS_RELAY_TOKEN)"
+    )
+    create.add_argument(
         "--json", action="store_true", help="print the endpoint exactly as the service returned it"
     )
     create.set_defaults(handler=lazy_handler(_ENDPOINTS, "cmd_endpoints_create"))

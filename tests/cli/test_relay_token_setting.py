@@ -1,0 +1,34 @@
+"""The relay subscriber token as a setting: from WALLETPASS_RELAY_TOKEN or the config file, never
+shown in full (``config show``, a mistyped value, the object's repr)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from walletpass_tui.config import ConfigError, load_settings
+
+TOKEN = "wpr_Zk3v9QmT1xLr8NcB2yHd6JpW0sFa4Ue7Gi5Ko"
+
+
+def test_the_token_comes_from_the_environment_or_the_file_and_is_masked(tmp_path: Path) -> None:
+    from_env = load_settings({"home": str(tmp_path)}, env={"WALLETPASS_RELAY_TOKEN": TOKEN})
+    assert from_env.relay_token is not None and from_env.relay_token.reveal() == TOKEN
+    config = tmp_path / "config.toml"
+    config.write_text(f'relay_token = "{TOKEN}"\n')
+    from_file = load_settings({"home": str(tmp_path)}, env={}, config_file=config)
+    assert from_file.relay_token is not None and from_file.relay_token.reveal() == TOKEN
+    for settings in (from_env, from_file):
+        shown = repr(settings) + str(settings.describe()) + str(settings.typed())
+        assert TOKEN not in shown
+        assert TOKEN[-4:] in shown  # recognisable by its end
+
+
+def test_a_mistyped_token_in_the_file_is_not_echoed(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("relay_token = 12345678901234567890\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"home": str(tmp_path)}, env={}, config_file=config)
+    assert "12345678901234567890" not in str(caught.value)
+    assert "relay_token" in str(caught.value)
