@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 import time
@@ -99,10 +98,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     follow = rsub.add_parser(
         "follow",
         parents=parents,
-        help="hand a relay channel's deliveries to a local receiver (listen, the dashboard, your app)",
+        help="POST a relay channel's deliveries to your own receiver (your app)",
         description="Stream a relay channel and POST every delivery to --to with its raw body and "
         "original headers, so the receiver verifies the real signature with the real secret. "
-        "Resumes after the last delivery handed over (the cursor is kept in the data directory).",
+        "Resumes after the last delivery handed over (the cursor is kept in the data directory). "
+        "To receive into walletpass-tui itself, use 'listen --relay URL' or the dashboard's "
+        "--relay instead: no second hop, and deliveries caught up after a sleep still verify.",
         epilog="examples:\n"
         "  export WALLETPASS_RELAY_TOKEN=wpr_...\n"
         "  walletpass-tui relay follow https://relay.example.com/channels/SLUG/events\n"
@@ -237,7 +238,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from walletpass_tui.relay.subscriber import RelayClientError
 
     settings = settings_from_args(args)
-    token = args.relay_token or os.environ.get(ENV_RELAY_TOKEN)
+    token = args.relay_token or (settings.relay_token.reveal() if settings.relay_token else None)
     if not token:
         raise CommandError(
             f"Give the subscriber token with {ENV_RELAY_TOKEN}=wpr_... (or --token); "
