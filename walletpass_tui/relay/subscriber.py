@@ -243,7 +243,8 @@ class RelaySubscriber:
             if response.status != 200:
                 self._set(connected=False, error=f"the relay answered {response.status}")
                 return False
-            self._set(connected=True, error=None)
+            # Connected once the relay's first line is read (its ": connected head=N" comment):
+            # the state then says at once how far behind this subscriber starts.
             parser = SSEParser()
             async for chunk in response.content.iter_any():
                 for item in parser.feed(chunk):
@@ -255,8 +256,12 @@ class RelaySubscriber:
         if isinstance(item, SSEComment):
             head = _head(item.text)
             if head is not None:
-                self._set(head=max(head, self.state.cursor))
+                self._set(head=max(head, self.state.cursor), connected=True, error=None)
+            elif not self.state.connected:
+                self._set(connected=True, error=None)
             return
+        if not self.state.connected:
+            self._set(connected=True, error=None)
         if item.event != EVENT_NAME or item.id is None or not item.id.isdigit():
             return
         cursor = int(item.id)
