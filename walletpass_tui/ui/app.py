@@ -135,7 +135,17 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         runtime = self.runtime
         await runtime.serve()
         self._show_receiver()
-        if self.context is not None and not self.context.public_url and runtime.bound:
+
+    _tunnel_sought = False
+
+    def on_event_log_pane_ready(self, message: EventLogPane.Ready) -> None:
+        """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
+        a moment the first paint should not wait for)."""
+        runtime = self._runtime
+        if self._tunnel_sought or runtime is None or runtime.bound is None:
+            return
+        self._tunnel_sought = True
+        if self.context is not None and not self.context.public_url:
             self.run_worker(
                 self._discover_public_url(runtime.bound[1]), group="ngrok", exit_on_error=False
             )
