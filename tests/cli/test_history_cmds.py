@@ -263,3 +263,19 @@ async def test_events_show_escapes_bidi_zero_width_and_escapes(
     assert "pay\\u202eusd\\u200b\\x1b[2J\\u2028end" in out
     for raw in ("\u202e", "\u200b", "\x1b", "\u2028"):
         assert raw not in out
+
+
+async def test_events_show_says_the_verdict_once_and_json_has_the_one_attempt_shape(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed(home, make_attempt("msg_once", body_for("p9")))
+    code, out, err = await cli(capsys, "events", "show", "msg_once")
+    assert code == 0, err
+    [line] = [line for line in out.splitlines() if "verdict:" in line]
+    assert line.split() == ["verdict:", "verified"]  # not "verified: verified"
+    code, out, _ = await cli(capsys, "events", "show", "msg_once", "--json")
+    [shown] = json.loads(out)["attempts"]
+    code, out, _ = await cli(capsys, "events", "export", "--webhook-id", "msg_once")
+    exported = json.loads(out)
+    assert shown == exported  # one shape, whichever command prints it
+    assert shown["body_differs"] is False and shown["topic"] == "pass.activated"
