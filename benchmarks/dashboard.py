@@ -226,7 +226,9 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
 
             def detail_drawn(t0: float, drawn: list[float] = drawn) -> bool:
                 screen = app.screen
-                if not isinstance(screen, DetailScreen) or screen.detail.data is None:
+                if not isinstance(screen, DetailScreen) or not screen.query("#detail-full"):
+                    return False  # pushed, not composed yet
+                if screen.detail.data is None:
                     return False
                 if not drawn:
                     app.call_after_refresh(lambda: drawn.append(time.perf_counter()))
