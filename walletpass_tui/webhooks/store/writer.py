@@ -8,8 +8,10 @@ feeds it.
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
 * Work kept out of the acknowledgement path runs only when no delivery waits, in bounded steps:
-  the search index (a chunk at a time), the rejected cap, and WAL checkpoints (on a second
-  connection and thread, PASSIVE, so a delivery's commit never copies the log into the file).
+  the search index (a chunk at a time), the rejected cap, and WAL checkpoints: the bulk of the log
+  is copied into the file by a second connection on its own thread (PASSIVE: no write lock), and
+  the few frames committed meanwhile by the writer when idle, so the log starts over instead of
+  growing. A delivery's commit never copies the log itself (SQLite's automatic checkpoint does).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ MAX_BATCH = 512
 IDLE_INDEX_S = 0.05  # a small index backlog waits this long for the writer to be idle
 # Under steady load the writer is never idle: past this backlog, a chunk goes between two batches.
 FORCE_INDEX_AT = 4 * search.INDEX_CHUNK
+INDEX_SOON = 32  # a backlog this small waits for an idle moment (IDLE_INDEX_S without deliveries)
 CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the rest at next open)
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
@@ -232,11 +235,19 @@ def _insert(
 # -- checkpoints ----------------------------------------------------------------------------------
 
 
+def top_up_checkpoint(db: sqlite3.Connection) -> None:
+    """On the writer's thread, between two commits: copy what the bulk checkpoint left, so the
+    log is complete in the file and the next commit starts it over (it stops growing)."""
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 class Checkpointer:
     """PASSIVE checkpoints on a connection and thread of their own: they never take the write
     lock, so copying the log into the database never delays a delivery's commit."""
 
     def __init__(self, path: Path) -> None:
+        self.top_up_due = False  # a bulk checkpoint ran: the writer should finish it when idle
+        self.on_done: Callable[[], None] = lambda: None  # on the event loop, after each run
         self._path = path
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
         self._db: sqlite3.Connection | None = None
@@ -253,6 +264,7 @@ class Checkpointer:
             self._commits = self._rows = 0
             loop = asyncio.get_running_loop()
             self._task = loop.run_in_executor(self._executor, self._checkpoint)
+            self._task.add_done_callback(lambda _: self.on_done())
 
     def _checkpoint(self) -> None:
         try:
@@ -262,6 +274,7 @@ class Checkpointer:
                 )
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.runs += 1
+            self.top_up_due = True
         except sqlite3.Error:
             pass  # a reader or another program in the way: the next one catches up
 
@@ -293,7 +306,9 @@ class GroupCommit:
         self._busy = False
         self._unindexed = 1  # unknown at open: whatever a crash left out is indexed when idle
         self._rejected_since_prune = 0
-        self._hurry = asyncio.Event()
+        self._hurried = False  # settled() waits: do the background work now
+        self._wake = asyncio.Event()  # wakes a writer waiting for deliveries
+        self.checkpoints.on_done = self._poke
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="store-writer")
@@ -343,45 +358,64 @@ class GroupCommit:
 
     def hurry(self) -> None:
         """Do the background work now instead of waiting for the writer to be idle a while."""
-        self._hurry.set()
+        self._hurried = True
+        self._wake.set()
+
+    def _poke(self) -> None:
+        self._wake.set()
 
     async def _next(self) -> Pending | None:
-        """The next delivery; while none waits, one bounded step of background work at a time."""
-        while self._queue.empty() and self._backlog():
-            if self._unindexed < search.INDEX_CHUNK and not self._hurry.is_set():
-                item = await self._wait_briefly()
-                if item is not _NOTHING:
-                    return item  # type: ignore[return-value]
-            self._busy = True
-            await self._catch_up_step()
-        self._hurry.clear()
-        self._busy = False
-        item = await self._queue.get()
-        self._busy = True
-        return item
+        """The next delivery; while none waits, one bounded step of background work at a time.
 
-    async def _wait_briefly(self) -> object:
-        """A delivery if one comes within IDLE_INDEX_S (or until hurried), else _NOTHING."""
+        A small search-index backlog waits for IDLE_INDEX_S without deliveries (at a steady rate
+        it is indexed in one chunk now and then, not after every delivery).
+        """
+        step_now = False
+        while self._queue.empty():
+            backlog = self._backlog()
+            if not backlog:
+                self._hurried = False
+            elif step_now or self._hurried or not self._quiet():
+                self._busy = True
+                await self._catch_up_step()
+                step_now = False
+                continue
+            item = await self._wait(IDLE_INDEX_S if backlog else None)
+            if item is not _NOTHING:
+                self._busy = True
+                return item  # type: ignore[return-value]
+            step_now = True  # idle long enough, or woken: a step if there is work
+        self._busy = True
+        return self._queue.get_nowait()
+
+    def _quiet(self) -> bool:
+        return self._unindexed < INDEX_SOON and not self.checkpoints.top_up_due
+
+    async def _wait(self, timeout: float | None) -> object:
+        """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING."""
         self._busy = False
+        self._wake.clear()  # the state it stands for was looked at just before
         getter = asyncio.ensure_future(self._queue.get())
-        hurried = asyncio.ensure_future(self._hurry.wait())
+        woken = asyncio.ensure_future(self._wake.wait())
         try:
             await asyncio.wait(
-                {getter, hurried}, timeout=IDLE_INDEX_S, return_when=asyncio.FIRST_COMPLETED
+                {getter, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
-            hurried.cancel()
+            woken.cancel()
             got_one = not getter.cancel()  # False: it had already taken an item
-        self._busy = True
         return getter.result() if got_one else _NOTHING
 
     def _backlog(self) -> bool:
         prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
-        return bool(self._unindexed) or prune_due
+        return bool(self._unindexed) or prune_due or self.checkpoints.top_up_due
 
     async def _catch_up_step(self) -> None:
         try:
-            if self._unindexed:
+            if self.checkpoints.top_up_due:
+                self.checkpoints.top_up_due = False
+                await self.thread.run(top_up_checkpoint)
+            elif self._unindexed:
                 indexed = await self.thread.run(search.index_chunk, search.INDEX_CHUNK)
                 left = max(self._unindexed - indexed, 1)
                 self._unindexed = 0 if indexed < search.INDEX_CHUNK else left

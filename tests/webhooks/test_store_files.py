@@ -1,0 +1,69 @@
+"""History files are private (0600) whatever the umask and the directory's mode."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
+
+
+def make(webhook_id: str) -> Attempt:
+    return Attempt(
+        received_at_ms=1_795_000_000_000,
+        method="POST",
+        path="/webhooks",
+        headers=(),
+        body=b'{"secret": "delivery data"}',
+        verdict=VERIFIED,
+        reason="verified",
+        status=200,
+        webhook_id=webhook_id,
+    )
+
+
+@pytest.fixture
+def loose_umask() -> Iterator[None]:
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def files_of(path: Path) -> list[Path]:
+    return sorted(p for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+async def test_database_wal_and_shm_are_created_0600(tmp_path: Path, loose_umask: None) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)  # a directory others may list
+    path = home / "deliveries.sqlite3"
+    async with await Store.open(path) as store:
+        await store.record(make("msg_1"))
+        names = {p.name for p in files_of(path)}
+        assert {"deliveries.sqlite3", "deliveries.sqlite3-wal", "deliveries.sqlite3-shm"} <= names
+        assert {p.name: mode(p) for p in files_of(path)} == {name: 0o600 for name in names}
+
+
+async def test_loose_files_from_before_are_tightened(tmp_path: Path, loose_umask: None) -> None:
+    path = tmp_path / "deliveries.sqlite3"
+    async with await Store.open(path) as store:
+        await store.record(make("msg_1"))
+    for p in files_of(path):
+        p.chmod(0o644)
+    (tmp_path / "deliveries.sqlite3-wal").touch(mode=0o644)
+    async with await Store.open(path) as store:
+        await store.record(make("msg_2"))
+        assert all(mode(p) == 0o600 for p in files_of(path)), {
+            p.name: oct(mode(p)) for p in files_of(path)
+        }
