@@ -78,7 +78,7 @@ class Inbound:
         """The attempt to store, with where it came from (the relay and its cursor)."""
         fields.setdefault("body", b"")
         webhook_id = self.header("webhook-id") or None
-        attempt = Attempt(
+        return Attempt(
             received_at_ms=int(self.received_at.timestamp() * 1000),
             method=self.method,
             path=self.path,
@@ -91,11 +91,10 @@ class Inbound:
             forwarded_for=self.forwarded_for,
             verdict=verdict,
             processing_ms=(time.perf_counter() - started) * 1000,
+            relay_url=self.relay_url,
+            relay_cursor=self.relay_cursor,
             **fields,
         )
-        if self.relay_url is not None and "relay_url" in Attempt.__dataclass_fields__:
-            attempt = _with_relay(attempt, self.relay_url, self.relay_cursor)
-        return attempt
 
 
 def _when(ms: int) -> datetime:
@@ -120,9 +119,3 @@ def not_utf8_id(body: bytes) -> Rejected:
     """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
     record = {"body": body, "body_size": len(body)}
     return Rejected(Reason.MALFORMED_HEADER, "webhook-id is not UTF-8 text", record=record)
-
-
-def _with_relay(attempt: Attempt, url: str, cursor: int | None) -> Attempt:
-    from dataclasses import replace
-
-    return replace(attempt, relay_url=url, relay_cursor=cursor)  # type: ignore[call-arg]

@@ -39,7 +39,9 @@ class StoreError(Exception):
 class Attempt:
     """One delivery attempt as received. ``id``, ``attempt_no`` and ``body_differs`` are set by
     the store: ``body_differs`` is true when an earlier attempt with the same webhook-id carried a
-    different body (or topic), which a genuine retry never does."""
+    different body (or topic), which a genuine retry never does. A delivery that came through a
+    relay keeps the relay's subscribe URL and cursor (``remote_addr`` is then the address that
+    posted to the relay)."""
 
     received_at_ms: int
     method: str
@@ -62,6 +64,8 @@ class Attempt:
     id: int = 0
     attempt_no: int = 0
     body_differs: bool = False
+    relay_url: str | None = None  # came through this relay (its subscribe URL)...
+    relay_cursor: int | None = None  # ... as the channel's delivery number
 
     @property
     def body_truncated(self) -> bool:

@@ -345,5 +345,10 @@ class Store:
     async def stats(self) -> Stats:
         return await self._reader.stats()
 
+    async def last_relay_cursor(self, relay_url: str) -> int:
+        """The newest cursor stored from the relay at ``relay_url`` (0: none yet): a relay link
+        resumes after it."""
+        return await self._reader.last_relay_cursor(relay_url)
+
     async def last_id(self) -> int:
         return await self._reader.last_id()

@@ -62,6 +62,12 @@ class Reader:
         found = await self.fetch(sql, params, lambda r: r[0])
         return found[0] if found else None
 
+    async def last_relay_cursor(self, relay_url: str) -> int:
+        """The newest relay cursor stored for ``relay_url`` (0: none yet)."""
+        sql = "SELECT MAX(relay_cursor) FROM attempts WHERE relay_url = ? AND relay_cursor >= 0"
+        found = await self.one(sql, (relay_url,))
+        return int(found or 0)
+
     # -- the event log -----------------------------------------------------------------------
 
     async def log_page(

@@ -23,7 +23,7 @@ LOG_COLUMNS = (
 ATTEMPT_COLUMNS = (
     "id, webhook_id, attempt_no, received_at_ms, remote_addr, forwarded_for, method, path, headers, "
     "body, body_size, verdict, reason, detail, endpoint_id, status, processing_ms, topic, pass_id, "
-    "note, body_differs"
+    "note, body_differs, relay_url, relay_cursor"
 )
 FORWARD_COLUMNS = (
     "id, attempt_id, webhook_id, kind, mode, target, state, tries, next_try_at_ms, created_at_ms, "
@@ -59,6 +59,8 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         pass_id,
         note,
         differs,
+        relay_url,
+        relay_cursor,
     ) = row
     return Attempt(
         id=id_,
@@ -82,6 +84,8 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         pass_id=pass_id,
         note=note,
         body_differs=bool(differs),
+        relay_url=relay_url,
+        relay_cursor=relay_cursor,
     )
 
 
@@ -109,6 +113,8 @@ def attempt_values(a: Attempt) -> tuple[Any, ...]:
         a.pass_id,
         a.note,
         1 if a.body_differs else 0,
+        a.relay_url,
+        a.relay_cursor,
     )
 
 
@@ -149,6 +155,7 @@ _TEXT_FIELDS = (
     "topic",
     "pass_id",
     "note",
+    "relay_url",
 )
 
 

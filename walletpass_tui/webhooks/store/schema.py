@@ -14,7 +14,7 @@ from pathlib import Path
 
 from walletpass_tui.webhooks.models import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -112,6 +112,14 @@ MIGRATIONS: dict[int, str] = {
         AND wp_digest(topic, body) IS NOT (
             SELECT m.first_digest FROM messages m WHERE m.webhook_id = attempts.webhook_id
         );
+    """,
+    # Deliveries that came through a relay: its subscribe URL and the channel's cursor, stored in
+    # the delivery's own commit, so a restart resumes after the last one and never stores one twice.
+    5: """
+    ALTER TABLE attempts ADD COLUMN relay_url TEXT;
+    ALTER TABLE attempts ADD COLUMN relay_cursor INTEGER;
+    CREATE UNIQUE INDEX attempts_by_relay ON attempts(relay_url, relay_cursor)
+        WHERE relay_cursor IS NOT NULL;
     """,
 }
 
