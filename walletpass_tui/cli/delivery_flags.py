@@ -77,6 +77,22 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         metavar="CIDR",
         help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
     )
+    relay = parser.add_argument_group("relay (deliveries through your own relay, no tunnel)")
+    relay.add_argument(
+        "--relay",
+        type=url_arg,
+        default=None,
+        metavar="SUBSCRIBE_URL",
+        help="also receive a relay channel's deliveries (from 'relay channel add'); verified, "
+        "stored and forwarded as if posted here, resumed after the last one stored",
+    )
+    relay.add_argument(
+        "--relay-token",
+        default=None,
+        metavar="TOKEN",
+        help="the channel's subscriber token; prefer WALLETPASS_RELAY_TOKEN or relay_token in "
+        "the config file (a flag shows in the process list)",
+    )
     inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
     inj.add_argument(
         "--fail-first",

@@ -7,11 +7,21 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from walletpass_tui.api.topics import topic_label
-from walletpass_tui.cli.common import add_receiver_flags, printable, settings_from_args
-from walletpass_tui.cli.receiver_flags import DeliverySetup, add_delivery_flags, delivery_setup
+from walletpass_tui.cli.common import (
+    CommandError,
+    add_receiver_flags,
+    printable,
+    settings_from_args,
+)
+from walletpass_tui.cli.receiver_flags import (
+    DeliverySetup,
+    add_delivery_flags,
+    delivery_setup,
+    relay_link,
+)
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.formatting import format_ms
@@ -19,6 +29,9 @@ from walletpass_tui.tunnel import discover_ngrok
 from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow
+
+if TYPE_CHECKING:
+    from walletpass_tui.relay.link import LinkState, RelayLink
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -32,7 +45,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui listen --secret whsec_...\n"
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
-        "  walletpass-tui listen --fail-first 2     # watch the sender retry",
+        "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
+        "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
+        "https://relay.example.com/channels/SLUG/events",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_receiver_flags(p)
@@ -80,7 +95,24 @@ class Printer:
 
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    return asyncio.run(_listen(settings, delivery_setup(args, settings), args.json))
+    setup = delivery_setup(args, settings)
+    return asyncio.run(_listen(settings, setup, args.json, relay_link(args, settings)))
+
+
+class RelayStatePrinter:
+    """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
+
+    def __init__(self, out: TextIO) -> None:
+        from walletpass_tui.relay.link import StateLines
+
+        self.out = out
+        self.lines = StateLines()
+
+    def __call__(self, state: LinkState) -> None:
+        line = self.lines(state)
+        if line is not None and not state.stopped:  # why it stopped ends the command instead
+            self.out.write(line + "\n")
+            self.out.flush()
 
 
 class ForwardPrinter:
@@ -115,21 +147,44 @@ class ForwardPrinter:
         self.out.flush()
 
 
-async def _listen(settings: Settings, setup: DeliverySetup, as_json: bool) -> int:
+async def _listen(
+    settings: Settings, setup: DeliverySetup, as_json: bool, relay: RelayLink | None = None
+) -> int:
     info = sys.stderr if as_json else sys.stdout
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
     with stop_on_signals() as stop:
-        async with DeliveryRuntime(settings, setup) as runtime:
+        feeds = (relay,) if relay is not None else ()
+        async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             runtime.subscribe(Printer(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json))
             await runtime.serve()
             public_url = settings.public_url or await discover_ngrok(
                 runtime.bound[1] if runtime.bound else None
             )
-            _announce(info, runtime, public_url, await runtime.pending_forwards())
-            await stop.wait()
+            _announce(info, runtime, public_url, await runtime.pending_forwards(), relay)
+            if relay is not None:  # after the announcement, from the state it is in now
+                printer = RelayStatePrinter(info)
+                printer(relay.state)
+                relay.subscribe(printer)
+            failed = await _until_stopped(stop, runtime)
+    if failed is not None:
+        raise CommandError(str(failed))
     print("Stopped; every acknowledged delivery is in the history.", file=info)
     return 0
+
+
+async def _until_stopped(stop: asyncio.Event, runtime: DeliveryRuntime) -> BaseException | None:
+    """Wait for Ctrl-C / SIGTERM (None) or a feed that stopped for good (why)."""
+    signalled = asyncio.ensure_future(stop.wait())
+    feed = asyncio.ensure_future(runtime.feed_stopped())
+    try:
+        await asyncio.wait({signalled, feed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        signalled.cancel()
+        feed.cancel()
+    if feed.done() and not feed.cancelled():
+        return feed.result()
+    return None
 
 
 def pending_line(count: int, *, forwarding: bool) -> str:
@@ -145,10 +200,18 @@ def pending_line(count: int, *, forwarding: bool) -> str:
 
 
 def _announce(
-    out: TextIO, runtime: DeliveryRuntime, public_url: str | None = None, pending: int = 0
+    out: TextIO,
+    runtime: DeliveryRuntime,
+    public_url: str | None = None,
+    pending: int = 0,
+    relay: RelayLink | None = None,
 ) -> None:
     settings = runtime.settings
     out.write(f"Listening on {runtime.url}\n")
+    if relay is not None:
+        out.write(
+            f"Following the relay {printable(relay.url, 200)} (resumes after the last stored)\n"
+        )
     if public_url:
         found = "" if settings.public_url else "  (found from the ngrok agent)"
         out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")

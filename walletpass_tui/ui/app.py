@@ -30,6 +30,7 @@ from walletpass_tui.ui.messages import (
     ReplayRequested,
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.relay_header import relay_fields, relay_link_of, watch_relay
 from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.help import HelpScreen, KeyGroup
@@ -119,6 +120,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe = runtime.subscribe(
             forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
         )
+        self._relay = relay_link_of(runtime)
+        self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
         self._show_receiver()
         await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
         self._recount()  # the header's totals: a count of the whole history, not before paint
@@ -154,7 +157,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     # after the first paint, the collector stops walking them in every full collection, which
     # otherwise pauses the UI for tens of milliseconds at random moments.
 
+    def _relay_stopped(self, why: str) -> None:
+        self.notify(why, title="Relay stopped", severity="error", timeout=30, markup=False)
+
     async def on_unmount(self) -> None:
+        if getattr(self, "_unwatch_relay", None) is not None:
+            self._unwatch_relay()
         if self._feed is not None:
             self._feed.stop()
         if self._unsubscribe is not None:
@@ -245,6 +253,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
                 mode=self.parts.mode,
                 forward_targets=tuple(r.target for r in routes),
                 pending_forwards=self.pending_forwards,
+                **relay_fields(getattr(self, "_relay", None)),
             )
         )
 

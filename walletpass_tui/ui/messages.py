@@ -32,6 +32,8 @@ class ReceiverState:
     mode: str | None = None  # e.g. "demo"
     forward_targets: tuple[str, ...] = ()  # where verified deliveries are forwarded
     pending_forwards: int = 0  # forwards waiting for the user's app
+    relay: str | None = None  # the relay link's state in words (None: no --relay)
+    relay_up: bool = False  # connected to the relay
 
 
 class DeliveriesStored(Message):

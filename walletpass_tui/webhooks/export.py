@@ -49,6 +49,8 @@ def attempt_json(a: Attempt, *, with_body: bool = True) -> dict[str, Any]:
         "note": a.note,
         "remote_addr": a.remote_addr,
         "forwarded_for": a.forwarded_for,
+        "relay_url": a.relay_url,  # came through this relay (null: posted directly)
+        "relay_cursor": a.relay_cursor,
         "body_size": a.body_size if a.body_size is not None else len(a.body),
         "body_differs": bool(getattr(a, "body_differs", False)),
         "processing_ms": round(a.processing_ms, 3),

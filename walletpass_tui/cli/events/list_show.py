@@ -120,6 +120,8 @@ def print_attempt(a: Attempt, previous_ms: int | None) -> None:
         f"  endpoint: {printable(a.endpoint_id or '-')}   from: {printable(a.remote_addr or '-')}"
         + (f" (X-Forwarded-For: {printable(a.forwarded_for)})" if a.forwarded_for else "")
     )
+    if a.relay_url:
+        print(f"  via:      the relay {printable(a.relay_url)} (delivery {a.relay_cursor})")
     print("  headers:")
     for key, value in a.headers:
         print(f"    {printable(key)}: {printable(value)}")

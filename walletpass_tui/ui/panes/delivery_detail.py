@@ -374,6 +374,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         text.append(one_line(a.remote_addr))
         if a.forwarded_for:
             text.append(f" (X-Forwarded-For {one_line(a.forwarded_for, 60)})", self._s("dim"))
+        if a.relay_url:
+            text.append(
+                f"  via relay {one_line(a.relay_url, 80)} #{a.relay_cursor}", self._s("note")
+            )
         text.append("  ")
         text.append(f"{a.method} {one_line(a.path, 80)}", self._s("dim"))
         size = a.body_size if a.body_size is not None else len(a.body)

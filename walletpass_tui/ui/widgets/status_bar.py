@@ -94,6 +94,9 @@ class StatusBar(Widget):
             line.append("○ not listening", self._s("status-bar--stopped"))
             if state.problem:
                 line.append(f": {one_line(state.problem, 60)}", self._s("status-bar--stopped"))
+        if state.relay:
+            style = "status-bar--listening" if state.relay_up else "status-bar--stopped"
+            line.append(f"  ⇄ {one_line(state.relay, 60)}", self._s(style))
         if state.paused:
             line.append("  ")
             line.append(" ⏸ ACKS PAUSED (503) ", self._s("status-bar--paused"))

@@ -1,0 +1,233 @@
+"""The laptop side in one event loop: a relay on 127.0.0.1 feeding a delivery runtime through a
+RelayLink. Every delivery is verified locally, stored with its cursor, resumed after a restart
+without loss or repeat; a refused token stops the link with a reason."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiohttp
+import pytest
+from relay_helpers import SECRET, add_channel, signed, urls
+
+from walletpass_tui.config import Settings
+from walletpass_tui.relay.link import LinkState, RelayLink, StateLines
+from walletpass_tui.relay.server import RelayServer
+from walletpass_tui.relay.subscriber import RelayAuthError, RelayClientError
+from walletpass_tui.webhooks.receiver import ReceiverOptions
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+from walletpass_tui.webhooks.store import Attempt
+from walletpass_tui.webhooks.verify import SigningKey
+
+
+def laptop(home: Path, link: RelayLink) -> DeliveryRuntime:
+    options = ReceiverOptions(host="127.0.0.1", port=0, secrets=[SigningKey.from_secret(SECRET)])
+    return DeliveryRuntime(
+        Settings(home=home, receiver_port=0), DeliverySetup(options=options), feeds=[link]
+    )
+
+
+async def post_all(session: aiohttp.ClientSession, url: str, count: int) -> list[str]:
+    ids = []
+    for _ in range(count):
+        body, headers = signed()
+        async with session.post(url, data=body, headers=headers) as r:
+            assert r.status == 200, await r.text()
+        ids.append(headers["webhook-id"])
+    return ids
+
+
+async def stored_until(runtime: DeliveryRuntime, count: int) -> list[Attempt]:
+    """The attempts stored so far, once there are ``count`` of them (30 s at most)."""
+    async with asyncio.timeout(30):
+        while True:
+            page = await runtime.store.log_page(
+                None, limit=10_000, before_id=None, after_id=None, oldest_first=True
+            )
+            if len(page) >= count:
+                found = [await runtime.store.attempt(row.id) for row in page]
+                return [a for a in found if a is not None]
+            await asyncio.sleep(0.02)
+
+
+def link_for(url: str, token: str) -> RelayLink:
+    return RelayLink(url, token, backoff_initial_s=0.05, backoff_max_s=0.2)
+
+
+async def test_relayed_deliveries_are_verified_stored_and_tell_where_they_came_from(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    link = link_for(sub_url, issued.token)
+    states: list[LinkState] = []
+    link.subscribe(states.append)
+    async with laptop(tmp_path / "laptop", link) as runtime:
+        await runtime.serve()
+        ids = await post_all(http, ingress, 5)
+        stored = await stored_until(runtime, 5)
+    assert [a.webhook_id for a in stored] == ids
+    assert all(a.verified for a in stored)
+    assert [a.relay_cursor for a in stored] == [1, 2, 3, 4, 5]
+    assert {a.relay_url for a in stored} == {sub_url}
+    assert {a.remote_addr for a in stored} == {"127.0.0.1"}  # who posted to the relay
+    assert any(s.connected for s in states)
+    assert states[-1].cursor == 5 and states[-1].behind == 0
+
+
+async def test_a_restart_resumes_after_the_last_stored_delivery_in_order_each_once(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    home = tmp_path / "laptop"
+    async with laptop(home, link_for(sub_url, issued.token)) as runtime:
+        await runtime.serve()
+        first = await post_all(http, ingress, 3)
+        await stored_until(runtime, 3)
+    missed = await post_all(http, ingress, 50)  # the laptop sleeps
+    link = link_for(sub_url, issued.token)
+    behind: list[int] = []
+    link.subscribe(lambda s: behind.append(s.behind) if s.connected else None)
+    async with laptop(home, link) as runtime:
+        await runtime.serve()
+        stored = await stored_until(runtime, 53)
+        await asyncio.sleep(0.3)  # a repeat would have arrived by now
+        stored = await stored_until(runtime, 53)
+    assert [a.webhook_id for a in stored] == first + missed
+    assert [a.relay_cursor for a in stored] == list(range(1, 54))
+    assert all(a.verified and a.attempt_no == 1 for a in stored)
+    assert max(behind) == 50  # the header could say how far behind it started
+
+
+async def test_a_refused_token_stops_the_link_with_what_to_do(
+    relay: RelayServer, tmp_path: Path
+) -> None:
+    issued = add_channel(relay.options.home, "team")
+    _, sub_url = urls(relay, issued)
+    link = link_for(sub_url, "wpr_not-the-token-at-all-0000000000")
+    async with laptop(tmp_path / "laptop", link) as runtime:
+        await runtime.serve()
+        async with asyncio.timeout(30):
+            why = await runtime.feed_stopped()
+        assert runtime.serving  # the local receiver keeps listening
+    assert isinstance(why, RelayAuthError)
+    assert "401" in str(why) and "--relay-token" in str(why)
+    assert link.state.stopped and link.state.describe().startswith("relay stopped:")
+    assert "wpr_not" not in repr(link)
+
+
+async def test_one_process_per_home_follows_a_relay(relay: RelayServer, tmp_path: Path) -> None:
+    issued = add_channel(relay.options.home, "team")
+    _, sub_url = urls(relay, issued)
+    home = tmp_path / "laptop"
+    first = link_for(sub_url, issued.token)
+    async with laptop(home, first) as runtime:
+        await runtime.serve()
+        second = link_for(sub_url, issued.token)
+        other = laptop(home, second)
+        async with other:
+            await other.serve()
+            async with asyncio.timeout(30):
+                why = await other.feed_stopped()
+    assert isinstance(why, RelayClientError)
+    assert "already follows" in str(why)
+
+
+def lines(states: Sequence[LinkState]) -> list[str]:
+    printer = StateLines()
+    return [line for state in states if (line := printer(state))]
+
+
+def test_listen_prints_a_line_per_change_of_connection_not_per_delivery() -> None:
+    url = "https://relay.example.com/channels/x/events"
+
+    def at(cursor: int, head: int, **kw: object) -> LinkState:
+        return LinkState(url, cursor=cursor, head=head, started=True, **kw)  # type: ignore[arg-type]
+
+    steps = [
+        LinkState(url),
+        at(0, 0),  # connecting
+        at(0, 3, connected=True),
+        at(1, 3, connected=True),
+        at(3, 3, connected=True),  # caught up
+        at(3, 4, connected=True),  # a live delivery: no line
+        at(4, 4, connected=True),
+        at(4, 4, error="cannot reach the relay (reset)"),
+        at(4, 4, connected=True),
+        at(4, 4, error="The relay refused the token (401)", stopped=True),
+    ]
+    assert lines(steps) == [
+        "relay connected, 3 behind (cursor 0)",
+        "relay connected, up to date (cursor 3)",
+        "relay disconnected (cannot reach the relay (reset)); retrying",
+        "relay connected, up to date (cursor 4)",
+        "relay stopped: The relay refused the token (401)",
+    ]
+
+
+@pytest.mark.parametrize("cursor", [2**63, 2**70])
+async def test_a_cursor_past_what_can_be_stored_stops_the_link(cursor: int, tmp_path: Path) -> None:
+    from walletpass_tui.relay.events import RelayedDelivery
+
+    link = link_for("http://127.0.0.1:9/channels/x/events", "wpr_token")
+    delivery = RelayedDelivery(cursor, 0, "POST", "/in/x", (), b"", None, None, None, "x")
+    async with laptop(tmp_path / "laptop", link) as runtime:
+        with pytest.raises(RelayClientError, match="not a relay"):
+            await link._deliver(runtime, delivery)
+
+
+async def test_the_detail_says_it_came_through_the_relay_and_from_where(
+    relay: RelayServer,
+    http: aiohttp.ClientSession,
+    tmp_path: Path,
+    clean_env: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from walletpass_tui.cli import main
+
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    async with laptop(clean_env, link_for(sub_url, issued.token)) as runtime:
+        await runtime.serve()
+        (webhook_id,) = await post_all(http, ingress, 1)
+        await stored_until(runtime, 1)
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["events", "show", webhook_id]) == 0
+    shown = capsys.readouterr().out
+    assert f"via:      the relay {sub_url} (delivery 1)" in shown
+    assert "from: 127.0.0.1" in shown
+    assert await asyncio.to_thread(main, ["events", "show", webhook_id, "--json"]) == 0
+    text = capsys.readouterr().out
+    assert f'"relay_url": "{sub_url}"' in text and '"relay_cursor": 1' in text
+
+
+async def test_the_dashboard_header_follows_the_relay_and_says_when_it_stops(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    from walletpass_tui.ui.app import build_app
+    from walletpass_tui.ui.widgets.status_bar import StatusBar
+
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    async with laptop(tmp_path / "laptop", link_for(sub_url, issued.token)) as runtime:
+        app = build_app(runtime, None)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await post_all(http, ingress, 2)
+            await stored_until(runtime, 2)
+            async with asyncio.timeout(30):
+                while "⇄ relay up to date" not in app.screen.query_one(StatusBar).render().plain:
+                    await pilot.pause(0.05)
+    wrong = link_for(sub_url, "wpr_not-the-token-at-all-0000000000")
+    async with laptop(tmp_path / "other", wrong) as runtime:
+        app = build_app(runtime, None)
+        async with app.run_test(size=(160, 30)) as pilot:
+            async with asyncio.timeout(30):
+                await runtime.feed_stopped()
+            await pilot.pause(0.1)
+            header = app.screen.query_one(StatusBar).render().plain
+            notes = [str(n.message) for n in app._notifications]
+    assert "⇄ relay stopped" in header and "● listening" in header
+    assert any("401" in note and "--relay-token" in note for note in notes)

@@ -1,0 +1,299 @@
+"""The laptop side of a relay: a channel's deliveries fed into the local delivery runtime.
+
+``RelayLink(subscribe_url, token)`` is a feed of ``DeliveryRuntime``: ``run(runtime)`` asks the
+store for the last relay cursor it holds for that URL, follows the channel after it
+(``RelaySubscriber``: capped backoff, a 401 or 404 stops) and hands every delivery to
+``runtime.accept()``, which verifies it with the local secrets, stores it together with its
+cursor in one commit and queues its forwards, exactly as for a POST to the local receiver. The
+cursor advances only once the delivery is committed, so a reconnect or a restart resumes after
+the last stored delivery and never stores one twice.
+
+The link's state (connected or not, how far behind, why it stopped) is offered to the
+dashboard's header and to ``listen``, which prints a line when it changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hashlib
+import os
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from walletpass_tui.relay.events import RelayedDelivery
+from walletpass_tui.relay.subscriber import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    RelayClientError,
+    RelaySubscriber,
+    SubscriberState,
+    backoff_delay,
+)
+from walletpass_tui.text import printable
+from walletpass_tui.webhooks.inbound import Inbound
+from walletpass_tui.webhooks.models import Attempt, StoreError
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+MAX_CURSOR = 2**63 - 1  # what SQLite can store
+# Deliveries handed to the store before the first of them is committed: the store's group commit
+# puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
+MAX_IN_FLIGHT = 128
+
+
+@dataclass(frozen=True)
+class LinkState:
+    """What the header and ``listen`` show about the relay."""
+
+    url: str
+    connected: bool = False
+    cursor: int = 0
+    head: int = 0
+    error: str | None = None  # why the last connection ended (None: it did not)
+    stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
+    started: bool = False  # a connection was tried
+
+    @property
+    def behind(self) -> int:
+        return max(0, self.head - self.cursor)
+
+    def describe(self) -> str:
+        """One short sentence, for the header and for ``listen``'s lines."""
+        if self.stopped:
+            return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.connected:
+            if self.behind:
+                return f"relay connected, {self.behind} behind (cursor {self.cursor})"
+            return f"relay connected, up to date (cursor {self.cursor})"
+        if self.error:
+            return f"relay disconnected ({printable(self.error, 120)}); retrying"
+        return "relay connecting"
+
+    @property
+    def headline(self) -> str:
+        """The header's words: like ``describe()`` without the cursor, so it changes only when
+        the connection does or the backlog shrinks."""
+        if self.stopped:
+            return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.connected:
+            return f"relay {self.behind:,} behind" if self.behind else "relay up to date"
+        return "relay disconnected, retrying" if self.error else "relay connecting"
+
+    @property
+    def healthy(self) -> bool:
+        return self.connected and not self.stopped
+
+
+StateListener = Callable[[LinkState], None]
+DeliveryListener = Callable[[RelayedDelivery, Attempt], None]
+
+
+class RelayLink:
+    """A feed for ``DeliveryRuntime(feeds=[link])``; the token is never shown."""
+
+    def __init__(
+        self,
+        subscribe_url: str,
+        token: str,
+        *,
+        backoff_initial_s: float = BACKOFF_INITIAL_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
+        idle_timeout_s: float | None = None,
+    ) -> None:
+        self.url = subscribe_url.split("?", 1)[0]
+        self._token = token
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.idle_timeout_s = idle_timeout_s
+        self.state = LinkState(self.url)
+        self.subscriber: RelaySubscriber | None = None
+        self._state_listeners: list[StateListener] = []
+        self._delivery_listeners: list[DeliveryListener] = []
+        self._rng = random.Random()
+        self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
+
+    def __repr__(self) -> str:  # the token never appears
+        return f"RelayLink({self.url!r}, cursor={self.state.cursor})"
+
+    def subscribe(
+        self, state: StateListener | None = None, deliveries: DeliveryListener | None = None
+    ) -> Callable[[], None]:
+        """``state(LinkState)`` on every change, ``deliveries(relayed, stored)`` after each
+        commit (both on the event loop); returns a function that unsubscribes."""
+        if state is not None:
+            self._state_listeners.append(state)
+        if deliveries is not None:
+            self._delivery_listeners.append(deliveries)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                if state is not None:
+                    self._state_listeners.remove(state)
+            with contextlib.suppress(ValueError):
+                if deliveries is not None:
+                    self._delivery_listeners.remove(deliveries)
+
+        return unsubscribe
+
+    async def run(self, runtime: DeliveryRuntime) -> None:
+        """Follow the channel into ``runtime`` until cancelled; raises RelayClientError when
+        the relay refuses (401, 404) or another process follows it into the same home."""
+        with _following(runtime.settings.home, self.url):
+            await self._run(runtime)
+
+    async def _run(self, runtime: DeliveryRuntime) -> None:
+        after = await runtime.store.last_relay_cursor(self.url)
+        self._set(cursor=after, head=max(after, self.state.head))
+        extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
+        self.subscriber = RelaySubscriber(
+            self.url,
+            self._token,
+            after=after,
+            on_delivery=lambda delivery: self._deliver(runtime, delivery),
+            on_state=self._on_subscriber,
+            backoff_initial_s=self.backoff_initial_s,
+            backoff_max_s=self.backoff_max_s,
+            **extra,
+        )
+        try:
+            await self.subscriber.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._drain()  # what was received is stored before the link stops
+            self._set(connected=False, stopped=True, error=str(exc))
+            raise
+        finally:
+            for task in self._in_flight:  # cancelled: the next run fetches them again
+                task.cancel()
+            self._in_flight.clear()
+
+    async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
+        """Hand one delivery to the store without waiting for its commit (up to MAX_IN_FLIGHT
+        wait at once, committed in order); ``_drain`` waits for them all."""
+        if delivery.cursor > MAX_CURSOR:
+            raise RelayClientError(
+                f"{self.url} sent a delivery number past {MAX_CURSOR}; this is not a relay."
+            )
+        inbound = Inbound.relayed(
+            relay_url=self.url,
+            cursor=delivery.cursor,
+            received_at_ms=delivery.received_at_ms,
+            method=delivery.method,
+            path=delivery.path,
+            headers=delivery.headers,
+            body=delivery.body,
+            source=delivery.client or delivery.source,
+            forwarded_for=delivery.forwarded_for,
+        )
+        task = asyncio.create_task(self._store(runtime, inbound, delivery))
+        self._in_flight.append(task)
+        while self._in_flight and (
+            self._in_flight[0].done() or len(self._in_flight) > MAX_IN_FLIGHT
+        ):
+            await self._in_flight.popleft()
+
+    async def _drain(self) -> None:
+        while self._in_flight:
+            with contextlib.suppress(Exception):
+                await self._in_flight.popleft()
+
+    async def _store(
+        self, runtime: DeliveryRuntime, inbound: Inbound, delivery: RelayedDelivery
+    ) -> None:
+        failures = 0
+        while True:
+            try:
+                stored = await runtime.accept(inbound)
+                break
+            except StoreError:
+                # The store says why on its own (its health line); the delivery waits at the
+                # relay meanwhile, nothing is lost. One already stored is not stored again.
+                with contextlib.suppress(StoreError):
+                    if await runtime.store.last_relay_cursor(self.url) >= delivery.cursor:
+                        return
+                delay = backoff_delay(
+                    failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                )
+                failures += 1
+                await asyncio.sleep(delay)
+        if delivery.cursor > self.state.cursor:
+            self._set(cursor=delivery.cursor, head=max(self.state.head, delivery.cursor))
+        for listener in list(self._delivery_listeners):
+            with contextlib.suppress(Exception):
+                listener(delivery, stored)
+
+    def _on_subscriber(self, state: SubscriberState) -> None:
+        # The cursor shown is the last one stored (set when its commit returns), not the last
+        # one received.
+        self._set(
+            connected=state.connected,
+            head=max(state.head, self.state.cursor),
+            error=state.error,
+            started=True,
+        )
+
+    def _set(self, **changes: object) -> None:
+        new = replace(self.state, **changes)  # type: ignore[arg-type]
+        if new == self.state:
+            return
+        self.state = new
+        for listener in list(self._state_listeners):
+            with contextlib.suppress(Exception):
+                listener(new)
+
+
+class StateLines:
+    """The lines ``listen`` prints about the relay: one when the connection comes (saying how far
+    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery."""
+
+    def __init__(self) -> None:
+        self.last: LinkState | None = None
+        self.catching_up = False
+
+    def __call__(self, new: LinkState) -> str | None:
+        old, self.last = self.last, new
+        if new.stopped:
+            return new.describe()
+        if not new.connected and not new.error:
+            return None  # still connecting: the line comes when it connects or fails
+        changed = old is None or (old.connected, old.error) != (new.connected, new.error)
+        if changed:
+            self.catching_up = new.connected and new.behind > 0
+            return new.describe()
+        if self.catching_up and new.connected and new.behind == 0:
+            self.catching_up = False
+            return new.describe()
+        return None
+
+
+@contextlib.contextmanager
+def _following(home: Path, url: str) -> Iterator[None]:
+    """One process per home follows a given relay: a second one would store every delivery
+    twice (the store refuses the second copy). Held with an advisory lock in the home."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: the store's unique index still guards
+        yield
+        return
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    path = Path(home) / f"relay-{digest}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RelayClientError(
+                f"Another walletpass-tui already follows {url} into {home}; stop it, or use "
+                "another --home."
+            ) from None
+        yield
+    finally:
+        os.close(fd)
