@@ -10,11 +10,13 @@ import argparse
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.sim.demo import DEMO_TIME_SCALE, DemoError, running_demo
+from walletpass_tui.sim.demo import DEMO_TIME_SCALE, DemoError, RelayStarter, running_demo
+from walletpass_tui.webhooks.runtime import Feed
 
 if TYPE_CHECKING:
     from walletpass_tui.ui.app import WalletPassApp
@@ -30,7 +32,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "flow. Some deliveries fail on purpose so the service's retries show (its schedule runs "
         f"{1 / DEMO_TIME_SCALE:g}x faster). The demo keeps its data in <home>/demo, emptied at each "
         "start, never mixed with real history; one demo at a time runs on a home.",
-        epilog="example: walletpass-tui demo --port 8787",
+        epilog="examples:\n"
+        "  walletpass-tui demo --port 8787\n"
+        "  walletpass-tui demo --relay     # the service posts to a relay, the dashboard follows it",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--port", type=int, default=0, help="receiver port (default: any free port)")
     p.add_argument(
@@ -40,26 +45,41 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="SECONDS",
         help="average time between events (default 1.5)",
     )
+    p.add_argument(
+        "--relay",
+        action="store_true",
+        help="run a relay too (in this process, on 127.0.0.1): the endpoint is the relay's "
+        "ingress URL and every delivery reaches the dashboard through the relay",
+    )
     p.set_defaults(handler=cmd_demo)
 
 
 @contextlib.asynccontextmanager
+async def _relay_for_demo(home: Path) -> AsyncIterator[tuple[str, Feed]]:
+    from walletpass_tui.relay.local import local_relay
+
+    async with local_relay(home) as relay:
+        yield relay.ingress_url, relay.link
+
+
+@contextlib.asynccontextmanager
 async def demo_session(
-    settings: Settings, port: int, interval: float
+    settings: Settings, port: int, interval: float, relay: bool = False
 ) -> AsyncIterator[WalletPassApp]:
     """The demo's dashboard over a running demo. ``run_demo`` runs it in the terminal; tests drive
     the same object with ``App.run_test()``."""
     from walletpass_tui.ui.app import build_app
 
     try:
-        async with running_demo(settings, port, interval) as demo:
+        starter: RelayStarter | None = _relay_for_demo if relay else None
+        async with running_demo(settings, port, interval, starter) as demo:
             yield build_app(demo.runtime, demo.client, mode="demo")
     except DemoError as exc:
         raise CommandError(str(exc)) from None
 
 
-async def run_demo(settings: Settings, port: int, interval: float) -> int:
-    async with demo_session(settings, port, interval) as app:
+async def run_demo(settings: Settings, port: int, interval: float, relay: bool = False) -> int:
+    async with demo_session(settings, port, interval, relay) as app:
         await app.run_async()
     return app.return_code or 0
 
@@ -70,4 +90,4 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port takes a number from 0 to 65535.")
     settings = settings_from_args(args)
-    return asyncio.run(run_demo(settings, args.port, args.interval))
+    return asyncio.run(run_demo(settings, args.port, args.interval, args.relay))

@@ -6,6 +6,9 @@ attempts) so the service's retries show up, and now and then a request signed wi
 secret shows what a rejection looks like. The demo's data lives in ``<home>/demo``, emptied at each
 start and never mixed with real history; a lock file (``<home>/demo.lock``) keeps a second demo on
 the same home from emptying the data of one that runs.
+
+With a relay (``demo --relay``) the endpoint is registered at the relay's ingress URL instead: the
+service posts there, and the runtime receives every delivery through the relay link (a feed).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import contextlib
 import os
 import random
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,13 +30,17 @@ from walletpass_tui.api.models import TOPICS
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.sim.service import SimulatedService
 from walletpass_tui.webhooks.receiver import Injection, ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.webhooks.store import Attempt
 from walletpass_tui.webhooks.verify import sign
 
 DEMO_TIME_SCALE = 0.01  # 5 s -> 50 ms, 5 min -> 3 s, 30 min -> 18 s
 WRONG_SECRET = "whsec_ZGVtbzogYSBzZWNyZXQgdGhhdCBtYXRjaGVzIG5vdGhpbmc="
 LOCK_NAME = "demo.lock"
+
+# Starts a relay with its data in the given directory: yields its ingress URL and the feed that
+# follows it (built by the command line, which may import the relay).
+RelayStarter = Callable[[Path], contextlib.AbstractAsyncContextManager[tuple[str, Feed]]]
 
 
 class DemoError(Exception):
@@ -98,12 +105,17 @@ def data_lock(home: Path, what: str = "demo") -> Iterator[Path]:
 
 
 async def trickle(
-    sim: SimulatedService, runtime: DeliveryRuntime, interval: float, rng: random.Random
+    sim: SimulatedService,
+    runtime: DeliveryRuntime,
+    interval: float,
+    rng: random.Random,
+    url: str | None = None,
 ) -> None:
-    """Emit events until cancelled; now and then post one signed with the wrong secret."""
+    """Emit events until cancelled; now and then post one signed with the wrong secret (to
+    ``url``, the endpoint's: the receiver or the relay)."""
     while not runtime.serving:  # noqa: ASYNC110  the dashboard serves after its first frame
         await asyncio.sleep(0.05)
-    url = runtime.url
+    url = url or runtime.url
     assert url is not None
     async with httpx.AsyncClient(timeout=5) as client:
         count = 0
@@ -135,13 +147,17 @@ class Demo:
     runtime: DeliveryRuntime
     client: WalletPassClient
     settings: Settings
+    endpoint_url: str = ""  # where the service posts: the receiver, or the relay's ingress
 
 
 @contextlib.asynccontextmanager
-async def running_demo(settings: Settings, port: int, interval: float) -> AsyncIterator[Demo]:
+async def running_demo(
+    settings: Settings, port: int, interval: float, relay: RelayStarter | None = None
+) -> AsyncIterator[Demo]:
     """Lock the demo's data, empty it, start the simulator and the runtime (port bound: a port in
     use raises ReceiverError here), register the endpoint, and trickle events until the block
-    ends; everything is stopped in reverse order."""
+    ends; everything is stopped in reverse order. ``relay``: start a relay in ``<demo>/relay`` and
+    send every delivery through it."""
     with data_lock(settings.home):
         sim = SimulatedService(time_scale=DEMO_TIME_SCALE)
         await sim.start("127.0.0.1", 0)
@@ -156,21 +172,27 @@ async def running_demo(settings: Settings, port: int, interval: float) -> AsyncI
                 max_body=demo.max_body,
                 injection=DemoInjection(),
             )
-            async with DeliveryRuntime(demo, DeliverySetup(options=options)) as runtime:
+            async with contextlib.AsyncExitStack() as stack:
+                ingress, feeds = None, ()
+                if relay is not None:
+                    ingress, feed = await stack.enter_async_context(relay(demo.home / "relay"))
+                    feeds = (feed,)
+                setup = DeliverySetup(options=options)
+                runtime = await stack.enter_async_context(DeliveryRuntime(demo, setup, feeds=feeds))
                 assert runtime.bound is not None
                 demo = demo.with_values(receiver_port=runtime.bound[1])
+                target = ingress or demo.receiver_url()
                 registry = runtime.registry
                 async with WalletPassClient(
                     demo, on_endpoint_created=registry.record_created
                 ) as client:
-                    await client.create_webhook_endpoint(
-                        demo.receiver_url(), list(TOPICS), enabled=True
-                    )
+                    await client.create_webhook_endpoint(target, list(TOPICS), enabled=True)
                     driver = asyncio.create_task(
-                        trickle(sim, runtime, interval, random.Random()), name="demo trickle"
+                        trickle(sim, runtime, interval, random.Random(), target),
+                        name="demo trickle",
                     )
                     try:
-                        yield Demo(sim, runtime, client, demo)
+                        yield Demo(sim, runtime, client, demo, target)
                     finally:
                         driver.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
