@@ -144,3 +144,21 @@ async def test_the_write_ahead_log_is_checkpointed_as_it_grows(tmp_path: Path) -
             busy, log_frames, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         # Without checkpoints these commits leave over 4,000 frames in the log; it started over.
         assert busy == 0 and log_frames < 1000, (log_frames, done)
+
+
+async def test_a_finalizer_sees_the_right_number_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "again.sqlite3"
+    async with await Store.open(path) as store:
+        await store.record(make("msg_old"))
+        await store.record(make("msg_old"))
+    async with await Store.open(path) as store:
+        seen: list[int] = []
+
+        def finalize(numbered: Attempt) -> Attempt:
+            seen.append(numbered.attempt_no)
+            return numbered
+
+        stored = await store.record(make("msg_old"), finalize)
+        assert stored.attempt_no == 3 and seen[-1] == 3
+        again = await store.record(make("msg_old"), finalize)
+        assert again.attempt_no == 4 and seen[-1] == 4

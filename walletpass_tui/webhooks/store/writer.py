@@ -8,10 +8,8 @@ feeds it.
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
 * Work kept out of the acknowledgement path runs only when no delivery waits, in bounded steps:
-  the search index (a chunk at a time), the rejected cap, and WAL checkpoints: the bulk of the log
-  is copied into the file by a second connection on its own thread (PASSIVE: no write lock), and
-  the few frames committed meanwhile by the writer when idle, so the log starts over instead of
-  growing. A delivery's commit never copies the log itself (SQLite's automatic checkpoint does).
+  the search index (a chunk at a time), the rejected cap, and finishing a WAL checkpoint (see
+  checkpoints.py: a delivery's commit never copies the log into the database file).
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 from walletpass_tui.webhooks.store import forwards, prune, rows, schema, search
+from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
 from walletpass_tui.webhooks.store.health import Health
 
 T = TypeVar("T")
@@ -42,9 +41,8 @@ IDLE_INDEX_S = 0.05  # a small index backlog waits this long for the writer to b
 FORCE_INDEX_AT = 4 * search.INDEX_CHUNK
 INDEX_SOON = 32  # a backlog this small waits for an idle moment (IDLE_INDEX_S without deliveries)
 CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the rest at next open)
-CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
-CHECKPOINT_ROWS = 2000
 MAX_RENUMBER = 10
+REMEMBERED = 20_000  # messages whose attempt count the writer remembers (to number without a read)
 _NOTHING = object()
 
 Known = dict[str, tuple[int, bytes | None]]  # webhook-id -> (attempts so far, first body digest)
@@ -145,7 +143,7 @@ def commit_batch(
         known = peek(db, attempts)
         if numbered_with is None:
             attempts = number(attempts, known)
-        elif {k: v[0] for k, v in known.items()} != {k: v[0] for k, v in numbered_with.items()}:
+        elif _counts(known) != _counts(numbered_with):
             db.execute("ROLLBACK")
             return None
         stored, digests = _stamp(db, attempts, known)
@@ -158,6 +156,10 @@ def commit_batch(
                 db.execute("ROLLBACK")
         raise
     return stored
+
+
+def _counts(known: Known) -> dict[str, int]:
+    return {webhook_id: count for webhook_id, (count, _) in known.items() if count}
 
 
 def _stamp(
@@ -232,62 +234,6 @@ def _insert(
     )
 
 
-# -- checkpoints ----------------------------------------------------------------------------------
-
-
-def top_up_checkpoint(db: sqlite3.Connection) -> None:
-    """On the writer's thread, between two commits: copy what the bulk checkpoint left, so the
-    log is complete in the file and the next commit starts it over (it stops growing)."""
-    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-
-class Checkpointer:
-    """PASSIVE checkpoints on a connection and thread of their own: they never take the write
-    lock, so copying the log into the database never delays a delivery's commit."""
-
-    def __init__(self, path: Path) -> None:
-        self.top_up_due = False  # a bulk checkpoint ran: the writer should finish it when idle
-        self.on_done: Callable[[], None] = lambda: None  # on the event loop, after each run
-        self._path = path
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
-        self._db: sqlite3.Connection | None = None
-        self._task: asyncio.Future[None] | None = None
-        self._commits = 0
-        self._rows = 0
-        self.runs = 0
-
-    def note(self, rows: int) -> None:
-        self._commits += 1
-        self._rows += rows
-        due = self._commits >= CHECKPOINT_EVERY or self._rows >= CHECKPOINT_ROWS
-        if due and (self._task is None or self._task.done()):
-            self._commits = self._rows = 0
-            loop = asyncio.get_running_loop()
-            self._task = loop.run_in_executor(self._executor, self._checkpoint)
-            self._task.add_done_callback(lambda _: self.on_done())
-
-    def _checkpoint(self) -> None:
-        try:
-            if self._db is None:
-                self._db = sqlite3.connect(
-                    self._path, isolation_level=None, check_same_thread=False
-                )
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            self.runs += 1
-            self.top_up_due = True
-        except sqlite3.Error:
-            pass  # a reader or another program in the way: the next one catches up
-
-    async def close(self) -> None:
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
-        if self._db is not None:
-            with contextlib.suppress(Exception):
-                self._db.close()
-        self._executor.shutdown(wait=False)
-
-
 # -- the loop -------------------------------------------------------------------------------------
 
 
@@ -306,6 +252,7 @@ class GroupCommit:
         self._busy = False
         self._unindexed = 1  # unknown at open: whatever a crash left out is indexed when idle
         self._rejected_since_prune = 0
+        self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
         self._wake = asyncio.Event()  # wakes a writer waiting for deliveries
         self.checkpoints.on_done = self._poke
@@ -438,6 +385,7 @@ class GroupCommit:
             return
         self.commits += 1
         self.health.ok()
+        self._remember(stored)
         for pending, attempt in zip(batch, stored, strict=True):
             if not pending.future.done():
                 pending.future.set_result(attempt)
@@ -453,8 +401,16 @@ class GroupCommit:
             stored = await self.thread.run(commit_batch, attempts, targets, None)
             assert stored is not None
             return stored
-        for _ in range(MAX_RENUMBER):
-            known = await self.thread.run(peek, attempts)
+        # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
+        # checks the numbers and, if another program or an older run wrote these messages, the
+        # batch is numbered again from the database.
+        known: Known = {}
+        for a in attempts:
+            if a.webhook_id in self._remembered:
+                known[a.webhook_id] = (self._remembered[a.webhook_id], None)
+        for tries in range(MAX_RENUMBER):
+            if tries:
+                known = await self.thread.run(peek, attempts)
             decided = [
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, number(attempts, known), strict=True)
@@ -466,6 +422,15 @@ class GroupCommit:
             f"Another program keeps writing the same messages into {self.thread.path}; "
             "stop it or use another --home."
         )
+
+    def _remember(self, stored: Sequence[Attempt]) -> None:
+        remembered = self._remembered
+        for a in stored:
+            if a.webhook_id:
+                remembered.pop(a.webhook_id, None)  # newest last: the oldest are forgotten first
+                remembered[a.webhook_id] = a.attempt_no
+        while len(remembered) > REMEMBERED:
+            del remembered[next(iter(remembered))]
 
     def _notify(self, stored: Sequence[Attempt]) -> None:
         for listener in list(self.listeners):

@@ -1,0 +1,74 @@
+"""WAL checkpoints kept off the acknowledgement path.
+
+SQLite's automatic checkpoint copies the log into the database inside the commit that crosses its
+threshold, so one delivery in a few hundred waits for it (and for an fsync of the database). Here
+the writer's connection has it turned off; instead the bulk of the log is copied by a second
+connection on its own thread (PASSIVE: it never takes the write lock), and the writer, when no
+delivery waits, copies the few frames committed meanwhile, so the log is complete in the file and
+the next commit starts it over instead of letting it grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
+CHECKPOINT_ROWS = 2000
+
+
+def top_up_checkpoint(db: sqlite3.Connection) -> None:
+    """On the writer's thread, between two commits: copy what the bulk checkpoint left, so the
+    log is complete in the file and the next commit starts it over (it stops growing)."""
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+class Checkpointer:
+    """PASSIVE checkpoints on a connection and thread of their own: they never take the write
+    lock, so copying the log into the database never delays a delivery's commit."""
+
+    def __init__(self, path: Path) -> None:
+        self.top_up_due = False  # a bulk checkpoint ran: the writer should finish it when idle
+        self.on_done: Callable[[], None] = lambda: None  # on the event loop, after each run
+        self._path = path
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
+        self._db: sqlite3.Connection | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._commits = 0
+        self._rows = 0
+        self.runs = 0
+
+    def note(self, rows: int) -> None:
+        self._commits += 1
+        self._rows += rows
+        due = self._commits >= CHECKPOINT_EVERY or self._rows >= CHECKPOINT_ROWS
+        if due and (self._task is None or self._task.done()):
+            self._commits = self._rows = 0
+            loop = asyncio.get_running_loop()
+            self._task = loop.run_in_executor(self._executor, self._checkpoint)
+            self._task.add_done_callback(lambda _: self.on_done())
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._db is None:
+                self._db = sqlite3.connect(
+                    self._path, isolation_level=None, check_same_thread=False
+                )
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.runs += 1
+            self.top_up_due = True
+        except sqlite3.Error:
+            pass  # a reader or another program in the way: the next one catches up
+
+    async def close(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        if self._db is not None:
+            with contextlib.suppress(Exception):
+                self._db.close()
+        self._executor.shutdown(wait=False)
