@@ -7,13 +7,19 @@
    ``walletpass-tui listen`` and ``walletpass-tui relay serve`` (one channel, no edge secret) as
    separate processes, in alternating rounds; durable deliveries/s (2xx per second, every 2xx
    checked in the database). Summary: the median of each and the ratio relay/listen.
-2. Fan-out latency: a relay process, 10 subscribers (``RelaySubscriber``, in one child process)
-   and an open-loop client posting at a steady 100/s. For every (delivery, subscriber) pair: the
-   time from the moment the 2xx was read by the poster to the moment the subscriber's
-   ``on_delivery`` ran (``time.monotonic`` is system-wide on Linux, so both processes share it).
-   Negative values mean the event reached the subscriber before the poster had read its answer.
+2. Fan-out latency: a relay process, 10 subscribers and an open-loop client posting at a steady
+   100/s. By default (``--latency-to store``) each subscriber is the whole laptop side, in a
+   process of its own: a ``DeliveryRuntime`` with its own home and a ``RelayLink``; the time is from
+   the moment the 2xx was read by the poster to the moment the delivery's row was committed in
+   that subscriber's store (verified with the secret), as ``listen --relay`` does it. With
+   ``--latency-to receipt`` the subscribers are bare ``RelaySubscriber``s (all in one child
+   process) and the time ends when ``on_delivery`` ran. ``time.monotonic`` is system-wide on Linux, so both processes share it;
+   negative values mean the row existed before the poster had read its answer.
 3. Memory: a fresh relay process, RSS before and after 100 subscribers connect and sit idle
    through a few heartbeats.
+4. Catch-up: a relay process holds N deliveries a laptop slept through; a laptop side (runtime +
+   relay link, own home, this process) starts and stores them all, verified: deliveries/s from
+   its start to the last row committed.
 
 Figures, never assertions. The machine is shared: other processes may load it during a run.
 """
@@ -201,6 +207,67 @@ async def _subscribers_main(url: str, count: int, expect: int, out: Path) -> lis
     return times
 
 
+async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[dict[str, float]]:
+    """``count`` laptop sides (a runtime + a relay link each, own home): the commit times."""
+    from collections.abc import Sequence
+
+    from walletpass_tui.config import Settings
+    from walletpass_tui.relay.link import LinkState, RelayLink
+    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+    from walletpass_tui.webhooks.store import Attempt
+    from walletpass_tui.webhooks.verify import SigningKey
+
+    token = os.environ["BENCH_RELAY_TOKEN"]
+    times: list[dict[str, float]] = [{} for _ in range(count)]
+    done = asyncio.Event()
+    connected: set[int] = set()
+    ready = Path(str(out) + ".ready")
+    rejected = 0
+
+    def on_commit(i: int):  # type: ignore[no-untyped-def]
+        def stored(batch: Sequence[Attempt]) -> None:
+            nonlocal rejected
+            now = time.monotonic()
+            for a in batch:
+                if a.verified:
+                    times[i][a.webhook_id or ""] = now
+                else:
+                    rejected += 1
+            if all(len(t) >= expect for t in times):
+                done.set()
+
+        return stored
+
+    def on_state(i: int):  # type: ignore[no-untyped-def]
+        def state(s: LinkState) -> None:
+            if s.connected and i not in connected:
+                connected.add(i)
+                if len(connected) == count:
+                    ready.write_text("ok")
+
+        return state
+
+    key = SigningKey.from_secret(SECRET)
+    async with contextlib.AsyncExitStack() as stack:
+        for i in range(count):
+            home = out.parent / f"{out.stem}-laptop-{i}"
+            link = RelayLink(url, token)
+            link.subscribe(on_state(i))
+            options = ReceiverOptions(host="127.0.0.1", port=0, tolerance_s=3600, secrets=[key])
+            runtime = DeliveryRuntime(
+                Settings(home=home, receiver_port=0), DeliverySetup(options=options), feeds=[link]
+            )
+            await stack.enter_async_context(runtime)
+            runtime.subscribe(on_commit(i))
+            await runtime.serve()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), expect / 50 + 120)
+    if rejected:
+        print(f"   ({rejected} relayed deliveries were rejected by a laptop)", file=sys.stderr)
+    return times
+
+
 async def _paced_posts(url: str, rate: float, seconds: float) -> dict[str, float]:
     import aiohttp
 
@@ -232,29 +299,36 @@ async def _paced_posts(url: str, rate: float, seconds: float) -> dict[str, float
     return acked
 
 
-def latency(workdir: Path, rate: float, seconds: float, count: int) -> None:
-    print(
-        f"2. ingress 2xx -> subscriber receipt, {rate:g}/s for {seconds:g} s, {count} subscribers"
-    )
+def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "store") -> None:
+    what = "row in a subscriber's store" if to == "store" else "subscriber receipt"
+    print(f"2. ingress 2xx -> {what}, {rate:g}/s for {seconds:g} s, {count} subscribers")
     proc, ingress, sub_url, _ = start_relay(workdir)
-    out = workdir / "latency.json"
     expect = int(rate * seconds)
-    child = subprocess.Popen(
-        [sys.executable, __file__, "_subscribers", sub_url, str(count), str(expect), str(out)],
-        env=dict(os.environ),
-    )
+    # Laptops are separate machines: one process each. Bare subscribers share one process.
+    groups = [1] * count if to == "store" else [count]
+    outs = [workdir / f"latency-{i}.json" for i in range(len(groups))]
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, f"_{to}", sub_url, str(n), str(expect), str(out)],
+            env=dict(os.environ),
+        )
+        for n, out in zip(groups, outs, strict=True)
+    ]
     try:
-        ready = Path(str(out) + ".ready")
         deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        for out in outs:
+            ready = Path(str(out) + ".ready")
+            while not ready.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
         acked = asyncio.run(_paced_posts(ingress, rate, seconds))
-        child.wait(timeout=seconds + 180)
+        for child in children:
+            child.wait(timeout=seconds + 180)
     finally:
-        if child.poll() is None:
-            child.kill()
+        for child in children:
+            if child.poll() is None:
+                child.kill()
         proc.stop()
-    times = json.loads(out.read_text())
+    times = [sub for out in outs for sub in json.loads(out.read_text())]
     deltas = [(sub[msg] - acked[msg]) * 1000 for sub in times for msg in acked if msg in sub]
     missing = len(acked) * count - len(deltas)
     print(
@@ -308,10 +382,74 @@ def memory(workdir: Path, count: int) -> None:
     )
 
 
+# -- catch-up -------------------------------------------------------------------------------------
+
+
+async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tuple[float, int]:
+    import aiohttp
+
+    from walletpass_tui.config import Settings
+    from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+    from walletpass_tui.webhooks.verify import SigningKey, sign
+
+    now = datetime.now(UTC)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=32)) as session:
+
+        async def one(i: int) -> None:
+            body = json.dumps({"type": "pass.activated", "data": {"passId": f"p{i}"}}).encode()
+            headers = sign(SECRET, f"msg_cu_{i:06d}", body, now)
+            async with session.post(ingress, data=body, headers=headers) as r:
+                assert r.status == 200, r.status
+
+        for start in range(0, count, 500):
+            await asyncio.gather(*(one(i) for i in range(start, min(count, start + 500))))
+    verified = 0
+    done = asyncio.Event()
+
+    def stored(batch) -> None:  # type: ignore[no-untyped-def]
+        nonlocal verified
+        verified += sum(1 for a in batch if a.verified)
+        if verified >= count:
+            done.set()
+
+    options = ReceiverOptions(
+        host="127.0.0.1", port=0, tolerance_s=3600, secrets=[SigningKey.from_secret(SECRET)]
+    )
+    link = RelayLink(sub_url, os.environ["BENCH_RELAY_TOKEN"])
+    runtime = DeliveryRuntime(
+        Settings(home=workdir / "catch-up-laptop", receiver_port=0),
+        DeliverySetup(options=options),
+        feeds=[link],
+    )
+    began = time.monotonic()
+    async with runtime:
+        runtime.subscribe(stored)
+        await runtime.serve()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), 600)
+    return time.monotonic() - began, verified
+
+
+def catch_up(workdir: Path, count: int) -> None:
+    print(f"4. a laptop catching up on {count} deliveries it slept through")
+    proc, ingress, sub_url, _ = start_relay(workdir)
+    try:
+        seconds, verified = asyncio.run(_catch_up(ingress, sub_url, workdir, count))
+    finally:
+        proc.stop()
+    print(
+        f"   {verified} stored, verified, in {seconds:.1f} s from the laptop's start "
+        f"({verified / seconds:.0f}/s)"
+    )
+
+
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "_subscribers":
-        _, _, url, count, expect, out = sys.argv
-        times = asyncio.run(_subscribers_main(url, int(count), int(expect), Path(out)))
+    if len(sys.argv) > 1 and sys.argv[1] in ("_receipt", "_store"):
+        _, mode, url, count, expect, out = sys.argv
+        run = _subscribers_main if mode == "_receipt" else _laptops_main
+        times = asyncio.run(run(url, int(count), int(expect), Path(out)))
         Path(out).write_text(json.dumps(times))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -321,16 +459,25 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--subscribers", type=int, default=10)
     parser.add_argument("--idle", type=int, default=100)
-    parser.add_argument("--only", choices=["throughput", "latency", "memory"])
+    parser.add_argument("--only", choices=["throughput", "latency", "memory", "catch-up"])
+    parser.add_argument("--missed", type=int, default=5000, help="deliveries to catch up on")
+    parser.add_argument(
+        "--latency-to",
+        choices=["store", "receipt"],
+        default="store",
+        help="store (default): until the row is committed in each laptop's store",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="relay-bench-") as tmp:
         workdir = Path(tmp)
         if args.only in (None, "throughput"):
             throughput(workdir, args.rounds, args.duration, args.connections)
         if args.only in (None, "latency"):
-            latency(workdir, 100.0, args.latency_seconds, args.subscribers)
+            latency(workdir, 100.0, args.latency_seconds, args.subscribers, args.latency_to)
         if args.only in (None, "memory"):
             memory(workdir, args.idle)
+        if args.only in (None, "catch-up"):
+            catch_up(workdir, args.missed)
 
 
 if __name__ == "__main__":
