@@ -249,11 +249,15 @@ def first_paint_phase(home: Path, runs: int) -> dict[str, float]:
     minimal: list[float] = []
     for _ in range(runs):
         t = Tmux([PYTHON, str(script)], width=120, height=36, env={"TERM": "xterm-256color"})
-        minimal.append(t.wait_for("minimal app ready"))
-        t.stop()
+        try:
+            minimal.append(t.wait_for("minimal app ready"))
+        finally:
+            t.stop()
         t = dashboard(home, free_port())
-        ours.append(t.wait_for("msg_"))  # a stored delivery's webhook-id in the log
-        t.stop()
+        try:
+            ours.append(t.wait_for("msg_"))  # a stored delivery's webhook-id in the log
+        finally:
+            t.stop()
     shutil.rmtree(script.parent, ignore_errors=True)
     return {"dashboard_s": statistics.median(ours), "minimal_s": statistics.median(minimal)}
 
