@@ -8,7 +8,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -253,9 +252,8 @@ async def test_readers_do_not_block_the_writer_and_see_only_committed_rows(store
     with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as reader:
         reader.execute("BEGIN")
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (1,)
-        started = time.monotonic()
-        await store.record(make("msg_during"))  # the open read transaction does not hold it up
-        assert time.monotonic() - started < 1.0
+        # The open read transaction does not hold it up (it would fail as "locked" if it did).
+        await store.record(make("msg_during"))
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (1,)  # snapshot
         reader.execute("COMMIT")
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (2,)
@@ -267,9 +265,7 @@ async def test_queries_answer_while_another_connection_holds_the_write_lock(stor
     with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")
         other.execute("DELETE FROM meta WHERE key = 'nothing'")
-        started = time.monotonic()
-        assert len(await store.log_page()) == 1
-        assert time.monotonic() - started < 1.0
+        assert len(await store.log_page()) == 1  # a blocked read would fail as "locked"
         other.execute("ROLLBACK")
 
 
@@ -371,10 +367,8 @@ async def test_locked_database_is_a_clear_error_at_open(tmp_path: Path, existing
         await _make_db(path)
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
         other.execute("BEGIN EXCLUSIVE")
-        started = time.monotonic()
         with pytest.raises(StoreError, match="locked by another program"):
             await Store.open(path, busy_timeout_ms=100)
-        assert time.monotonic() - started < 3
         other.execute("ROLLBACK")
     async with await Store.open(path) as s:  # usable once the other program lets go
         assert await s.count() == (1 if existing else 0)

@@ -3,15 +3,18 @@
 SQLite's automatic checkpoint copies the log into the database inside the commit that crosses its
 threshold, so one delivery in a few hundred waits for it (and for an fsync of the database). Here
 the writer's connection has it turned off; instead the bulk of the log is copied by a second
-connection on its own thread (PASSIVE: it never takes the write lock), and the writer, when no
-delivery waits, copies the few frames committed meanwhile, so the log is complete in the file and
-the next commit starts it over instead of letting it grow.
+connection on its own thread (PASSIVE: it never takes the write lock). Copied frames stay in the
+log file until a commit finds it entirely copied and starts it over; under a steady stream that
+never happens by itself, so once the file passes TOP_UP_BYTES the writer, when no delivery waits,
+copies the few frames committed meanwhile (a short pause, a few times a minute at 200/s) and the
+next commit starts the log over (cut back to ``journal_size_limit``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +22,8 @@ from pathlib import Path
 
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
+TOP_UP_BYTES = 8 * 1024 * 1024  # a log file this large is finished by the writer and started over
+LOG_SIZE_LIMIT = 4 * 1024 * 1024  # what a started-over log file is cut back to
 
 
 def top_up_checkpoint(db: sqlite3.Connection) -> None:
@@ -35,6 +40,7 @@ class Checkpointer:
         self.top_up_due = False  # a bulk checkpoint ran: the writer should finish it when idle
         self.on_done: Callable[[], None] = lambda: None  # on the event loop, after each run
         self._path = path
+        self._log = path.with_name(path.name + "-wal")
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
         self._db: sqlite3.Connection | None = None
         self._task: asyncio.Future[None] | None = None
@@ -60,8 +66,9 @@ class Checkpointer:
                 )
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.runs += 1
-            self.top_up_due = True
-        except sqlite3.Error:
+            if os.path.getsize(self._log) > TOP_UP_BYTES:
+                self.top_up_due = True
+        except (sqlite3.Error, OSError):
             pass  # a reader or another program in the way: the next one catches up
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from walletpass_tui.webhooks.models import StoreError
+from walletpass_tui.webhooks.store.checkpoints import LOG_SIZE_LIMIT
 
 SCHEMA_VERSION = 5
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -194,6 +195,7 @@ def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     db.execute("PRAGMA foreign_keys = ON")
     # Checkpoints run on their own connection, off the acknowledgement path (see writer.py).
     db.execute("PRAGMA wal_autocheckpoint = 0")
+    db.execute(f"PRAGMA journal_size_limit = {LOG_SIZE_LIMIT}")
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:
