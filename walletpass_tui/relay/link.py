@@ -215,6 +215,10 @@ class RelayLink:
             except StoreError:
                 # The store says why on its own (its health line); the delivery waits at the
                 # relay meanwhile, nothing is lost. One already stored is not stored again.
+                # Known limit: deliveries handed over after this one may commit before its retry
+                # does; if the process dies in between, a restart resumes after the newest stored
+                # cursor and this one is not fetched again (resuming after the oldest cursor that
+                # could still be in flight would close that window).
                 with contextlib.suppress(StoreError):
                     if await runtime.store.last_relay_cursor(self.url) >= delivery.cursor:
                         return
