@@ -39,6 +39,8 @@ async def test_part_of_an_id_or_of_a_word_in_the_body_is_found(tmp_path: Path) -
     async with await Store.open(tmp_path / "s.sqlite3") as store:
         await store.record(make("msg_forged00036", b'{"note": "Harbour ferry"}', "pass.activated"))
         await store.record(make("msg_plain00037", b'{"data": {"passId": "pass_0042"}}'))
+        # One at a time, a delivery is searchable as soon as it is stored.
+        assert await found(store, "plain0003") == ["msg_plain00037"]
         await store.settled()
         assert await found(store, "forged") == ["msg_forged00036"]
         assert await found(store, "0003") == ["msg_plain00037", "msg_forged00036"]

@@ -38,29 +38,14 @@ def indexed_upto(db: sqlite3.Connection) -> int:
 def index_chunk(db: sqlite3.Connection, limit: int = INDEX_CHUNK) -> int:
     """Add up to ``limit`` committed rows the index has not seen; returns how many (writer thread).
 
-    Rows are read back past the high-water mark inside the transaction, so two processes on one
-    database never index a row twice, and a row pruned before it was indexed is never indexed. No
-    fsync of its own (synchronous=NORMAL): the index can be rebuilt from the rows, and the next
-    delivery's commit syncs it anyway.
+    Its own transaction, without an fsync (synchronous=NORMAL): the index can be rebuilt from the
+    rows, and the next delivery's commit syncs it anyway.
     """
     db.execute("PRAGMA synchronous = NORMAL")
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            upto = indexed_upto(db)
-            row = db.execute(
-                "SELECT COUNT(*), MAX(id) FROM "
-                "(SELECT id FROM attempts WHERE id > ? ORDER BY id LIMIT ?)",
-                (upto, limit),
-            ).fetchone()
-            count, last = int(row[0]), row[1]
-            if count:
-                db.execute(
-                    "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
-                    f"SELECT id, {_INDEXED} FROM attempts WHERE id > ? AND id <= ? ORDER BY id",
-                    (upto, last),
-                )
-                db.execute("UPDATE meta SET value = ? WHERE key = 'fts_indexed_upto'", (str(last),))
+            count = index_rows(db, limit)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -68,6 +53,28 @@ def index_chunk(db: sqlite3.Connection, limit: int = INDEX_CHUNK) -> int:
             raise
     finally:
         db.execute("PRAGMA synchronous = FULL")
+    return count
+
+
+def index_rows(db: sqlite3.Connection, limit: int) -> int:
+    """Index up to ``limit`` rows past the high-water mark, inside the caller's transaction.
+
+    The rows are read back past the mark inside the transaction, so two processes on one database
+    never index a row twice, and a row pruned before it was indexed is never indexed.
+    """
+    upto = indexed_upto(db)
+    row = db.execute(
+        "SELECT COUNT(*), MAX(id) FROM (SELECT id FROM attempts WHERE id > ? ORDER BY id LIMIT ?)",
+        (upto, limit),
+    ).fetchone()
+    count, last = int(row[0]), row[1]
+    if count:
+        db.execute(
+            "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
+            f"SELECT id, {_INDEXED} FROM attempts WHERE id > ? AND id <= ? ORDER BY id",
+            (upto, last),
+        )
+        db.execute("UPDATE meta SET value = ? WHERE key = 'fts_indexed_upto'", (str(last),))
     return count
 
 

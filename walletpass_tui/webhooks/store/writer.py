@@ -42,6 +42,8 @@ FORCE_INDEX_AT = 4 * search.INDEX_CHUNK
 INDEX_SOON = 32  # a backlog this small waits for an idle moment (IDLE_INDEX_S without deliveries)
 CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the rest at next open)
 MAX_RENUMBER = 10
+INLINE_INDEX_MAX = 8  # batches this small are indexed in their own transaction...
+INLINE_INDEX_ROWS = 16  # ...with a few rows of backlog at most
 REMEMBERED = 20_000  # messages whose attempt count the writer remembers (to number without a read)
 _NOTHING = object()
 
@@ -132,8 +134,12 @@ def commit_batch(
     attempts: Sequence[Attempt],
     targets: Sequence[tuple[str, ...]],
     numbered_with: Known | None,
-) -> list[Attempt] | None:
-    """Store the batch in one transaction; returns the attempts as stored.
+) -> tuple[list[Attempt], int] | None:
+    """Store the batch in one transaction; returns the attempts as stored and how many rows were
+    added to the search index with them.
+
+    A small batch (deliveries arriving one at a time) is indexed in its own transaction: a few
+    rows cost far less there than a separate index transaction the next delivery would wait for.
 
     ``numbered_with`` is what the attempts were numbered from (None: number them here). When the
     counts changed since, nothing is written and the result is None: number them again.
@@ -149,13 +155,14 @@ def commit_batch(
         stored, digests = _stamp(db, attempts, known)
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
+        indexed = search.index_rows(db, INLINE_INDEX_ROWS) if len(stored) <= INLINE_INDEX_MAX else 0
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
         raise
-    return stored
+    return stored, indexed
 
 
 def _counts(known: Known) -> dict[str, int]:
@@ -375,7 +382,7 @@ class GroupCommit:
 
     async def _commit(self, batch: list[Pending]) -> None:
         try:
-            stored = await self._write(batch)
+            stored, indexed = await self._write(batch)
         except Exception as exc:  # anything: the writer must survive and every caller hear
             error = StoreError(schema.explain(exc, self.thread.path))
             self.health.failed(str(error))
@@ -390,17 +397,20 @@ class GroupCommit:
             if not pending.future.done():
                 pending.future.set_result(attempt)
         self._notify(stored)
-        self._unindexed += len(stored)
+        if len(stored) > INLINE_INDEX_MAX:
+            self._unindexed += len(stored)
+        else:  # indexed with the batch, with whatever backlog fitted: steps follow if any is left
+            self._unindexed = INDEX_SOON if indexed >= INLINE_INDEX_ROWS else 0
         self._rejected_since_prune += sum(1 for a in stored if not a.verified)
         self.checkpoints.note(len(stored))
 
-    async def _write(self, batch: list[Pending]) -> list[Attempt]:
+    async def _write(self, batch: list[Pending]) -> tuple[list[Attempt], int]:
         attempts = [p.attempt for p in batch]
         targets = [p.forward_to for p in batch]
         if not any(p.finalize for p in batch):
-            stored = await self.thread.run(commit_batch, attempts, targets, None)
-            assert stored is not None
-            return stored
+            done = await self.thread.run(commit_batch, attempts, targets, None)
+            assert done is not None
+            return done
         # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
         # checks the numbers and, if another program or an older run wrote these messages, the
         # batch is numbered again from the database.
@@ -415,9 +425,9 @@ class GroupCommit:
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, number(attempts, known), strict=True)
             ]
-            stored = await self.thread.run(commit_batch, decided, targets, known)
-            if stored is not None:
-                return stored
+            done = await self.thread.run(commit_batch, decided, targets, known)
+            if done is not None:
+                return done
         raise StoreError(
             f"Another program keeps writing the same messages into {self.thread.path}; "
             "stop it or use another --home."
