@@ -5,9 +5,10 @@ the body (its first 64 KiB): ``forged`` finds ``msg_forged00036``, ``0042`` find
 Words of three characters or more go through an FTS5 index with the trigram tokenizer, so a search
 stays fast over 100,000 deliveries; shorter words are matched in the webhook-id and topic only.
 
-The index is contentless and filled after the commit, on the writer's thread, in bounded chunks
-(``INSERT ... SELECT`` entirely inside SQLite, so the event loop never waits for the GIL meanwhile);
-a high-water mark in ``meta`` says how far it got, so a restart indexes whatever a crash left out.
+The index is contentless and filled on the writer's thread with ``INSERT ... SELECT`` entirely
+inside SQLite (the event loop never waits for the GIL meanwhile): in the delivery's own commit when
+deliveries come one at a time, after the commit in bounded chunks when they come in large batches.
+A high-water mark in ``meta`` says how far it got, so a restart indexes whatever a crash left out.
 """
 
 from __future__ import annotations

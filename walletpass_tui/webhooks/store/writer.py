@@ -7,9 +7,11 @@ feeds it.
   event loop, never on the writer's thread and never inside a transaction: the attempt numbers are
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
-* Work kept out of the acknowledgement path runs only when no delivery waits, in bounded steps:
-  the search index (a chunk at a time), the rejected cap, and finishing a WAL checkpoint (see
-  checkpoints.py: a delivery's commit never copies the log into the database file).
+* A small batch is added to the search index in its own transaction (a few rows cost less there
+  than a transaction of their own). Other work kept out of the acknowledgement path runs only
+  when no delivery waits, in bounded steps: the index after large batches (a chunk at a time),
+  the rejected cap, and finishing a WAL checkpoint (see checkpoints.py: a delivery's commit never
+  copies the log into the database file).
 """
 
 from __future__ import annotations
