@@ -279,9 +279,9 @@ class Forwarder:
     async def _work(self, target: str) -> None:
         wake = self._wake[target]
         while True:
+            wake.clear()  # before looking: a delivery stored while we look sets it again
             row = await self.store.next_pending_forward(target)
             if row is None:
-                wake.clear()
                 await wake.wait()
                 continue
             delay = (row.next_try_at_ms - int(time.time() * 1000)) / 1000
