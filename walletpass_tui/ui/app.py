@@ -120,6 +120,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe = runtime.subscribe(
             forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
         )
+        # Every failed write of the history is said in the header until one succeeds again.
+        self._unwatch_health = runtime.store.on_health(self._history_health)
         self._relay = relay_link_of(runtime)
         self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
         self._show_receiver()
@@ -163,6 +165,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     async def on_unmount(self) -> None:
         if getattr(self, "_unwatch_relay", None) is not None:
             self._unwatch_relay()
+        if getattr(self, "_unwatch_health", None) is not None:
+            self._unwatch_health()
         if self._feed is not None:
             self._feed.stop()
         if self._unsubscribe is not None:
@@ -254,8 +258,22 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
                 forward_targets=tuple(r.target for r in routes),
                 pending_forwards=self.pending_forwards,
                 **relay_fields(getattr(self, "_relay", None)),
+                history_problem=self._history_problem(),
             )
         )
+
+    def _history_problem(self) -> str | None:
+        """The header's words when the history cannot be written (its file named, not its path)."""
+        if self._runtime is None:
+            return None
+        store = self._runtime.store
+        problem = store.health.problem
+        return problem.replace(str(store.path), store.path.name) if problem else None
+
+    def _history_health(self, sentence: str | None) -> None:
+        self._show_receiver()
+        if sentence is not None:  # the whole sentence once, with the file's full path
+            self.notify(sentence, title="History not saved", severity="error", markup=False)
 
     # -- actions --------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class ReceiverState:
     pending_forwards: int = 0  # forwards waiting for the user's app
     relay: str | None = None  # the relay link's state in words (None: no --relay)
     relay_up: bool = False  # connected to the relay
+    history_problem: str | None = None  # the history cannot be written: why, and the fix
 
 
 class DeliveriesStored(Message):

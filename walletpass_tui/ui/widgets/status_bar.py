@@ -94,6 +94,9 @@ class StatusBar(Widget):
             line.append("○ not listening", self._s("status-bar--stopped"))
             if state.problem:
                 line.append(f": {one_line(state.problem, 60)}", self._s("status-bar--stopped"))
+        if state.history_problem:
+            line.append("  ✗ history not saved: ", self._s("status-bar--stopped"))
+            line.append(one_line(state.history_problem, 90), self._s("status-bar--stopped"))
         if state.relay:
             style = "status-bar--listening" if state.relay_up else "status-bar--stopped"
             line.append(f"  ⇄ {one_line(state.relay, 60)}", self._s(style))
