@@ -10,27 +10,33 @@ Served on one port (both of the spec's hosts point at it):
 * The control API under ``/_sim`` (same bearer key): emit an event, enable/disable/remove an
   endpoint, list endpoints (secrets masked) and the delivery log. This API is the simulator's own.
 
+The HTTP side lives in :mod:`walletpass_tui.sim.http_api`, the endpoint record and the create-body
+checks in :mod:`walletpass_tui.sim.endpoints`; their names are importable from here too.
+
 The error body shape ``{"error": {"type": ..., "message": ...}}`` is the simulator's invention: the
 spec leaves the service's error format open (section 7).
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
-import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from aiohttp import web
 
-from walletpass_tui.config import mask_secret
 from walletpass_tui.sim.clock import Clock
+from walletpass_tui.sim.endpoints import (
+    CREATE_FIELDS,
+    MAX_URL_LENGTH,
+    SimEndpoint,
+    SimError,
+    UnknownEndpointError,
+    url_problem,
+    validate_create_body,
+)
 from walletpass_tui.sim.engine import (
     DeliveryEngine,
     Message,
@@ -44,143 +50,31 @@ from walletpass_tui.sim.events import (
     iso_millis,
     new_api_key,
     new_secret,
-    templates_response,
+)
+from walletpass_tui.sim.http_api import (
+    CONTROL_PREFIX,
+    ENDPOINTS_PATH,
+    MAX_BODY,
+    TEMPLATES_PATH,
+    make_app,
 )
 
+__all__ = [
+    "CONTROL_PREFIX",
+    "CREATE_FIELDS",
+    "ENDPOINTS_PATH",
+    "MAX_BODY",
+    "MAX_URL_LENGTH",
+    "TEMPLATES_PATH",
+    "SimEndpoint",
+    "SimError",
+    "SimulatedService",
+    "UnknownEndpointError",
+    "url_problem",
+    "validate_create_body",
+]
+
 log = logging.getLogger(__name__)
-
-TEMPLATES_PATH = "/api/v0/passTemplates"
-ENDPOINTS_PATH = "/v0/webhookEndpoints"
-CONTROL_PREFIX = "/_sim"
-CREATE_FIELDS = ("enabledTopics", "enabled", "url")
-MAX_BODY = 256 * 1024
-MAX_URL_LENGTH = 2048
-
-
-class SimError(Exception):
-    """The simulator cannot do what was asked; the message says why."""
-
-
-class UnknownEndpointError(SimError, LookupError):
-    """No endpoint with that id (it was never created, or was removed)."""
-
-
-@dataclass
-class SimEndpoint:
-    """A webhook endpoint as the simulator stores it."""
-
-    id: str
-    url: str
-    enabled_topics: tuple[str, ...]
-    enabled: bool
-    secret: str = field(repr=False)
-    created_at: str  # ISO 8601 UTC with milliseconds, as returned
-
-    def created_json(self) -> dict[str, Any]:
-        """The create response (spec section 2): the only time the secret is returned."""
-        return {
-            "id": self.id,
-            "url": self.url,
-            "enabledTopics": list(self.enabled_topics),
-            "enabled": self.enabled,
-            "secret": self.secret,
-            "createdAt": self.created_at,
-        }
-
-    def public_json(self) -> dict[str, Any]:
-        """For the control API: the secret masked."""
-        data = self.created_json()
-        data["secret"] = mask_secret(self.secret)
-        return data
-
-
-def url_problem(url: Any) -> str | None:
-    """Why ``url`` cannot be an endpoint URL for the sim: it needs an http(s) scheme and a host."""
-    if not isinstance(url, str):
-        return "url must be a string."
-    if not url or len(url) > MAX_URL_LENGTH:
-        return f"url must be an http or https URL of at most {MAX_URL_LENGTH} characters."
-    if re.search(r"[\s\x00-\x1f\x7f]", url):
-        return "url must not contain spaces or control characters."
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError:
-        return "url is not a valid URL."
-    if parts.scheme not in ("http", "https") or not host:
-        return "url must be an http or https URL with a host, e.g. https://example.com/webhooks."
-    return None
-
-
-def validate_create_body(payload: Any) -> tuple[str, tuple[str, ...], bool]:
-    """(url, topics, enabled) from a create body, or ValueError with one sentence."""
-    if not isinstance(payload, dict):
-        raise ValueError(
-            "The request body must be a JSON object with enabledTopics, enabled and url."
-        )
-    unknown = [k for k in payload if k not in CREATE_FIELDS]
-    if unknown:
-        raise ValueError(
-            f"Unknown field(s): {', '.join(unknown)}; the allowed fields are enabledTopics, "
-            "enabled and url."
-        )
-    missing = [k for k in CREATE_FIELDS if k not in payload]
-    if missing:
-        raise ValueError(f"Missing required field(s): {', '.join(missing)}.")
-    topics = payload["enabledTopics"]
-    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
-        raise ValueError("enabledTopics must be an array of topic strings.")
-    if not topics:
-        raise ValueError(
-            "enabledTopics must name at least one topic (pass.activated, pass.deactivated)."
-        )
-    for topic in topics:
-        if topic not in TOPICS:
-            raise ValueError(
-                f"Unknown topic {topic!r} in enabledTopics; the allowed topics are "
-                "pass.activated and pass.deactivated."
-            )
-    repeated = sorted({t for t in topics if topics.count(t) > 1})
-    if repeated:
-        raise ValueError(f"The topic {repeated[0]} appears more than once in enabledTopics.")
-    enabled = payload["enabled"]
-    if not isinstance(enabled, bool):
-        raise ValueError("enabled must be a boolean (true or false).")
-    problem = url_problem(payload["url"])
-    if problem:
-        raise ValueError(problem)
-    return payload["url"], tuple(topics), enabled
-
-
-def _error(status: int, kind: str, message: str, **headers: str) -> web.Response:
-    return web.json_response(
-        {"error": {"type": kind, "message": message}}, status=status, headers=headers or None
-    )
-
-
-_STATUS_KIND = {
-    400: "invalid_request",
-    401: "unauthorized",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-}
-
-
-def _accepts_json(accept: str | None) -> bool:
-    if not accept:
-        return True
-    for part in accept.split(","):
-        media = part.split(";", 1)[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*") or media.endswith("+json"):
-            return True
-    return False
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class SimulatedService:
@@ -227,6 +121,29 @@ class SimulatedService:
             return self._endpoints[ep_id]
         except KeyError:
             raise UnknownEndpointError(f"No endpoint {ep_id!r} in the simulator.") from None
+
+    def add_endpoint(self, url: str, topics: Sequence[str], enabled: bool = True) -> SimEndpoint:
+        """Create an endpoint as ``POST /v0/webhookEndpoints`` does (new ``ep_`` id and secret).
+
+        The arguments are trusted: the HTTP route checks them with ``validate_create_body`` first.
+        """
+        endpoint = SimEndpoint(
+            id=self._unique_endpoint_id(),
+            url=url,
+            enabled_topics=tuple(topics),
+            enabled=enabled,
+            secret=new_secret(),
+            created_at=iso_millis(self.engine.clock.wall()),
+        )
+        self._endpoints[endpoint.id] = endpoint
+        log.info("created endpoint %s -> %s", endpoint.id, endpoint.url)
+        return endpoint
+
+    def _unique_endpoint_id(self) -> str:
+        while True:
+            ep_id = endpoint_id()
+            if ep_id not in self._endpoints:
+                return ep_id
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Every delivery Attempt and DeliveryResult (see DeliveryEngine.subscribe)."""
@@ -320,195 +237,5 @@ class SimulatedService:
             await runner.cleanup()
 
     def make_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body, middlewares=[self._errors, self._auth])
-        app.router.add_get(TEMPLATES_PATH, self._templates)
-        app.router.add_post(ENDPOINTS_PATH, self._create_endpoint)
-        app.router.add_get(CONTROL_PREFIX, self._status)
-        app.router.add_post(f"{CONTROL_PREFIX}/events", self._emit)
-        app.router.add_get(f"{CONTROL_PREFIX}/endpoints", self._list_endpoints)
-        app.router.add_post(f"{CONTROL_PREFIX}/endpoints/{{id}}/enable", self._enable)
-        app.router.add_post(f"{CONTROL_PREFIX}/endpoints/{{id}}/disable", self._disable)
-        app.router.add_delete(f"{CONTROL_PREFIX}/endpoints/{{id}}", self._remove)
-        app.router.add_get(f"{CONTROL_PREFIX}/deliveries", self._deliveries)
-        return app
-
-    # -- middlewares ------------------------------------------------------------------------------
-
-    @web.middleware
-    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every error answer is JSON, aiohttp's own (404, 405, 413) included."""
-        try:
-            return await handler(request)
-        except web.HTTPException as exc:
-            if exc.status < 400:
-                raise
-            kind = _STATUS_KIND.get(exc.status, "error")
-            message = {
-                404: f"No such path: {request.method} {request.path}.",
-                405: f"{request.method} is not allowed on {request.path}.",
-                413: f"The request body is larger than {self.max_body} bytes.",
-            }.get(exc.status, exc.reason)
-            return _error(exc.status, kind, message)
-        except Exception:
-            log.exception("simulator error on %s %s", request.method, request.path)
-            return _error(500, "internal", "The simulator failed; see its log.")
-
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if not header or scheme.lower() != "bearer" or not token.strip():
-            return _error(
-                401,
-                "unauthorized",
-                "Missing API key: send the header Authorization: Bearer <API key>.",
-                **{"WWW-Authenticate": "Bearer"},
-            )
-        if not hmac.compare_digest(token.strip().encode(), self.api_key.encode()):
-            return _error(
-                401,
-                "unauthorized",
-                "The API key is not valid.",
-                **{"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
-        if not _accepts_json(request.headers.get("Accept")):
-            return _error(
-                406, "not_acceptable", "This API answers only with JSON (Accept: application/json)."
-            )
-        return await handler(request)
-
-    async def _json_body(self, request: web.Request, *, required: bool) -> Any:
-        raw = await request.read()
-        if not raw.strip():
-            if required:
-                raise _Invalid(
-                    "The request body must be a JSON object with enabledTopics, enabled and url."
-                )
-            return None
-        if request.content_type != "application/json":
-            raise _Unsupported(
-                "Send the body as JSON with Content-Type: application/json "
-                f"(got {request.content_type or 'none'})."
-            )
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _Invalid(f"The request body is not valid JSON ({exc}).") from None
-
-    # -- the documented API -----------------------------------------------------------------------
-
-    async def _templates(self, request: web.Request) -> web.Response:
-        return web.json_response(templates_response())
-
-    async def _create_endpoint(self, request: web.Request) -> web.Response:
-        try:
-            if request.content_type != "application/json":
-                raise _Unsupported(
-                    "Send the body as JSON with Content-Type: application/json "
-                    f"(got {request.content_type or 'none'})."
-                )
-            payload = await self._json_body(request, required=True)
-            url, topics, enabled = validate_create_body(payload)
-        except _Unsupported as exc:
-            return _error(415, "unsupported_media_type", str(exc))
-        except ValueError as exc:
-            return _error(400, "invalid_request", str(exc))
-        endpoint = SimEndpoint(
-            id=self._unique_endpoint_id(),
-            url=url,
-            enabled_topics=topics,
-            enabled=enabled,
-            secret=new_secret(),
-            created_at=iso_millis(self.engine.clock.wall()),
-        )
-        self._endpoints[endpoint.id] = endpoint
-        log.info("created endpoint %s -> %s", endpoint.id, endpoint.url)
-        return web.json_response(endpoint.created_json(), status=201)
-
-    def _unique_endpoint_id(self) -> str:
-        while True:
-            ep_id = endpoint_id()
-            if ep_id not in self._endpoints:
-                return ep_id
-
-    # -- the control API --------------------------------------------------------------------------
-
-    async def _status(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            {
-                "service": "walletpass-tui simulated Wallet Pass Service",
-                "timeScale": self.engine.time_scale,
-                "endpoints": len(self._endpoints),
-                "messages": len(self.messages),
-                "inFlight": len(self.engine.flows()),
-                "attempts": len(self.engine.attempts),
-            }
-        )
-
-    async def _emit(self, request: web.Request) -> web.Response:
-        try:
-            payload = await self._json_body(request, required=True)
-            if not isinstance(payload, dict):
-                raise _Invalid('Send a JSON object like {"topic": "pass.activated"}.')
-            unknown = [k for k in payload if k not in ("topic", "body")]
-            if unknown:
-                raise _Invalid(
-                    f"Unknown field(s): {', '.join(unknown)}; the allowed fields are topic and body."
-                )
-            topic = payload.get("topic")
-            if topic not in TOPICS:
-                raise _Invalid(f"topic must be pass.activated or pass.deactivated, not {topic!r}.")
-            message, endpoint_ids = self.publish(topic, payload.get("body"))
-        except _Unsupported as exc:
-            return _error(415, "unsupported_media_type", str(exc))
-        except _Invalid as exc:
-            return _error(400, "invalid_request", str(exc))
-        return web.json_response(
-            {"messageId": message.id, "topic": topic, "endpoints": endpoint_ids}, status=202
-        )
-
-    async def _list_endpoints(self, request: web.Request) -> web.Response:
-        return web.json_response({"data": [ep.public_json() for ep in self._endpoints.values()]})
-
-    async def _enable(self, request: web.Request) -> web.Response:
-        return self._set(request, True)
-
-    async def _disable(self, request: web.Request) -> web.Response:
-        return self._set(request, False)
-
-    def _set(self, request: web.Request, enabled: bool) -> web.Response:
-        try:
-            endpoint = self.set_enabled(request.match_info["id"], enabled)
-        except UnknownEndpointError as exc:
-            return _error(404, "not_found", str(exc))
-        return web.json_response(endpoint.public_json())
-
-    async def _remove(self, request: web.Request) -> web.Response:
-        try:
-            endpoint = self.remove(request.match_info["id"])
-        except UnknownEndpointError as exc:
-            return _error(404, "not_found", str(exc))
-        return web.json_response({"removed": endpoint.id})
-
-    async def _deliveries(self, request: web.Request) -> web.Response:
-        attempts: Sequence[Any] = list(self.engine.attempts)
-        message = request.query.get("messageId")
-        endpoint = request.query.get("endpointId")
-        if message:
-            attempts = [a for a in attempts if a.message_id == message]
-        if endpoint:
-            attempts = [a for a in attempts if a.endpoint_id == endpoint]
-        limit_text = request.query.get("limit", "1000")
-        if not limit_text.isdigit():
-            return _error(400, "invalid_request", "limit must be a whole number.")
-        limit = int(limit_text)
-        shown = attempts[-limit:] if limit else []
-        return web.json_response({"data": [a.to_json() for a in shown], "total": len(attempts)})
-
-
-class _Invalid(ValueError):
-    pass
-
-
-class _Unsupported(ValueError):
-    pass
+        """The aiohttp application serving this simulator (see :mod:`walletpass_tui.sim.http_api`)."""
+        return make_app(self)
