@@ -93,7 +93,8 @@ class RecordingServer:
     def requests_to(self, method: str, path: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.method == method.upper() and r.path == path]
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """The aiohttp handler: record the request, answer what was set for its method and path."""
         body = await request.read()
         self.requests.append(
             RecordedRequest(
@@ -123,7 +124,7 @@ async def start_server() -> Any:
     async def start() -> RecordingServer:
         server = RecordingServer()
         app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", server._handle)
+        app.router.add_route("*", "/{tail:.*}", server.handle)
         runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)

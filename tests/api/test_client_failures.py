@@ -17,6 +17,7 @@ from client_helpers import BOTH, ENDPOINTS, HOOK_URL, TEMPLATES, assert_no_secre
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
+from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 
 # -- transport failures ------------------------------------------------------------------------
@@ -156,7 +157,7 @@ async def test_truncated_create_answer_keeps_the_raw_body(
     "missing", ["id", "secret", "url", "enabledTopics", "enabled", "createdAt"]
 )
 async def test_create_answer_missing_a_field(
-    client: WalletPassClient,
+    settings: Settings,
     hooks_service: Any,
     endpoint_json: Any,
     endpoint_secret: str,
@@ -167,9 +168,10 @@ async def test_create_answer_missing_a_field(
     raw = json.dumps(answer)
     hooks_service.answer("POST", ENDPOINTS, status=201, body=raw)
     created: list[Any] = []
-    client._on_created = created.append
-    with pytest.raises(ApiError) as info:
-        await client.create_webhook_endpoint(HOOK_URL, BOTH)
+    watched = WalletPassClient(settings, retry_base_delay=0, on_endpoint_created=created.append)
+    async with watched:
+        with pytest.raises(ApiError) as info:
+            await watched.create_webhook_endpoint(HOOK_URL, BOTH)
     exc = info.value
     assert exc.kind == "bad_shape"
     assert f"missing {missing}" in str(exc)

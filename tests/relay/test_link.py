@@ -170,13 +170,50 @@ def test_listen_prints_a_line_per_change_of_connection_not_per_delivery() -> Non
 
 @pytest.mark.parametrize("cursor", [2**63, 2**70])
 async def test_a_cursor_past_what_can_be_stored_stops_the_link(cursor: int, tmp_path: Path) -> None:
-    from walletpass_tui.relay.events import RelayedDelivery
+    """A server on 127.0.0.1 that streams one delivery numbered past what SQLite can hold: the
+    link stops with a reason (this is not a relay) and nothing is stored."""
+    from aiohttp import web
 
-    link = link_for("http://127.0.0.1:9/channels/x/events", "wpr_token")
-    delivery = RelayedDelivery(cursor, 0, "POST", "/in/x", (), b"", None, None, None, "x")
-    async with laptop(tmp_path / "laptop", link) as runtime:
-        with pytest.raises(RelayClientError, match="not a relay"):
-            await link._deliver(runtime, delivery)
+    from walletpass_tui.relay.events import delivery_data, sse_comment, sse_event
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        data = delivery_data(
+            received_at_ms=0,
+            method="POST",
+            path="/in/x",
+            headers=(),
+            body=b"",
+            source=None,
+            forwarded_for=None,
+            client=None,
+            channel="x",
+        )
+        await response.write(sse_comment(f"connected head={cursor}") + sse_event(cursor, data))
+        await asyncio.Event().wait()  # held open: the link must stop on its own
+        return response
+
+    app = web.Application()
+    app.router.add_get("/channels/x/events", stream)
+    runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    link = link_for(f"http://127.0.0.1:{port}/channels/x/events", "wpr_token")
+    try:
+        async with laptop(tmp_path / "laptop", link) as runtime:
+            await runtime.serve()
+            async with asyncio.timeout(30):
+                why = await runtime.feed_stopped()
+            page = await runtime.store.log_page(
+                None, limit=10, before_id=None, after_id=None, oldest_first=True
+            )
+    finally:
+        await runner.cleanup()
+    assert isinstance(why, RelayClientError) and "not a relay" in str(why)
+    assert link.state.stopped and "not a relay" in (link.state.error or "")
+    assert list(page) == []
 
 
 async def test_the_detail_says_it_came_through_the_relay_and_from_where(
@@ -223,11 +260,12 @@ async def test_the_dashboard_header_follows_the_relay_and_says_when_it_stops(
     wrong = link_for(sub_url, "wpr_not-the-token-at-all-0000000000")
     async with laptop(tmp_path / "other", wrong) as runtime:
         app = build_app(runtime, None)
-        async with app.run_test(size=(160, 30)) as pilot:
+        async with app.run_test(size=(160, 30), notifications=True) as pilot:
             async with asyncio.timeout(30):
                 await runtime.feed_stopped()
             await pilot.pause(0.1)
             header = app.screen.query_one(StatusBar).render().plain
-            notes = [str(n.message) for n in app._notifications]
+            # The notification as drawn: a toast on the screen (Textual's Toast widget).
+            notes = [toast.render().plain for toast in app.screen.query("Toast")]
     assert "⇄ relay stopped" in header and "● listening" in header
     assert any("401" in note and "--relay-token" in note for note in notes)

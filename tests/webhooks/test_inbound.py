@@ -110,7 +110,7 @@ async def test_a_forgery_is_stored_rejected_and_never_forwarded(tmp_path: Path) 
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     url = f"http://127.0.0.1:{port}/hook"
     try:
         async with runtime_for(tmp_path / "home", routes=(Route(url),)) as rt:
