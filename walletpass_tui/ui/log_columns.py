@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TOPICS, short_topic, topic_label
 from walletpass_tui.formatting import format_ms
 from walletpass_tui.ui.untrusted import clip, one_line
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
@@ -109,8 +109,8 @@ def cell_text(row: LogRow, key: str) -> str:
     if key == "time":
         return format_ms(row.received_at_ms, time_only=True)
     if key == "topic":
-        # Every documented topic starts with "pass."; anything else is shown whole.
-        return row.topic.removeprefix("pass.") if row.topic in TOPICS else one_line(row.topic)
+        # Known topics without "pass." (the column is narrow); anything else as ``listen`` says it.
+        return short_topic(row.topic) if row.topic in TOPICS else one_line(topic_label(row.topic))
     if key == "pass":
         return one_line(row.pass_id)
     if key == "verdict":

@@ -4,7 +4,7 @@ Syntax: free words (searched in bodies, webhook ids and topics with the store's 
 last word may be a prefix) plus optional ``topic:`` and ``verdict:`` terms, in any order::
 
     pass_0042                    text
-    topic:activated              topic pass.activated (a unique suffix or prefix is enough)
+    topic:activated              topic pass.activated (``topic:pass.activated`` is the same)
     verdict:rejected  is:ok      verdict (verified/ok, rejected/bad)
 
 Rows that arrive while a filter is active are matched here, in memory, so the live view never waits
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter
 
 _TOKEN = re.compile(r"[\w\-]+")
@@ -43,15 +43,12 @@ class ParsedFilter:
     problem: str | None = None  # a term that could not be understood, said plainly
 
 
-def _topic(value: str) -> str | None:
-    value = value.lower()
-    if value in TOPICS:
-        return value
-    found = [t for t in TOPICS if t.endswith("." + value) or t.startswith(value)]
-    if len(found) == 1:
-        return found[0]
-    suffix = [t for t in TOPICS if t.split(".")[-1].startswith(value)]
-    return suffix[0] if len(suffix) == 1 else None
+def _topic(value: str) -> tuple[str | None, str | None]:
+    """The full topic name for ``value`` read as everywhere else (``api.topics``), or why not."""
+    try:
+        return parse_topic(value.lower()), None
+    except TopicError as error:
+        return None, str(error)
 
 
 def parse_filter(text: str) -> ParsedFilter:
@@ -64,9 +61,8 @@ def parse_filter(text: str) -> ParsedFilter:
         key, sep, value = token.partition(":")
         key = key.lower()
         if sep and key in _TOPIC_KEYS:
-            topic = _topic(value) if value else None
-            if value and topic is None:
-                problem = f"unknown topic {value!r}: use {' or '.join(TOPICS)}"
+            topic, topic_problem = _topic(value) if value else (None, None)
+            problem = topic_problem or problem
         elif sep and key in _VERDICT_KEYS:
             verdict = _VERDICT_WORDS.get(value.lower()) if value else None
             if value and verdict is None:
