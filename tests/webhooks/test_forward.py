@@ -570,3 +570,18 @@ async def test_a_forward_queued_past_the_tolerance_is_resent_re_signed(env: Env)
     assert int(second.headers["webhook-timestamp"]) > time.time() - 60
     [row] = await env.store.forwards_for_message("msg_late")
     assert row.tries == 2 and "re-signed" in (row.note or "")
+
+
+def test_parse_route_refuses_what_check_url_refuses_with_its_reason() -> None:
+    # The same rules as every other URL the program takes (api.urls.check_url).
+    cases = {
+        "http://user:pw@localhost:3000/h": "user name or password",
+        "http://localhost:3000/h#part": "#fragment",
+        "pass.activated=http://local host/h": "spaces or control characters",
+        "http://localhost:0/h": "port",
+    }
+    for text, reason in cases.items():
+        with pytest.raises(ForwardError) as caught:
+            parse_route(text)
+        assert reason in str(caught.value)
+        assert "pw" not in str(caught.value)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import httpx
 
 from walletpass_tui import __version__
+from walletpass_tui.api.urls import UrlError, check_url
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.store import (
     ORIGINAL,
@@ -71,13 +72,11 @@ def parse_route(text: str) -> Route:
     else:
         route = Route(target=text.strip())
     try:
-        parsed = httpx.URL(route.target)
-    except (httpx.InvalidURL, ValueError):
-        parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        check_url(route.target, what="The --forward-to URL")
+    except UrlError as error:
         raise ForwardError(
-            f"--forward-to {text!r}: give a URL like http://localhost:3000/webhooks, optionally TOPIC=URL."
-        )
+            f"{error} Give a URL like http://localhost:3000/webhooks, optionally TOPIC=URL."
+        ) from None
     return route
 
 
