@@ -247,6 +247,26 @@ async def test_events_go_to_enabled_endpoints_subscribed_to_the_topic(
     assert b["id"] in {e.id for e in service.endpoints}
 
 
+async def test_an_endpoint_added_in_process_is_served_and_delivered_to(
+    sim: Any, http: httpx.AsyncClient, start_server: Any
+) -> None:
+    from standardwebhooks.webhooks import Webhook
+
+    receiver = await start_server()
+    receiver.reply("POST", "/in", {"status": 200})
+    service = await sim(clock=FakeClock())
+    endpoint = service.add_endpoint(receiver.url + "/in", ["pass.activated"])
+    assert endpoint.id.startswith("ep_") and endpoint.secret.startswith("whsec_")
+    listed = (await http.get(service.url + "/_sim/endpoints")).json()["data"]
+    assert [e["id"] for e in listed] == [endpoint.id]
+    assert endpoint.secret not in json.dumps(listed)
+    message_id = service.emit("pass.activated")
+    await service.wait_idle()
+    (delivered,) = receiver.requests
+    assert delivered.headers["webhook-id"] == message_id
+    Webhook(endpoint.secret).verify(delivered.body, dict(delivered.headers))
+
+
 async def test_emit_validates_its_input(sim: Any, http: httpx.AsyncClient) -> None:
     service = await sim()
     for payload in ({"topic": "pass.created"}, {}, [], {"topic": "pass.activated", "x": 1}):
