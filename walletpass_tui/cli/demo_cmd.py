@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
 from walletpass_tui.config import Settings
 from walletpass_tui.sim.demo import DEMO_TIME_SCALE, DemoError, RelayStarter, running_demo
 from walletpass_tui.webhooks.runtime import Feed
@@ -37,7 +37,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui demo --relay     # the service posts to a relay, the dashboard follows it",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--port", type=int, default=0, help="receiver port (default: any free port)")
+    p.add_argument(
+        "--port",
+        type=bounded_int(0, 65535),
+        default=0,
+        help="receiver port, 1-65535 (default: 0, any free port)",
+    )
     p.add_argument(
         "--interval",
         type=float,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from walletpass_tui.api.models import TOPICS
-from walletpass_tui.cli.common import bounded_float, topic_arg
+from walletpass_tui.cli.common import bounded_float, bounded_int, topic_arg
 from walletpass_tui.cli.sim.checks import DEFAULT_SIM_PORT
 from walletpass_tui.cli.sim.control import (
     cmd_sim_deliveries,
@@ -67,7 +67,7 @@ def _register_serve(
     serve.add_argument(
         "--port",
         dest="sim_port",
-        type=int,
+        type=bounded_int(0, 65535),
         default=DEFAULT_SIM_PORT,
         help=f"port (default {DEFAULT_SIM_PORT}; 0 picks a free one)",
     )
