@@ -23,6 +23,7 @@ from walletpass_tui.webhooks.store import (
     Store,
     StoreError,
 )
+from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS
 
 T0 = 1_795_000_000_000
@@ -216,7 +217,8 @@ async def test_pruning_rows_the_index_never_saw_keeps_the_index_sound(store: Sto
     await store.settled()
     assert await store.count(LogFilter(text="alpha")) == 2
     rows = raw_rows(
-        store.path, "INSERT INTO attempts_fts(attempts_fts, rank) VALUES ('integrity-check', 0)"
+        index_path(store.path),
+        "INSERT INTO attempts_fts(attempts_fts, rank) VALUES ('integrity-check', 0)",
     )
     assert rows == []
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, matches_text
+from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 T0 = 1_795_000_000_000
@@ -39,9 +40,8 @@ async def test_part_of_an_id_or_of_a_word_in_the_body_is_found(tmp_path: Path) -
     async with await Store.open(tmp_path / "s.sqlite3") as store:
         await store.record(make("msg_forged00036", b'{"note": "Harbour ferry"}', "pass.activated"))
         await store.record(make("msg_plain00037", b'{"data": {"passId": "pass_0042"}}'))
-        # One at a time, a delivery is searchable as soon as it is stored.
+        await store.settled()  # searchable soon after it is stored: settled() waits for that
         assert await found(store, "plain0003") == ["msg_plain00037"]
-        await store.settled()
         assert await found(store, "forged") == ["msg_forged00036"]
         assert await found(store, "0003") == ["msg_plain00037", "msg_forged00036"]
         assert await found(store, "arbou") == ["msg_forged00036"]  # inside a word of the body
@@ -150,3 +150,36 @@ async def test_an_older_database_is_reindexed_for_parts_of_words(tmp_path: Path)
         assert [a.body_differs for a in attempts] == [False, True]
         again = await store.record(make("msg_forged00036", b"alpha"))
         assert again.attempt_no == 3 and not again.body_differs
+
+
+async def test_a_locked_index_never_delays_a_delivery(tmp_path: Path) -> None:
+    """The index is its own file, filled off the commit path: while another program holds it,
+    deliveries still commit, and they are found once it is free again."""
+    path = tmp_path / "s.sqlite3"
+    async with await Store.open(path, busy_timeout_ms=60_000) as store:
+        await store.settled()
+        with contextlib.closing(sqlite3.connect(index_path(path), isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE meta SET value = value")
+            stored = [await store.record(make(f"msg_locked{i:02d}")) for i in range(20)]
+            assert [a.attempt_no for a in stored] == [1] * 20
+            assert await store.count() == 20
+            other.execute("ROLLBACK")
+        await store.settled()
+        assert await store.count(LogFilter(text="locked")) == 20
+
+
+async def test_a_damaged_index_is_rebuilt_and_no_delivery_is_lost(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    async with await Store.open(path) as store:
+        for i in range(5):
+            await store.record(make(f"msg_kept{i}", b'{"note": "harbour"}'))
+    index_path(path).write_bytes(b"this is not an index" * 512)
+    async with await Store.open(path) as store:
+        await store.settled()
+        assert await store.count() == 5
+        assert await store.count(LogFilter(text="arbou")) == 5
+        await store.record(make("msg_after", b'{"note": "harbour"}'))
+        await store.settled()
+        assert await found(store, "after") == ["msg_after"]
+    assert oct(index_path(path).stat().st_mode & 0o777) == oct(0o600)

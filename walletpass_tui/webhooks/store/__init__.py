@@ -7,8 +7,9 @@
 * ``writer.py``  the one write connection on its own thread and the group-commit loop:
   ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
   "stored";
-* ``search.py``  the trigram full-text index, filled after the commit, outside the acknowledgement
-  path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
+* ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
+  (``<history>-search``), filled by its own thread after each commit, never on the
+  acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
 * ``queries.py`` every read, on an aiosqlite connection of its own;
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
   any subscriber (the dashboard's header) can show.
@@ -56,8 +57,9 @@ from walletpass_tui.webhooks.models import (
     evolve,
     now_ms,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, schema, search
+from walletpass_tui.webhooks.store import forwards, prune, rows, schema
 from walletpass_tui.webhooks.store.health import Health
+from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
 from walletpass_tui.webhooks.store.search import fts_query, matches_text
@@ -99,18 +101,26 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-OPEN_INDEX_CHUNKS = 16  # rows a crash left unindexed are searchable at once, up to 16 chunks
 
 
 class Store:
     """Open with ``await Store.open(path)``; close with ``await store.close()``."""
 
-    def __init__(self, path: Path, thread: WriteThread, reader: Reader, rejected_cap: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        thread: WriteThread,
+        reader: Reader,
+        indexer: Indexer,
+        rejected_cap: int,
+    ) -> None:
         self.path = path
         self.health = Health()
         self._thread = thread
         self._reader = reader
+        self._indexer = indexer
         self._loop = GroupCommit(thread, self.health, rejected_cap)
+        self._loop.listeners.append(indexer.wake)
         self._closed = False
 
     # -- opening -----------------------------------------------------------------------------
@@ -138,18 +148,20 @@ class Store:
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
         thread = await WriteThread.open(path, busy_timeout_ms)
+        indexer: Indexer | None = None
         try:
-            for _ in range(OPEN_INDEX_CHUNKS):
-                if await thread.run(search.index_chunk, search.INDEX_CHUNK) < search.INDEX_CHUNK:
-                    break
+            indexer = await Indexer.open(path, busy_timeout_ms)
             reader = await Reader.open(path, busy_timeout_ms)
         except BaseException as exc:
+            if indexer is not None:
+                await indexer.close()
             await thread.close()
             if isinstance(exc, Exception) and not isinstance(exc, StoreError):
                 raise StoreError(schema.explain(exc, path)) from None
             raise
-        store = cls(path, thread, reader, rejected_cap)
+        store = cls(path, thread, reader, indexer, rejected_cap)
         store._loop.start()
+        indexer.start()
         return store
 
     async def close(self) -> None:
@@ -158,6 +170,7 @@ class Store:
             return
         self._closed = True
         await self._loop.stop()
+        await self._indexer.close()
         await self._thread.close()
         await self._reader.close()
 
@@ -229,7 +242,7 @@ class Store:
     async def settled(self) -> None:
         """Wait until everything recorded so far is committed and searchable."""
         while self._loop.running:
-            if self._loop.idle:
+            if self._loop.idle and self._indexer.idle:
                 return
             self._loop.hurry()
             await asyncio.sleep(0.005)

@@ -7,7 +7,6 @@ import sqlite3
 from typing import Any
 
 from walletpass_tui.webhooks.models import VERIFIED
-from walletpass_tui.webhooks.store import search
 
 
 def older_than(db: sqlite3.Connection, cutoff_ms: int) -> int:
@@ -29,7 +28,11 @@ def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
 def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> int:
     db.execute("BEGIN IMMEDIATE")
     try:
-        search.unindex(db, where, params)
+        # Ids are never handed out again (the search index may still hold a pruned row's id).
+        db.execute(
+            "UPDATE meta SET value = MAX(CAST(value AS INTEGER), "
+            "COALESCE((SELECT MAX(id) FROM attempts), 0)) WHERE key = 'fts_indexed_upto'"
+        )
         deleted = db.execute(f"DELETE FROM attempts WHERE {where}", params).rowcount
         db.execute(
             "DELETE FROM forwards WHERE NOT EXISTS "

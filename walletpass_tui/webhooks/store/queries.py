@@ -24,6 +24,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
 )
 from walletpass_tui.webhooks.store import rows, schema, search
+from walletpass_tui.webhooks.store.indexer import index_path
 
 T = TypeVar("T")
 
@@ -37,9 +38,11 @@ class Reader:
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
+        """The search index (created by the indexer before this) is attached as ``idx``."""
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
             await conn.execute("PRAGMA query_only = ON")
         except BaseException:
             with contextlib.suppress(Exception):
@@ -193,7 +196,7 @@ class Reader:
 
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # Driven by the index in rowid order, so the newest matches of a common word come at once.
-_JOINED = "attempts_fts f JOIN attempts a ON a.id = f.rowid"
+_JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
 def _where(

@@ -15,7 +15,7 @@ from pathlib import Path
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store.checkpoints import LOG_SIZE_LIMIT
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -121,6 +121,11 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE attempts ADD COLUMN relay_cursor INTEGER;
     CREATE UNIQUE INDEX attempts_by_relay ON attempts(relay_url, relay_cursor)
         WHERE relay_cursor IS NOT NULL;
+    """,
+    # The search index moved to a file of its own (indexer.py), filled off the commit path. The
+    # meta key stays: ids at or below it are never handed out again.
+    6: """
+    DROP TABLE IF EXISTS attempts_fts;
     """,
 }
 
@@ -229,7 +234,7 @@ def quick_check(db: sqlite3.Connection) -> None:
     every table and index (the pages a write touches first). SQLite's own checks walk the whole
     file; this catches a damaged header, a cut-off file and a garbled schema in milliseconds."""
     names = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master")}
-    missing = [t for t in (*_TABLES, "attempts_fts") if t not in names]
+    missing = [t for t in _TABLES if t not in names]
     if missing:
         raise sqlite3.DatabaseError(f"database disk image is malformed (no {missing[0]} table)")
     for table in _TABLES:

@@ -5,91 +5,18 @@ the body (its first 64 KiB): ``forged`` finds ``msg_forged00036``, ``0042`` find
 Words of three characters or more go through an FTS5 index with the trigram tokenizer, so a search
 stays fast over 100,000 deliveries; shorter words are matched in the webhook-id and topic only.
 
-The index is contentless and filled on the writer's thread with ``INSERT ... SELECT`` entirely
-inside SQLite (the event loop never waits for the GIL meanwhile): in the delivery's own commit when
-deliveries come one at a time, after the commit in bounded chunks when they come in large batches.
-A high-water mark in ``meta`` says how far it got, so a restart indexes whatever a crash left out.
+The index is contentless, in a file of its own next to the history, filled after each commit by
+a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from walletpass_tui.webhooks.models import Attempt
 
 INDEX_BODY_BYTES = 64 * 1024  # of each body, searchable
-INDEX_CHUNK = 256  # rows per indexing transaction: what a delivery may have to wait behind
 MIN_INDEXED_WORD = 3  # the trigram tokenizer cannot find anything shorter
-
-# The values indexed for a row, computed by SQLite (the same expressions delete it again).
-_INDEXED = (
-    "COALESCE(webhook_id, ''), COALESCE(topic, ''), "
-    f"CAST(substr(body, 1, {INDEX_BODY_BYTES}) AS TEXT)"
-)
-
-
-def indexed_upto(db: sqlite3.Connection) -> int:
-    row = db.execute(
-        "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'"
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def index_chunk(db: sqlite3.Connection, limit: int = INDEX_CHUNK) -> int:
-    """Add up to ``limit`` committed rows the index has not seen; returns how many (writer thread).
-
-    Its own transaction, without an fsync (synchronous=NORMAL): the index can be rebuilt from the
-    rows, and the next delivery's commit syncs it anyway.
-    """
-    db.execute("PRAGMA synchronous = NORMAL")
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            count = index_rows(db, limit)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-    finally:
-        db.execute("PRAGMA synchronous = FULL")
-    return count
-
-
-def index_rows(db: sqlite3.Connection, limit: int) -> int:
-    """Index up to ``limit`` rows past the high-water mark, inside the caller's transaction.
-
-    The rows are read back past the mark inside the transaction, so two processes on one database
-    never index a row twice, and a row pruned before it was indexed is never indexed.
-    """
-    upto = indexed_upto(db)
-    row = db.execute(
-        "SELECT COUNT(*), MAX(id) FROM (SELECT id FROM attempts WHERE id > ? ORDER BY id LIMIT ?)",
-        (upto, limit),
-    ).fetchone()
-    count, last = int(row[0]), row[1]
-    if count:
-        db.execute(
-            "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
-            f"SELECT id, {_INDEXED} FROM attempts WHERE id > ? AND id <= ? ORDER BY id",
-            (upto, last),
-        )
-        db.execute("UPDATE meta SET value = ? WHERE key = 'fts_indexed_upto'", (str(last),))
-    return count
-
-
-def unindex(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> None:
-    """Tell the index to forget the rows ``where`` selects (inside the caller's transaction).
-
-    A contentless index must only be told to delete what it was given, with the same values: rows
-    past the high-water mark were never indexed (and never will be, once deleted).
-    """
-    db.execute(
-        "INSERT INTO attempts_fts(attempts_fts, rowid, webhook_id, topic, body) "
-        f"SELECT 'delete', id, {_INDEXED} FROM attempts WHERE ({where}) AND id <= ?",
-        (*params, indexed_upto(db)),
-    )
 
 
 def words(text: str) -> list[str]:
@@ -124,7 +51,7 @@ _IN_ROW = (
 
 def text_clauses(text: str, params: list[Any], alias: str = "a") -> tuple[bool, list[str]]:
     """Conditions on ``attempts`` (as ``alias``) for the user's text, and whether they need the
-    index joined as ``f`` (``FROM attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
+    index joined as ``f`` (``FROM idx.attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
     a = f"{alias}." if alias else ""
     query = fts_query(text)
     clauses: list[str] = []

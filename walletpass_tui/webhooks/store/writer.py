@@ -7,11 +7,10 @@ feeds it.
   event loop, never on the writer's thread and never inside a transaction: the attempt numbers are
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
-* A small batch is added to the search index in its own transaction (a few rows cost less there
-  than a transaction of their own). Other work kept out of the acknowledgement path runs only
-  when no delivery waits, in bounded steps: the index after large batches (a chunk at a time),
-  the rejected cap, and finishing a WAL checkpoint (see checkpoints.py: a delivery's commit never
-  copies the log into the database file).
+* The search index is not the writer's work: it lives in a file of its own, filled by its own
+  thread after each commit (see indexer.py). Other work kept out of the acknowledgement path runs
+  only when no delivery waits, in bounded steps: the rejected cap, and finishing a WAL checkpoint
+  (see checkpoints.py: a delivery's commit never copies the log into the database file).
 """
 
 from __future__ import annotations
@@ -32,20 +31,14 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, schema, search
+from walletpass_tui.webhooks.store import forwards, prune, rows, schema
 from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
 from walletpass_tui.webhooks.store.health import Health
 
 T = TypeVar("T")
 MAX_BATCH = 512
-IDLE_INDEX_S = 0.05  # a small index backlog waits this long for the writer to be idle
-# Under steady load the writer is never idle: past this backlog, a chunk goes between two batches.
-FORCE_INDEX_AT = 4 * search.INDEX_CHUNK
-INDEX_SOON = 32  # a backlog this small waits for an idle moment (IDLE_INDEX_S without deliveries)
-CLOSE_INDEX_CHUNKS = 16  # at close, index at most this many more chunks (the rest at next open)
+IDLE_S = 0.05  # background work (the rejected cap) waits this long for the writer to be idle
 MAX_RENUMBER = 10
-INLINE_INDEX_MAX = 8  # batches this small are indexed in their own transaction...
-INLINE_INDEX_ROWS = 16  # ...with a few rows of backlog at most
 REMEMBERED = 20_000  # messages whose attempt count the writer remembers (to number without a read)
 _NOTHING = object()
 
@@ -136,12 +129,8 @@ def commit_batch(
     attempts: Sequence[Attempt],
     targets: Sequence[tuple[str, ...]],
     numbered_with: Known | None,
-) -> tuple[list[Attempt], int] | None:
-    """Store the batch in one transaction; returns the attempts as stored and how many rows were
-    added to the search index with them.
-
-    A small batch (deliveries arriving one at a time) is indexed in its own transaction: a few
-    rows cost far less there than a separate index transaction the next delivery would wait for.
+) -> list[Attempt] | None:
+    """Store the batch in one transaction; returns the attempts as stored.
 
     ``numbered_with`` is what the attempts were numbered from (None: number them here). When the
     counts changed since, nothing is written and the result is None: number them again.
@@ -157,14 +146,13 @@ def commit_batch(
         stored, digests = _stamp(db, attempts, known)
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
-        indexed = search.index_rows(db, INLINE_INDEX_ROWS) if len(stored) <= INLINE_INDEX_MAX else 0
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
         raise
-    return stored, indexed
+    return stored
 
 
 def _counts(known: Known) -> dict[str, int]:
@@ -174,7 +162,8 @@ def _counts(known: Known) -> dict[str, int]:
 def _stamp(
     db: sqlite3.Connection, attempts: Sequence[Attempt], known: Known
 ) -> tuple[list[Attempt], list[bytes | None]]:
-    """Row ids (never one the search index has seen) and ``body_differs`` against the first body."""
+    """Row ids (never one a pruned row had: see prune.py) and ``body_differs`` against the first
+    body."""
     row = db.execute(
         "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
         "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'), 0))"
@@ -259,7 +248,6 @@ class GroupCommit:
         self._queue: asyncio.Queue[Pending | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._busy = False
-        self._unindexed = 1  # unknown at open: whatever a crash left out is indexed when idle
         self._rejected_since_prune = 0
         self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
@@ -275,7 +263,7 @@ class GroupCommit:
 
     @property
     def idle(self) -> bool:
-        """Nothing queued, nothing being written, the search index and the rejected cap done."""
+        """Nothing queued, nothing being written, the rejected cap and checkpoint top-up done."""
         return not (self._queue.qsize() or self._busy or self._backlog())
 
     def submit(self, pending: Pending) -> None:
@@ -302,14 +290,8 @@ class GroupCommit:
                     break
                 batch.append(item)
             await self._commit(batch)
-            if self._unindexed >= FORCE_INDEX_AT:
-                await self._catch_up_step()
             if stop:
                 break
-        for _ in range(CLOSE_INDEX_CHUNKS):
-            if not self._unindexed:
-                break
-            await self._catch_up_step()
         self._busy = False
 
     def hurry(self) -> None:
@@ -321,11 +303,8 @@ class GroupCommit:
         self._wake.set()
 
     async def _next(self) -> Pending | None:
-        """The next delivery; while none waits, one bounded step of background work at a time.
-
-        A small search-index backlog waits for IDLE_INDEX_S without deliveries (at a steady rate
-        it is indexed in one chunk now and then, not after every delivery).
-        """
+        """The next delivery; while none waits, one bounded step of background work at a time
+        (a small backlog waits for IDLE_S without deliveries)."""
         step_now = False
         while self._queue.empty():
             backlog = self._backlog()
@@ -336,7 +315,7 @@ class GroupCommit:
                 await self._catch_up_step()
                 step_now = False
                 continue
-            item = await self._wait(IDLE_INDEX_S if backlog else None)
+            item = await self._wait(IDLE_S if backlog else None)
             if item is not _NOTHING:
                 self._busy = True
                 return item  # type: ignore[return-value]
@@ -345,7 +324,7 @@ class GroupCommit:
         return self._queue.get_nowait()
 
     def _quiet(self) -> bool:
-        return self._unindexed < INDEX_SOON and not self.checkpoints.top_up_due
+        return not self.checkpoints.top_up_due
 
     async def _wait(self, timeout: float | None) -> object:
         """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING."""
@@ -364,27 +343,23 @@ class GroupCommit:
 
     def _backlog(self) -> bool:
         prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
-        return bool(self._unindexed) or prune_due or self.checkpoints.top_up_due
+        return prune_due or self.checkpoints.top_up_due
 
     async def _catch_up_step(self) -> None:
         try:
             if self.checkpoints.top_up_due:
                 self.checkpoints.top_up_due = False
                 await self.thread.run(top_up_checkpoint)
-            elif self._unindexed:
-                indexed = await self.thread.run(search.index_chunk, search.INDEX_CHUNK)
-                left = max(self._unindexed - indexed, 1)
-                self._unindexed = 0 if indexed < search.INDEX_CHUNK else left
             else:
                 self._rejected_since_prune = 0
                 await self.thread.run(prune.rejected_beyond, self.rejected_cap)
         except Exception as exc:  # nothing stored is at stake: retried after the next commit
-            self._unindexed = 0
+            self._rejected_since_prune = 0
             self.health.failed(schema.explain(exc, self.thread.path))
 
     async def _commit(self, batch: list[Pending]) -> None:
         try:
-            stored, indexed = await self._write(batch)
+            stored = await self._write(batch)
         except Exception as exc:  # anything: the writer must survive and every caller hear
             error = StoreError(schema.explain(exc, self.thread.path))
             self.health.failed(str(error))
@@ -399,14 +374,10 @@ class GroupCommit:
             if not pending.future.done():
                 pending.future.set_result(attempt)
         self._notify(stored)
-        if len(stored) > INLINE_INDEX_MAX:
-            self._unindexed += len(stored)
-        else:  # indexed with the batch, with whatever backlog fitted: steps follow if any is left
-            self._unindexed = INDEX_SOON if indexed >= INLINE_INDEX_ROWS else 0
         self._rejected_since_prune += sum(1 for a in stored if not a.verified)
         self.checkpoints.note(len(stored))
 
-    async def _write(self, batch: list[Pending]) -> tuple[list[Attempt], int]:
+    async def _write(self, batch: list[Pending]) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
         targets = [p.forward_to for p in batch]
         if not any(p.finalize for p in batch):

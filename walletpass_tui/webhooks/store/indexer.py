@@ -1,0 +1,233 @@
+"""The search index in a file of its own, kept up to date by a thread of its own.
+
+The index lives next to the history as ``<history>-search`` (0600, WAL, no fsync: it can always be
+rebuilt from the rows). Its connection attaches the history and reads new rows through WAL, so
+indexing never takes the history's write lock and never delays a delivery's commit: the writer
+only wakes the indexer after each commit, and the indexer catches up in chunks on its own thread
+(``INSERT ... SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile).
+
+A damaged or foreign index file is moved out of the way and rebuilt; deliveries are never at stake.
+Rows pruned from the history stay in the index until it is rebuilt: searches join the index with
+the rows and confirm every word against them, so such entries are never shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from walletpass_tui.webhooks.store import schema
+from walletpass_tui.webhooks.store.search import INDEX_BODY_BYTES
+
+T = TypeVar("T")
+SUFFIX = "-search"
+CHUNK = 1024  # rows per index transaction (only the indexer waits for it)
+OPEN_CHUNKS = 16  # rows a crash left unindexed are searchable at open, up to this many chunks
+RETRY_S = 0.5  # after a failed step (another program holds the index file), try again this late
+
+_INDEXED = (
+    "COALESCE(webhook_id, ''), COALESCE(topic, ''), "
+    f"CAST(substr(body, 1, {INDEX_BODY_BYTES}) AS TEXT)"
+)
+_CREATE = """
+CREATE VIRTUAL TABLE IF NOT EXISTS attempts_fts USING fts5(
+    webhook_id, topic, body, content='', tokenize='trigram', detail=none
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('indexed_upto', '0');
+"""
+
+
+def index_path(path: Path) -> Path:
+    """Where the search index of the history at ``path`` lives."""
+    return path.with_name(path.name + SUFFIX)
+
+
+def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The index's connection with the history attached as ``history``; a damaged index file is
+    moved aside and a new one is built."""
+    try:
+        return _connect(path, busy_timeout_ms)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
+            raise
+    discard(path)
+    return _connect(path, busy_timeout_ms)
+
+
+def discard(path: Path) -> None:
+    """Remove the index file (and its companions): it is rebuilt from the rows."""
+    for file in schema.companions(index_path(path)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file)
+
+
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    ipath = index_path(path)
+    schema.make_private(ipath)
+    db = sqlite3.connect(ipath, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = OFF")  # rebuildable: no fsync for the index
+        db.executescript(_CREATE)
+        check(db)
+        db.execute("ATTACH DATABASE ? AS history", (str(path),))
+        if upto(db) > _history_top(db):
+            # An index of another (older, moved aside) history: start over.
+            db.execute("INSERT INTO attempts_fts(attempts_fts) VALUES ('delete-all')")
+            db.execute("UPDATE meta SET value = '0' WHERE key = 'indexed_upto'")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def check(db: sqlite3.Connection) -> None:
+    """A quick look that the index file is an index (raises DatabaseError if damaged)."""
+    upto(db)
+    db.execute("SELECT rowid FROM attempts_fts WHERE attempts_fts MATCH 'abc' LIMIT 1").fetchall()
+
+
+def upto(db: sqlite3.Connection) -> int:
+    row = db.execute(
+        "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'indexed_upto'"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _history_top(db: sqlite3.Connection) -> int:
+    row = db.execute(
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM history.attempts), 0), "
+        "COALESCE((SELECT CAST(value AS INTEGER) FROM history.meta "
+        "WHERE key = 'fts_indexed_upto'), 0))"
+    ).fetchone()
+    return int(row[0] if row else 0)
+
+
+def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
+    """Index up to ``limit`` history rows past the high-water mark; returns how many.
+
+    The transaction starts by writing the index's mark, so two programs on one history never
+    index a row twice; the history is only read (never locked for writing).
+    """
+    db.execute("BEGIN")
+    try:
+        db.execute("UPDATE meta SET value = value WHERE key = 'indexed_upto'")
+        start = upto(db)
+        row = db.execute(
+            "SELECT COUNT(*), MAX(id) FROM "
+            "(SELECT id FROM history.attempts WHERE id > ? ORDER BY id LIMIT ?)",
+            (start, limit),
+        ).fetchone()
+        count, last = int(row[0]), row[1]
+        if count:
+            db.execute(
+                "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
+                f"SELECT id, {_INDEXED} FROM history.attempts WHERE id > ? AND id <= ? "
+                "ORDER BY id",
+                (start, last),
+            )
+            db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_upto'", (str(last),))
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
+    return count
+
+
+class Indexer:
+    """The index's connection, its thread, and the loop that catches up after each commit."""
+
+    def __init__(self, path: Path, db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+        self.path = path
+        self._db = db
+        self._busy_timeout_ms = busy_timeout_ms
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-indexer")
+        self._wake = asyncio.Event()
+        self._behind = True  # unknown at open
+        self._task: asyncio.Task[None] | None = None
+        self.failures = 0
+
+    @classmethod
+    async def open(cls, path: Path, busy_timeout_ms: int) -> Indexer:
+        """Open (or rebuild) the index and index what a crash left out, up to OPEN_CHUNKS."""
+        loop = asyncio.get_running_loop()
+        db = await loop.run_in_executor(None, connect, path, busy_timeout_ms)
+        indexer = cls(path, db, busy_timeout_ms)
+        try:
+            for _ in range(OPEN_CHUNKS):
+                if await indexer._run_step() < CHUNK:
+                    indexer._behind = False
+                    break
+        except BaseException:
+            await indexer.close()
+            raise
+        return indexer
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="store-indexer")
+        if self._behind:
+            self._wake.set()
+
+    def wake(self, *_: object) -> None:
+        """New rows were committed: index them soon (a listener of the writer)."""
+        self._behind = True
+        self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        """Every row committed before the last wake-up is searchable (or indexing failed)."""
+        return not self._behind
+
+    async def _run_step(self) -> int:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, index_chunk, self._db, CHUNK)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                while await self._run_step() >= CHUNK:
+                    pass
+            except Exception:  # nothing stored is at stake
+                self.failures += 1
+                await self._recover()
+                self._behind = False  # settled() must not wait for an index that cannot be made
+                await asyncio.sleep(RETRY_S)
+                continue
+            if not self._wake.is_set():
+                self._behind = False
+
+    async def _recover(self) -> None:
+        """A damaged index file is rebuilt; anything else (locked, a damaged history) waits."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, check, self._db)
+        except sqlite3.DatabaseError:
+            with contextlib.suppress(Exception):
+                await loop.run_in_executor(self._executor, self._db.close)
+            with contextlib.suppress(Exception):
+                await loop.run_in_executor(self._executor, discard, self.path)
+                self._db = await loop.run_in_executor(
+                    self._executor, connect, self.path, self._busy_timeout_ms
+                )
+                self._wake.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            await loop.run_in_executor(self._executor, self._db.close)
+        self._executor.shutdown(wait=False)
