@@ -7,12 +7,13 @@ The body is shown a page at a time (``body_pages``), prepared in a worker thread
 body never holds the event loop the receiver shares. Live updates (another attempt of the message,
 a forward answered) reload it at most every ``LIVE_RELOAD_S`` and only while it is on screen; a
 detail hidden meanwhile catches up when it is shown again (``catch_up``).
+
+Loading lives in ``delivery_data``, the text of each part in ``delivery_parts``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -26,14 +27,18 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
 
-from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
-from walletpass_tui.ui.body_pages import BodyPage, body_page
-from walletpass_tui.ui.log_columns import REJECTED_MARK, SHORT_REASONS, VERIFIED_MARK
+from walletpass_tui.ui.body_pages import body_page
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
+from walletpass_tui.ui.panes.delivery_data import BodyView, DeliveryData, load_delivery, load_pages
+from walletpass_tui.ui.panes.delivery_parts import (
+    attempts_text,
+    forwards_text,
+    headers_text,
+    summary_text,
+)
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.store import PENDING, Attempt, ForwardRow, Store
+from walletpass_tui.webhooks.store import Attempt, Store
 
-ANSWER_PREVIEW = 200  # characters of the app's answer shown per forward
 LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often
 TABS = (
     ("body", "Body"),
@@ -41,42 +46,6 @@ TABS = (
     ("raw", "Raw"),
     ("forwards", "Forwards & replays"),
 )
-
-
-@dataclass(frozen=True)
-class DeliveryData:
-    attempt: Attempt
-    attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first
-    forwards: tuple[ForwardRow, ...]
-
-
-async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
-    attempt = await store.attempt(attempt_id)
-    if attempt is None:
-        return None
-    if attempt.webhook_id:
-        attempts = tuple(await store.message_attempts(attempt.webhook_id))
-        forwards = tuple(await store.forwards_for_message(attempt.webhook_id))
-    else:
-        attempts, forwards = (attempt,), ()
-    return DeliveryData(attempt, attempts or (attempt,), forwards)
-
-
-@dataclass(frozen=True)
-class BodyView:
-    """The pages of the body on screen: pretty (or raw when not JSON) and raw."""
-
-    body: BodyPage
-    raw: BodyPage
-
-
-async def load_pages(body: bytes, body_index: int = 0, raw_index: int = 0) -> BodyView:
-    """Both views' pages, prepared in a worker thread (parsing, escaping, highlighting)."""
-
-    def prepare() -> BodyView:
-        return BodyView(body_page(body, body_index), body_page(body, raw_index, raw=True))
-
-    return await asyncio.to_thread(prepare)
 
 
 class DeliveryDetail(ReportsWorkerErrors, Vertical):
@@ -316,8 +285,13 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         data = self.data
         if data is None:
             return
-        self._set("summary", self._summary(data.attempt))
-        self._set("attempts", self._attempt_line(data))
+        self._set("summary", summary_text(data.attempt, self._s))
+        self._set(
+            "attempts",
+            attempts_text(
+                data, self.query_one("#detail-attempts", Static).content_region.width, self._s
+            ),
+        )
         # Only the tab on screen is drawn now; the others when they are opened.
         self._painted_tabs.clear()
         self._paint_tab(self.active_tab)
@@ -332,109 +306,17 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             return
         self._painted_tabs.add(key)
         if key == "headers":
-            self._set("headers", self._headers(data.attempt))
+            self._set("headers", headers_text(data.attempt, self._s))
         elif key == "raw":
             self._set("raw", self._raw(data.attempt))
         elif key == "body":
             self._set("body", self._body(data.attempt))
         elif key == "forwards":
-            self._set("forwards", self._forwards(data.forwards))
+            self._set("forwards", forwards_text(data.forwards, self._s))
 
     @on(TabbedContent.TabActivated, "#detail-tabs")
     def _tab_opened(self, event: TabbedContent.TabActivated) -> None:
         self._paint_tab(self.active_tab)
-
-    def _summary(self, a: Attempt) -> Text:
-        text = Text()
-        text.append(one_line(a.webhook_id, missing="(no webhook-id header)"), self._s("id"))
-        text.append("  ")
-        if a.verified:
-            text.append(f"{VERIFIED_MARK} verified", self._s("verified"))
-            if a.endpoint_id:
-                text.append(" with ")
-                text.append(one_line(a.endpoint_id), self._s("id"))
-        else:
-            text.append(f"{REJECTED_MARK} rejected: {one_line(a.reason)}", self._s("rejected"))
-            if a.detail:
-                text.append(f" ({one_line(a.detail)})", self._s("rejected"))
-        ack = "ack-ok" if 200 <= a.status < 300 else "ack-failed"
-        text.append(" · answered ", self._s("label"))
-        text.append(str(a.status), self._s(ack))
-        text.append(f" in {a.processing_ms:.1f} ms", self._s("dim"))
-        if a.note:
-            text.append(f" · {one_line(a.note)}", self._s("note"))
-        text.append("\n")
-        text.append("received ", self._s("label"))
-        text.append(format_ms(a.received_at_ms))
-        text.append("  topic ", self._s("label"))
-        text.append(one_line(a.topic))
-        text.append("  pass ", self._s("label"))
-        text.append(one_line(a.pass_id))
-        text.append("  from ", self._s("label"))
-        text.append(one_line(a.remote_addr))
-        if a.forwarded_for:
-            text.append(f" (X-Forwarded-For {one_line(a.forwarded_for, 60)})", self._s("dim"))
-        if a.relay_url:
-            text.append(
-                f"  via relay {one_line(a.relay_url, 80)} #{a.relay_cursor}", self._s("note")
-            )
-        text.append("  ")
-        text.append(f"{a.method} {one_line(a.path, 80)}", self._s("dim"))
-        size = a.body_size if a.body_size is not None else len(a.body)
-        text.append(f"  body {format_size(size)}", self._s("dim"))
-        if a.body_truncated:
-            text.append(f" (first {format_size(len(a.body))} kept)", self._s("note"))
-        return text
-
-    def _attempt_line(self, data: DeliveryData) -> Text:
-        """Every attempt with the gap since the one before (the retry schedule at a glance),
-        wrapped between attempts, never inside one."""
-        width = max(20, self.query_one("#detail-attempts", Static).content_region.width or 80)
-        n = len(data.attempts)
-        text = Text()
-        text.append(f"{n} attempt{'s' if n != 1 else ''}", self._s("label"))
-        used = text.cell_len
-        previous: Attempt | None = None
-        for a in data.attempts:
-            chunk = Text()
-            chunk.append(f"#{a.attempt_no} ")
-            if previous is None:
-                chunk.append(format_ms(a.received_at_ms, time_only=True))
-            else:
-                chunk.append("+" + format_gap(a.received_at_ms - previous.received_at_ms))
-            ok = a.verified and 200 <= a.status < 300
-            chunk.append(" → ")
-            chunk.append(str(a.status), self._s("ack-ok" if ok else "ack-failed"))
-            if not a.verified:
-                chunk.append(
-                    f" {REJECTED_MARK} {SHORT_REASONS.get(a.reason, 'rejected')}",
-                    self._s("rejected"),
-                )
-            if a.note and a.note.startswith("injected"):
-                chunk.append(" (injected)", self._s("dim"))
-            if a.id == data.attempt.id and n > 1:
-                chunk.stylize(self._s("current"))
-            if used + 2 + chunk.cell_len > width:
-                text.append("\n")
-                used = 0
-            else:
-                text.append("  ")
-                used += 2
-            text.append_text(chunk)
-            used += chunk.cell_len
-            previous = a
-        return text
-
-    def _headers(self, a: Attempt) -> Text:
-        text = Text()
-        width = max((len(k) for k, _ in a.headers), default=0)
-        for index, (name, value) in enumerate(a.headers):
-            if index:
-                text.append("\n")
-            text.append(one_line(name, 60).ljust(min(width, 60)), self._s("header-name"))
-            text.append("  ")
-            text.append(visible(value))
-        return text or Text("(no headers)")
 
     def _raw(self, a: Attempt) -> Text | Content:
         if not a.body or self.pages is None:
@@ -445,42 +327,3 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         if not a.body or self.pages is None:
             return Text("(empty body)")
         return self.pages.body.content
-
-    def _forwards(self, forwards: tuple[ForwardRow, ...]) -> Text:
-        if not forwards:
-            return Text(
-                "No forwards or replays of this message.\n\n"
-                "When it is forwarded to a local app or replayed, every try is listed here with "
-                "the target's answer.",
-                self._s("dim"),
-            )
-        text = Text()
-        for index, f in enumerate(forwards):
-            if index:
-                text.append("\n")
-            when = f.finished_at_ms or f.created_at_ms
-            text.append(f"{format_ms(when, time_only=True)}  ", self._s("dim"))
-            text.append(f"{f.kind} ({f.mode}) ", self._s("label"))
-            text.append(one_line(f.target, 80))
-            text.append(f"  {f.state}", self._s("dim"))
-            if f.status is not None:
-                ok = 200 <= f.status < 300
-                text.append(f" {f.status}", self._s("ack-ok" if ok else "ack-failed"))
-            if f.latency_ms is not None:
-                text.append(f" in {f.latency_ms:.0f} ms", self._s("dim"))
-            if f.tries > 1:
-                text.append(f", {f.tries} tries", self._s("dim"))
-            if f.error:
-                text.append(f"  {one_line(f.error, 80)}", self._s("note"))
-            if f.state == PENDING:
-                text.append(
-                    f"\n              waiting for the app; next try {format_ms(f.next_try_at_ms, time_only=True)}",
-                    self._s("note"),
-                )
-            if f.note:
-                text.append(f"\n              {one_line(f.note, 100)}", self._s("dim"))
-            if f.response_body:
-                answer, _ = body_text(f.response_body, ANSWER_PREVIEW)
-                text.append("\n              answer: ", self._s("label"))
-                text.append(one_line(answer, ANSWER_PREVIEW))
-        return text

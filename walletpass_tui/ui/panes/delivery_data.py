@@ -1,0 +1,48 @@
+"""What the detail pane shows of one delivery, loaded from the store: its attempts, forwards
+and body pages (prepared in a worker thread)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from walletpass_tui.ui.body_pages import BodyPage, body_page
+from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
+
+__all__ = ["BodyView", "DeliveryData", "load_delivery", "load_pages"]
+
+
+@dataclass(frozen=True)
+class DeliveryData:
+    attempt: Attempt
+    attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first
+    forwards: tuple[ForwardRow, ...]
+
+
+async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
+    attempt = await store.attempt(attempt_id)
+    if attempt is None:
+        return None
+    if attempt.webhook_id:
+        attempts = tuple(await store.message_attempts(attempt.webhook_id))
+        forwards = tuple(await store.forwards_for_message(attempt.webhook_id))
+    else:
+        attempts, forwards = (attempt,), ()
+    return DeliveryData(attempt, attempts or (attempt,), forwards)
+
+
+@dataclass(frozen=True)
+class BodyView:
+    """The pages of the body on screen: pretty (or raw when not JSON) and raw."""
+
+    body: BodyPage
+    raw: BodyPage
+
+
+async def load_pages(body: bytes, body_index: int = 0, raw_index: int = 0) -> BodyView:
+    """Both views' pages, prepared in a worker thread (parsing, escaping, highlighting)."""
+
+    def prepare() -> BodyView:
+        return BodyView(body_page(body, body_index), body_page(body, raw_index, raw=True))
+
+    return await asyncio.to_thread(prepare)
