@@ -52,14 +52,13 @@ def test_cells_say_the_verdict_in_words() -> None:
 
 
 def test_filter_syntax() -> None:
-    parsed = parse_filter("topic:deact  verdict:bad pass_0042 ferry")
+    parsed = parse_filter("topic:deactivated  verdict:bad pass_0042 ferry")
     assert parsed.filter == LogFilter("pass.deactivated", "rejected", "pass_0042 ferry")
     assert parsed.problem is None
     assert filter_text(parsed.filter) == "topic:pass.deactivated verdict:rejected pass_0042 ferry"
-    assert (
-        parse_filter("topic:nope").problem
-        == "unknown topic 'nope': use pass.activated or pass.deactivated"
-    )
+    # The command line's topic rule: a shortened name is not guessed.
+    problem = parse_filter("topic:deact").problem
+    assert problem is not None and problem.startswith("Unknown topic 'deact'")
     assert parse_filter("is:meh").problem is not None
     assert parse_filter("").filter.empty
 
