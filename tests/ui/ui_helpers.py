@@ -145,16 +145,21 @@ def scene() -> list[Attempt]:
     """A fixed history for snapshots: deliveries, a rejected one, a message retried twice."""
     from dataclasses import replace
 
+    retried = body_for("pass.activated", "pass_0007")  # a retry carries the same body
     rows = [
         attempt(1, topic="pass.activated"),
         attempt(2, topic="pass.deactivated"),
         attempt(3, verdict="rejected", reason="timestamp too old"),
         replace(
-            attempt(4, webhook_id="msg_retried", status=500, note="injected: fail first 2"),
+            attempt(
+                4, webhook_id="msg_retried", body=retried, status=500, note="injected: fail first 2"
+            ),
             received_at_ms=BASE_MS + 4_000,
         ),
         replace(
-            attempt(5, webhook_id="msg_retried", status=500, note="injected: fail first 2"),
+            attempt(
+                5, webhook_id="msg_retried", body=retried, status=500, note="injected: fail first 2"
+            ),
             received_at_ms=BASE_MS + 9_000,
         ),
         attempt(6, verdict="rejected", body=b"[@click=app.quit]x[/] \x1b[2J not json"),

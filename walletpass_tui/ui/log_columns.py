@@ -76,6 +76,9 @@ def layout(width: int) -> list[tuple[Column, int]]:
     return [(c, widths[c.key]) for c in ordered]
 
 
+BODY_DIFFERS_MARK = "≠"
+
+
 def row_from_attempt(attempt: Attempt) -> LogRow:
     """The log line of a freshly stored attempt (its body and headers left behind)."""
     return LogRow(
@@ -90,6 +93,7 @@ def row_from_attempt(attempt: Attempt) -> LogRow:
         endpoint_id=attempt.endpoint_id,
         status=attempt.status,
         note=attempt.note,
+        body_differs=attempt.body_differs,
     )
 
 
@@ -115,8 +119,8 @@ def cell_text(row: LogRow, key: str) -> str:
         return one_line(row.pass_id)
     if key == "verdict":
         return verdict_label(row.verdict, row.reason)
-    if key == "attempt":
-        return f"#{row.attempt_no}"
+    if key == "attempt":  # ≠: same webhook-id as an earlier attempt, another body or topic
+        return f"#{row.attempt_no}{BODY_DIFFERS_MARK if row.body_differs else ''}"
     if key == "endpoint":
         return one_line(row.endpoint_id)
     if key == "status":

@@ -51,6 +51,8 @@ def summary_text(a: Attempt, s: StyleOf) -> Text:
     text.append(f" in {a.processing_ms:.1f} ms", s("dim"))
     if a.note:
         text.append(f" · {one_line(a.note)}", s("note"))
+    if a.body_differs:
+        text.append(" · ≠ body differs from the first attempt of this webhook-id", s("rejected"))
     text.append("\n")
     text.append("received ", s("label"))
     text.append(format_ms(a.received_at_ms))
@@ -99,6 +101,8 @@ def attempts_text(data: DeliveryData, width: int, s: StyleOf) -> Text:
             )
         if a.note and a.note.startswith("injected"):
             chunk.append(" (injected)", s("dim"))
+        if a.body_differs:
+            chunk.append(" ≠ body", s("rejected"))
         if a.id == data.attempt.id and n > 1:
             chunk.stylize(s("current"))
         if used + 2 + chunk.cell_len > width:
