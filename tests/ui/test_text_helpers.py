@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from ui_helpers import attempt, body_for
 
@@ -10,7 +11,7 @@ from walletpass_tui.ui.log_columns import COLUMNS, cell_text, layout, row_from_a
 from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.template_columns import template_cell, template_columns
 from walletpass_tui.ui.untrusted import body_text, compact_value, one_line, pretty_json, visible
-from walletpass_tui.webhooks.store import LogFilter
+from walletpass_tui.webhooks.store import LogFilter, Store
 
 
 def test_visible_escapes_controls_format_characters_and_keeps_text() -> None:
@@ -63,14 +64,29 @@ def test_filter_syntax() -> None:
     assert parse_filter("").filter.empty
 
 
-def test_live_matching_mimics_the_search_index() -> None:
+async def test_live_matching_finds_what_the_store_search_finds(tmp_path: Path) -> None:
     a = attempt(7, body=body_for("pass.activated", "pass_0042", note="Harbour ferry"))
-    assert matches(parse_filter("harbour").filter, a)
-    assert matches(parse_filter("pass_00").filter, a)  # the last word is a prefix
-    assert not matches(parse_filter("pass_00 ferry").filter, a)  # other words are whole
-    assert matches(parse_filter("msg_000007").filter, a)
-    assert not matches(parse_filter("topic:deactivated").filter, a)
-    assert not matches(parse_filter("verdict:rejected").filter, a)
+    a = replace(a, webhook_id="msg_forged00036")
+    queries = {
+        "harbour": True,
+        "HARB": True,  # any case
+        "forged": True,  # part of the webhook-id
+        "pass_00 ferry": True,  # every word, each a part of the row
+        "bour fer": True,
+        "ferries": False,
+        "pass_00 ferries": False,
+        "topic:deactivated": False,
+        "verdict:rejected": False,
+    }
+    for query, expected in queries.items():
+        assert matches(parse_filter(query).filter, a) is expected, query
+    # Live rows and stored rows answer the same words.
+    async with await Store.open(tmp_path / "h.sqlite3") as store:
+        await store.record(a)
+        await store.settled()
+        for query, expected in queries.items():
+            found = await store.log_page(parse_filter(query).filter, limit=5)
+            assert bool(found) is expected, query
 
 
 def test_template_columns_put_ids_and_names_first() -> None:

@@ -1,27 +1,23 @@
 """The event log's filter: what the user types after ``/``, and matching live rows against it.
 
-Syntax: free words (searched in bodies, webhook ids and topics with the store's full-text index; the
-last word may be a prefix) plus optional ``topic:`` and ``verdict:`` terms, in any order::
+Syntax: free words (each found as part of a webhook id, topic or body, as the store's search finds
+it: ``forged`` finds ``msg_forged00036``) plus optional ``topic:`` and ``verdict:`` terms, in any order::
 
     pass_0042                    text
     topic:activated              topic pass.activated (``topic:pass.activated`` is the same)
     verdict:rejected  is:ok      verdict (verified/ok, rejected/bad)
 
 Rows that arrive while a filter is active are matched here, in memory, so the live view never waits
-for the search index (filled just after each commit). The text match mimics the index's tokenizer
-(words of letters, digits, ``_`` and ``-``, case-insensitive).
+for the search index (filled just after each commit). The text match is the store's own
+``matches_text``, so a live row and a searched one match the same words.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter
-
-_TOKEN = re.compile(r"[\w\-]+")
-HAYSTACK_LIMIT = 256 * 1024
+from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, matches_text
 
 _VERDICT_WORDS = {
     "verified": VERIFIED,
@@ -86,35 +82,6 @@ def filter_text(flt: LogFilter) -> str:
     return " ".join(parts)
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
-
-
-def _text_matches(query: str, attempt: Attempt) -> bool:
-    words = [w for w in query.replace('"', " ").split() if w]
-    if not words:
-        return True
-    haystack = " ".join(
-        (
-            attempt.webhook_id or "",
-            attempt.topic or "",
-            attempt.body[:HAYSTACK_LIMIT].decode("utf-8", errors="replace"),
-        )
-    )
-    tokens = _tokens(haystack)
-    token_set = set(tokens)
-    for index, word in enumerate(words):
-        parts = _tokens(word)
-        last_word = index == len(words) - 1
-        for p_index, part in enumerate(parts):
-            if last_word and p_index == len(parts) - 1:
-                if not any(t.startswith(part) for t in tokens):
-                    return False
-            elif part not in token_set:
-                return False
-    return True
-
-
 def matches(flt: LogFilter, attempt: Attempt) -> bool:
     """Whether a freshly stored ``attempt`` belongs in a log filtered by ``flt``."""
     if flt.topic and attempt.topic != flt.topic:
@@ -125,4 +92,4 @@ def matches(flt: LogFilter, attempt: Attempt) -> bool:
         return False
     if flt.since_ms is not None and attempt.received_at_ms < flt.since_ms:
         return False
-    return not flt.text or _text_matches(flt.text, attempt)
+    return not flt.text or matches_text(flt.text, attempt)
