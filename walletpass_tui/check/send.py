@@ -8,14 +8,14 @@ the store's limit; the whole exchange, body upload included, must finish within 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import httpx
 
 from walletpass_tui import __version__
 from walletpass_tui.check.cases import Request
-from walletpass_tui.webhooks.store import RESPONSE_BODY_LIMIT, ForwardResult
+from walletpass_tui.webhooks.forward import send
+from walletpass_tui.webhooks.store import ForwardResult
 
 USER_AGENT = f"walletpass-tui/{__version__} (check)"
 
@@ -52,35 +52,4 @@ async def post(
     content: bytes | AsyncIterator[bytes] = request.body
     if request.pieces > 1 and request.body:
         content = _pieces(request.body, request.pieces, request.spread_s)
-    started = time.perf_counter()
-    try:
-        async with (
-            asyncio.timeout(timeout_s),
-            client.stream(
-                "POST", url, content=content, headers=headers, timeout=timeout_s
-            ) as answer,
-        ):
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in answer.aiter_raw():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= RESPONSE_BODY_LIMIT:
-                    break
-            return ForwardResult(
-                status=answer.status_code,
-                latency_ms=(time.perf_counter() - started) * 1000,
-                headers=tuple(answer.headers.items()),
-                body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
-            )
-    except (httpx.TimeoutException, TimeoutError):
-        error = f"no answer within {timeout_s:g} s"
-    except httpx.ConnectError:
-        error = "could not connect (is your app running at that address?)"
-    except httpx.RemoteProtocolError:
-        error = "the connection was closed without an answer"
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:300]
-    return ForwardResult(
-        status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
-    )
+    return await send(client, url, content, headers, timeout_s)

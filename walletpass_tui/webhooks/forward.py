@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -97,9 +97,14 @@ def original_headers(attempt: Attempt) -> dict[str, str]:
 
 
 async def send(
-    client: httpx.AsyncClient, target: str, body: bytes, headers: dict[str, str], timeout_s: float
+    client: httpx.AsyncClient,
+    target: str,
+    body: bytes | AsyncIterator[bytes],
+    headers: dict[str, str],
+    timeout_s: float,
 ) -> ForwardResult:
-    """POST once; the answer, or why there was none, as a ForwardResult."""
+    """POST once; the answer (its body read up to the store's limit), or why there was none, as
+    a ForwardResult. Forwards, replays and the check all send through here."""
     started = time.perf_counter()
     try:
         # httpx's timeout applies to each read; the deadline covers the whole answer, so an app
@@ -126,7 +131,9 @@ async def send(
     except (httpx.TimeoutException, TimeoutError):
         error = f"no answer within {timeout_s:g} s"
     except httpx.ConnectError:
-        error = "connection refused (is your app running?)"
+        error = "connection refused (is your app running at that address?)"
+    except httpx.RemoteProtocolError:
+        error = "the connection was closed without an answer"
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"[:300]
     return ForwardResult(
