@@ -9,7 +9,6 @@ means the delivery is committed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from walletpass_tui.relay.fanout import Feed, Feeds
 from walletpass_tui.relay.storage import RelayStoreError
 from walletpass_tui.relay.writer import NewDelivery, NewRejection, RelayWriter
 from walletpass_tui.webhooks.receiver import DEFAULT_READ_TIMEOUT_S
+from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.verify import HEADER_ID, Reason, verify
 
@@ -37,11 +37,6 @@ class IngressOptions:
     tolerance_s: float = DEFAULT_TOLERANCE_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     sources: SourcePolicy = field(default_factory=SourcePolicy)
-
-
-class _TooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        self.size = size
 
 
 class Ingress:
@@ -93,24 +88,13 @@ class Ingress:
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
 
-        declared = request.content_length
-        if declared is not None and declared > opts.max_body:
-            return await reject(
-                413, "body too large", f"Payload too large: the limit is {opts.max_body} bytes"
-            )
         try:
-            if request.content.is_eof():
-                body = request.content.read_nowait()
-                if len(body) > opts.max_body:
-                    raise _TooLarge(len(body))
-            else:
-                async with asyncio.timeout(opts.read_timeout_s):
-                    body = await _read_bounded(request, opts.max_body)
+            body = await read_body(request, opts.max_body, opts.read_timeout_s)
         except TimeoutError:
             return await reject(
                 408, "request timed out", "Request timeout: the body did not arrive in time"
             )
-        except _TooLarge:
+        except BodyTooLarge:
             return await reject(
                 413, "body too large", f"Payload too large: the limit is {opts.max_body} bytes"
             )
@@ -199,17 +183,3 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-async def _read_bounded(request: web.Request, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = await request.content.read(min(64 * 1024, limit + 1 - total))
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > limit:
-            raise _TooLarge(total)
-        chunks.append(chunk)
-    return b"".join(chunks)

@@ -26,6 +26,7 @@ from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_
 from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.reasons import Reason, Rejected
+from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
 from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
 from walletpass_tui.webhooks.store import (
     FORWARD,
@@ -267,17 +268,11 @@ class Receiver:
     async def _read_body(self, request: web.Request) -> bytes:
         """The raw body: never read past the limit, and within the read timeout."""
         limit = self.options.max_body
-        declared = request.content_length
-        if declared is not None and declared > limit:
-            raise _too_large(f"{declared} bytes > {limit}", limit, declared)
         try:
-            if request.content.is_eof():  # the whole body came with the headers: no waiting
-                body = request.content.read_nowait()
-                if len(body) > limit:
-                    raise _too_large(f"more than {limit} bytes", limit, len(body))
-                return body
-            async with asyncio.timeout(self.options.read_timeout_s):
-                return await _read_bounded(request, limit)
+            return await read_body(request, limit, self.options.read_timeout_s)
+        except BodyTooLarge as exc:
+            said = f"{exc.size} bytes > {limit}" if exc.declared else f"more than {limit} bytes"
+            raise _too_large(said, limit, exc.size) from None
         except TimeoutError:
             raise Rejected(
                 Reason.REQUEST_TIMED_OUT,
@@ -471,18 +466,3 @@ async def _listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.create_server(address, family=family, backlog=128)
     sock.setblocking(False)
     return sock
-
-
-async def _read_bounded(request: web.Request, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        # Never ask for more than one byte past the limit.
-        chunk = await request.content.read(min(64 * 1024, limit + 1 - total))
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(f"more than {limit} bytes", limit, total)
-        chunks.append(chunk)
-    return b"".join(chunks)

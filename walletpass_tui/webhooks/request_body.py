@@ -1,0 +1,46 @@
+"""Reading a request's raw body within limits: the one rule for the receiver and the relay's ingress.
+
+Never more than one byte past the limit is read, a declared Content-Length over it is refused before
+reading anything, and the whole body must arrive within the read timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+
+class BodyTooLarge(Exception):
+    """A body over the limit: ``size`` is what its Content-Length declared, or what was read."""
+
+    def __init__(self, size: int, *, declared: bool = False) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+        self.declared = declared
+
+
+async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes:
+    """A request's raw body, never read past ``limit`` (BodyTooLarge) and within ``timeout_s``
+    (TimeoutError). The receiver and the relay's ingress read every body through here."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise BodyTooLarge(declared, declared=True)
+    if request.content.is_eof():  # the whole body came with the headers: no waiting
+        body = request.content.read_nowait()
+        if len(body) > limit:
+            raise BodyTooLarge(len(body))
+        return body
+    chunks: list[bytes] = []
+    total = 0
+    async with asyncio.timeout(timeout_s):
+        while True:
+            # Never ask for more than one byte past the limit.
+            chunk = await request.content.read(min(64 * 1024, limit + 1 - total))
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise BodyTooLarge(total)
+            chunks.append(chunk)
+    return b"".join(chunks)
