@@ -153,6 +153,11 @@ async def test_the_last_cursor_is_per_relay_and_a_cursor_is_never_stored_twice(
     # The store still works after the refused duplicate.
     ok = await runtime.accept(relayed("msg_d", 10))
     assert ok.verified and await runtime.store.last_relay_cursor(RELAY) == 10
+    # Whether one cursor is stored is asked of that cursor, not read off the newest: a link
+    # retrying cursor 5 after 9 committed must not take 5 for stored.
+    assert await runtime.store.has_relay_cursor(RELAY, 9)
+    assert not await runtime.store.has_relay_cursor(RELAY, 5)
+    assert not await runtime.store.has_relay_cursor(other, 9)
 
 
 async def test_relayed_deliveries_survive_a_reopen(tmp_path: Path) -> None:

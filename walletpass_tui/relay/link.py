@@ -214,13 +214,13 @@ class RelayLink:
                 break
             except StoreError:
                 # The store says why on its own (its health line); the delivery waits at the
-                # relay meanwhile, nothing is lost. One already stored is not stored again.
-                # Known limit: deliveries handed over after this one may commit before its retry
-                # does; if the process dies in between, a restart resumes after the newest stored
-                # cursor and this one is not fetched again (resuming after the oldest cursor that
-                # could still be in flight would close that window).
+                # relay meanwhile. One already stored (its write failed after the commit) is not
+                # stored again; a later delivery committed meanwhile says nothing about this one.
+                # Known limit: if the process dies before this retry succeeds while a later
+                # delivery has committed, a restart resumes after the newest stored cursor and
+                # this one is not fetched again.
                 with contextlib.suppress(StoreError):
-                    if await runtime.store.last_relay_cursor(self.url) >= delivery.cursor:
+                    if await runtime.store.has_relay_cursor(self.url, delivery.cursor):
                         return
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng

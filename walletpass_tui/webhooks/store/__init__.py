@@ -363,5 +363,10 @@ class Store:
         resumes after it."""
         return await self._reader.last_relay_cursor(relay_url)
 
+    async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
+        """Whether the delivery at ``cursor`` of the relay at ``relay_url`` is stored (the unique
+        index on the pair makes this one lookup)."""
+        return await self._reader.has_relay_cursor(relay_url, cursor)
+
     async def last_id(self) -> int:
         return await self._reader.last_id()

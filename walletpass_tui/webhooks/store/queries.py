@@ -71,6 +71,10 @@ class Reader:
         found = await self.one(sql, (relay_url,))
         return int(found or 0)
 
+    async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
+        sql = "SELECT 1 FROM attempts WHERE relay_url = ? AND relay_cursor = ?"
+        return await self.one(sql, (relay_url, cursor)) is not None
+
     # -- the event log -----------------------------------------------------------------------
 
     async def log_page(
