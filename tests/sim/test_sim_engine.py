@@ -175,7 +175,7 @@ async def test_no_answer_within_the_deadline_is_a_failed_attempt(
 
     first, second = delivery.attempts
     assert first.error == TIMEOUT and first.status is None and not first.ok
-    assert 0.9 <= first.elapsed_s < 1.4
+    assert first.elapsed_s >= 0.9  # it waited out the deadline (a floor: load only adds)
     assert first.next_wait_s == 5
     assert second.ok
     # The timed-out attempt counts for the service's 15 s, then the 5-s wait.
