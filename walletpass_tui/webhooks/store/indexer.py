@@ -6,9 +6,9 @@ indexing never takes the history's write lock and never delays a delivery's comm
 only wakes the indexer after each commit, and the indexer catches up in chunks on its own thread
 (``INSERT ... SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile).
 
-The indexer's thread runs at the lowest CPU priority (nice 19, Linux sets it per thread): when the
-machine is busy, receiving and committing deliveries come first and the index catches up as soon
-as there is a spare moment.
+The indexer's thread runs at the process's own priority on purpose: at the lowest one it starved on
+a busy machine while holding a read snapshot, and the history's write-ahead log, which cannot start
+over past a reader, grew without bound.
 
 A damaged or foreign index file is moved out of the way and rebuilt; deliveries are never at stake.
 Rows pruned from the history stay in the index until it is rebuilt: searches join the index with
@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -33,7 +32,6 @@ T = TypeVar("T")
 SUFFIX = "-search"
 CHUNK = 1024  # rows per index transaction (only the indexer waits for it)
 OPEN_CHUNKS = 16  # rows a crash left unindexed are searchable at open, up to this many chunks
-LOW_PRIORITY = 19  # the indexer thread's nice value
 RETRY_S = 0.5  # after a failed step (another program holds the index file), try again this late
 
 _INDEXED = (
@@ -149,12 +147,6 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
     return count
 
 
-def lower_priority() -> None:
-    """Run the calling thread at the lowest CPU priority (where the system allows it)."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOW_PRIORITY)
-
-
 class Indexer:
     """The index's connection, its thread, and the loop that catches up after each commit."""
 
@@ -162,9 +154,7 @@ class Indexer:
         self.path = path
         self._db = db
         self._busy_timeout_ms = busy_timeout_ms
-        self._executor = ThreadPoolExecutor(
-            1, thread_name_prefix="store-indexer", initializer=lower_priority
-        )
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-indexer")
         self._wake = asyncio.Event()
         self._behind = True  # unknown at open
         self._task: asyncio.Task[None] | None = None
