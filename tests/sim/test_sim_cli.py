@@ -372,3 +372,12 @@ async def test_sim_serve_reports_a_taken_port(
         port = sock.getsockname()[1]
         code, _, err = await run(capsys, "sim", "serve", "--port", str(port))
     assert code == 1 and "--port" in err and err.count("\n") == 1
+
+
+def test_sim_deliver_reads_topics_as_every_command_does() -> None:
+    from walletpass_tui.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["sim", "deliver", "--topic", "activated", "--to", "http://127.0.0.1:9/x", "--secret", "s"]
+    )
+    assert args.topic == "pass.activated"

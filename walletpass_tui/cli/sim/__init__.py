@@ -169,7 +169,7 @@ def _register_deliver(
     )
     _add_target_flags(deliver)
     deliver.add_argument(
-        "--topic", choices=TOPICS, default=TOPICS[0], help="the event's topic (default %(default)s)"
+        "--topic", type=topic_arg, default=TOPICS[0], help="the event's topic (default %(default)s)"
     )
     _add_time_scale(deliver, "1")
     deliver.set_defaults(handler=cmd_sim_deliver)
