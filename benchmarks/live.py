@@ -340,6 +340,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20, help="steady window per rate")
     parser.add_argument("--warmup", type=float, default=3, help="seconds before measuring")
     parser.add_argument("--paint-runs", type=int, default=3, help="first-paint launches each")
+    parser.add_argument(
+        "--only",
+        choices=("paint", "cpu", "big"),
+        action="append",
+        help="run only these phases (repeatable; default: all)",
+    )
     sub = parser.add_subparsers(dest="step")
     snd = sub.add_parser("_send")
     snd.add_argument("url")
@@ -361,13 +367,16 @@ def main() -> int:
         print(f"{args.stored:,} deliveries stored in {time.perf_counter() - started:.0f} s")
         print(f"endpoint {ENDPOINT} in the registry; every process verifies with its secret")
 
-        paint = first_paint_phase(home, args.paint_runs)
-        ratio = paint["dashboard_s"] / paint["minimal_s"]
-        print(
-            f"first paint over {args.stored:,}: dashboard {paint['dashboard_s'] * 1000:.0f} ms, "
-            f"one-Static app {paint['minimal_s'] * 1000:.0f} ms: {ratio:.2f}x (target <= 2x)"
-        )
-        for rate, target in ((10, 4.0), (100, 2.0)):
+        phases = set(args.only or ("paint", "cpu", "big"))
+        if "paint" in phases:
+            paint = first_paint_phase(home, args.paint_runs)
+            ratio = paint["dashboard_s"] / paint["minimal_s"]
+            print(
+                f"first paint over {args.stored:,}: dashboard {paint['dashboard_s'] * 1000:.0f} "
+                f"ms, one-Static app {paint['minimal_s'] * 1000:.0f} ms: {ratio:.2f}x "
+                "(target <= 2x)"
+            )
+        for rate, target in ((10, 4.0), (100, 2.0)) if "cpu" in phases else ():
             cpu = cpu_phase(home, rate, args.seconds, args.warmup)
             ratio = cpu["dashboard"] / max(cpu["listen"], 0.1)
             print(
@@ -375,6 +384,8 @@ def main() -> int:
                 f"{cpu['listen']:.1f}%: {ratio:.2f}x (target <= {target:g}x); failed answers "
                 f"{cpu['dashboard_failed']:.0f}/{cpu['listen_failed']:.0f}"
             )
+        if "big" not in phases:
+            return 0
         alone = listen_acks(home, args.seconds)
         big = big_phase(home, args.seconds)
         drawn = big["drawn_ms"]
