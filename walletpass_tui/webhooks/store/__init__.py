@@ -57,7 +57,7 @@ from walletpass_tui.webhooks.models import (
     evolve,
     now_ms,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, schema
+from walletpass_tui.webhooks.store import forwards, prune, relay_marks, rows, schema
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
@@ -367,6 +367,17 @@ class Store:
         """Whether the delivery at ``cursor`` of the relay at ``relay_url`` is stored (the unique
         index on the pair makes this one lookup)."""
         return await self._reader.has_relay_cursor(relay_url, cursor)
+
+    async def start_relay_mark(self, relay_url: str) -> tuple[int, int]:
+        """(low-water mark, newest stored cursor) for the relay at ``relay_url``: every cursor at
+        or below the mark is stored, some above it may be. A link resumes after the mark and
+        skips those stored above it. The first call writes the mark (the newest cursor)."""
+        mark = await self._write(relay_marks.start, relay_url)
+        return mark, await self._write(relay_marks.newest, relay_url)
+
+    async def advance_relay_mark(self, relay_url: str, cursor: int) -> None:
+        """Raise the mark; only once every cursor up to ``cursor`` is committed."""
+        await self._write(relay_marks.advance, relay_url, cursor)
 
     async def last_id(self) -> int:
         return await self._reader.last_id()

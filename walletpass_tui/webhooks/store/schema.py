@@ -15,7 +15,7 @@ from pathlib import Path
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store.checkpoints import LOG_SIZE_LIMIT
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -126,6 +126,12 @@ MIGRATIONS: dict[int, str] = {
     # meta key stays: ids at or below it are never handed out again.
     6: """
     DROP TABLE IF EXISTS attempts_fts;
+    """,
+    # A relay link's low-water mark: every cursor at or below it is stored (see relay_marks.py).
+    # A link resumes after it, so a delivery whose write failed is fetched again even when later
+    # ones were committed before the process died.
+    7: """
+    CREATE TABLE relay_marks (relay_url TEXT PRIMARY KEY, low_water INTEGER NOT NULL);
     """,
 }
 

@@ -1,0 +1,48 @@
+"""A relay link's low-water mark, on the writer's thread: every cursor at or below it is stored.
+
+The link writes it after the rows it covers have committed (never before), so after a crash it is
+at worst behind: the link then resumes after it and skips the cursors stored above it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+def start(db: sqlite3.Connection, relay_url: str) -> int:
+    """The mark for ``relay_url``; the first time, the newest stored cursor (a store from before
+    marks never stored out of order), written so that later deliveries cannot move it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute(
+            "SELECT low_water FROM relay_marks WHERE relay_url = ?", (relay_url,)
+        ).fetchone()
+        if row is None:
+            row = (newest(db, relay_url),)
+            db.execute(
+                "INSERT INTO relay_marks (relay_url, low_water) VALUES (?, ?)", (relay_url, row[0])
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return int(row[0])
+
+
+def advance(db: sqlite3.Connection, relay_url: str, cursor: int) -> None:
+    """Raise the mark to ``cursor`` (never lower it)."""
+    db.execute(
+        "INSERT INTO relay_marks (relay_url, low_water) VALUES (?, ?) ON CONFLICT(relay_url) "
+        "DO UPDATE SET low_water = MAX(low_water, excluded.low_water)",
+        (relay_url, cursor),
+    )
+
+
+def newest(db: sqlite3.Connection, relay_url: str) -> int:
+    """The newest cursor stored from ``relay_url`` (0: none)."""
+    row = db.execute(
+        "SELECT MAX(relay_cursor) FROM attempts WHERE relay_url = ? AND relay_cursor >= 0",
+        (relay_url,),
+    ).fetchone()
+    return int(row[0] or 0)
