@@ -5,6 +5,7 @@ without loss or repeat; a refused token stops the link with a reason."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,6 +101,41 @@ async def test_a_restart_resumes_after_the_last_stored_delivery_in_order_each_on
     assert [a.relay_cursor for a in stored] == list(range(1, 54))
     assert all(a.verified and a.attempt_no == 1 for a in stored)
     assert max(behind) == 50  # the header could say how far behind it started
+
+
+async def test_after_a_mark_that_trailed_the_rows_stored_above_it_are_skipped_not_written(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A process that died before writing its low-water mark: the restart fetches from the mark
+    again, and the deliveries stored since are skipped (no second attempt, no failed write)."""
+    issued = add_channel(relay.options.home, "team")
+    ingress, sub_url = urls(relay, issued)
+    home = tmp_path / "laptop"
+    async with laptop(home, link_for(sub_url, issued.token)) as runtime:
+        await runtime.serve()
+        first = await post_all(http, ingress, 10)
+        await stored_until(runtime, 10)
+    history = sqlite3.connect(home / "deliveries.sqlite3")
+    with history:
+        assert history.execute("SELECT low_water FROM relay_marks").fetchall() == [(10,)]
+        history.execute("UPDATE relay_marks SET low_water = 2")  # as if it had not been written
+    link = link_for(sub_url, issued.token)
+    async with laptop(home, link) as runtime:
+        problems: list[str | None] = []
+        runtime.store.on_health(problems.append)
+        commits = runtime.store.commits
+        await runtime.serve()
+        later = await post_all(http, ingress, 1)
+        stored = await stored_until(runtime, 11)
+        assert runtime.store.commits == commits + 1  # only the new delivery was written
+        assert link.state.cursor == 11
+    assert problems == []  # no write refused as a second copy
+    assert [a.webhook_id for a in stored] == first + later
+    assert [a.relay_cursor for a in stored] == list(range(1, 12))
+    assert all(a.attempt_no == 1 for a in stored)
+    with history:
+        assert history.execute("SELECT low_water FROM relay_marks").fetchall() == [(11,)]
+    history.close()
 
 
 async def test_a_refused_token_stops_the_link_with_what_to_do(

@@ -6,96 +6,15 @@ one line and exit 1."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
-import sqlite3
-import sys
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
-from relay_helpers import ROOT, SECRET, RelayProcess, add_channel, signed
-from standardwebhooks import Webhook
+from laptop_process import Laptop, check_signatures, post_all
+from relay_helpers import RelayProcess, add_channel
 
 from walletpass_tui.relay.channels import ingress_url, subscribe_url
 
 pytestmark = pytest.mark.slow
-
-
-class Laptop:
-    """``walletpass-tui listen --json --relay URL`` with its own WALLETPASS_HOME."""
-
-    def __init__(self, home: Path, relay_url: str, token: str) -> None:
-        self.home = home
-        self.relay_url = relay_url
-        self.token = token
-        self.proc: asyncio.subprocess.Process | None = None
-        self.attempts: list[dict[str, Any]] = []
-
-    async def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
-        env.update(
-            WALLETPASS_HOME=str(self.home),
-            WALLETPASS_RELAY_TOKEN=self.token,
-            PYTHONUNBUFFERED="1",
-            XDG_CONFIG_HOME=str(self.home / "xdg"),
-        )
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "walletpass_tui", "listen", "--json", "--port", "0"),
-            *("--secret", SECRET, "--relay", self.relay_url),
-            cwd=ROOT,
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-
-    async def read(self, count: int, timeout: float = 60) -> None:
-        """Read attempts from stdout until ``count`` were printed since start."""
-        assert self.proc is not None and self.proc.stdout is not None
-        async with asyncio.timeout(timeout):
-            while len(self.attempts) < count:
-                line = await self.proc.stdout.readline()
-                if not line:
-                    raise AssertionError("listen ended before printing every attempt")
-                self.attempts.append(json.loads(line))
-
-    async def stop(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            return await self.proc.wait()
-
-    def stored(self) -> list[tuple[str, int, str, str, bytes]]:
-        """(webhook_id, relay_cursor, verdict, headers, body) of every stored attempt, in order."""
-        db = sqlite3.connect(f"file:{self.home / 'deliveries.sqlite3'}?mode=ro", uri=True)
-        try:
-            return db.execute(
-                "SELECT webhook_id, relay_cursor, verdict, headers, body FROM attempts ORDER BY id"
-            ).fetchall()
-        finally:
-            db.close()
-
-
-async def post_all(url: str, count: int) -> list[str]:
-    ids = []
-    async with aiohttp.ClientSession() as session:
-        for _ in range(count):
-            body, headers = signed()
-            async with session.post(url, data=body, headers=headers) as r:
-                assert r.status == 200, await r.text()
-            ids.append(headers["webhook-id"])
-    return ids
-
-
-def check_signatures(rows: list[tuple[str, int, str, str, bytes]]) -> None:
-    """Every stored delivery verifies with the standardwebhooks package and the real secret."""
-    hook = Webhook(SECRET)
-    for _, _, verdict, headers, body in rows:
-        assert verdict == "verified"
-        hook.verify(bytes(body), dict(json.loads(headers)))
 
 
 async def test_two_laptops_with_their_own_homes_each_store_every_delivery(

@@ -1,12 +1,17 @@
 """The laptop side of a relay: a channel's deliveries fed into the local delivery runtime.
 
-``RelayLink(subscribe_url, token)`` is a feed of ``DeliveryRuntime``: ``run(runtime)`` asks the
-store for the last relay cursor it holds for that URL, follows the channel after it
-(``RelaySubscriber``: capped backoff, a 401 or 404 stops) and hands every delivery to
+``RelayLink(subscribe_url, token)`` is a feed of ``DeliveryRuntime``: ``run(runtime)`` follows
+the channel (``RelaySubscriber``: capped backoff, a 401 or 404 stops) and hands every delivery to
 ``runtime.accept()``, which verifies it with the local secrets, stores it together with its
-cursor in one commit and queues its forwards, exactly as for a POST to the local receiver. The
-cursor advances only once the delivery is committed, so a reconnect or a restart resumes after
-the last stored delivery and never stores one twice.
+cursor in one commit and queues its forwards, exactly as for a POST to the local receiver.
+
+Deliveries are handed over without waiting for their commit, and one whose write fails is retried
+until stored while later ones commit, so the newest stored cursor does not say every older one is
+stored. The link keeps a low-water mark instead (``LowWater``: every cursor at or below it is
+stored) and writes it to the store once the rows it covers have committed, at most once every
+MARK_EVERY_S and when the link stops. A restart resumes after the durable mark and skips, with one
+indexed lookup each, the cursors stored above it: a crash at any moment loses no delivery and
+stores none twice.
 
 The link's state (connected or not, how far behind, why it stopped) is offered to the
 dashboard's header and to ``listen``, which prints a line when it changes.
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.relay.events import RelayedDelivery
+from walletpass_tui.relay.low_water import LowWater
 from walletpass_tui.relay.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
@@ -45,6 +51,9 @@ MAX_CURSOR = 2**63 - 1  # what SQLite can store
 # Deliveries handed to the store before the first of them is committed: the store's group commit
 # puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
 MAX_IN_FLIGHT = 128
+# The durable mark trails the stored deliveries by at most this long (one small write each time):
+# after a crash, what was stored since is fetched again and skipped.
+MARK_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,10 @@ class RelayLink:
         self._delivery_listeners: list[DeliveryListener] = []
         self._rng = random.Random()
         self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
+        self._marks = LowWater()
+        self._mark_written = 0
+        self._mark_moved = asyncio.Event()
+        self._stored_above = 0  # cursors up to this one may be stored already (a restart)
 
     def __repr__(self) -> str:  # the token never appears
         return f"RelayLink({self.url!r}, cursor={self.state.cursor})"
@@ -148,7 +161,9 @@ class RelayLink:
             await self._run(runtime)
 
     async def _run(self, runtime: DeliveryRuntime) -> None:
-        after = await runtime.store.last_relay_cursor(self.url)
+        after, self._stored_above = await runtime.store.start_relay_mark(self.url)
+        self._marks = LowWater(after)
+        self._mark_written = after
         self._set(cursor=after, head=max(after, self.state.head))
         extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
         self.subscriber = RelaySubscriber(
@@ -161,6 +176,7 @@ class RelayLink:
             backoff_max_s=self.backoff_max_s,
             **extra,
         )
+        marks = asyncio.create_task(self._write_marks(runtime), name="relay-mark")
         try:
             await self.subscriber.run()
         except asyncio.CancelledError:
@@ -173,6 +189,31 @@ class RelayLink:
             for task in self._in_flight:  # cancelled: the next run fetches them again
                 task.cancel()
             self._in_flight.clear()
+            marks.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError):
+                await marks
+            with contextlib.suppress(StoreError):  # if not, the next run skips what is stored
+                await self._write_mark(runtime)
+
+    async def _write_marks(self, runtime: DeliveryRuntime) -> None:
+        """The mark to the store whenever it moved, at most once every MARK_EVERY_S."""
+        while True:
+            await self._mark_moved.wait()
+            self._mark_moved.clear()
+            with contextlib.suppress(StoreError):  # the store says why; tried again next time
+                await self._write_mark(runtime)
+            await asyncio.sleep(MARK_EVERY_S)
+
+    async def _write_mark(self, runtime: DeliveryRuntime) -> None:
+        mark = self._marks.mark
+        if mark > self._mark_written:
+            await runtime.store.advance_relay_mark(self.url, mark)
+            self._mark_written = mark
+
+    def _stored(self, cursor: int) -> None:
+        self._marks.stored(cursor)
+        if self._marks.mark > self._mark_written:
+            self._mark_moved.set()
 
     async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the store without waiting for its commit (up to MAX_IN_FLIGHT
@@ -181,6 +222,13 @@ class RelayLink:
             raise RelayClientError(
                 f"{self.url} sent a delivery number past {MAX_CURSOR}; this is not a relay."
             )
+        self._marks.received(delivery.cursor)
+        if delivery.cursor <= self._stored_above and await self._is_stored(runtime, delivery):
+            # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
+            self._stored(delivery.cursor)
+            if delivery.cursor > self.state.cursor:
+                self._set(cursor=delivery.cursor, head=max(self.state.head, delivery.cursor))
+            return
         inbound = Inbound.relayed(
             relay_url=self.url,
             cursor=delivery.cursor,
@@ -199,6 +247,12 @@ class RelayLink:
         ):
             await self._in_flight.popleft()
 
+    async def _is_stored(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> bool:
+        try:
+            return await runtime.store.has_relay_cursor(self.url, delivery.cursor)
+        except StoreError:  # then the store refuses a second copy, and _store looks again
+            return False
+
     async def _drain(self) -> None:
         while self._in_flight:
             with contextlib.suppress(Exception):
@@ -214,19 +268,18 @@ class RelayLink:
                 break
             except StoreError:
                 # The store says why on its own (its health line); the delivery waits at the
-                # relay meanwhile. One already stored (its write failed after the commit) is not
-                # stored again; a later delivery committed meanwhile says nothing about this one.
-                # Known limit: if the process dies before this retry succeeds while a later
-                # delivery has committed, a restart resumes after the newest stored cursor and
-                # this one is not fetched again.
+                # relay meanwhile, and the mark stays below it, so a restart fetches it again. One
+                # already stored (its write failed after the commit) is not stored again.
                 with contextlib.suppress(StoreError):
                     if await runtime.store.has_relay_cursor(self.url, delivery.cursor):
+                        self._stored(delivery.cursor)
                         return
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
                 failures += 1
                 await asyncio.sleep(delay)
+        self._stored(delivery.cursor)
         if delivery.cursor > self.state.cursor:
             self._set(cursor=delivery.cursor, head=max(self.state.head, delivery.cursor))
         for listener in list(self._delivery_listeners):
