@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from walletpass_tui.webhooks.models import (
@@ -89,6 +90,13 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
     )
 
 
+def headers_json(headers: Sequence[tuple[str, str]]) -> str:
+    """``json.dumps(headers)``, character for character, without building an encoder per call (it
+    runs for every delivery, on the writer's thread, holding the interpreter's lock)."""
+    e = encode_basestring_ascii
+    return "[" + ", ".join(f"[{e(k)}, {e(v)}]" for k, v in headers) + "]"
+
+
 def attempt_values(a: Attempt) -> tuple[Any, ...]:
     """The row for ``INSERT INTO attempts (ATTEMPT_COLUMNS)``."""
     return (
@@ -100,7 +108,7 @@ def attempt_values(a: Attempt) -> tuple[Any, ...]:
         a.forwarded_for,
         a.method,
         a.path,
-        json.dumps(a.headers),
+        headers_json(a.headers),
         a.body,
         a.body_size if a.body_size is not None else len(a.body),
         a.verdict,
@@ -162,8 +170,11 @@ _TEXT_FIELDS = (
 def storable(a: Attempt) -> Attempt:
     """The attempt as stored: text fields valid Unicode, a rejected body cut at 64 KiB."""
     changes: dict[str, Any] = {}
+    fields = a.__dict__
     for name in _TEXT_FIELDS:
-        value = getattr(a, name)
+        value = fields[name]
+        if value is None or value.isascii():  # the common case, without a call
+            continue
         cleaned = clean(value)
         if cleaned is not value:
             changes[name] = cleaned

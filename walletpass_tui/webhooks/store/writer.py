@@ -39,6 +39,11 @@ T = TypeVar("T")
 MAX_BATCH = 512
 IDLE_S = 0.05  # background work (the rejected cap) waits this long for the writer to be idle
 MAX_RENUMBER = 10
+# A batch this large is committed as two transactions handed to the writer's thread together: with
+# many senders in lockstep (all waiting for one commit) the event loop would sit idle while the
+# whole batch commits; this way the first half's senders are answered, and their next deliveries
+# read and verified, while the second half commits.
+SPLIT_AT = 16
 REMEMBERED = 20_000  # messages whose attempt count the writer remembers (to number without a read)
 _NOTHING = object()
 
@@ -78,6 +83,12 @@ class WriteThread:
         async with self._lock:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, fn, self._db, *args)
+
+    def submit(self, calls: Sequence[tuple[Any, ...]]) -> list[asyncio.Future[Any]]:
+        """Hand ``fn(connection, *args)`` for each ``(fn, *args)`` to the writer's thread, to run
+        in order; only while holding ``hold()``."""
+        loop = asyncio.get_running_loop()
+        return [loop.run_in_executor(self._executor, fn, self._db, *args) for fn, *args in calls]
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -232,6 +243,34 @@ def _insert(
     )
 
 
+def _cuts(size: int) -> list[tuple[int, int]]:
+    """The parts a batch is committed in: two halves from SPLIT_AT attempts on."""
+    if size < SPLIT_AT:
+        return [(0, size)]
+    half = size // 2
+    return [(0, half), (half, size)]
+
+
+def _part_counts(
+    known: Known, numbered: Sequence[Attempt], cuts: Sequence[tuple[int, int]]
+) -> list[Known]:
+    """For each part, the attempt counts of its messages when its transaction starts: what was
+    known before the batch plus the attempts of the parts committed before it."""
+    counts = {webhook_id: count for webhook_id, (count, _) in known.items()}
+    parts: list[Known] = []
+    for a, b in cuts:
+        part: Known = {}
+        for attempt in numbered[a:b]:
+            webhook_id = attempt.webhook_id
+            if webhook_id and webhook_id not in part and counts.get(webhook_id):
+                part[webhook_id] = (counts[webhook_id], None)
+        for attempt in numbered[a:b]:
+            if attempt.webhook_id:
+                counts[attempt.webhook_id] = attempt.attempt_no
+        parts.append(part)
+    return parts
+
+
 # -- the loop -------------------------------------------------------------------------------------
 
 
@@ -358,15 +397,70 @@ class GroupCommit:
             self.health.failed(schema.explain(exc, self.thread.path))
 
     async def _commit(self, batch: list[Pending]) -> None:
-        try:
-            stored = await self._write(batch)
-        except Exception as exc:  # anything: the writer must survive and every caller hear
-            error = StoreError(schema.explain(exc, self.thread.path))
-            self.health.failed(str(error))
-            for pending in batch:
-                if not pending.future.done():
-                    pending.future.set_exception(error)
-            return
+        """Commit the batch; attempts whose numbers another program changed meanwhile are
+        numbered again from the database (a few times at most)."""
+        for tries in range(MAX_RENUMBER):
+            try:
+                batch = await self._commit_parts(batch, fresh=tries > 0)
+            except Exception as exc:  # anything: the writer must survive and every caller hear
+                self._failed(batch, exc)
+                return
+            if not batch:
+                return
+        self._failed(
+            batch,
+            StoreError(
+                f"Another program keeps writing the same messages into {self.thread.path}; "
+                "stop it or use another --home."
+            ),
+        )
+
+    async def _commit_parts(self, batch: list[Pending], *, fresh: bool) -> list[Pending]:
+        """Commit ``batch`` (a large one as two transactions, see SPLIT_AT), answering each part
+        as soon as it is committed; returns the attempts to number again."""
+        attempts = [p.attempt for p in batch]
+        cuts = _cuts(len(batch))
+        knowns: list[Known | None] = [None] * len(cuts)  # None: numbered in the transaction
+        if any(p.finalize for p in batch):
+            # Numbered from what the writer remembers (no read, no extra trip to its thread); the
+            # commit checks the numbers and, if another program or an older run wrote these
+            # messages, they are numbered again from the database.
+            known = await self.thread.run(peek, attempts) if fresh else self._known(attempts)
+            numbered = number(attempts, known)
+            attempts = [
+                p.finalize(a) if p.finalize is not None else a
+                for p, a in zip(batch, numbered, strict=True)
+            ]
+            knowns = list(_part_counts(known, numbered, cuts))
+        calls = [
+            (commit_batch, attempts[a:b], [p.forward_to for p in batch[a:b]], known)
+            for (a, b), known in zip(cuts, knowns, strict=True)
+        ]
+        again: list[Pending] = []
+        async with self.thread.hold():
+            # Every part is handed to the writer's thread at once: the second commits while the
+            # first one's senders are answered and their next deliveries are read.
+            for (a, b), result in zip(cuts, self.thread.submit(calls), strict=True):
+                part = batch[a:b]
+                try:
+                    stored = await result
+                except Exception as exc:
+                    self._failed(part, exc)
+                    continue
+                if stored is None:
+                    again.extend(part)
+                else:
+                    self._stored(part, stored)
+        return again
+
+    def _known(self, attempts: Sequence[Attempt]) -> Known:
+        known: Known = {}
+        for a in attempts:
+            if a.webhook_id in self._remembered:
+                known[a.webhook_id] = (self._remembered[a.webhook_id], None)
+        return known
+
+    def _stored(self, batch: Sequence[Pending], stored: Sequence[Attempt]) -> None:
         self.commits += 1
         self.health.ok()
         self._remember(stored)
@@ -377,34 +471,16 @@ class GroupCommit:
         self._rejected_since_prune += sum(1 for a in stored if not a.verified)
         self.checkpoints.note(len(stored))
 
-    async def _write(self, batch: list[Pending]) -> list[Attempt]:
-        attempts = [p.attempt for p in batch]
-        targets = [p.forward_to for p in batch]
-        if not any(p.finalize for p in batch):
-            done = await self.thread.run(commit_batch, attempts, targets, None)
-            assert done is not None
-            return done
-        # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
-        # checks the numbers and, if another program or an older run wrote these messages, the
-        # batch is numbered again from the database.
-        known: Known = {}
-        for a in attempts:
-            if a.webhook_id in self._remembered:
-                known[a.webhook_id] = (self._remembered[a.webhook_id], None)
-        for tries in range(MAX_RENUMBER):
-            if tries:
-                known = await self.thread.run(peek, attempts)
-            decided = [
-                p.finalize(a) if p.finalize is not None else a
-                for p, a in zip(batch, number(attempts, known), strict=True)
-            ]
-            done = await self.thread.run(commit_batch, decided, targets, known)
-            if done is not None:
-                return done
-        raise StoreError(
-            f"Another program keeps writing the same messages into {self.thread.path}; "
-            "stop it or use another --home."
+    def _failed(self, batch: Sequence[Pending], exc: BaseException) -> None:
+        error = (
+            exc
+            if isinstance(exc, StoreError)
+            else StoreError(schema.explain(exc, self.thread.path))
         )
+        self.health.failed(str(error))
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.set_exception(error)
 
     def _remember(self, stored: Sequence[Attempt]) -> None:
         remembered = self._remembered
