@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import (
@@ -69,16 +69,29 @@ def attempt_line(a: Attempt) -> str:
         reason += f" [{a.note}]"
     if body_differs(a):
         reason += " [body differs from an earlier attempt with this webhook-id]"
-    parts = [
-        format_ms(a.received_at_ms, time_only=True),
-        printable(a.webhook_id or "-", 40).ljust(30),
-        topic_label(a.topic).ljust(18),
-        f"#{a.attempt_no}",
-        ("verified" if a.verified else "REJECTED").ljust(8),
-        str(a.status),
-        printable(reason, 120),
-    ]
-    return "  ".join(parts)
+    return "  ".join(
+        (
+            _time_of_day(a.received_at_ms),
+            printable(a.webhook_id or "-", 40).ljust(30),
+            topic_label(a.topic).ljust(18),
+            f"#{a.attempt_no}",
+            "verified" if a.verified else "REJECTED",
+            str(a.status),
+            printable(reason, 120),
+        )
+    )
+
+
+_second: list[Any] = [None, ""]  # the last whole second formatted, and its "HH:MM:SS."
+
+
+def _time_of_day(ms: int) -> str:
+    """``format_ms(ms, time_only=True)``, the second's part formatted once per second (a line is
+    printed for every delivery, on the event loop that answers them)."""
+    second, milli = divmod(ms, 1000)
+    if second != _second[0]:
+        _second[0], _second[1] = second, format_ms(second * 1000, time_only=True)[:-3]
+    return f"{_second[1]}{milli:03d}"
 
 
 class Printer:

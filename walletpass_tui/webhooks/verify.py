@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from multidict import CIMultiDict, CIMultiDictProxy
 from standardwebhooks.webhooks import Webhook, hmac_data
 
 from walletpass_tui.webhooks.reasons import Reason
@@ -44,6 +45,7 @@ HEADER_ID = "webhook-id"
 HEADER_TIMESTAMP = "webhook-timestamp"
 HEADER_SIGNATURE = "webhook-signature"
 REQUIRED_HEADERS = (HEADER_ID, HEADER_TIMESTAMP, HEADER_SIGNATURE)
+_CASE_INSENSITIVE = (CIMultiDictProxy, CIMultiDict)
 
 
 class SecretError(ValueError):
@@ -108,6 +110,8 @@ class Verdict:
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
+    if isinstance(headers, _CASE_INSENSITIVE):  # a request's headers: one lookup, no scan
+        return headers.get(name)
     for key, value in headers.items():
         if key.lower() == name:
             return value
@@ -160,12 +164,14 @@ def verify(
     """
     if now.tzinfo is None:
         raise ValueError("verify() needs an aware datetime for now")
-    missing = [h for h in REQUIRED_HEADERS if not _header(headers, h)]
-    if missing:
-        return Verdict(False, Reason.MISSING_HEADERS, ", ".join(missing))
     msg_id = _header(headers, HEADER_ID) or ""
-    ts_text = (_header(headers, HEADER_TIMESTAMP) or "").strip()
+    ts_text = _header(headers, HEADER_TIMESTAMP) or ""
     sig_header = _header(headers, HEADER_SIGNATURE) or ""
+    if not (msg_id and ts_text and sig_header):
+        found = (msg_id, ts_text, sig_header)
+        missing = [h for h, value in zip(REQUIRED_HEADERS, found, strict=True) if not value]
+        return Verdict(False, Reason.MISSING_HEADERS, ", ".join(missing))
+    ts_text = ts_text.strip()
 
     if not ts_text.isascii() or not ts_text.isdigit() or len(ts_text) > 12:
         return Verdict(False, Reason.MALFORMED_TIMESTAMP, "expected whole seconds since the epoch")
