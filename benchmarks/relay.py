@@ -207,6 +207,9 @@ async def _subscribers_main(url: str, count: int, expect: int, out: Path) -> lis
     return times
 
 
+_RECEIVED: list[dict[str, float]] = []  # per laptop: when each event was read off the stream
+
+
 async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[dict[str, float]]:
     """``count`` laptop sides (a runtime + a relay link each, own home): the commit times."""
     from collections.abc import Sequence
@@ -220,10 +223,20 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
 
     token = os.environ["BENCH_RELAY_TOKEN"]
     times: list[dict[str, float]] = [{} for _ in range(count)]
+    received: list[dict[str, float]] = [{} for _ in range(count)]  # the event read off the stream
     done = asyncio.Event()
     connected: set[int] = set()
     ready = Path(str(out) + ".ready")
     rejected = 0
+
+    class TimedLink(RelayLink):
+        def __init__(self, i: int) -> None:
+            super().__init__(url, token)
+            self.i = i
+
+        async def _deliver(self, runtime, delivery) -> None:  # type: ignore[no-untyped-def]
+            received[self.i][delivery.webhook_id or ""] = time.monotonic()
+            await super()._deliver(runtime, delivery)
 
     def on_commit(i: int):  # type: ignore[no-untyped-def]
         def stored(batch: Sequence[Attempt]) -> None:
@@ -252,7 +265,7 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
     async with contextlib.AsyncExitStack() as stack:
         for i in range(count):
             home = out.parent / f"{out.stem}-laptop-{i}"
-            link = RelayLink(url, token)
+            link = TimedLink(i)
             link.subscribe(on_state(i))
             options = ReceiverOptions(host="127.0.0.1", port=0, tolerance_s=3600, secrets=[key])
             runtime = DeliveryRuntime(
@@ -265,6 +278,7 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
             await asyncio.wait_for(done.wait(), expect / 50 + 120)
     if rejected:
         print(f"   ({rejected} relayed deliveries were rejected by a laptop)", file=sys.stderr)
+    _RECEIVED[:] = received
     return times
 
 
@@ -336,6 +350,19 @@ def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "s
         f"p50 {pct(deltas, 50):.1f} ms, p95 {pct(deltas, 95):.1f} ms, p99 {pct(deltas, 99):.1f} ms, "
         f"max {max(deltas):.1f} ms (target p95 < 50 ms)"
     )
+    if to == "store":  # where the time goes: the relay and the wire, then the laptop's own work
+        got = [sub for out in outs for sub in json.loads(Path(str(out) + ".received").read_text())]
+        wire, local = [], []
+        for sub, seen in zip(times, got, strict=True):
+            for msg in acked:
+                if msg in sub and msg in seen:
+                    wire.append((seen[msg] - acked[msg]) * 1000)
+                    local.append((sub[msg] - seen[msg]) * 1000)
+        print(
+            f"   of which 2xx -> read off the stream: p50 {pct(wire, 50):.1f} ms, "
+            f"p95 {pct(wire, 95):.1f} ms; read -> committed: p50 {pct(local, 50):.1f} ms, "
+            f"p95 {pct(local, 95):.1f} ms"
+        )
 
 
 # -- memory ---------------------------------------------------------------------------------------
@@ -451,6 +478,8 @@ def main() -> None:
         run = _subscribers_main if mode == "_receipt" else _laptops_main
         times = asyncio.run(run(url, int(count), int(expect), Path(out)))
         Path(out).write_text(json.dumps(times))
+        if _RECEIVED:
+            Path(out + ".received").write_text(json.dumps(_RECEIVED))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
