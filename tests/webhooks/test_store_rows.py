@@ -1,0 +1,33 @@
+"""How an attempt's headers are stored: exactly the JSON ``json.dumps`` would write, for any text a
+sender can put in a header (read back by ``events show``, export and replay)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.webhooks.test_store_writer import make
+from walletpass_tui.webhooks.store import evolve
+from walletpass_tui.webhooks.store.rows import attempt_from_row, attempt_values, headers_json
+
+header_text = st.text(
+    st.characters(codec="utf-8", exclude_categories=()) | st.sampled_from('"\\\x00\x7f\u2028')
+)
+# Lone surrogates included: aiohttp hands bytes that are not UTF-8 over that way.
+any_text = st.text() | st.text(
+    st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010, exclude_categories=())
+)
+
+
+@given(st.lists(st.tuples(any_text, any_text), max_size=8))
+def test_headers_are_stored_as_json_dumps_would(headers: list[tuple[str, str]]) -> None:
+    assert headers_json(tuple(headers)) == json.dumps(tuple(headers))
+
+
+@given(st.lists(st.tuples(header_text, header_text), max_size=8))
+def test_stored_headers_read_back_unchanged(headers: list[tuple[str, str]]) -> None:
+    attempt = evolve(make("msg_h"), headers=tuple(headers))
+    row = attempt_values(attempt)
+    assert attempt_from_row(row).headers == tuple(headers)
