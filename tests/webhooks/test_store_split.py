@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.webhooks.test_store_writer import insert_attempt, make
 from walletpass_tui.webhooks.store import MAX_BATCH, Attempt, Store, evolve
-from walletpass_tui.webhooks.store.writer import SPLIT_AT
+from walletpass_tui.webhooks.store.numbering import SPLIT_AT
 
 
 def committed(path: Path, attempt_id: int) -> bool:

@@ -1,8 +1,10 @@
 """The one writer: a plain ``sqlite3`` connection on its own thread, and the group-commit loop that
 feeds it.
 
-* Everything waiting when the writer is free is committed in one transaction (one fsync), so a
-  2xx sent after ``record()`` returns means "stored", at thousands of deliveries a second.
+* Everything waiting when the writer is free is committed together (one fsync; from SPLIT_AT
+  attempts on, two transactions handed to the thread at once, the first half answered while the
+  second commits), so a 2xx sent after ``record()`` returns means "stored", at thousands of
+  deliveries a second. Attempt numbers: numbering.py.
 * A caller's ``finalize`` (the receiver's failure injection decides by attempt number) runs on the
   event loop, never on the writer's thread and never inside a transaction: the attempt numbers are
   read first, the finalizers run, and the batch is committed only if no other program numbered an
@@ -34,20 +36,21 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.store import forwards, prune, rows, schema
 from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
 from walletpass_tui.webhooks.store.health import Health
+from walletpass_tui.webhooks.store.numbering import (
+    Known,
+    counts,
+    number,
+    part_counts,
+    parts_of,
+    peek,
+)
 
 T = TypeVar("T")
 MAX_BATCH = 512
 IDLE_S = 0.05  # background work (the rejected cap) waits this long for the writer to be idle
 MAX_RENUMBER = 10
-# A batch this large is committed as two transactions handed to the writer's thread together: with
-# many senders in lockstep (all waiting for one commit) the event loop would sit idle while the
-# whole batch commits; this way the first half's senders are answered, and their next deliveries
-# read and verified, while the second half commits.
-SPLIT_AT = 16
 REMEMBERED = 20_000  # messages whose attempt count the writer remembers (to number without a read)
 _NOTHING = object()
-
-Known = dict[str, tuple[int, bytes | None]]  # webhook-id -> (attempts so far, first body digest)
 
 
 @dataclass
@@ -107,34 +110,6 @@ class WriteThread:
 # -- one batch, on the writer's thread ------------------------------------------------------------
 
 
-def peek(db: sqlite3.Connection, attempts: Sequence[Attempt]) -> Known:
-    """How many attempts each message in the batch already has, and its first body's digest."""
-    ids = sorted({a.webhook_id for a in attempts if a.webhook_id})
-    known: Known = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for webhook_id, count, first in db.execute(
-            f"SELECT webhook_id, attempts, first_digest FROM messages WHERE webhook_id IN ({marks})",
-            chunk,
-        ):
-            known[webhook_id] = (int(count), bytes(first) if first is not None else None)
-    return known
-
-
-def number(attempts: Sequence[Attempt], known: Known) -> list[Attempt]:
-    """Each attempt with its attempt number (consecutive per webhook-id, in batch order)."""
-    counts = {webhook_id: count for webhook_id, (count, _) in known.items()}
-    numbered = []
-    for a in attempts:
-        n = 1
-        if a.webhook_id:
-            n = counts.get(a.webhook_id, 0) + 1
-            counts[a.webhook_id] = n
-        numbered.append(evolve(a, attempt_no=n))
-    return numbered
-
-
 def commit_batch(
     db: sqlite3.Connection,
     attempts: Sequence[Attempt],
@@ -154,7 +129,7 @@ def commit_batch(
         known = peek(db, attempts)
         if numbered_with is None:
             attempts = number(attempts, known)
-        elif _counts(known) != _counts(numbered_with):
+        elif counts(known) != counts(numbered_with):
             db.execute("ROLLBACK")
             return None
         stored, digests = _stamp(db, attempts, known)
@@ -170,10 +145,6 @@ def commit_batch(
         if relayed:
             db.execute("PRAGMA synchronous = FULL")
     return stored
-
-
-def _counts(known: Known) -> dict[str, int]:
-    return {webhook_id: count for webhook_id, (count, _) in known.items() if count}
 
 
 def _stamp(
@@ -247,34 +218,6 @@ def _insert(
             first_digest = COALESCE(messages.first_digest, excluded.first_digest)
         """,
     )
-
-
-def _cuts(size: int) -> list[tuple[int, int]]:
-    """The parts a batch is committed in: two halves from SPLIT_AT attempts on."""
-    if size < SPLIT_AT:
-        return [(0, size)]
-    half = size // 2
-    return [(0, half), (half, size)]
-
-
-def _part_counts(
-    known: Known, numbered: Sequence[Attempt], cuts: Sequence[tuple[int, int]]
-) -> list[Known]:
-    """For each part, the attempt counts of its messages when its transaction starts: what was
-    known before the batch plus the attempts of the parts committed before it."""
-    counts = {webhook_id: count for webhook_id, (count, _) in known.items()}
-    parts: list[Known] = []
-    for a, b in cuts:
-        part: Known = {}
-        for attempt in numbered[a:b]:
-            webhook_id = attempt.webhook_id
-            if webhook_id and webhook_id not in part and counts.get(webhook_id):
-                part[webhook_id] = (counts[webhook_id], None)
-        for attempt in numbered[a:b]:
-            if attempt.webhook_id:
-                counts[attempt.webhook_id] = attempt.attempt_no
-        parts.append(part)
-    return parts
 
 
 # -- the loop -------------------------------------------------------------------------------------
@@ -425,7 +368,7 @@ class GroupCommit:
         """Commit ``batch`` (a large one as two transactions, see SPLIT_AT), answering each part
         as soon as it is committed; returns the attempts to number again."""
         attempts = [p.attempt for p in batch]
-        cuts = _cuts(len(batch))
+        cuts = parts_of(len(batch))
         knowns: list[Known | None] = [None] * len(cuts)  # None: numbered in the transaction
         if any(p.finalize for p in batch):
             # Numbered from what the writer remembers (no read, no extra trip to its thread); the
@@ -437,7 +380,7 @@ class GroupCommit:
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, numbered, strict=True)
             ]
-            knowns = list(_part_counts(known, numbered, cuts))
+            knowns = list(part_counts(known, numbered, cuts))
         calls = [
             (commit_batch, attempts[a:b], [p.forward_to for p in batch[a:b]], known)
             for (a, b), known in zip(cuts, knowns, strict=True)
