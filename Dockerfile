@@ -28,7 +28,7 @@ COPY walletpass_tui ./walletpass_tui
 RUN pip install --no-compile . && rm -rf /src
 
 WORKDIR /data
-USER relay:relay
+USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8080
 

@@ -13,7 +13,7 @@ import pytest
 from relay_helpers import SECRET, RelayProcess, signed
 
 from walletpass_tui.cli import main
-from walletpass_tui.relay.storage import database_path
+from walletpass_tui.relay.storage import RelayDB, database_path
 
 PUBLIC = "https://relay.example.com"
 
@@ -47,6 +47,25 @@ def test_add_prints_the_urls_and_a_token_once_and_keeps_only_its_hash(
     assert [c["name"] for c in listed] == ["team"]
     assert listed[0]["ingress_url"] == issued["ingress_url"]  # the public URL was remembered
     assert "token" not in listed[0] and issued["token"] not in out
+
+
+def test_the_relay_database_and_its_log_files_are_private_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    old = os.umask(0o022)  # a container's default
+    try:
+        db = RelayDB(database_path(home))
+        try:
+            db.add_channel("team")
+            files = sorted(home.iterdir())
+            modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in files}
+        finally:
+            db.close()
+    finally:
+        os.umask(old)
+    assert {"relay.sqlite3", "relay.sqlite3-wal", "relay.sqlite3-shm"} <= set(modes)
+    assert set(modes.values()) == {0o600}, modes
 
 
 def test_a_secret_that_is_not_whsec_is_refused_with_one_line(

@@ -10,7 +10,6 @@ reused, even after pruning, so a subscriber's "after N" always means the same th
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
 import time
@@ -29,6 +28,7 @@ from walletpass_tui.relay.channels import (
     new_token,
     token_hash,
 )
+from walletpass_tui.webhooks.store.schema import make_private
 
 DB_NAME = "relay.sqlite3"
 SCHEMA_VERSION = 1
@@ -100,6 +100,8 @@ def connect(path: Path) -> sqlite3.Connection:
             "choose another with --home or WALLETPASS_HOME."
         ) from None
     try:
+        # 0600 before SQLite creates it: its -wal and -shm then get the same mode.
+        make_private(path)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -118,10 +120,8 @@ def connect(path: Path) -> sqlite3.Connection:
                 db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         raise RelayStoreError(f"Cannot open the relay database {path} ({exc}).") from None
-    with contextlib.suppress(OSError):
-        path.chmod(0o600)
     return db
 
 
