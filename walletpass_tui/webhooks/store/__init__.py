@@ -6,7 +6,7 @@
   damaged, read-only or newer database means to a person;
 * ``writer.py``  the one write connection on its own thread and the group-commit loop:
   ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
-  "stored"; ``numbering.py`` attempt numbers, and the parts a large batch is committed in;
+  "stored"; ``numbering.py`` attempt numbers;
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;

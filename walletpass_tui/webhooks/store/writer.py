@@ -1,10 +1,9 @@
 """The one writer: a plain ``sqlite3`` connection on its own thread, and the group-commit loop that
 feeds it.
 
-* Everything waiting when the writer is free is committed together (one fsync; from SPLIT_AT
-  attempts on, two transactions handed to the thread at once, the first half answered while the
-  second commits), so a 2xx sent after ``record()`` returns means "stored", at thousands of
-  deliveries a second. Attempt numbers: numbering.py.
+* Everything waiting when the writer is free is committed in one transaction (one fsync), so a
+  2xx sent after ``record()`` returns means "stored", at thousands of deliveries a second.
+  Attempt numbers: numbering.py.
 * A caller's ``finalize`` (the receiver's failure injection decides by attempt number) runs on the
   event loop, never on the writer's thread and never inside a transaction: the attempt numbers are
   read first, the finalizers run, and the batch is committed only if no other program numbered an
@@ -40,8 +39,6 @@ from walletpass_tui.webhooks.store.numbering import (
     Known,
     counts,
     number,
-    part_counts,
-    parts_of,
     peek,
 )
 
@@ -86,12 +83,6 @@ class WriteThread:
         async with self._lock:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, fn, self._db, *args)
-
-    def submit(self, calls: Sequence[tuple[Any, ...]]) -> list[asyncio.Future[Any]]:
-        """Hand ``fn(connection, *args)`` for each ``(fn, *args)`` to the writer's thread, to run
-        in order; only while holding ``hold()``."""
-        loop = asyncio.get_running_loop()
-        return [loop.run_in_executor(self._executor, fn, self._db, *args) for fn, *args in calls]
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -346,61 +337,40 @@ class GroupCommit:
             self.health.failed(schema.explain(exc, self.thread.path))
 
     async def _commit(self, batch: list[Pending]) -> None:
-        """Commit the batch; attempts whose numbers another program changed meanwhile are
-        numbered again from the database (a few times at most)."""
-        for tries in range(MAX_RENUMBER):
-            try:
-                batch = await self._commit_parts(batch, fresh=tries > 0)
-            except Exception as exc:  # anything: the writer must survive and every caller hear
-                self._failed(batch, exc)
-                return
-            if not batch:
-                return
-        self._failed(
-            batch,
-            StoreError(
-                f"Another program keeps writing the same messages into {self.thread.path}; "
-                "stop it or use another --home."
-            ),
-        )
+        """Commit the batch in one transaction; attempts whose numbers another program changed
+        meanwhile are numbered again from the database (a few times at most)."""
+        try:
+            stored = await self._write(batch)
+        except Exception as exc:  # anything: the writer must survive and every caller hear
+            self._failed(batch, exc)
+            return
+        self._stored(batch, stored)
 
-    async def _commit_parts(self, batch: list[Pending], *, fresh: bool) -> list[Pending]:
-        """Commit ``batch`` (a large one as two transactions, see SPLIT_AT), answering each part
-        as soon as it is committed; returns the attempts to number again."""
+    async def _write(self, batch: list[Pending]) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
-        cuts = parts_of(len(batch))
-        knowns: list[Known | None] = [None] * len(cuts)  # None: numbered in the transaction
-        if any(p.finalize for p in batch):
-            # Numbered from what the writer remembers (no read, no extra trip to its thread); the
-            # commit checks the numbers and, if another program or an older run wrote these
-            # messages, they are numbered again from the database.
-            known = await self.thread.run(peek, attempts) if fresh else self._known(attempts)
-            numbered = number(attempts, known)
-            attempts = [
+        targets = [p.forward_to for p in batch]
+        if not any(p.finalize for p in batch):
+            done = await self.thread.run(commit_batch, attempts, targets, None)
+            assert done is not None
+            return done
+        # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
+        # checks the numbers and, if another program or an older run wrote these messages, the
+        # batch is numbered again from the database.
+        known = self._known(attempts)
+        for tries in range(MAX_RENUMBER):
+            if tries:
+                known = await self.thread.run(peek, attempts)
+            decided = [
                 p.finalize(a) if p.finalize is not None else a
-                for p, a in zip(batch, numbered, strict=True)
+                for p, a in zip(batch, number(attempts, known), strict=True)
             ]
-            knowns = list(part_counts(known, numbered, cuts))
-        calls = [
-            (commit_batch, attempts[a:b], [p.forward_to for p in batch[a:b]], known)
-            for (a, b), known in zip(cuts, knowns, strict=True)
-        ]
-        again: list[Pending] = []
-        async with self.thread.hold():
-            # Every part is handed to the writer's thread at once: the second commits while the
-            # first one's senders are answered and their next deliveries are read.
-            for (a, b), result in zip(cuts, self.thread.submit(calls), strict=True):
-                part = batch[a:b]
-                try:
-                    stored = await result
-                except Exception as exc:
-                    self._failed(part, exc)
-                    continue
-                if stored is None:
-                    again.extend(part)
-                else:
-                    self._stored(part, stored)
-        return again
+            done = await self.thread.run(commit_batch, decided, targets, known)
+            if done is not None:
+                return done
+        raise StoreError(
+            f"Another program keeps writing the same messages into {self.thread.path}; "
+            "stop it or use another --home."
+        )
 
     def _known(self, attempts: Sequence[Attempt]) -> Known:
         known: Known = {}
