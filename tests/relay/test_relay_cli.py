@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -66,6 +68,24 @@ def test_the_relay_database_and_its_log_files_are_private_whatever_the_umask(
         os.umask(old)
     assert {"relay.sqlite3", "relay.sqlite3-wal", "relay.sqlite3-shm"} <= set(modes)
     assert set(modes.values()) == {0o600}, modes
+
+
+def test_opening_another_connection_keeps_the_locks_of_the_first(tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it: a second
+    connection must not open and close the file by hand, or another process closing its own
+    connection would take the relay's write-ahead log away from under it."""
+    path = database_path(tmp_path / "home")
+    first = RelayDB(path)
+    try:
+        first.add_channel("team")
+        second = RelayDB(path)  # the same process, as the relay's threads do
+        second.close()
+        other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM sqlite_master').fetchall();"
+        subprocess.run([sys.executable, "-c", other + " c.close()", str(path)], check=True)
+        assert path.with_name(path.name + "-wal").exists()
+        assert [c.name for c in first.channels()] == ["team"]
+    finally:
+        first.close()
 
 
 def test_a_secret_that_is_not_whsec_is_refused_with_one_line(
