@@ -115,7 +115,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         )
         if settings.public_url:
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
-        self._feed = LiveFeed(runtime, self)  # type: ignore[arg-type]  # subscribe() as a Store's
+        # The runtime's subscribe() is a Store's; the log's new rows are posted without a wait.
+        self._feed = LiveFeed(runtime, self, shown=self.live.shown)  # type: ignore[arg-type]
         self._feed.start()
         self._unsubscribe = runtime.subscribe(
             forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))

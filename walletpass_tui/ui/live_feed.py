@@ -8,7 +8,9 @@ the message says so, and the log reloads from the store instead.
 
 The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
 key or mouse event), 4 per second while only new rows arrive; a stream of deliveries then costs
-a fraction of the redraws. A delivery after a quiet spell is posted at once.
+a fraction of the redraws. A delivery after a quiet spell is posted at once; so is one the log on
+screen shows (``shown``, its filter) after a spell without such rows, even while deliveries it
+does not show keep the frame busy: a filtered log draws its rare rows without waiting a frame.
 """
 
 from __future__ import annotations
@@ -46,8 +48,11 @@ class LiveFeed:
         interval: float = FRAME_S,
         idle_interval: float | None = None,
         max_pending: int = MAX_PENDING,
+        shown: Callable[[Attempt], bool] | None = None,
     ) -> None:
         self._store = store
+        self._shown = shown  # which attempts the log on screen shows as new rows
+        self._shown_at = float("-inf")  # when the last message with one of them went out
         self._target = target
         self._interval = interval
         self._idle_interval = (
@@ -81,12 +86,24 @@ class LiveFeed:
         if overflow > 0:
             del self._pending[:overflow]
             self._dropped += overflow
-        if self._timer is None:
-            # A frame after the last message: at once after a quiet spell (a lone delivery is
-            # not held back), later while a stream keeps coming.
-            loop = asyncio.get_running_loop()
-            now = loop.time()
-            self._timer = loop.call_at(max(now, self._posted_at + self._frame(now)), self.flush)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        # A frame after the last message: at once after a quiet spell (a lone delivery is not
+        # held back), later while a stream keeps coming; at once too for the first row the log
+        # shows after a spell without any (deliveries it filters out do not hold it back).
+        due = max(now, self._posted_at + self._frame(now))
+        if due > now and self._shown_is_due(batch, now):
+            due = now
+        if self._timer is None or self._timer.when() > due:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(due, self.flush)
+
+    def _shown_is_due(self, batch: Sequence[Attempt], now: float) -> bool:
+        shown = self._shown
+        if shown is None or now - self._shown_at < self._frame(now):
+            return False
+        return any(shown(a) for a in batch)
 
     def touch(self) -> None:
         """A person pressed a key or used the mouse: frames are short for a while (a frame
@@ -118,4 +135,6 @@ class LiveFeed:
         dropped, self._dropped = self._dropped, 0
         with contextlib.suppress(RuntimeError):  # flushed by hand outside a loop
             self._posted_at = asyncio.get_running_loop().time()
+            if self._shown is not None and any(self._shown(a) for a in attempts):
+                self._shown_at = self._posted_at
         self._target.post_message(DeliveriesStored(attempts, dropped))

@@ -11,6 +11,7 @@ Screens ask the app for app-wide things by messages too (``ReplayRequested``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -75,6 +76,13 @@ class LiveSignals:
         self.receiver: Signal[ReceiverState] = Signal(owner, "receiver")
         self.last_stats: Stats | None = None  # None: not counted yet
         self.last_receiver = ReceiverState()
+        # Which deliveries the event log shows as new rows (its filter); set by the log.
+        self.log_shows: Callable[[Attempt], bool] | None = None
+
+    def shown(self, attempt: Attempt) -> bool:
+        """Whether ``attempt`` becomes a row of the event log (the live feed posts the first
+        of these after a spell without any at once)."""
+        return self.log_shows is not None and self.log_shows(attempt)
 
     def publish_stats(self, stats: Stats) -> None:
         self.last_stats = stats

@@ -107,7 +107,9 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         return self._resetting
 
     def on_mount(self) -> None:
-        live_signals(self).deliveries.subscribe(self, self._deliveries_stored, immediate=True)
+        signals = live_signals(self)
+        signals.deliveries.subscribe(self, self._deliveries_stored, immediate=True)
+        signals.log_shows = lambda a: matches(self.filter, a)  # its rows go out without a wait
         self.reload()
 
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
