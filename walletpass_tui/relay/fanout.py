@@ -40,7 +40,7 @@ class Feed:
         self._ring_bytes = 0
         # The ring holds every event with a cursor above ``_floor``; None until the first event.
         self._floor: int | None = None
-        self._changed = asyncio.Event()
+        self._changed: asyncio.Future[None] | None = None
         self._key: SigningKey | None = None
         self._key_secret: str | None = None
 
@@ -60,8 +60,12 @@ class Feed:
         return self.used_bytes >= self.channel.quota_bytes
 
     @property
-    def changed(self) -> asyncio.Event:
-        """Set when events arrive after this moment: take it before reading, then wait on it."""
+    def changed(self) -> asyncio.Future[None]:
+        """Done when events arrive after this moment: take it before reading, then wait on it
+        with ``asyncio.wait`` (never cancel it: every subscriber of the channel shares it, so a
+        wake-up costs one future, not a task per subscriber)."""
+        if self._changed is None:
+            self._changed = asyncio.get_running_loop().create_future()
         return self._changed
 
     def append(self, stored: Stored) -> None:
@@ -82,8 +86,9 @@ class Feed:
         self.head_hint = stored.cursor
 
     def wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        changed, self._changed = self._changed, None
+        if changed is not None and not changed.done():
+            changed.set_result(None)
 
     def from_ring(self, after: int) -> list[tuple[int, bytes]] | None:
         """Events after ``after`` if the ring has them all, else None (read the database)."""

@@ -125,18 +125,8 @@ class Subscriptions:
                     await response.write(b"".join(event for _, event in page))
                     cursor = page[-1][0]
                     continue
-                waiter = asyncio.ensure_future(changed.wait())
-                stop = asyncio.ensure_future(self.stopping.wait())
-                try:
-                    done, _ = await asyncio.wait(
-                        {waiter, stop},
-                        timeout=self.heartbeat_s,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                finally:
-                    waiter.cancel()
-                    stop.cancel()
-                if not done:
+                done, _ = await asyncio.wait({changed}, timeout=self.heartbeat_s)
+                if not done and not self.stopping.is_set():
                     if not await self._still_valid(token, channel):
                         break
                     checked = time.monotonic()
@@ -153,6 +143,8 @@ class Subscriptions:
     async def close(self) -> None:
         """End every stream that is waiting (one blocked on a full socket is cut by the runner)."""
         self.stopping.set()
+        for feed in self.feeds:
+            feed.wake()
 
 
 def _cursor(request: web.Request) -> int | None:
