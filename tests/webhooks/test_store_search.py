@@ -7,10 +7,11 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, matches_text
+from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, indexer, matches_text
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -183,3 +184,28 @@ async def test_a_damaged_index_is_rebuilt_and_no_delivery_is_lost(tmp_path: Path
         await store.settled()
         assert await found(store, "after") == ["msg_after"]
     assert oct(index_path(path).stat().st_mode & 0o777) == oct(0o600)
+
+
+async def test_commits_are_indexed_together_and_settled_does_not_wait_for_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a steady rate the index is written once for many commits (it gathers them first); a
+    search after ``settled()`` still finds every one at once."""
+    monkeypatch.setattr(indexer, "COALESCE_S", 3600.0)  # never by itself: only settled() hurries
+    runs: list[int] = []
+
+    def counted(db: sqlite3.Connection, limit: int = indexer.CHUNK) -> int:
+        rows = real_chunk(db, limit)
+        runs.append(rows)
+        return rows
+
+    real_chunk = indexer.index_chunk
+    async with await Store.open(tmp_path / "c.sqlite3") as store:
+        monkeypatch.setattr(indexer, "index_chunk", counted)
+        for i in range(12):
+            await store.record(make(f"msg_steady{i:02d}", b'{"word": "gathered"}'))
+        assert store.commits == 12 and runs == []  # nothing indexed yet: it waits for more
+        await asyncio.wait_for(store.settled(), 60)  # a generous bound: hurried, not timed out
+        assert sum(runs) == 12 and len(runs) <= 2
+        assert len(await found(store, "gathered")) == 12
+        assert await found(store, "steady07") == ["msg_steady07"]

@@ -245,6 +245,7 @@ class Store:
             if self._loop.idle and self._indexer.idle:
                 return
             self._loop.hurry()
+            self._indexer.hurry()
             await asyncio.sleep(0.005)
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
