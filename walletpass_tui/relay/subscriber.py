@@ -272,7 +272,12 @@ class RelaySubscriber:
             await self._on_delivery(delivery)
         except Exception as exc:
             raise _HandlerFailed(exc) from exc
-        self._set(cursor=cursor, head=max(self.state.head, cursor))
+        # The cursor moves without a notice: ``on_state`` tells of the connection and of the
+        # relay's head as it announces it, so its listeners do no work for every delivery.
+        state = self.state
+        self.state = SubscriberState(
+            state.connected, cursor, max(state.head, cursor), state.error, state.attempts
+        )
 
 
 def _head(text: str) -> int | None:
