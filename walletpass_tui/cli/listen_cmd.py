@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -164,6 +165,11 @@ async def _listen(
     settings: Settings, setup: DeliverySetup, as_json: bool, relay: RelayLink | None = None
 ) -> int:
     info = sys.stderr if as_json else sys.stdout
+    if not settings.public_url:
+        # The ngrok lookup made once deliveries are accepted imports the HTTP client, a quarter of
+        # a second of the event loop on a small machine: imported now, before the port is bound,
+        # it never holds up the first deliveries.
+        importlib.import_module("httpx")
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
     with stop_on_signals() as stop:
