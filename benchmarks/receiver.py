@@ -12,7 +12,8 @@ What it measures, over loopback, with pre-signed deliveries (a unique webhook-id
    alternating rounds; each round prints deliveries/s (2xx answers per second), p50/p99
    acknowledgement latency and the receiver's peak RSS, and checks that every 2xx is in its database.
    The summary gives the median throughput of each and the ratio ours/baseline.
-2. Latency at a steady 200 deliveries/s: ``wrk2`` (constant rate) is not packaged, and plain wrk
+2. Latency at a steady 200 deliveries/s (``--steady-runs`` runs of each, alternating; the summary
+   gives the median p99 of each and their ratio): ``wrk2`` (constant rate) is not packaged, and plain wrk
    only throttles through ``delay()``, which measures from the moment a request is actually sent and
    so hides queueing (coordinated omission). Instead an open-loop asyncio client in this process
    sends each request at its scheduled time (on one of many keep-alive connections) and measures
@@ -319,6 +320,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200_000, help="pre-signed per round")
     parser.add_argument("--rate", type=float, default=200.0, help="paced deliveries/s")
     parser.add_argument("--rate-seconds", type=float, default=10.0, help="paced run length")
+    parser.add_argument(
+        "--steady-runs", type=int, default=3, help="paced runs of each receiver (median p99)"
+    )
     parser.add_argument("--memory", type=int, default=100_000, help="deliveries (0: skip)")
     parser.add_argument(
         "--only", choices=("ours", "baseline"), help="throughput of one receiver only"
@@ -394,23 +398,34 @@ def main() -> None:
                 f"(median of medians; per round: {', '.join(f'{r:.2f}' for r in ratios)})"
             )
 
-        # Steady rate.
+        # Steady rate: --steady-runs runs of each receiver, alternating which goes first.
         count = int(args.rate * args.rate_seconds)
-        if count:
+        runs = args.steady_runs if count else 0
+        if runs:
             print(
-                f"\nsteady {args.rate:g} deliveries/s for {args.rate_seconds:g} s, 64 connections:"
+                f"\nsteady {args.rate:g} deliveries/s for {args.rate_seconds:g} s, 64 connections, "
+                f"{runs} alternating run{'s' if runs != 1 else ''}:"
             )
-        for name in ["ours", "baseline"] if count else []:
-            server = start(name, workdir)
-            try:
-                rows = sign_requests(count, f"paced{name}")
-                data = [raw_request(server.port, r) for r in rows]
-                lat = asyncio.run(paced(server.port, data, args.rate, 64))
-            finally:
-                server.stop()
+        p99s: dict[str, list[float]] = {"ours": [], "baseline": []}
+        for run in range(runs):
+            for name in ["ours", "baseline"] if run % 2 == 0 else ["baseline", "ours"]:
+                server = start(name, workdir)
+                try:
+                    rows = sign_requests(count, f"paced{run}{name}")
+                    data = [raw_request(server.port, r) for r in rows]
+                    lat = asyncio.run(paced(server.port, data, args.rate, 64))
+                finally:
+                    server.stop()
+                p99s[name].append(pct(lat, 99))
+                print(
+                    f"  run {run + 1} {name:8s} p50 {pct(lat, 50):6.2f} ms  p99 {pct(lat, 99):6.2f} ms  "
+                    f"max {max(lat):6.2f} ms  ({len(lat)} deliveries)"
+                )
+        if runs:
+            ours, base = statistics.median(p99s["ours"]), statistics.median(p99s["baseline"])
             print(
-                f"  {name:8s} p50 {pct(lat, 50):6.2f} ms  p99 {pct(lat, 99):6.2f} ms  "
-                f"max {max(lat):6.2f} ms  ({len(lat)} deliveries)"
+                f"median p99 ours {ours:.2f} ms, baseline {base:.2f} ms: {ours / base:.2f}x "
+                f"(per run: {', '.join(f'{o / b:.2f}' for o, b in zip(p99s['ours'], p99s['baseline'], strict=True))})"
             )
 
         # Memory.
