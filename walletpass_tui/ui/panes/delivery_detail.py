@@ -36,9 +36,11 @@ from walletpass_tui.ui.panes.delivery_parts import (
     headers_text,
     summary_text,
 )
+from walletpass_tui.ui.widgets.body_text import BodyText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.store import Attempt, Store
 
+BODY_TABS = ("body", "raw")  # drawn by BodyText: only the lines in view
 LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often
 TABS = (
     ("body", "Body"),
@@ -92,7 +94,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         with TabbedContent(id="detail-tabs"):
             for key, title in TABS:
                 with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="detail-scroll"):
-                    yield Static(id=f"detail-{key}", classes="detail-text")
+                    if key in BODY_TABS:
+                        yield BodyText(id=f"detail-{key}", classes="detail-text")
+                    else:
+                        yield Static(id=f"detail-{key}", classes="detail-text")
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -247,7 +252,17 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         height changes (a new delivery's text usually takes as many lines as the last one's)."""
         shown = Text(content) if isinstance(content, str) else content
         for widget in self.query(f"#detail-{key}").results(Static):
-            height = self._height(shown, widget.content_region.width)
+            width = widget.content_region.width
+            if isinstance(widget, BodyText):
+                # A body page: its lines are wrapped once, here, and drawn when in view.
+                widget.update(shown, layout=False)
+                lines = widget.lines_at(width)
+                height = len(lines) if lines is not None else None
+                if height is None or self._heights.get(key) != height:
+                    widget.refresh(layout=True)
+                self._heights[key] = height
+                continue
+            height = self._height(shown, width)
             layout = height is None or self._heights.get(key) != height
             self._heights[key] = height
             widget.update(shown, layout=layout)
