@@ -313,9 +313,23 @@ async def _paced_posts(url: str, rate: float, seconds: float) -> dict[str, float
     return acked
 
 
+def busy_seconds() -> float:
+    """CPU time the whole machine spent busy so far (every core, every program)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def own_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "store") -> None:
     what = "row in a subscriber's store" if to == "store" else "subscriber receipt"
     print(f"2. ingress 2xx -> {what}, {rate:g}/s for {seconds:g} s, {count} subscribers")
+    busy0, own0, wall0 = busy_seconds(), own_seconds(), time.monotonic()
     proc, ingress, sub_url, _ = start_relay(workdir)
     expect = int(rate * seconds)
     # Laptops are separate machines: one process each. Bare subscribers share one process.
@@ -341,7 +355,10 @@ def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "s
         for child in children:
             if child.poll() is None:
                 child.kill()
+            child.wait()
         proc.stop()
+    wall = time.monotonic() - wall0
+    busy, own = busy_seconds() - busy0, own_seconds() - own0
     times = [sub for out in outs for sub in json.loads(out.read_text())]
     deltas = [(sub[msg] - acked[msg]) * 1000 for sub in times for msg in acked if msg in sub]
     missing = len(acked) * count - len(deltas)
@@ -363,6 +380,11 @@ def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "s
             f"p95 {pct(wire, 95):.1f} ms; read -> committed: p50 {pct(local, 50):.1f} ms, "
             f"p95 {pct(local, 95):.1f} ms"
         )
+    cores = os.cpu_count() or 1
+    print(
+        f"   CPU over the {wall:.0f} s: this benchmark's processes {own / wall:.2f} cores, other "
+        f"programs {max(0.0, busy - own) / wall:.2f} cores, of {cores}"
+    )
 
 
 # -- memory ---------------------------------------------------------------------------------------
