@@ -343,6 +343,10 @@ class Store:
         """Every attempt of one message, oldest first."""
         return await self._reader.message_attempts(webhook_id)
 
+    async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
+        """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
+        return await self._reader.message_attempts_without_bodies(webhook_id)
+
     async def list_messages(
         self,
         *,

@@ -113,6 +113,15 @@ class Reader:
             rows.attempt_from_row,
         )
 
+    async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
+        """Every attempt of one message, oldest first, each with an empty ``body`` (its size
+        in ``body_size``): an attempt list costs no body reads, however large they are."""
+        return await self.fetch(
+            f"SELECT {_NO_BODY} FROM attempts WHERE webhook_id = ? ORDER BY id",
+            [webhook_id],
+            rows.attempt_from_row,
+        )
+
     async def list_messages(
         self,
         *,
@@ -198,6 +207,7 @@ class Reader:
         )
 
 
+_NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # Driven by the index in rowid order, so the newest matches of a common word come at once.
 _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
