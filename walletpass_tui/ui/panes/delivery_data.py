@@ -15,16 +15,20 @@ __all__ = ["BodyView", "DeliveryData", "load_delivery", "load_pages"]
 @dataclass(frozen=True)
 class DeliveryData:
     attempt: Attempt
-    attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first
+    attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first (bodies empty
+    # but the shown attempt's: sizes are in body_size)
     forwards: tuple[ForwardRow, ...]
 
 
 async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
+    """The attempt with its body, and every attempt of its message without theirs (the list
+    shows when and how each was answered; a retried megabyte body is read once, not per try)."""
     attempt = await store.attempt(attempt_id)
     if attempt is None:
         return None
     if attempt.webhook_id:
-        attempts = tuple(await store.message_attempts(attempt.webhook_id))
+        listed = await store.message_attempts_without_bodies(attempt.webhook_id)
+        attempts = tuple(attempt if a.id == attempt.id else a for a in listed)
         forwards = tuple(await store.forwards_for_message(attempt.webhook_id))
     else:
         attempts, forwards = (attempt,), ()
