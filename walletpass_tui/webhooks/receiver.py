@@ -12,8 +12,8 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +25,14 @@ from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
 from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import (
+    DEFAULT_READ_TIMEOUT_S,
+    ReceiverError,
+    ReceiverOptions,
+    bind_error,
+    listening_socket,
+    receiver_url,
+)
 from walletpass_tui.webhooks.reasons import Reason, Rejected
 from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
 from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
@@ -41,28 +49,18 @@ from walletpass_tui.webhooks.store import (
 )
 from walletpass_tui.webhooks.verify import SigningKey, Verdict, verify
 
-__all__ = ["Inbound", "Injection", "Receiver", "ReceiverError", "ReceiverOptions", "Rejected"]
+__all__ = [
+    "DEFAULT_READ_TIMEOUT_S",
+    "Inbound",
+    "Injection",
+    "Receiver",
+    "ReceiverError",
+    "ReceiverOptions",
+    "Rejected",
+]
 
-DEFAULT_READ_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
 REGISTRY_CHECK_S = 1.0
-
-
-class ReceiverError(Exception):
-    """The receiver cannot start (the port is taken, say); the message says what to do."""
-
-
-@dataclass
-class ReceiverOptions:
-    host: str = "127.0.0.1"
-    port: int = 8787
-    path: str = "/webhooks"
-    tolerance_s: float = 300
-    max_body: int = 1024 * 1024
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    secrets: Sequence[SigningKey] = ()
-    sources: SourcePolicy = field(default_factory=SourcePolicy)
-    injection: Injection = field(default_factory=Injection)
 
 
 class Receiver:
@@ -119,8 +117,9 @@ class Receiver:
         await self.serve()
         return bound
 
-    async def bind(self) -> tuple[str, int]:
-        """Take the port without accepting yet; raises ReceiverError when it cannot be had."""
+    async def bind(self, sock: socket.socket | None = None) -> tuple[str, int]:
+        """Take the port without accepting yet; raises ReceiverError when it cannot be had.
+        ``sock``: a socket already listening (``listening.listening_socket``) to serve on."""
         if self.bound is not None:
             return self.bound
         # aiohttp logs malformed requests (which it answers 400 itself) with a traceback on
@@ -146,11 +145,14 @@ class Receiver:
         try:
             # The socket listens from here on: a sender connecting before serve() waits in the
             # backlog and is answered once serving starts, instead of being refused.
-            sock = await _listening_socket(self.options.host, self.options.port)
+            sock = sock or await listening_socket(self.options.host, self.options.port)
             listening = await loop.create_server(server, sock=sock, start_serving=False)
+        except ReceiverError:
+            await runner.cleanup()
+            raise
         except OSError as exc:
             await runner.cleanup()
-            raise ReceiverError(self._bind_error(exc)) from None
+            raise ReceiverError(bind_error(self.options.host, self.options.port, exc)) from None
         self._runner, self._server = runner, listening
         sockets = list(listening.sockets)
         port = sockets[0].getsockname()[1] if sockets else self.options.port
@@ -183,18 +185,7 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        host, port = self.bound or (self.options.host, self.options.port)
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{port}{self.options.path}"
-
-    def _bind_error(self, exc: OSError) -> str:
-        where = f"{self.options.host}:{self.options.port}"
-        if exc.errno in (98, 48):  # EADDRINUSE (Linux, macOS)
-            return f"Port {self.options.port} is already in use on {self.options.host}; pick another with --port."
-        if exc.errno in (13,):
-            return f"Not allowed to listen on {where}; use a port above 1024."
-        return f"Cannot listen on {where} ({exc.strerror or exc})."
+        return receiver_url(self.options, self.bound)
 
     # -- keys ----------------------------------------------------------------------------------
 
@@ -455,14 +446,3 @@ def _check_webhook_id(request: web.Request, body: bytes) -> None:
     raw_id = request.headers.get("webhook-id")
     if raw_id and not raw_id.isascii() and not is_utf8(raw_id):
         raise not_utf8_id(body)
-
-
-async def _listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to the first address ``host`` resolves to, listening."""
-    infos = await asyncio.get_running_loop().getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
-    family, _, _, _, address = infos[0]
-    sock = socket.create_server(address, family=family, backlog=128)
-    sock.setblocking(False)
-    return sock
