@@ -21,16 +21,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup, secret_lookup
-from walletpass_tui.webhooks.receiver import Inbound, Injection, Receiver, ReceiverOptions
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import (
+    ReceiverOptions,
+    bound_address,
+    listening_socket,
+    receiver_url,
+)
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+
+if TYPE_CHECKING:  # the receiver (aiohttp) and the forwarder (httpx) are imported when needed
+    from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
+    from walletpass_tui.webhooks.inbound import Inbound
+    from walletpass_tui.webhooks.receiver import Receiver
 
 DeliveryListener = Callable[[Sequence[Attempt]], None]
 ForwardListener = Callable[[ForwardRow, ForwardResult], None]
@@ -85,10 +96,15 @@ class DeliveryRuntime:
         self.registry = registry or EndpointRegistry(settings.endpoints_path)
         # The secret a replay or a late forward is re-signed with: by default the delivery's
         # endpoint's, or the only --secret given.
-        self.secret_for: SecretLookup = secret_for or secret_lookup(
+        self.secret_for: SecretLookup = secret_for or _lazy_secret_lookup(
             self.registry, self.setup.explicit_secrets
         )
+        # The port is a plain socket bound on open; the HTTP server (aiohttp) is built on it by
+        # serve() (or the first accept()), after the dashboard's first frame.
         self.receiver: Receiver | None = None
+        self._socket: socket.socket | None = None
+        self._bound: tuple[str, int] | None = None
+        self._injection = self.setup.options.injection if self.setup.options else Injection()
         self.forwarder: Forwarder | None = None
         self._store = store
         self._owns_store = store is None
@@ -133,6 +149,8 @@ class DeliveryRuntime:
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
+                from walletpass_tui.webhooks.forward import Forwarder
+
                 self.forwarder = Forwarder(
                     self._store,
                     setup.routes,
@@ -140,14 +158,9 @@ class DeliveryRuntime:
                     on_result=self._on_forward,
                 )
             if setup.options is not None:
-                self.receiver = Receiver(
-                    self._store,
-                    setup.options,
-                    registry=self.registry,
-                    forwarder=self.forwarder,
-                    ack_target=setup.ack_target,
-                )
-                await self.receiver.bind()
+                options = setup.options
+                self._socket = await listening_socket(options.host, options.port)
+                self._bound = bound_address(self._socket, options.host)
             if self.forwarder is not None:
                 await self.forwarder.start()
         except BaseException:
@@ -158,8 +171,9 @@ class DeliveryRuntime:
     async def serve(self) -> None:
         """Start accepting deliveries on the bound port and start the feeds (a no-op without a
         receiver, or twice)."""
-        if self.receiver is not None:
-            await self.receiver.serve()
+        receiver = await self._receiver()
+        if receiver is not None:
+            await receiver.serve()
             if self.feeds and not self._feed_tasks:
                 for feed in self.feeds:
                     task = asyncio.create_task(feed.run(self))
@@ -169,9 +183,32 @@ class DeliveryRuntime:
     async def accept(self, inbound: Inbound) -> Attempt:
         """One delivery from a feed: verified, stored (committed) and forwarded as a POST would
         be; returns the stored attempt. Raises StoreError when it could not be stored."""
-        if self.receiver is None:
+        receiver = await self._receiver()
+        if receiver is None:
             raise RuntimeError("No receiver runs in this runtime.")
-        return await self.receiver.accept(inbound)
+        return await receiver.accept(inbound)
+
+    async def _receiver(self) -> Receiver | None:
+        """The receiver, built on the bound socket the first time it is needed (None without a
+        receiver, or when the runtime is not open)."""
+        if self.receiver is None and self._socket is not None and self.setup.options is not None:
+            from walletpass_tui.webhooks.receiver import Receiver
+
+            receiver = Receiver(
+                self.store,
+                replace(self.setup.options, injection=self._injection),
+                registry=self.registry,
+                forwarder=self.forwarder,
+                ack_target=self.setup.ack_target,
+            )
+            sock, self._socket = self._socket, None
+            try:
+                await receiver.bind(sock)
+            except BaseException:
+                sock.close()
+                raise
+            self.receiver = receiver
+        return self.receiver
 
     async def feed_stopped(self) -> BaseException:
         """Wait until a feed stops for good; returns why (waits forever without feeds)."""
@@ -202,6 +239,11 @@ class DeliveryRuntime:
             await self.forwarder.stop()
         if self.receiver is not None:
             await self.receiver.stop()
+            self.receiver = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        self._bound = None
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -220,11 +262,17 @@ class DeliveryRuntime:
     @property
     def bound(self) -> tuple[str, int] | None:
         """(host, port) the receiver is bound to, or None without a receiver."""
-        return self.receiver.bound if self.receiver is not None else None
+        return self._bound
 
     @property
     def url(self) -> str | None:
-        return self.receiver.url if self.receiver is not None else None
+        options = self.setup.options
+        return receiver_url(options, self._bound) if options and self._bound else None
+
+    @property
+    def ack_target(self) -> bool:
+        """Whether the sender is answered with the forwarding target's status."""
+        return self.setup.ack_target and self.forwarder is not None
 
     @property
     def serving(self) -> bool:
@@ -279,9 +327,7 @@ class DeliveryRuntime:
     @property
     def injection(self) -> Injection:
         """The failures injected now (a frozen value; change it with the methods below)."""
-        if self.receiver is not None:
-            return self.receiver.injection
-        return self.setup.options.injection if self.setup.options else Injection()
+        return self._injection
 
     @property
     def paused(self) -> bool:
@@ -310,9 +356,25 @@ class DeliveryRuntime:
         self._inject(delay_s=seconds)
 
     def _inject(self, **changes: object) -> None:
-        if self.receiver is None:
+        if self.setup.options is None:
             raise RuntimeError("No receiver runs in this runtime.")
-        self.receiver.set_injection(replace(self.receiver.injection, **changes))  # type: ignore[arg-type]
+        self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
+        if self.receiver is not None:
+            self.receiver.set_injection(self._injection)
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
+
+
+def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
+    """``forward.secret_lookup``, importing the forwarder (httpx) on the first lookup only."""
+    found: list[SecretLookup] = []
+
+    def lookup(attempt: Attempt) -> str | None:
+        if not found:
+            from walletpass_tui.webhooks.forward import secret_lookup
+
+            found.append(secret_lookup(registry, explicit))
+        return found[0](attempt)
+
+    return lookup
