@@ -147,7 +147,7 @@ _EXPECTED = (
     ("walletpass_tui.api.topics", "TopicError"),
     ("walletpass_tui.webhooks.models", "StoreError"),
     ("walletpass_tui.webhooks.store", "StoreError"),
-    ("walletpass_tui.webhooks.receiver", "ReceiverError"),
+    ("walletpass_tui.webhooks.listening", "ReceiverError"),
 )
 
 

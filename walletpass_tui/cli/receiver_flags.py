@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING
 from walletpass_tui.cli.common import CommandError, UsageError
 from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
 from walletpass_tui.config import Settings, mask_secret
-from walletpass_tui.webhooks.forward import ForwardError, parse_route
-from walletpass_tui.webhooks.receiver import Injection, ReceiverOptions
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
 from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
 if TYPE_CHECKING:
     from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.webhooks.forward import Route
 
 __all__ = [
     "DeliverySetup",
@@ -82,10 +83,14 @@ def receiver_options(settings: Settings) -> ReceiverOptions:
 
 def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
     options = build_receiver_options(args, settings)
-    try:
-        routes = tuple(parse_route(text) for text in getattr(args, "forward_to", []))
-    except ForwardError as exc:
-        raise CommandError(str(exc)) from None
+    routes: tuple[Route, ...] = ()
+    if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
+        from walletpass_tui.webhooks.forward import ForwardError, parse_route
+
+        try:
+            routes = tuple(parse_route(text) for text in args.forward_to)
+        except ForwardError as exc:
+            raise CommandError(str(exc)) from None
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
