@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from walletpass_tui.ui.body_pages import BodyPage, body_page
+from walletpass_tui.ui.widgets.body_text import Wrapped, wrap_lines
 from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
 
 __all__ = ["BodyView", "DeliveryData", "load_delivery", "load_pages"]
@@ -41,12 +42,18 @@ class BodyView:
 
     body: BodyPage
     raw: BodyPage
+    wrapped: Wrapped | None = None  # the body page's lines at the width it is shown
 
 
-async def load_pages(body: bytes, body_index: int = 0, raw_index: int = 0) -> BodyView:
-    """Both views' pages, prepared in a worker thread (parsing, escaping, highlighting)."""
+async def load_pages(
+    body: bytes, body_index: int = 0, raw_index: int = 0, *, width: int = 0
+) -> BodyView:
+    """Both views' pages, prepared in a worker thread (parsing, escaping, highlighting, and
+    wrapping the body page at ``width``, when known)."""
 
     def prepare() -> BodyView:
-        return BodyView(body_page(body, body_index), body_page(body, raw_index, raw=True))
+        page = body_page(body, body_index)
+        raw = body_page(body, raw_index, raw=True)
+        return BodyView(page, raw, wrap_lines(page.content, width))
 
     return await asyncio.to_thread(prepare)

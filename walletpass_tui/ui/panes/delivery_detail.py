@@ -184,7 +184,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             self.pages is not None and self.data is not None and self.data.attempt.id == attempt_id
         )
         pages = (
-            self.pages if same and self.pages is not None else await load_pages(data.attempt.body)
+            self.pages
+            if same and self.pages is not None
+            else await load_pages(data.attempt.body, width=self._body_width())
         )
         if attempt_id != self.requested_id:
             return
@@ -256,6 +258,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             if isinstance(widget, BodyText):
                 # A body page: its lines are wrapped once, here, and drawn when in view.
                 widget.update(shown, layout=False)
+                wrapped = self.pages.wrapped if self.pages is not None else None
+                if wrapped is not None and wrapped.content is shown:
+                    widget.seed(wrapped)  # wrapped in the worker thread
                 lines = widget.lines_at(width)
                 height = len(lines) if lines is not None else None
                 if height is None or self._heights.get(key) != height:
@@ -281,6 +286,12 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         if any(cell_len(line) > width for line in lines):
             return None  # wrapped Content: its height is Textual's to find
         return len(lines)
+
+    def _body_width(self) -> int:
+        """The width the body page is drawn at (0 when not known yet)."""
+        found = self.query("#detail-body").results(BodyText)
+        widget = next(iter(found), None)
+        return widget.content_region.width if widget is not None else 0
 
     def _ready(self) -> bool:
         """Whether the tabs' contents are mounted (TabbedContent mounts them a little later)."""

@@ -10,13 +10,31 @@ lines scrolled to are drawn then). While a person selects text with the mouse it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual.content import Content
 from textual.geometry import Size
 from textual.strip import Strip
-from textual.visual import Visual
+from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
-__all__ = ["BodyText"]
+__all__ = ["BodyText", "Wrapped", "wrap_lines"]
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """``content`` wrapped at ``width`` (done in a worker thread, handed to ``BodyText.seed``)."""
+
+    content: Content
+    width: int
+    lines: list[Content]
+
+
+def wrap_lines(content: Content, width: int) -> Wrapped | None:
+    """``content``'s lines at ``width``, as ``BodyText`` wraps them (pure: safe in a thread)."""
+    if width <= 0:
+        return None
+    return Wrapped(content, width, content.wrap(width, overflow="fold"))
 
 
 class BodyText(Static):
@@ -27,7 +45,7 @@ class BodyText(Static):
         self._wrapped_visual: Visual | None = None
         self._wrapped: dict[int, list[Content]] = {}  # by width (a scroll bar takes a cell)
         self.wraps = 0  # how many times a text was wrapped (a test counts them)
-        self.lines_rendered = 0  # lines drawn since the widget was made (a test counts them)
+        self.rows_drawn: set[int] = set()  # rows rendered since the last update (tests count)
 
     def lines_at(self, width: int) -> list[Content] | None:
         """The text's lines at ``width`` (None when it is not ``Content``: drawn as a Static)."""
@@ -47,6 +65,20 @@ class BodyText(Static):
             self.wraps += 1
         return lines
 
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        self.rows_drawn = set()
+        super().update(content, layout=layout)
+
+    def seed(self, wrapped: Wrapped) -> None:
+        """Take lines wrapped elsewhere (a worker thread) for the text on screen, so neither the
+        layout nor drawing wraps it on the event loop."""
+        overflow = self.styles.get_rule("text_overflow", "fold")
+        if self.visual is wrapped.content and overflow == "fold" and self._plain_style():
+            if self._wrapped_visual is not wrapped.content:
+                self._wrapped_visual = wrapped.content
+                self._wrapped = {}
+            self._wrapped[wrapped.width] = wrapped.lines
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         lines = self.lines_at(width) if self._plain_style() else None
         if lines is None:
@@ -61,7 +93,7 @@ class BodyText(Static):
         style = self.visual_style
         if y >= len(lines):
             return Strip.blank(width, style.rich_style)
-        self.lines_rendered += 1
+        self.rows_drawn.add(y)
         strips = Visual.to_strips(self, lines[y], width, 1, style, apply_selection=False)
         return strips[0] if strips else Strip.blank(width, style.rich_style)
 
