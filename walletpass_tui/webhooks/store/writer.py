@@ -230,7 +230,7 @@ class GroupCommit:
         self._rejected_since_prune = 0
         self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
-        self._wake = asyncio.Event()  # wakes a writer waiting for deliveries
+        self._waiter: asyncio.Future[None] | None = None  # a writer waiting for deliveries
         self.checkpoints.on_done = self._poke
 
     def start(self) -> None:
@@ -247,10 +247,12 @@ class GroupCommit:
 
     def submit(self, pending: Pending) -> None:
         self._queue.put_nowait(pending)
+        self._poke()
 
     async def stop(self) -> None:
         if self._task is not None:
-            await self._queue.put(None)
+            self._queue.put_nowait(None)
+            self._poke()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.checkpoints.close()
@@ -276,10 +278,13 @@ class GroupCommit:
     def hurry(self) -> None:
         """Do the background work now instead of waiting for the writer to be idle a while."""
         self._hurried = True
-        self._wake.set()
+        self._poke()
 
     def _poke(self) -> None:
-        self._wake.set()
+        """Wake a writer waiting in _wait (a delivery, a stop, a hurry or a finished checkpoint)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _next(self) -> Pending | None:
         """The next delivery; while none waits, one bounded step of background work at a time
@@ -306,19 +311,25 @@ class GroupCommit:
         return not self.checkpoints.top_up_due
 
     async def _wait(self, timeout: float | None) -> object:
-        """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING."""
+        """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING.
+
+        One future, woken by ``_poke``, rather than a task per source: at a steady rate the writer
+        waits here before every delivery. The state a wake-up stands for was looked at just
+        before, with no await in between, so none is missed.
+        """
         self._busy = False
-        self._wake.clear()  # the state it stands for was looked at just before
-        getter = asyncio.ensure_future(self._queue.get())
-        woken = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait(
-                {getter, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            woken.cancel()
-            got_one = not getter.cancel()  # False: it had already taken an item
-        return getter.result() if got_one else _NOTHING
+        if self._queue.empty():
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                if timeout is None:
+                    await self._waiter
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(timeout):
+                            await self._waiter
+            finally:
+                self._waiter = None
+        return self._queue.get_nowait() if not self._queue.empty() else _NOTHING
 
     def _backlog(self) -> bool:
         prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
