@@ -205,14 +205,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             max_body=settings.max_body, tolerance_s=settings.tolerance_s, sources=sources
         ),
     )
+    from walletpass_tui.cli.listen_cmd import run_loop  # uvloop where installed, as listen
+
     try:
-        asyncio.run(_serve(RelayServer(options)))
+        run_loop(_serve(RelayServer(options)))
     except (RelayError, RelayStoreError) as exc:
         raise CommandError(str(exc)) from None
     return 0
 
 
-async def _serve(server: Any) -> None:
+async def _serve(server: Any) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -228,6 +230,7 @@ async def _serve(server: Any) -> None:
     finally:
         await server.stop()
         print("Relay stopped.", flush=True)
+    return 0
 
 
 # -- follow ----------------------------------------------------------------------------------------
