@@ -99,3 +99,72 @@ def test_the_probe_sees_heavy_modules_when_a_command_needs_them(
     result = loaded_by(tmp_path, env, "templates")
     assert result["code"] == 1
     assert "httpx" in result["heavy"]
+
+
+DASHBOARD_PROBE = """
+import asyncio, json, sys
+from walletpass_tui.cli import main
+from walletpass_tui.ui.app import WalletPassApp
+from walletpass_tui.ui.widgets.log_view import LogView
+
+HTTP_STACK = ("aiohttp", "httpx")
+report = {}
+apps = []
+original = WalletPassApp.run_async
+
+
+def loaded():
+    return sorted(m for m in HTTP_STACK if m in sys.modules)
+
+
+async def run_async(self, **kwargs):
+    apps.append(self)
+    return await original(self, headless=True, size=(120, 36))
+
+
+async def finish():
+    app = apps[0]
+    while not app.runtime.serving:  # the receiver is built once the first frame is drawn
+        await asyncio.sleep(0.01)
+    report["serving"] = loaded()
+    app.exit()
+
+
+def painted(row):
+    if "first_row" not in report:
+        report["first_row"] = loaded()
+        asyncio.get_running_loop().create_task(finish())
+
+
+WalletPassApp.run_async = run_async
+LogView.paint_observer = painted
+report["code"] = main(["--port", "0"])
+with open(sys.argv[1], "w") as fh:
+    json.dump(report, fh)
+"""
+
+
+def test_the_dashboard_paints_its_first_row_before_loading_the_http_stack(
+    history: Path, tmp_path: Path
+) -> None:
+    """The real dashboard (headless, over a stored delivery): when its first log row is drawn
+    neither aiohttp (the receiver) nor httpx (the service's client, forwarding, the tunnel
+    lookup) is loaded; the receiver is built right after and then aiohttp is."""
+    report = tmp_path / "dashboard.json"
+    env = {
+        **os.environ,
+        "WALLETPASS_API_KEY": "wp_test_x" * 3,
+        "WALLETPASS_BASE_URL": "http://127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", DASHBOARD_PROBE, str(report)],
+        env=env,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert report.exists(), done.stderr.decode()[-2000:]
+    result = json.loads(report.read_text())
+    assert result["code"] == 0, result
+    assert result["first_row"] == [], f"loaded before the first row: {result['first_row']}"
+    assert "aiohttp" in result["serving"], result

@@ -7,15 +7,19 @@ The app subscribes, paints its first frame and only then starts accepting delive
 ends the runtime closes in reverse order, the store last, after every acknowledged delivery is on
 disk. With ``--relay`` the runtime also follows a relay channel (its state in the header; a relay
 that refuses the token stops following with a notification, the local receiver keeps going).
+
+The first frame comes before the HTTP stack is imported: the port is a plain socket until the
+receiver (aiohttp) is built on it after that frame, and the service's client (httpx) is built the
+first time a pane calls the service.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.receiver_flags import (
     DeliverySetup,
@@ -26,6 +30,40 @@ from walletpass_tui.cli.receiver_flags import (
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, Feed
 
+if TYPE_CHECKING:
+    from walletpass_tui.api.client import WalletPassClient
+    from walletpass_tui.api.models import TemplateList, WebhookEndpoint
+
+
+class LazyServiceClient:
+    """The dashboard's ``ServiceClient``: a ``WalletPassClient`` built on the first call."""
+
+    def __init__(
+        self, settings: Settings, on_endpoint_created: Callable[[WebhookEndpoint], None]
+    ) -> None:
+        self.settings = settings
+        self._on_created = on_endpoint_created
+        self._client: WalletPassClient | None = None
+
+    def client(self) -> WalletPassClient:
+        if self._client is None:
+            from walletpass_tui.api.client import WalletPassClient
+
+            self._client = WalletPassClient(self.settings, on_endpoint_created=self._on_created)
+        return self._client
+
+    async def list_pass_templates(self) -> TemplateList:
+        return await self.client().list_pass_templates()
+
+    async def create_webhook_endpoint(
+        self, url: str, topics: Sequence[str], enabled: bool = True
+    ) -> WebhookEndpoint:
+        return await self.client().create_webhook_endpoint(url, topics, enabled)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
 
 async def run_dashboard_async(
     settings: Settings, setup: DeliverySetup | None = None, feeds: Sequence[Feed] = ()
@@ -34,7 +72,7 @@ async def run_dashboard_async(
 
     setup = setup or DeliverySetup(options=receiver_options(settings))
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
-        client = WalletPassClient(settings, on_endpoint_created=runtime.registry.record_created)
+        client = LazyServiceClient(settings, runtime.registry.record_created)
         try:
             app = build_app(runtime, client)
             await app.run_async()

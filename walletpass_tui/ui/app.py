@@ -12,6 +12,7 @@ import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
@@ -30,12 +31,10 @@ from walletpass_tui.ui.messages import (
     ReplayRequested,
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
-from walletpass_tui.ui.relay_header import relay_fields, relay_link_of, watch_relay
 from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.help import HelpScreen, KeyGroup
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.ui.screens.replay import Replayed, ReplayScreen
 from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
@@ -45,6 +44,10 @@ from walletpass_tui.webhooks.store import (
     Attempt,
     Stats,
 )
+
+if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
+    from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.ui.screens.replay import Replayed
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -123,8 +126,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         )
         # Every failed write of the history is said in the header until one succeeds again.
         self._unwatch_health = runtime.store.on_health(self._history_health)
-        self._relay = relay_link_of(runtime)
-        self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
+        self._relay: RelayLink | None = None
+        if runtime.feeds:  # --relay: its module (aiohttp) is loaded already
+            from walletpass_tui.ui.relay_header import relay_link_of, watch_relay
+
+            self._relay = relay_link_of(runtime)
+            self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
         self._show_receiver()
         await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
         self._recount()  # the header's totals: a count of the whole history, not before paint
@@ -258,10 +265,18 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
                 mode=self.parts.mode,
                 forward_targets=tuple(r.target for r in routes),
                 pending_forwards=self.pending_forwards,
-                **relay_fields(getattr(self, "_relay", None)),
+                **self._relay_fields(),
                 history_problem=self._history_problem(),
             )
         )
+
+    def _relay_fields(self) -> dict[str, Any]:
+        link = getattr(self, "_relay", None)
+        if link is None:
+            return {}
+        from walletpass_tui.ui.relay_header import relay_fields
+
+        return relay_fields(link)
 
     def _history_problem(self) -> str | None:
         """The header's words when the history cannot be written (its file named, not its path)."""
@@ -307,6 +322,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     async def _open_replay(self, attempt_id: int) -> None:
         assert self.context is not None
+        from walletpass_tui.ui.screens.replay import ReplayScreen  # the form imports httpx
+
         attempt = await self.context.store.attempt(attempt_id)
         if attempt is None:
             self.notify("That delivery is no longer in the history.", markup=False)
@@ -364,6 +381,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.push_screen(HelpScreen(self.key_groups()))
 
     def key_groups(self) -> list[KeyGroup]:
+        from walletpass_tui.ui.screens.replay import ReplayScreen
+
         return [
             ("Everywhere", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Commands")]),
             ("Main screen", MainScreen.BINDINGS),
