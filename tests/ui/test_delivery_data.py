@@ -4,11 +4,15 @@ without theirs, however large the bodies are."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from ui_helpers import attempt, record_all
+import pytest
+from ui_helpers import attempt, record_all, wait_for
 
+from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.delivery_data import load_delivery
-from walletpass_tui.webhooks.store import Store
+from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.webhooks.store import Attempt, Store
 
 
 async def test_a_retried_megabyte_body_is_read_once_not_once_per_attempt(store: Store) -> None:
@@ -42,3 +46,34 @@ async def test_the_attempt_list_without_bodies_keeps_everything_else(store: Stor
     assert [(a.id, a.verdict, a.status, a.topic, a.pass_id) for a in brief] == [
         (a.id, a.verdict, a.status, a.topic, a.pass_id) for a in full
     ]
+
+
+async def test_a_large_body_arriving_is_shown_without_reading_it_back(
+    make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The followed detail takes a large body from the live feed (prepared as it arrived), not
+    from the history: counted reads of whole attempts, and the same picture."""
+    read: list[int] = []
+    whole = store.attempt
+
+    async def counting(attempt_id: int) -> Attempt | None:
+        read.append(attempt_id)
+        return await whole(attempt_id)
+
+    monkeypatch.setattr(store, "attempt", counting)
+    await record_all(store, [attempt(1)])
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        await wait_for(lambda: main.detail.webhook_id == "msg_000001")
+        blob = "y" * (512 * 1024)
+        body = json.dumps({"type": "pass.activated", "data": {"passId": "big", "b": blob}})
+        (big,) = await record_all(store, [attempt(2, body=body.encode())])
+        await wait_for(lambda: main.detail.webhook_id == "msg_000002", timeout=10)
+        await pilot.pause()
+        data = main.detail.data
+        assert data is not None and data.attempt.body == body.encode()
+        assert data.attempt.id == big.id and data.attempt.body_size == len(body)
+        assert '"passId": "big"' in str(main.detail.query_one("#detail-body").render())
+        assert big.id not in read  # its row was read without the body; the body not read back

@@ -4,13 +4,15 @@ and body pages (prepared in a worker thread)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from walletpass_tui.ui.body_pages import BodyPage, body_page
 from walletpass_tui.ui.widgets.body_text import Wrapped, wrap_lines
 from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
 
-__all__ = ["BodyView", "DeliveryData", "load_delivery", "load_pages"]
+__all__ = ["AHEAD_BYTES", "Ahead", "BodyView", "DeliveryData", "load_delivery", "load_pages"]
+
+AHEAD_BYTES = 64 * 1024  # a body this large arriving is prepared before the log selects it
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,22 @@ class DeliveryData:
     forwards: tuple[ForwardRow, ...]
 
 
-async def load_delivery(store: Store, attempt_id: int) -> DeliveryData | None:
+async def load_delivery(
+    store: Store, attempt_id: int, *, arrived: Attempt | None = None
+) -> DeliveryData | None:
     """The attempt with its body, and every attempt of its message without theirs (the list
-    shows when and how each was answered; a retried megabyte body is read once, not per try)."""
+    shows when and how each was answered; a retried megabyte body is read once, not per try).
+
+    ``arrived`` is the attempt as the live feed handed it over, body included: its row is then
+    read without the body, which is taken from memory (the bytes just stored, not read back)."""
+    if arrived is not None and arrived.id == attempt_id and arrived.webhook_id:
+        listed = await store.message_attempts_without_bodies(arrived.webhook_id)
+        row = next((a for a in listed if a.id == attempt_id), None)
+        if row is not None and row.body_size == len(arrived.body):
+            attempt = replace(row, body=arrived.body)
+            attempts = tuple(attempt if a.id == attempt_id else a for a in listed)
+            forwards = tuple(await store.forwards_for_message(arrived.webhook_id))
+            return DeliveryData(attempt, attempts, forwards)
     attempt = await store.attempt(attempt_id)
     if attempt is None:
         return None
@@ -57,3 +72,30 @@ async def load_pages(
         return BodyView(page, raw, wrap_lines(page.content, width))
 
     return await asyncio.to_thread(prepare)
+
+
+class Ahead:
+    """The pages of a large body being prepared as it arrives, before the log selects its row:
+    preparing them (a thread) overlaps with the log drawing the row, instead of following it."""
+
+    def __init__(self) -> None:
+        self.attempt: Attempt | None = None
+        self._pages: asyncio.Task[BodyView] | None = None
+
+    def start(self, attempt: Attempt, width: int) -> None:
+        self.drop()
+        self.attempt = attempt
+        self._pages = asyncio.ensure_future(load_pages(attempt.body, width=width))
+
+    def take(self, attempt_id: int) -> tuple[Attempt, asyncio.Task[BodyView]] | None:
+        """What was prepared for ``attempt_id`` (then forgotten here), or None."""
+        attempt, pages = self.attempt, self._pages
+        if attempt is None or pages is None or attempt.id != attempt_id:
+            return None
+        self.attempt, self._pages = None, None
+        return attempt, pages
+
+    def drop(self) -> None:
+        if self._pages is not None:
+            self._pages.cancel()
+        self.attempt, self._pages = None, None

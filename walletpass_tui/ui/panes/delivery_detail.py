@@ -29,7 +29,14 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from walletpass_tui.ui.body_pages import body_page
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
-from walletpass_tui.ui.panes.delivery_data import BodyView, DeliveryData, load_delivery, load_pages
+from walletpass_tui.ui.panes.delivery_data import (
+    AHEAD_BYTES,
+    Ahead,
+    BodyView,
+    DeliveryData,
+    load_delivery,
+    load_pages,
+)
 from walletpass_tui.ui.panes.delivery_parts import (
     attempts_text,
     forwards_text,
@@ -87,6 +94,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         self._live_wanted = False
         self._heights: dict[str, int | None] = {}  # each part's lines on screen
         self._painted_tabs: set[str] = set()  # tabs showing the current data
+        self._ahead = Ahead()  # a large body's pages, prepared as it arrives
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary", classes="detail-summary")
@@ -111,7 +119,16 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         return self.data.attempt.webhook_id if self.data is not None else None
 
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
-        """Another attempt of the message on screen arrived: show it in the attempt list."""
+        """Another attempt of the message on screen arrived: show it in the attempt list. A
+        large body the log shows is prepared at once, while the log draws its row."""
+        newest = message.attempts[-1] if message.attempts else None
+        if (
+            newest is not None
+            and len(newest.body) >= AHEAD_BYTES
+            and self.on_screen
+            and live_signals(self).shown(newest)
+        ):
+            self._ahead.start(newest, self._body_width())
         shown = self.webhook_id
         if shown and any(a.webhook_id == shown for a in message.attempts):
             self._live_reload()
@@ -171,7 +188,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def _load(self, attempt_id: int) -> None:
-        data = await load_delivery(self.store, attempt_id)
+        ahead = self._ahead.take(attempt_id)
+        arrived = ahead[0] if ahead is not None else None
+        data = await load_delivery(self.store, attempt_id, arrived=arrived)
         if attempt_id != self.requested_id:
             return
         if data is None:
@@ -183,11 +202,12 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         same = (
             self.pages is not None and self.data is not None and self.data.attempt.id == attempt_id
         )
-        pages = (
-            self.pages
-            if same and self.pages is not None
-            else await load_pages(data.attempt.body, width=self._body_width())
-        )
+        if same and self.pages is not None:
+            pages = self.pages
+        elif ahead is not None and arrived is not None and data.attempt.body is arrived.body:
+            pages = await ahead[1]  # prepared as it arrived
+        else:
+            pages = await load_pages(data.attempt.body, width=self._body_width())
         if attempt_id != self.requested_id:
             return
         self._show_data(data, pages)
