@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -85,4 +86,11 @@ def run_dashboard(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     setup = delivery_setup(args, settings)
     link = relay_link(args, settings)
-    return asyncio.run(run_dashboard_async(settings, setup, (link,) if link else ()))
+    # No cyclic garbage collection while the UI is imported and the first screen built (tens of
+    # thousands of long-lived objects, walked again by each collection): the app turns it back
+    # on after its first frame.
+    gc.disable()
+    try:
+        return asyncio.run(run_dashboard_async(settings, setup, (link,) if link else ()))
+    finally:
+        gc.enable()

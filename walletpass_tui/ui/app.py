@@ -31,11 +31,7 @@ from walletpass_tui.ui.messages import (
     ReplayRequested,
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
-from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
-from walletpass_tui.ui.screens.detail import DetailScreen
-from walletpass_tui.ui.screens.help import HelpScreen, KeyGroup
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
@@ -47,6 +43,7 @@ from walletpass_tui.webhooks.store import (
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
     from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
 
 DARK_THEME = "textual-dark"
@@ -139,7 +136,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         # Deliveries are accepted once the first frame is on screen (the port is already bound:
         # a sender connecting meanwhile waits in the backlog).
         self.call_after_refresh(self._start_receiving)
-        self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(_collect_again)
 
     def _start_receiving(self) -> None:
         self.run_worker(self._serve(), group="receiver", exclusive=True, exit_on_error=False)
@@ -377,11 +374,16 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.theme = self._dark_theme
 
     def action_help(self) -> None:
+        from walletpass_tui.ui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_groups()))
 
     def key_groups(self) -> list[KeyGroup]:
+        from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
+        from walletpass_tui.ui.screens.detail import DetailScreen
         from walletpass_tui.ui.screens.replay import ReplayScreen
+        from walletpass_tui.ui.screens.template_json import TemplateScreen
 
         return [
             ("Everywhere", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Commands")]),
@@ -392,6 +394,14 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             ("Forms", CreateEndpointScreen.BINDINGS),
             ("Replay", ReplayScreen.BINDINGS),
         ]
+
+
+def _collect_again() -> None:
+    """After the first frame: the objects built so far frozen (full collections no longer walk
+    the screen's thousands of objects) and the collector, paused by the dashboard command while
+    it imports and builds the first screen, back on."""
+    gc.freeze()
+    gc.enable()
 
 
 def build_app(

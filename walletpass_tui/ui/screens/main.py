@@ -7,6 +7,8 @@ opens as a screen of its own; on short terminals the detail pane gives its room 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,15 +24,13 @@ from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
-from walletpass_tui.ui.screens.create_endpoint import Created, CreateEndpointScreen
-from walletpass_tui.ui.screens.detail import DetailScreen
-from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
-from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
-from walletpass_tui.ui.screens.template_json import TemplateScreen
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.store import LogFilter
+
+if TYPE_CHECKING:  # the other screens are imported when opened, after the first paint
+    from walletpass_tui.ui.screens.create_endpoint import Created
 
 DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
 FOLLOW_DETAIL_S = 0.5  # new rows arriving while following: the detail catches up this often
@@ -215,6 +215,8 @@ class MainScreen(Screen[None]):
 
     def open_detail(self, attempt_id: int) -> None:
         """The delivery on a screen of its own; one screen, kept and reused."""
+        from walletpass_tui.ui.screens.detail import DetailScreen
+
         app = self.app
         if not app.is_screen_installed(DETAIL_SCREEN):
             screen = DetailScreen(self.context.store, step=self._step_log)
@@ -239,16 +241,22 @@ class MainScreen(Screen[None]):
 
     @on(TemplatesPane.ShowTemplate)
     def _show_template(self, event: TemplatesPane.ShowTemplate) -> None:
+        from walletpass_tui.ui.screens.template_json import TemplateScreen
+
         self.app.push_screen(TemplateScreen(event.template))
 
     # -- endpoints -------------------------------------------------------------------------------
 
     def action_new_endpoint(self) -> None:
+        from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
+
         self.app.push_screen(CreateEndpointScreen(self.context), self._created)
 
     def _created(self, created: Created | None) -> None:
         if created is None:
             return
+        from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
+
         self.endpoints.reload(select=created.endpoint.id)
         self.app.push_screen(
             EndpointSecretScreen(
@@ -263,6 +271,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(CheckScreen.for_context(self.context))
 
     def action_import_endpoint(self) -> None:
+        from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
+
         self.app.push_screen(ImportEndpointScreen(self.context.registry), self._imported)
 
     def _imported(self, endpoint_id: str | None) -> None:
