@@ -6,7 +6,8 @@
 OUT gets, per laptop, the moment each delivery's row was committed, and ``OUT.received`` the moment
 its event was read off the stream. ``receipt``: COUNT bare ``RelaySubscriber``s; OUT gets the moment
 each handler ran. ``OUT.ready`` appears once every subscriber is connected. The token comes from
-``BENCH_RELAY_TOKEN``.
+``BENCH_RELAY_TOKEN``. The laptops run on uvloop where it is installed, as ``listen --relay``
+does; ``BENCH_LOOP=asyncio`` runs them on asyncio's own loop instead.
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ def main() -> None:
     run = _subscribers_main if mode == "receipt" else _laptops_main
     # On uvloop where it is installed, as ``listen --relay`` runs (cli/listen_cmd.run_loop).
     try:
+        if os.environ.get("BENCH_LOOP") == "asyncio":
+            raise ImportError
         import uvloop
     except ImportError:
         times = asyncio.run(run(url, int(count), int(expect), Path(out)))
