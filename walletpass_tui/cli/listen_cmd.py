@@ -176,11 +176,12 @@ async def _listen(
     settings: Settings, setup: DeliverySetup, as_json: bool, relay: RelayLink | None = None
 ) -> int:
     info = sys.stderr if as_json else sys.stdout
-    if not settings.public_url:
-        # The ngrok lookup made once deliveries are accepted imports the HTTP client, a quarter of
-        # a second of the event loop on a small machine: imported now, before the port is bound,
-        # it never holds up the first deliveries.
-        importlib.import_module("httpx")
+    # What would run once deliveries are accepted runs now, before the port is bound: importing
+    # the receiver (aiohttp, built by serve()) and the ngrok lookup (its HTTP client and TLS set-up).
+    # Done after, they held up the first deliveries for up to half a second on a small machine.
+    importlib.import_module("walletpass_tui.webhooks.receiver")
+    port = setup.options.port if setup.options is not None else 0
+    public_url = settings.public_url or (await discover_ngrok(port) if port else None)
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
     with stop_on_signals() as stop:
@@ -188,9 +189,8 @@ async def _listen(
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             runtime.subscribe(Printer(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json))
             await runtime.serve()
-            public_url = settings.public_url or await discover_ngrok(
-                runtime.bound[1] if runtime.bound else None
-            )
+            if not (settings.public_url or port):  # a port picked at random: known only now
+                public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
             _announce(info, runtime, public_url, await runtime.pending_forwards(), relay)
             if relay is not None:  # after the announcement, from the state it is in now
                 printer = RelayStatePrinter(info)
