@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,35 @@ def test_a_megabyte_body_gives_one_bounded_page() -> None:
     assert "]: next part" in first.content.plain
     last = body_page(body, (len(body) + 20) // PAGE_CHARS)
     assert not last.more and "[: previous part" in last.content.plain
+
+
+def test_a_megabyte_string_is_escaped_only_as_far_as_the_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted, not timed: the longest text escaped in one call (which holds the interpreter's
+    lock) for a page of a body that is one megabyte string, and the raw bytes decoded."""
+    escaped: list[int] = []
+    escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+    def counting(text: str) -> str:
+        escaped.append(len(text))
+        return escape(text)
+
+    blob = 'é\\"\n' * (256 * 1024)
+    body = json.dumps({"type": "pass.activated", "blob": blob}, ensure_ascii=False).encode()
+    whole = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    monkeypatch.setattr(json.encoder, "encode_basestring", counting)
+    first = body_page(body)
+    assert max(escaped) <= PAGE_CHARS + 1
+    assert plain(first) == visible(whole[:PAGE_CHARS], keep_newlines=True)
+    escaped.clear()
+    second = body_page(body, 1)
+    assert max(escaped) <= 2 * PAGE_CHARS + 1
+    assert plain(second, None) == visible(whole[PAGE_CHARS : 2 * PAGE_CHARS], keep_newlines=True)
+    raw = body_page(body, raw=True)
+    assert raw.more and plain(raw, len(body)) == visible(
+        body.decode()[:PAGE_CHARS], keep_newlines=True
+    )
 
 
 def test_markup_and_escapes_stay_literal() -> None:

@@ -12,6 +12,7 @@ incrementally and stops at the end of the page).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +57,33 @@ def _parse(body: bytes) -> Any:
         return _NOT_JSON
 
 
-def _pretty_chunks(doc: Any) -> Any:
-    return json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(doc)
+def _float_text(value: float) -> str:
+    """A float as ``json.dumps`` writes it (``allow_nan``: NaN and the infinities by name)."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _pretty_chunks(doc: Any, limit: int) -> Any:
+    """``doc`` pretty-printed, in pieces, with every string longer than ``limit`` characters
+    encoded only up to it. Such a string's encoding alone then reaches past character ``limit``
+    of the document, so the first ``limit`` characters are exactly those of the whole
+    (escaping is character by character), and a megabyte string is not escaped whole in one
+    call that holds the interpreter's lock while the event loop waits for it."""
+    escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+    def encode(text: str) -> str:
+        return escape(text[:limit] if len(text) > limit else text)
+
+    make = json.encoder._make_iterencode  # type: ignore[attr-defined]
+    iterencode = make({}, _no_default, encode, 2, _float_text, ": ", ",", False, False, False)
+    return iterencode(doc, 0)
+
+
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"not JSON: {type(value).__name__}")  # never: the doc came from json.loads
 
 
 def _slice_pretty(doc: Any, start: int, size: int) -> tuple[str, bool]:
@@ -66,7 +92,7 @@ def _slice_pretty(doc: Any, start: int, size: int) -> tuple[str, bool]:
     out: list[str] = []
     seen = 0
     wanted_end = start + size
-    for chunk in _pretty_chunks(doc):
+    for chunk in _pretty_chunks(doc, wanted_end + 1):
         end = seen + len(chunk)
         if end > start:
             out.append(chunk[max(0, start - seen) : wanted_end - seen])
@@ -78,8 +104,14 @@ def _slice_pretty(doc: Any, start: int, size: int) -> tuple[str, bool]:
 
 
 def _slice_raw(body: bytes, start: int, size: int) -> tuple[str, bool]:
-    text = body.decode("utf-8", errors="backslashreplace")
-    return text[start : start + size], len(text) > start + size
+    """Characters ``start`` to ``start + size`` of the body decoded (bad bytes escaped), and
+    whether more follow; decodes only the bytes that can hold them (a character is at most 4
+    bytes, and a cut inside one only changes characters after the page)."""
+    end = start + size
+    head = body[: 4 * end + 4]
+    text = head.decode("utf-8", errors="backslashreplace")
+    more = len(text) > end if len(head) == len(body) else True
+    return text[start:end], more
 
 
 def body_page(
