@@ -390,7 +390,8 @@ def main() -> int:
         big = big_phase(home, args.seconds)
         drawn = big["drawn_ms"]
         drawn_text = (
-            f"p50 {statistics.median(drawn):.0f} ms, max {max(drawn):.0f} ms"
+            f"p50 {statistics.median(drawn):.0f} ms, max {max(drawn):.0f} ms "
+            f"[each: {', '.join(f'{ms:.0f}' for ms in drawn)}]"
             if drawn
             else "never seen"
         )
