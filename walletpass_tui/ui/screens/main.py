@@ -61,7 +61,25 @@ class MainScreen(Screen[None]):
         self._follow_timer: Timer | None = None
         self._follow_row: int | None = None
         self.pane = "events"
-        self.add_class("-show-events")
+        self.add_class("-show-events", *self._breakpoint_classes())
+
+    def _breakpoint_classes(self) -> list[str]:
+        """The breakpoint classes for the terminal's size, set before the first styling: Textual
+        sets them on the first resize, and a class that changes then restyles every widget."""
+        try:
+            width, height = self.app.size
+        except Exception:  # no running app (a screen built in a unit test)
+            return []
+        classes = []
+        for dimension, breakpoints in (
+            (width, self.HORIZONTAL_BREAKPOINTS),
+            (height, self.VERTICAL_BREAKPOINTS),
+        ):
+            for threshold, name in sorted(breakpoints or (), reverse=True):
+                if dimension >= threshold:
+                    classes.append(name)
+                    break
+        return classes
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status-bar")
