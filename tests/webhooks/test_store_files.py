@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sqlite3
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +70,33 @@ async def test_loose_files_from_before_are_tightened(tmp_path: Path, loose_umask
         assert all(mode(p) == 0o600 for p in files_of(path)), {
             p.name: oct(mode(p)) for p in files_of(path)
         }
+
+
+async def test_a_second_store_on_the_same_history_keeps_the_first_ones_locks(
+    tmp_path: Path,
+) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it: opening
+    the history again in the same process must not open and close the file by hand, or another
+    process closing its own connection would take the write-ahead log away from the first."""
+    path = tmp_path / "deliveries.sqlite3"
+    first = await Store.open(path)
+    try:
+        await first.record(make("msg_before"))
+        second = await Store.open(path)
+        await second.close()
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('SELECT count(*) FROM sqlite_master').fetchall(); c.close()"
+        )
+        done = await asyncio.create_subprocess_exec(sys.executable, "-c", other, str(path))
+        assert await done.wait() == 0
+        assert path.with_name(path.name + "-wal").exists()
+        await first.record(make("msg_after"))
+    finally:
+        await first.close()
+    check = sqlite3.connect(path)
+    try:
+        ids = {row[0] for row in check.execute("SELECT webhook_id FROM attempts")}
+    finally:
+        check.close()
+    assert ids == {"msg_before", "msg_after"}

@@ -10,8 +10,6 @@ reused, even after pruning, so a subscriber's "after N" always means the same th
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 import threading
 import time
@@ -30,7 +28,7 @@ from walletpass_tui.relay.channels import (
     new_token,
     token_hash,
 )
-from walletpass_tui.webhooks.store.schema import companions
+from walletpass_tui.webhooks.store.schema import make_private
 
 DB_NAME = "relay.sqlite3"
 SCHEMA_VERSION = 1
@@ -92,20 +90,6 @@ def database_path(home: Path) -> Path:
     return Path(home) / DB_NAME
 
 
-def _private(path: Path) -> None:
-    """Create the file 0600 before SQLite does (its -wal and -shm then get the same mode) and
-    tighten any that exist. Only a missing file is opened here: closing any descriptor of a file
-    drops every lock this process holds on it, and other connections of this process may hold
-    SQLite's."""
-    if not path.exists():
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    for file in companions(path):
-        with contextlib.suppress(FileNotFoundError):
-            if file.stat().st_mode & 0o077:
-                file.chmod(0o600)
-
-
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating) the relay database; every problem is a RelayStoreError."""
     try:
@@ -116,7 +100,7 @@ def connect(path: Path) -> sqlite3.Connection:
             "choose another with --home or WALLETPASS_HOME."
         ) from None
     try:
-        _private(path)
+        make_private(path)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -158,9 +158,15 @@ def make_private(path: Path) -> None:
 
     SQLite creates ``-wal`` and ``-shm`` with the database file's mode, so once the file is 0600
     they are too, whatever the umask and the directory's mode.
+
+    Only a missing file is opened here: closing any descriptor of a file drops every POSIX lock
+    the process holds on it, and another connection of this process may hold SQLite's (a second
+    store on the same history, the relay's connections); an existing file is only chmod-ed.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    os.close(fd)
+    if not path.exists():
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, flags, 0o600))
     for file in companions(path):
         with contextlib.suppress(FileNotFoundError, PermissionError):
             if file.stat().st_mode & 0o077:
