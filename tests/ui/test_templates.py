@@ -38,7 +38,8 @@ def notice_text(app: WalletPassApp) -> str:
 async def loaded(app: WalletPassApp) -> TemplatesPane:
     await wait_for(lambda: app.screen.query(TemplatesPane))
     pane = pane_of(app)
-    await wait_for(lambda: not pane.loading and "loading" not in str(pane.border_title))
+    # Asked for once the log shows its first page, then answered.
+    await wait_for(lambda: pane.asked > 0 and not pane.loading)
     return pane
 
 

@@ -250,7 +250,7 @@ def _announce(
                 "  register it: walletpass-tui endpoints create --from-listener "
                 f"--public-url {public_url} --topic pass.activated --topic pass.deactivated\n"
             )
-    ack_target = runtime.receiver is not None and runtime.receiver.ack_target
+    ack_target = runtime.ack_target
     for route in runtime.routes:
         topic = route.topic or "every topic"
         mode = "answering with its status" if ack_target else "after storing"

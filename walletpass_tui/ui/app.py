@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when f
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
+RECEIVE_AFTER_S = 1.0  # deliveries are accepted once the log is on screen, or after this at most
 
 
 @dataclass(frozen=True)
@@ -133,12 +134,19 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
         self._recount()  # the header's totals: a count of the whole history, not before paint
         self._count_pending()
-        # Deliveries are accepted once the first frame is on screen (the port is already bound:
-        # a sender connecting meanwhile waits in the backlog).
-        self.call_after_refresh(self._start_receiving)
+        # Deliveries are accepted once the log shows its first page (or after a second, should it
+        # not load): the port is already bound, a sender connecting meanwhile waits in the
+        # backlog, and the receiver's import (aiohttp) does not hold up the first rows.
+        self._receiving_timer = self.set_timer(RECEIVE_AFTER_S, self._start_receiving)
         self.call_after_refresh(_collect_again)
 
+    _receiving = False
+
     def _start_receiving(self) -> None:
+        if self._receiving:
+            return
+        self._receiving = True
+        self._receiving_timer.stop()
         self.run_worker(self._serve(), group="receiver", exclusive=True, exit_on_error=False)
 
     async def _serve(self) -> None:
@@ -151,6 +159,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def on_event_log_pane_ready(self, message: EventLogPane.Ready) -> None:
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
         a moment the first paint should not wait for)."""
+        self._start_receiving()
         runtime = self._runtime
         if self._tunnel_sought or runtime is None or runtime.bound is None:
             return
@@ -292,7 +301,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     def action_toggle_pause(self) -> None:
         runtime = self._runtime
-        if runtime is None or runtime.receiver is None:
+        if runtime is None or runtime.bound is None:
             self.notify("No receiver runs in this dashboard.", severity="warning", markup=False)
             return
         runtime.pause_acks(not runtime.paused)

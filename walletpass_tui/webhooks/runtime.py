@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -42,6 +44,8 @@ if TYPE_CHECKING:  # the receiver (aiohttp) and the forwarder (httpx) are import
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
     from walletpass_tui.webhooks.receiver import Receiver
+
+RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
 
 DeliveryListener = Callable[[Sequence[Attempt]], None]
 ForwardListener = Callable[[ForwardRow, ForwardResult], None]
@@ -192,6 +196,12 @@ class DeliveryRuntime:
         """The receiver, built on the bound socket the first time it is needed (None without a
         receiver, or when the runtime is not open)."""
         if self.receiver is None and self._socket is not None and self.setup.options is not None:
+            if RECEIVER_MODULE not in sys.modules:
+                # aiohttp takes a few hundred milliseconds to import: done in a thread, so the
+                # loop it shares (the dashboard's first frames, keys) keeps its turns meanwhile.
+                await asyncio.to_thread(importlib.import_module, RECEIVER_MODULE)
+            if self.receiver is not None or self._socket is None:
+                return self.receiver  # built by another caller while this one waited
             from walletpass_tui.webhooks.receiver import Receiver
 
             receiver = Receiver(

@@ -146,7 +146,9 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self.total = len(self.window) if len(rows) < PAGE else None
         self._update_title()
         self._update_notice()
-        self.post_message(self.Ready())
+        # Ready once the page is on screen: what waits for it (the templates, the tunnel lookup)
+        # comes after the first rows, never before them.
+        self.call_after_refresh(self.post_message, self.Ready())
         if self.total is None:
             total = await store.count(flt)
             if generation == self._generation:

@@ -33,6 +33,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         self.context = context
         self.templates: list[dict[str, Any]] = []
         self.result: TemplateList | None = None
+        self.asked = 0  # how many times the templates were asked for (0: not yet)
         self.border_title = "Templates"
 
     def compose(self) -> ComposeResult:
@@ -41,10 +42,8 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         yield table
         yield Notice(id="templates-notice")
 
-    def on_mount(self) -> None:
-        # After the first refresh: the loading indicator set while still mounting could otherwise
-        # be put up after a fast answer has already taken it down.
-        self.call_after_refresh(self.refresh_templates)
+    # Loaded when the screen says (once the log shows its first page: the service's HTTP client
+    # is not imported before the first rows are on screen), and on `r`.
 
     @property
     def table(self) -> DataTable[Text]:
@@ -55,6 +54,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         return self.query_one("#templates-notice", Notice)
 
     def refresh_templates(self) -> None:
+        self.asked += 1
         how_to = self.context.missing_service_setup()
         if how_to is not None:
             self._show_notice(

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the other screens are imported when opened, after the first
     from walletpass_tui.ui.screens.create_endpoint import Created
 
 DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
+TEMPLATES_AFTER_S = 1.0  # the templates load once the log is on screen, or after this at most
 FOLLOW_DETAIL_S = 0.5  # new rows arriving while following: the detail catches up this often
 DETAIL_SCREEN = "delivery-detail"
 PANES = ("templates", "endpoints", "events")
@@ -61,6 +62,7 @@ class MainScreen(Screen[None]):
         self._follow_timer: Timer | None = None
         self._follow_row: int | None = None
         self.pane = "events"
+        self._templates_loading_started = False
         self.add_class("-show-events", *self._breakpoint_classes())
 
     def _breakpoint_classes(self) -> list[str]:
@@ -101,6 +103,20 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.event_log.focus_log()
+        # The templates are fetched once the log shows its first page (or after a second, should
+        # the log not load): the first rows on screen do not wait for the service's client.
+        self._templates_timer = self.set_timer(TEMPLATES_AFTER_S, self._load_templates)
+
+    @on(EventLogPane.Ready)
+    def _log_ready(self) -> None:
+        self._load_templates()  # not stopped: the app looks for a tunnel on the same message
+
+    def _load_templates(self) -> None:
+        if self._templates_loading_started:
+            return
+        self._templates_loading_started = True
+        self._templates_timer.stop()
+        self.templates.refresh_templates()
 
     # -- parts -------------------------------------------------------------------------------------
 
