@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the other screens are imported when opened, after the first
 
 DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
 TEMPLATES_AFTER_S = 1.0  # the templates load once the log is on screen, or after this at most
-FOLLOW_DETAIL_S = 0.5  # new rows arriving while following: the detail catches up this often
+FOLLOW_DETAIL_S = 1.0  # new rows arriving while following: the detail catches up this often
 DETAIL_SCREEN = "delivery-detail"
 PANES = ("templates", "endpoints", "events")
 
@@ -63,6 +63,7 @@ class MainScreen(Screen[None]):
         self._follow_row: int | None = None
         self.pane = "events"
         self._templates_loading_started = False
+        self._resumed = False
         self.add_class("-show-events", *self._breakpoint_classes())
 
     def _breakpoint_classes(self) -> list[str]:
@@ -204,7 +205,12 @@ class MainScreen(Screen[None]):
         if detail.display and self.is_current and detail.requested_id != row_id:
             detail.show(row_id)
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Runs before Textual's own handler: the first time, every widget was styled as it was
+        # mounted a moment ago, so the screen-wide restyle that resuming brings is skipped.
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
         detail = self.detail
         if not detail.display:
             return
