@@ -16,6 +16,7 @@ from aiohttp import web
 
 from walletpass_tui.config import ConfigError, Settings
 from walletpass_tui.webhooks.forward import Route
+from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.receiver import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
@@ -193,3 +194,23 @@ async def test_a_damaged_registry_fails_before_the_port_is_taken(tmp_path: Path)
         runtime.store  # noqa: B018
     with socket.socket() as again:
         again.bind(("127.0.0.1", port))  # never taken
+
+
+async def test_serving_and_a_relayed_delivery_at_once_share_one_receiver(tmp_path: Path) -> None:
+    """A feed's first delivery may arrive while serve() is still building the receiver (its
+    module is imported in a thread): both get the same receiver, and the delivery is stored."""
+    async with DeliveryRuntime(settings(tmp_path), setup()) as runtime:
+        now = datetime.now(UTC)
+        inbound = Inbound.relayed(
+            relay_url="https://relay.example/sub/x",
+            cursor=1,
+            received_at_ms=int(now.timestamp() * 1000),
+            method="POST",
+            path="/webhooks",
+            headers=[*sign(SECRET, "msg_relayed", BODY, now).items()],
+            body=BODY,
+            source="203.0.113.5",
+        )
+        _, stored = await asyncio.gather(runtime.serve(), runtime.accept(inbound))
+        assert stored.webhook_id == "msg_relayed" and stored.verdict == "verified"
+        assert runtime.serving and runtime.receiver is not None

@@ -119,6 +119,7 @@ class DeliveryRuntime:
         self.feeds: tuple[Feed, ...] = tuple(feeds)
         self._feed_tasks: list[asyncio.Task[None]] = []
         self._feed_error: asyncio.Future[BaseException] | None = None
+        self._building = asyncio.Lock()  # one receiver, however many ask for it at once
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -194,14 +195,16 @@ class DeliveryRuntime:
 
     async def _receiver(self) -> Receiver | None:
         """The receiver, built on the bound socket the first time it is needed (None without a
-        receiver, or when the runtime is not open)."""
-        if self.receiver is None and self._socket is not None and self.setup.options is not None:
+        receiver, or when the runtime is not open); callers at the same moment get the same one."""
+        if self.receiver is not None or self._socket is None or self.setup.options is None:
+            return self.receiver
+        async with self._building:
+            if self.receiver is not None or self._socket is None:
+                return self.receiver  # built by another caller while this one waited
             if RECEIVER_MODULE not in sys.modules:
                 # aiohttp takes a few hundred milliseconds to import: done in a thread, so the
                 # loop it shares (the dashboard's first frames, keys) keeps its turns meanwhile.
                 await asyncio.to_thread(importlib.import_module, RECEIVER_MODULE)
-            if self.receiver is not None or self._socket is None:
-                return self.receiver  # built by another caller while this one waited
             from walletpass_tui.webhooks.receiver import Receiver
 
             receiver = Receiver(
