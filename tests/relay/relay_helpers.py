@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from standardwebhooks import Webhook
 
 from walletpass_tui.relay.channels import ingress_url, subscribe_url
@@ -44,6 +45,16 @@ def signed(
     headers["webhook-timestamp"] = str(int(now.timestamp()))
     headers["webhook-signature"] = Webhook(secret).sign(msg_id, now, body.decode())
     return body, headers
+
+
+async def post_all(session: aiohttp.ClientSession, url: str, count: int) -> list[str]:
+    ids = []
+    for _ in range(count):
+        body, headers = signed()
+        async with session.post(url, data=body, headers=headers) as r:
+            assert r.status == 200, await r.text()
+        ids.append(headers["webhook-id"])
+    return ids
 
 
 def add_channel(home: Path, name: str, **kw: Any) -> IssuedChannel:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from relay_helpers import SECRET, add_channel, signed, urls
+from relay_helpers import SECRET, add_channel, post_all, signed, urls
 
 from walletpass_tui.config import Settings
 from walletpass_tui.relay.link import LinkState, RelayLink, StateLines
@@ -28,16 +28,6 @@ def laptop(home: Path, link: RelayLink) -> DeliveryRuntime:
     return DeliveryRuntime(
         Settings(home=home, receiver_port=0), DeliverySetup(options=options), feeds=[link]
     )
-
-
-async def post_all(session: aiohttp.ClientSession, url: str, count: int) -> list[str]:
-    ids = []
-    for _ in range(count):
-        body, headers = signed()
-        async with session.post(url, data=body, headers=headers) as r:
-            assert r.status == 200, await r.text()
-        ids.append(headers["webhook-id"])
-    return ids
 
 
 async def stored_until(runtime: DeliveryRuntime, count: int) -> list[Attempt]:

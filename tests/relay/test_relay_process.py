@@ -14,6 +14,7 @@ from relay_helpers import (
     RelayProcess,
     add_channel,
     follow,
+    post_all,
     signed,
     stop_task,
 )
@@ -22,16 +23,6 @@ from standardwebhooks import Webhook
 from walletpass_tui.relay.channels import ingress_url, subscribe_url
 
 pytestmark = pytest.mark.slow
-
-
-async def post_all(session: aiohttp.ClientSession, url: str, count: int) -> list[str]:
-    ids = []
-    for _ in range(count):
-        body, headers = signed()
-        async with session.post(url, data=body, headers=headers) as r:
-            assert r.status == 200, await r.text()
-        ids.append(headers["webhook-id"])
-    return ids
 
 
 def verify_all(got: Collected) -> None:
