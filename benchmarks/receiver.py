@@ -252,6 +252,21 @@ def run_wrk(
     return json.loads(line[len("WRKJSON ") :])
 
 
+def saturated(
+    name: str, workdir: Path, requests: Path, *, duration: float, connections: int, threads: int
+) -> tuple[dict[str, float], float, int, int]:
+    """One wrk round against a fresh receiver: (wrk's summary, 2xx per second, peak RSS in KiB,
+    rows stored)."""
+    server = start(name, workdir)
+    try:
+        wrk = run_wrk(server, requests, duration=duration, connections=connections, threads=threads)
+        _, peak = server.rss_kib()
+    finally:
+        server.stop()
+    ok = wrk["requests"] - wrk["status_errors"]
+    return wrk, ok / (wrk["duration_us"] / 1e6), peak, server.rows()
+
+
 # ---------------------------------------------------------------------------------------------
 # Open-loop paced client
 
@@ -351,21 +366,15 @@ def main() -> None:
             order = names if rnd % 2 == 0 else names[::-1]
             for name in order:
                 write_requests(tsv, sign_requests(args.requests, f"r{rnd}{name}"))
-                server = start(name, workdir)
-                try:
-                    wrk = run_wrk(
-                        server,
-                        tsv,
-                        duration=args.duration,
-                        connections=args.connections,
-                        threads=args.wrk_threads,
-                    )
-                    _, peak = server.rss_kib()
-                finally:
-                    server.stop()
+                wrk, rate, peak, rows = saturated(
+                    name,
+                    workdir,
+                    tsv,
+                    duration=args.duration,
+                    connections=args.connections,
+                    threads=args.wrk_threads,
+                )
                 ok = wrk["requests"] - wrk["status_errors"]
-                rate = ok / (wrk["duration_us"] / 1e6)
-                rows = server.rows()
                 row = {"rate": rate, "p50": wrk["p50_us"] / 1000, "p99": wrk["p99_us"] / 1000}
                 row["peak_mib"] = peak / 1024
                 results[name].append(row)
