@@ -176,15 +176,15 @@ async def _listen(
     settings: Settings, setup: DeliverySetup, as_json: bool, relay: RelayLink | None = None
 ) -> int:
     info = sys.stderr if as_json else sys.stdout
-    # What would run once deliveries are accepted runs now, before the port is bound: importing
-    # the receiver (aiohttp, built by serve()) and the ngrok lookup (its HTTP client and TLS set-up).
-    # Done after, they held up the first deliveries for up to half a second on a small machine.
-    importlib.import_module("walletpass_tui.webhooks.receiver")
-    port = setup.options.port if setup.options is not None else 0
-    public_url = settings.public_url or (await discover_ngrok(port) if port else None)
     # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
     with stop_on_signals() as stop:
+        # What would run once deliveries are accepted runs now, before the port is bound: the
+        # receiver's import (aiohttp, built by serve()) and the ngrok lookup (its HTTP client and
+        # TLS set-up). Done after, they held up the first deliveries for up to half a second.
+        importlib.import_module("walletpass_tui.webhooks.receiver")
+        port = setup.options.port if setup.options is not None else 0
+        public_url = settings.public_url or (await discover_ngrok(port) if port else None)
         feeds = (relay,) if relay is not None else ()
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             runtime.subscribe(Printer(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json))
