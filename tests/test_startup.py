@@ -107,7 +107,7 @@ from walletpass_tui.cli import main
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.widgets.log_view import LogView
 
-HTTP_STACK = ("aiohttp", "httpx")
+HTTP_STACK = ("aiohttp", "httpx", "httptools")
 report = {}
 apps = []
 original = WalletPassApp.run_async
@@ -148,8 +148,9 @@ def test_the_dashboard_paints_its_first_row_before_loading_the_http_stack(
     history: Path, tmp_path: Path
 ) -> None:
     """The real dashboard (headless, over a stored delivery): when its first log row is drawn
-    neither aiohttp (the receiver) nor httpx (the service's client, forwarding, the tunnel
-    lookup) is loaded; the receiver is built right after and then aiohttp is."""
+    neither the receiver's HTTP parser (httptools), aiohttp nor httpx (the service's client,
+    forwarding, the tunnel lookup) is loaded; the receiver is built right after and then its
+    parser is."""
     report = tmp_path / "dashboard.json"
     env = {
         **os.environ,
@@ -167,4 +168,4 @@ def test_the_dashboard_paints_its_first_row_before_loading_the_http_stack(
     result = json.loads(report.read_text())
     assert result["code"] == 0, result
     assert result["first_row"] == [], f"loaded before the first row: {result['first_row']}"
-    assert "aiohttp" in result["serving"], result
+    assert "httptools" in result["serving"], result

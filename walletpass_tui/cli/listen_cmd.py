@@ -180,7 +180,7 @@ async def _listen(
     # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
     with stop_on_signals() as stop:
         # What would run once deliveries are accepted runs now, before the port is bound: the
-        # receiver's import (aiohttp, built by serve()) and the ngrok lookup (its HTTP client and
+        # receiver's import (built by serve()) and the ngrok lookup (its HTTP client and
         # TLS set-up). Done after, they held up the first deliveries for up to half a second.
         importlib.import_module("walletpass_tui.webhooks.receiver")
         port = setup.options.port if setup.options is not None else 0

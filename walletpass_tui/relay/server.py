@@ -29,7 +29,7 @@ from walletpass_tui.relay.subscribe import (
     health,
 )
 from walletpass_tui.relay.writer import RelayWriter, prune_before
-from walletpass_tui.webhooks.receiver import MAX_HEADER_BYTES
+from walletpass_tui.webhooks.http_server import MAX_FIELD_BYTES
 
 DEFAULT_RELAY_HOST = "0.0.0.0"  # noqa: S104 - a relay is reached from the internet
 DEFAULT_RELAY_PORT = 8080
@@ -125,8 +125,8 @@ class RelayServer:
         server = web.Server(
             self._handle,
             access_log=None,
-            max_field_size=MAX_HEADER_BYTES,
-            max_line_size=MAX_HEADER_BYTES,
+            max_field_size=MAX_FIELD_BYTES,
+            max_line_size=MAX_FIELD_BYTES,
             keepalive_timeout=opts.ingress.read_timeout_s,
             lingering_time=0,
         )

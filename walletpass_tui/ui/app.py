@@ -136,7 +136,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._count_pending()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
         # not load): the port is already bound, a sender connecting meanwhile waits in the
-        # backlog, and the receiver's import (aiohttp) does not hold up the first rows.
+        # backlog, and the receiver's import (its HTTP server, forwarding) does not hold up the first rows.
         self._receiving_timer = self.set_timer(RECEIVE_AFTER_S, self._start_receiving)
         self.call_after_refresh(_collect_again)
 

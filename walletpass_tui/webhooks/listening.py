@@ -1,6 +1,6 @@
 """The receiver's options and its port, without the HTTP server: binding the port is a plain
 socket, so a command (the dashboard) can take it, and fail on a taken port with one line, before
-aiohttp is imported. ``receiver.py`` serves HTTP on the socket bound here."""
+the HTTP server is imported. ``receiver.py`` serves HTTP on the socket bound here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The embedded webhook receiver: POST -> limits -> verify -> store (durable) -> answer.
 
-It runs on the caller's event loop (aiohttp ``AppRunner`` + ``TCPSite``), so the dashboard hosts it
-in-process and ``listen`` runs it headless. Every request that reaches it is recorded, including
+It runs on the caller's event loop (``http_server``: a small HTTP/1.1 protocol over llhttp), so the
+dashboard hosts it in-process and ``listen`` runs it headless. Every request that reaches it is recorded, including
 rejected ones (bounded by the store), so a misconfigured sender can be debugged from the history.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -17,12 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp import web
 from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
+from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
 from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
@@ -59,7 +58,6 @@ __all__ = [
     "Rejected",
 ]
 
-MAX_HEADER_BYTES = 16 * 1024
 REGISTRY_CHECK_S = 1.0
 
 
@@ -91,7 +89,7 @@ class Receiver:
         self.ack_budget_s = ack_budget_s
         self._injection = options.injection
         self._clock = clock
-        self._runner: web.BaseRunner | None = None
+        self._http: HttpServer | None = None
         self._server: asyncio.Server | None = None
         self._registry_keys: list[SigningKey] = []
         self._registry_stamp: tuple[int, int, int] | None = None
@@ -122,38 +120,15 @@ class Receiver:
         ``sock``: a socket already listening (``listening.listening_socket``) to serve on."""
         if self.bound is not None:
             return self.bound
-        # aiohttp logs malformed requests (which it answers 400 itself) with a traceback on
-        # stderr; a hostile sender must not be able to scribble over the terminal or the dashboard.
-        logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-        # aiohttp's low-level server: every path and method comes to _handle anyway, so the
-        # Application's router and middleware machinery would only add work to each delivery.
-        server = web.Server(
-            self._handle,
-            access_log=None,
-            max_field_size=MAX_HEADER_BYTES,
-            max_line_size=MAX_HEADER_BYTES,
-            # aiohttp has no timeout for a request whose headers never finish; its keep-alive
-            # timer also closes such a half-open connection, so a stalled sender is cut off.
-            keepalive_timeout=self.options.read_timeout_s,
-            # After a 413 or 408 the rest of the body is not drained ("lingering"): the connection
-            # is closed, so nothing past the limit is ever read.
-            lingering_time=0,
-        )
-        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
-        await runner.setup()
-        loop = asyncio.get_running_loop()
+        http = HttpServer(self._handle, read_timeout_s=self.options.read_timeout_s)
         try:
             # The socket listens from here on: a sender connecting before serve() waits in the
             # backlog and is answered once serving starts, instead of being refused.
             sock = sock or await listening_socket(self.options.host, self.options.port)
-            listening = await loop.create_server(server, sock=sock, start_serving=False)
-        except ReceiverError:
-            await runner.cleanup()
-            raise
+            listening = await http.bind(sock)
         except OSError as exc:
-            await runner.cleanup()
             raise ReceiverError(bind_error(self.options.host, self.options.port, exc)) from None
-        self._runner, self._server = runner, listening
+        self._http, self._server = http, listening
         sockets = list(listening.sockets)
         port = sockets[0].getsockname()[1] if sockets else self.options.port
         self.bound = (self.options.host, port)
@@ -173,14 +148,10 @@ class Receiver:
 
     async def stop(self) -> None:
         """Stop accepting, finish requests in flight, release the port."""
-        listening, self._server = self._server, None
-        runner, self._runner = self._runner, None
-        if listening is not None:
-            listening.close()
-        if runner is not None:
-            await runner.cleanup()
-        if listening is not None:
-            await listening.wait_closed()
+        http, self._http = self._http, None
+        self._server = None
+        if http is not None:
+            await http.stop()
         self.bound = None
 
     @property
@@ -216,7 +187,7 @@ class Receiver:
 
     # -- one request: small steps; any of them may raise Rejected, caught in _handle -------------
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: Request) -> Response:
         request_info = _Request.of(request, self._clock(), self.options.sources)
         try:
             endpoint_id = self._route(request)
@@ -229,7 +200,7 @@ class Receiver:
             return await self._reject(record, rejection)
         return await self._deliver(record, request_info.started)
 
-    def _route(self, request: web.Request) -> str | None:
+    def _route(self, request: Request) -> str | None:
         """``{path}`` (None) or ``{path}/{endpoint_id}``; POST only."""
         base = self.options.path.rstrip("/")
         endpoint_id: str | None = None
@@ -256,7 +227,7 @@ class Receiver:
                 answer=f"{info.client} is not an allowed source",
             )
 
-    async def _read_body(self, request: web.Request) -> bytes:
+    async def _read_body(self, request: Request) -> bytes:
         """The raw body: never read past the limit, and within the read timeout."""
         limit = self.options.max_body
         try:
@@ -273,7 +244,7 @@ class Receiver:
             ) from None
 
     def _verified(
-        self, request: web.Request, info: _Request, body: bytes, endpoint_id: str | None
+        self, request: Request, info: _Request, body: bytes, endpoint_id: str | None
     ) -> Attempt:
         """The attempt to store for a verified delivery; raises Rejected with what was learnt."""
         verdict, detail, fields = self._signed(request.headers, body, endpoint_id, info.received)
@@ -327,7 +298,7 @@ class Receiver:
         queued = self.forwarder.targets(record) if self.forwarder is not None else ()
         return await self.store.record(record, forward_to=queued)
 
-    async def _deliver(self, record: Attempt, started: float) -> web.Response:
+    async def _deliver(self, record: Attempt, started: float) -> Response:
         """Forward (``--ack target``) or queue forwards, store (commit), then answer."""
         injection = self._injection
 
@@ -352,12 +323,12 @@ class Receiver:
                     stored, kind=FORWARD, mode=ORIGINAL, target=target, result=result
                 )
         except StoreError as exc:
-            return web.Response(status=503, text=f"Service unavailable: not stored ({exc})")
+            return Response(503, f"Service unavailable: not stored ({exc})")
         if injection.delay_s:
             await asyncio.sleep(injection.delay_s)
         if 200 <= stored.status < 300:
-            return web.Response(status=stored.status, text="OK: stored\n")
-        return web.Response(status=stored.status, text=f"Refused: {stored.note or 'refused'}\n")
+            return Response(stored.status, "OK: stored\n")
+        return Response(stored.status, f"Refused: {stored.note or 'refused'}\n")
 
     def _verify(
         self, headers: Mapping[str, str], body: bytes, endpoint_id: str | None, received: datetime
@@ -373,30 +344,26 @@ class Receiver:
                 break
         return verdict
 
-    async def _reject(self, record: Attempt, rejection: Rejected) -> web.Response:
+    async def _reject(self, record: Attempt, rejection: Rejected) -> Response:
         """Record the rejected request (a store failure does not change the answer) and answer."""
         with contextlib.suppress(StoreError):
             await self.store.record(record)
-        response = web.Response(
-            status=rejection.status, text=rejection.answer_text(), headers=rejection.headers
-        )
-        if rejection.close:
-            response.force_close()
-        return response
+        headers = tuple(rejection.headers.items()) if rejection.headers else ()
+        return Response(rejection.status, rejection.answer_text(), headers, close=rejection.close)
 
 
 @dataclass(frozen=True)
 class _Request:
     """What is known of a request before its body is read: when, from whom, its headers."""
 
-    request: web.Request
+    request: Request
     received: datetime
     started: float
     headers: tuple[tuple[str, str], ...]
     client: IPAddress | None
 
     @classmethod
-    def of(cls, request: web.Request, received: datetime, sources: SourcePolicy) -> _Request:
+    def of(cls, request: Request, received: datetime, sources: SourcePolicy) -> _Request:
         started = time.perf_counter()
         # Who the client is matters only to an allow-list (the row keeps the peer and the header).
         client = (
@@ -441,7 +408,7 @@ def _too_large(detail: str, limit: int, size: int) -> Rejected:
     )
 
 
-def _check_webhook_id(request: web.Request, body: bytes) -> None:
+def _check_webhook_id(request: Request, body: bytes) -> None:
     """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
     raw_id = request.headers.get("webhook-id")
     if raw_id and not raw_id.isascii() and not is_utf8(raw_id):

@@ -7,8 +7,24 @@ reading anything, and the whole body must arrive within the read timeout.
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
-from aiohttp import web
+
+class Content(Protocol):
+    """A body as it arrives (aiohttp's ``StreamReader``, or ``http_server.Body``)."""
+
+    def is_eof(self) -> bool: ...
+    def read_nowait(self) -> bytes: ...
+    async def read(self, n: int) -> bytes: ...
+
+
+class BodyRequest(Protocol):
+    """What reading a body needs of a request (aiohttp's, or ``http_server.Request``)."""
+
+    @property
+    def content_length(self) -> int | None: ...
+    @property
+    def content(self) -> Content: ...
 
 
 class BodyTooLarge(Exception):
@@ -20,7 +36,7 @@ class BodyTooLarge(Exception):
         self.declared = declared
 
 
-async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes:
+async def read_body(request: BodyRequest, limit: int, timeout_s: float) -> bytes:
     """A request's raw body, never read past ``limit`` (BodyTooLarge) and within ``timeout_s``
     (TimeoutError). The receiver and the relay's ingress read every body through here."""
     declared = request.content_length

@@ -40,7 +40,7 @@ from walletpass_tui.webhooks.listening import (
 )
 from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
 
-if TYPE_CHECKING:  # the receiver (aiohttp) and the forwarder (httpx) are imported when needed
+if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
     from walletpass_tui.webhooks.receiver import Receiver
@@ -103,7 +103,7 @@ class DeliveryRuntime:
         self.secret_for: SecretLookup = secret_for or _lazy_secret_lookup(
             self.registry, self.setup.explicit_secrets
         )
-        # The port is a plain socket bound on open; the HTTP server (aiohttp) is built on it by
+        # The port is a plain socket bound on open; the HTTP server is built on it by
         # serve() (or the first accept()), after the dashboard's first frame.
         self.receiver: Receiver | None = None
         self._socket: socket.socket | None = None
@@ -202,8 +202,8 @@ class DeliveryRuntime:
             if self.receiver is not None or self._socket is None:
                 return self.receiver  # built by another caller while this one waited
             if RECEIVER_MODULE not in sys.modules:
-                # aiohttp takes a few hundred milliseconds to import: done in a thread, so the
-                # loop it shares (the dashboard's first frames, keys) keeps its turns meanwhile.
+                # The receiver and forwarding (httpx) take a while to import: done in a thread,
+                # so the loop it shares (the dashboard's first frames, keys) keeps its turns.
                 await asyncio.to_thread(importlib.import_module, RECEIVER_MODULE)
             from walletpass_tui.webhooks.receiver import Receiver
 

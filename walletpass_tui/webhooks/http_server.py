@@ -1,0 +1,451 @@
+"""The receiver's HTTP/1.1 server: a small asyncio protocol over ``httptools`` (llhttp, in C).
+
+Every delivery goes through here, so it does only what a webhook receiver needs and nothing per
+request that a sender does not: parse (llhttp, strict), bound the head, hand the request to the
+handler as soon as its headers are complete, write the answer, keep the connection or close it.
+
+Bounds and timeouts (everything that arrives is hostile until verified):
+
+* the head: one line or header field over ``MAX_FIELD_BYTES``, a head over ``MAX_HEAD_BYTES`` or
+  more than ``MAX_HEADERS`` headers is a 431 and the connection is closed;
+* a head that does not arrive within ``read_timeout_s`` (a first request, or the next one on a
+  kept-alive connection) closes the connection: a 408 when part of it came;
+* malformed HTTP (llhttp's strict mode: bad request lines, bad header characters, both
+  Content-Length and Transfer-Encoding, bad chunk sizes...) is a 400 with llhttp's reason, and
+  the connection is closed;
+* the body: the handler reads it through ``Request.content`` (``request_body.read_body`` keeps to
+  the limit and the read timeout); reading from the socket pauses while more than
+  ``BUFFER_BYTES`` wait unread, and a connection whose body was not read to its end is closed
+  after the answer, so nothing past a limit is ever read.
+
+Requests on one connection are answered in order, one at a time; reading pauses while one waits
+behind the one being handled (pipelining is bounded too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import cast
+from urllib.parse import unquote
+
+import httptools
+from multidict import CIMultiDict
+
+MAX_FIELD_BYTES = 16 * 1024  # one header line, or the request line
+MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
+MAX_HEADERS = 128
+BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
+SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
+
+
+class Body:
+    """A request's body as it arrives: the subset of aiohttp's ``StreamReader`` that
+    ``request_body.read_body`` uses (``is_eof``, ``read_nowait``, ``read``)."""
+
+    __slots__ = ("_broken", "_buffered", "_chunks", "_connection", "_continue", "_eof", "_waiter")
+
+    def __init__(self, connection: HttpConnection, expect_continue: bool) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._buffered = 0
+        self._eof = False
+        self._broken = False  # malformed past the head: already answered 400
+        self._waiter: asyncio.Future[None] | None = None
+        self._connection = connection
+        self._continue = expect_continue  # "Expect: 100-continue": answered when first read
+
+    def is_eof(self) -> bool:
+        """The whole body has arrived (it may still be buffered here)."""
+        return self._eof
+
+    def read_nowait(self) -> bytes:
+        if self._broken:
+            raise ConnectionResetError("the request was malformed and has been answered")
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._took(len(data))
+        return data
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes, waiting for some; b"" at the end."""
+        while not self._chunks and not self._eof:
+            if self._continue:
+                self._continue = False
+                self._connection.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        if self._broken:
+            raise ConnectionResetError("the request was malformed and has been answered")
+        if not self._chunks:
+            return b""
+        chunk = self._chunks.popleft()
+        if len(chunk) > n:
+            chunk, rest = chunk[:n], chunk[n:]
+            self._chunks.appendleft(rest)
+        self._took(len(chunk))
+        return chunk
+
+    def feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > BUFFER_BYTES:
+            self._connection.pause_reading()
+        self._wake()
+
+    def feed_eof(self) -> None:
+        self._eof = True
+        self._wake()
+
+    def break_off(self) -> None:
+        """The rest of the body was not HTTP: a handler still reading it hears so."""
+        self._broken = True
+        self.feed_eof()
+
+    def _took(self, n: int) -> None:
+        self._buffered -= n
+        if self._buffered <= BUFFER_BYTES:
+            self._connection.resume_reading()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+@dataclass(eq=False)
+class Request:
+    """One request, handed over when its headers are complete; the body comes through ``content``."""
+
+    method: str
+    path: str  # percent-decoded, without the query
+    path_qs: str  # the target as sent
+    headers: CIMultiDict[str]
+    remote: str | None
+    content_length: int | None
+    content: Body
+    keep_alive: bool
+
+
+@dataclass
+class Response:
+    status: int
+    text: str = ""
+    headers: Iterable[tuple[str, str]] = ()
+    close: bool = False
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _HeadTooLarge(Exception):
+    pass
+
+
+class HttpConnection(asyncio.Protocol):
+    """One client connection: llhttp's callbacks build requests, handled one at a time."""
+
+    def __init__(self, server: HttpServer) -> None:
+        self._server = server
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self._remote: str | None = None
+        self._in_head = True  # between requests or inside a head: the head timer runs
+        self._head_bytes = 0
+        self._url = b""
+        self._headers: list[tuple[str, str]] = []
+        self._body: Body | None = None  # the body of the request being parsed
+        self._waiting: deque[Request] = deque()
+        self._active: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._started_head = False
+        self._paused = False
+        self._closing = False
+        self._close_when_idle = False
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        peer = transport.get_extra_info("peername")
+        self._remote = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        self._server.connections.add(self)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._server.connections.discard(self)
+        self._cancel_timer()
+        if self._body is not None:
+            self._body.feed_eof()  # a handler waiting for the rest hears the end (and refuses)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        if self._in_head:
+            self._head_bytes += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._close_when_idle = True  # the request was read; nothing after it is HTTP/1.1
+            self.pause_reading()
+        except httptools.HttpParserCallbackError as exc:
+            if isinstance(exc.__context__, _HeadTooLarge):
+                self._refuse(431, "the request's headers are too large")
+            else:
+                self._refuse(400, "malformed HTTP request")
+        except httptools.HttpParserError as exc:
+            self._refuse(400, f"malformed HTTP request ({_reason(exc)})")
+        else:
+            if self._in_head and self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse(431, "the request's headers are too large")
+
+    def eof_received(self) -> bool:
+        """The client sent all it will: a request in hand is still answered (then closed)."""
+        self._close_when_idle = True
+        if self._body is not None:
+            self._body.feed_eof()  # a body cut short: the handler sees it end early
+        return self._active is not None
+
+    def pause_writing(self) -> None:  # pragma: no cover - answers are a few hundred bytes
+        self.pause_reading()
+
+    def resume_writing(self) -> None:  # pragma: no cover
+        self.resume_reading()
+
+    # -- llhttp's callbacks ----------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._started_head = True
+        self._url = b""
+        self._headers = []
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        if len(self._url) > MAX_FIELD_BYTES:
+            raise _HeadTooLarge
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > MAX_FIELD_BYTES or len(self._headers) >= MAX_HEADERS:
+            raise _HeadTooLarge
+        self._headers.append((name.decode("latin-1"), value.decode("utf-8", "surrogateescape")))
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._started_head = False
+        self._head_bytes = 0
+        self._cancel_timer()
+        parser = self._parser
+        headers = CIMultiDict(self._headers)
+        target = self._url.decode("utf-8", "surrogateescape")
+        try:
+            path = unquote(httptools.parse_url(self._url).path.decode("utf-8", "surrogateescape"))
+        except httptools.HttpParserInvalidURLError:
+            path = target  # not a path (llhttp let it through): it matches no route
+        declared = headers.get("Content-Length")
+        expect = headers.get("Expect", "").lower() == "100-continue"
+        body = self._body = Body(self, expect)
+        request = Request(
+            method=parser.get_method().decode("ascii", "replace"),
+            path=path,
+            path_qs=target,
+            headers=headers,
+            remote=self._remote,
+            content_length=int(declared) if declared and declared.isdigit() else None,
+            content=body,
+            keep_alive=parser.should_keep_alive(),
+        )
+        if self._active is None:
+            self._start(request)
+        else:
+            self._waiting.append(request)
+            self.pause_reading()  # one waits behind the one being handled: enough
+
+    def on_body(self, body: bytes) -> None:
+        if self._body is not None:
+            self._body.feed(body)
+
+    def on_message_complete(self) -> None:
+        if self._body is not None:
+            self._body.feed_eof()
+            self._body = None
+        self._in_head = True
+        self._head_bytes = 0
+
+    # -- answering -------------------------------------------------------------------------------
+
+    def _start(self, request: Request) -> None:
+        self._active = self._loop.create_task(self._answer(request))
+
+    async def _answer(self, request: Request) -> None:
+        try:
+            response = await self._server.handler(request)
+        except Exception:  # the handler's own failures are answered, never raised into asyncio
+            response = Response(500, "Internal error: the delivery was not handled\n", close=True)
+        unread = not request.content.is_eof()
+        close = response.close or not request.keep_alive or unread or self._close_when_idle
+        self._send(request.method, response, close)
+        self._active = None
+        if close or self._closing:
+            self._close()
+            return
+        if self._waiting:
+            self._start(self._waiting.popleft())
+            if not self._waiting:
+                self.resume_reading()
+        else:
+            self._arm_head_timer()  # keep-alive: the next head must come in time too
+
+    def _send(self, method: str, response: Response, close: bool) -> None:
+        body = response.text.encode("utf-8")
+        try:
+            phrase = HTTPStatus(response.status).phrase
+        except ValueError:
+            phrase = "Unknown"
+        lines = [
+            f"HTTP/1.1 {response.status} {phrase}",
+            "Content-Type: text/plain; charset=utf-8",
+            f"Content-Length: {len(body)}",
+            f"Date: {_http_date()}",
+        ]
+        lines.extend(f"{name}: {value}" for name, value in response.headers)
+        if close:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.write(head if method == "HEAD" else head + body)
+
+    def _refuse(self, status: int, reason: str) -> None:
+        """Malformed or oversized: answered (unless a request is being handled) and closed."""
+        if self._closing:
+            return
+        self._cancel_timer()
+        self._closing = True
+        body = self._body
+        if self._active is None or (body is not None and not body.is_eof()):
+            # Nothing being answered, or the body being read is what was malformed: this is the
+            # answer (a handler still reading the body stops there).
+            if body is not None:
+                body.break_off()
+            self._send("POST", Response(status, f"{reason}\n"), close=True)
+            self._close()
+        # else: a whole request is being answered; it gets its answer, then the connection closes
+
+    def _head_timed_out(self) -> None:
+        self._timer = None
+        if self._active is not None or self._closing:
+            return
+        if self._started_head or self._head_bytes:
+            self._refuse(408, "the request's headers did not arrive in time")
+        else:
+            self._close()  # an idle kept-alive connection: closed quietly
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def pause_reading(self) -> None:
+        if not self._paused and self._transport is not None and not self._transport.is_closing():
+            self._paused = True
+            self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self._paused and self._transport is not None and not self._transport.is_closing():
+            if self._waiting or self._close_when_idle:
+                return
+            self._paused = False
+            self._transport.resume_reading()
+
+    def _arm_head_timer(self) -> None:
+        self._cancel_timer()
+        self._timer = self._loop.call_later(self._server.read_timeout_s, self._head_timed_out)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _close(self) -> None:
+        self._closing = True
+        self._cancel_timer()
+        self._waiting.clear()
+        if self._transport is not None:
+            self._transport.close()
+
+    # -- stopping --------------------------------------------------------------------------------
+
+    def shut(self) -> None:
+        """The server stops: an idle connection closes now, a busy one after its answer."""
+        if self._active is None:
+            self._close()
+        else:
+            self._close_when_idle = True
+            self._waiting.clear()
+
+    @property
+    def active(self) -> asyncio.Task[None] | None:
+        return self._active
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+
+class HttpServer:
+    """Serves ``handler`` on a listening socket: ``bind()``, ``serve()``, ``stop()``."""
+
+    def __init__(self, handler: Handler, *, read_timeout_s: float) -> None:
+        self.handler = handler
+        self.read_timeout_s = read_timeout_s
+        self.connections: set[HttpConnection] = set()
+        self._server: asyncio.Server | None = None
+
+    async def bind(self, sock: object) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: HttpConnection(self),
+            sock=sock,  # type: ignore[arg-type]
+            start_serving=False,
+        )
+        return self._server
+
+    async def stop(self, timeout_s: float = SHUTDOWN_S) -> None:
+        """Stop accepting, let requests in flight finish (``timeout_s`` at most), close all."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for connection in list(self.connections):
+            connection.shut()
+        busy = [c.active for c in self.connections if c.active is not None]
+        if busy:
+            await asyncio.wait(busy, timeout=timeout_s)
+        for connection in list(self.connections):
+            connection.abort()
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text[:200]
+
+
+_date_cache: tuple[int, str] = (0, "")
+
+
+def _http_date() -> str:
+    """The Date header, formatted once a second."""
+    global _date_cache
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache = (now, email.utils.formatdate(now, usegmt=True))
+    return _date_cache[1]
