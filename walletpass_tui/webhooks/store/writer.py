@@ -40,6 +40,7 @@ from walletpass_tui.webhooks.store.numbering import (
     counts,
     number,
     peek,
+    peek_with,
 )
 
 T = TypeVar("T")
@@ -117,13 +118,13 @@ def commit_batch(
         db.execute("PRAGMA synchronous = NORMAL")
     db.execute("BEGIN IMMEDIATE")
     try:
-        known = peek(db, attempts)
+        known, last_id = peek_with(db, attempts, LAST_ID)
         if numbered_with is None:
             attempts = number(attempts, known)
         elif counts(known) != counts(numbered_with):
             db.execute("ROLLBACK")
             return None
-        stored, digests = _stamp(db, attempts, known)
+        stored, digests = _stamp(int(last_id or 0) + 1, attempts, known)
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
@@ -138,16 +139,17 @@ def commit_batch(
     return stored
 
 
+# The highest row id ever given: never one a pruned row had (see prune.py).
+LAST_ID = (
+    "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
+    "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'), 0))"
+)
+
+
 def _stamp(
-    db: sqlite3.Connection, attempts: Sequence[Attempt], known: Known
+    next_id: int, attempts: Sequence[Attempt], known: Known
 ) -> tuple[list[Attempt], list[bytes | None]]:
-    """Row ids (never one a pruned row had: see prune.py) and ``body_differs`` against the first
-    body."""
-    row = db.execute(
-        "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
-        "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_indexed_upto'), 0))"
-    ).fetchone()
-    next_id = int(row[0] if row else 0) + 1
+    """Row ids from ``next_id`` on, and ``body_differs`` against the first body."""
     firsts = {webhook_id: first for webhook_id, (_, first) in known.items()}
     stored: list[Attempt] = []
     digests: list[bytes | None] = []
