@@ -248,10 +248,14 @@ class Store:
             self._indexer.hurry()
             await asyncio.sleep(0.005)
 
-    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
-        """One write (its own transaction) on the writer's thread; a failure is reported."""
+    async def _write(self, fn: Callable[..., T], *args: Any, durable: bool = True) -> T:
+        """One write (its own transaction) on the writer's thread, on disk when it returns unless
+        not ``durable`` (committed with synchronous=NORMAL: see wal_sync.py); a failure is
+        reported."""
         try:
             result = await self._thread.run(fn, *args)
+            if durable:
+                await self._loop.synced()
         except Exception as exc:
             message = schema.explain(exc, self.path)
             self.health.failed(message)
@@ -377,12 +381,13 @@ class Store:
         """(low-water mark, newest stored cursor) for the relay at ``relay_url``: every cursor at
         or below the mark is stored, some above it may be. A link resumes after the mark and
         skips those stored above it. The first call writes the mark (the newest cursor)."""
-        mark = await self._write(relay_marks.start, relay_url)
-        return mark, await self._write(relay_marks.newest, relay_url)
+        # Marks need no fsync of their own: see relay_marks.py.
+        mark = await self._write(relay_marks.start, relay_url, durable=False)
+        return mark, await self._write(relay_marks.newest, relay_url, durable=False)
 
     async def advance_relay_mark(self, relay_url: str, cursor: int) -> None:
         """Raise the mark; only once every cursor up to ``cursor`` is committed."""
-        await self._write(relay_marks.advance, relay_url, cursor)
+        await self._write(relay_marks.advance, relay_url, cursor, durable=False)
 
     async def last_id(self) -> int:
         return await self._reader.last_id()

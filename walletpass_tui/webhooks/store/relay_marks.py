@@ -3,9 +3,10 @@
 The link writes it after the rows it covers have committed (never before), so after a crash it is
 at worst behind: the link then resumes after it and skips the cursors stored above it.
 
-A batch made only of relayed deliveries is committed without an fsync (``synchronous = NORMAL``,
-set back to FULL right after; see writer.commit_batch): the relay keeps every delivery on disk,
-and nobody waits for a 2xx from this store. A killed process loses nothing committed (the
+A batch made only of relayed deliveries does not wait for an fsync of its own (the writer commits
+with ``synchronous = NORMAL`` and fsyncs the log for the others: see wal_sync.py): the relay
+keeps every delivery on disk, and nobody waits for a 2xx from this store. Nor does a mark: it is
+written after the rows it covers, in the same log. A killed process loses nothing committed (the
 write-ahead log is in the system's cache); a power cut may lose the last such commits, but the
 log is replayed only up to its first missing frame, so their cursors and any mark written after
 them go too, and the link fetches them again. Deliveries posted to the local receiver, alone or

@@ -177,7 +177,7 @@ def make_private(path: Path) -> None:
 
 
 def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """The one write connection: private file, WAL, FULL sync, migrated, checked and probed.
+    """The one write connection: private file, WAL (synced by wal_sync), migrated, checked and probed.
 
     Raises StoreError (with what to do) for every problem, so none surfaces mid-request.
     """
@@ -207,8 +207,10 @@ def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     row = db.execute("PRAGMA journal_mode = WAL").fetchone()
     if row is None or str(row[0]).lower() != "wal":
         raise sqlite3.OperationalError("attempt to write a readonly database")
-    # FULL: every commit is on disk before a webhook is acknowledged (one fsync per batch).
-    db.execute("PRAGMA synchronous = FULL")
+    # NORMAL: a commit writes the log without waiting for the disk; the writer then fsyncs the
+    # log on a thread of its own before anybody hears of the commit (wal_sync.py), so every
+    # commit is on disk before a webhook is acknowledged, and the next batch need not wait.
+    db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
     # Checkpoints run on their own connection, off the acknowledgement path (see writer.py).
     db.execute("PRAGMA wal_autocheckpoint = 0")

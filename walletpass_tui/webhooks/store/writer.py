@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from walletpass_tui.webhooks.store.numbering import (
     peek,
     peek_with,
 )
+from walletpass_tui.webhooks.store.wal_sync import WalSync
 
 T = TypeVar("T")
 MAX_BATCH = 512
@@ -113,9 +115,6 @@ def commit_batch(
     ``numbered_with`` is what the attempts were numbered from (None: number them here). When the
     counts changed since, nothing is written and the result is None: number them again.
     """
-    relayed = all(a.relay_cursor is not None for a in attempts)
-    if relayed:  # the relay holds them on disk: no fsync needed here (see relay_marks.py)
-        db.execute("PRAGMA synchronous = NORMAL")
     db.execute("BEGIN IMMEDIATE")
     try:
         known, last_id = peek_with(db, attempts, LAST_ID)
@@ -133,9 +132,6 @@ def commit_batch(
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
         raise
-    finally:
-        if relayed:
-            db.execute("PRAGMA synchronous = FULL")
     return stored
 
 
@@ -226,6 +222,8 @@ class GroupCommit:
         self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
         self.listeners: list[Listener] = []
         self.checkpoints = Checkpointer(thread.path)
+        self.syncs = WalSync(thread.path)
+        self._syncing = 0  # batches committed, waiting for their fsync
         self._queue: asyncio.Queue[Pending | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._busy = False
@@ -245,7 +243,7 @@ class GroupCommit:
     @property
     def idle(self) -> bool:
         """Nothing queued, nothing being written, the rejected cap and checkpoint top-up done."""
-        return not (self._queue.qsize() or self._busy or self._backlog())
+        return not (self._queue.qsize() or self._busy or self._syncing or self._backlog())
 
     def submit(self, pending: Pending) -> None:
         self._queue.put_nowait(pending)
@@ -257,7 +255,12 @@ class GroupCommit:
             self._poke()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.syncs.close()
         await self.checkpoints.close()
+
+    async def synced(self) -> None:
+        """After a write of its own (``Store._write``): wait until it is on disk."""
+        await self.syncs.after_commit()
 
     async def _run(self) -> None:
         while True:
@@ -357,7 +360,29 @@ class GroupCommit:
         except Exception as exc:  # anything: the writer must survive and every caller hear
             self._failed(batch, exc)
             return
-        self._stored(batch, stored)
+        self._remember(stored)  # the next batch is numbered from these, on disk or not yet
+        if all(p.attempt.relay_cursor is not None for p in batch):
+            # Relayed only: nobody waits for a 2xx, the relay keeps them (see relay_marks.py);
+            # told after any earlier commit still on its way to disk, so listeners hear in order.
+            earlier = self.syncs.after_earlier()
+            if earlier is None:
+                self._stored(batch, stored)
+                return
+        else:
+            earlier = self.syncs.after_commit()
+        self._syncing += 1
+        earlier.add_done_callback(functools.partial(self._synced, batch, stored))
+
+    def _synced(
+        self, batch: Sequence[Pending], stored: Sequence[Attempt], sync: asyncio.Future[None]
+    ) -> None:
+        self._syncing -= 1
+        relayed = all(p.attempt.relay_cursor is not None for p in batch)
+        failure = None if sync.cancelled() else sync.exception()
+        if failure is not None and not relayed:
+            self._failed(batch, failure)
+        else:
+            self._stored(batch, stored)
 
     async def _write(self, batch: list[Pending]) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
@@ -395,7 +420,6 @@ class GroupCommit:
     def _stored(self, batch: Sequence[Pending], stored: Sequence[Attempt]) -> None:
         self.commits += 1
         self.health.ok()
-        self._remember(stored)
         for pending, attempt in zip(batch, stored, strict=True):
             if not pending.future.done():
                 pending.future.set_result(attempt)

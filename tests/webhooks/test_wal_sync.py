@@ -1,0 +1,120 @@
+"""A commit is on disk before anybody hears of it: the log's fsync runs on its own thread, the
+caller waits for it, and one fsync covers the commits made while another ran."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.webhooks.forward_helpers import eventually
+from tests.webhooks.test_store import make
+from walletpass_tui.webhooks.store import Store, StoreError
+from walletpass_tui.webhooks.store import wal_sync as wal_sync_module
+
+
+class GatedFsync:
+    """os.fsync for the log, held until released; counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        self.fail = False
+        self._real = os.fsync
+
+    def __call__(self, fd: int) -> None:
+        self.calls += 1
+        self.started.set()
+        self.release.wait(10)
+        if self.fail:
+            raise OSError(5, "Input/output error")
+        self._real(fd)
+
+
+@pytest.fixture
+def fsync(monkeypatch: pytest.MonkeyPatch) -> GatedFsync:
+    gated = GatedFsync()
+    monkeypatch.setattr(wal_sync_module.os, "fsync", gated)
+    return gated
+
+
+@pytest.fixture
+async def store(tmp_path: Path, fsync: GatedFsync) -> AsyncIterator[Store]:
+    s = await Store.open(tmp_path / "deliveries.sqlite3")
+    yield s
+    fsync.release.set()
+    await s.close()
+
+
+def rows_on_disk(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
+    finally:
+        db.close()
+
+
+async def wait_for(event: threading.Event) -> None:
+    await asyncio.to_thread(event.wait, 10)
+    assert event.is_set()
+
+
+async def test_a_delivery_is_answered_only_after_the_fsync_of_its_commit(
+    store: Store, fsync: GatedFsync
+) -> None:
+    fsync.release.clear()
+    recording = asyncio.create_task(store.record(make("msg_a")))
+    await wait_for(fsync.started)
+    # Committed (another connection sees the row), but the caller has not heard yet.
+    assert rows_on_disk(store.path) == 1
+    await asyncio.sleep(0.05)
+    assert not recording.done()
+    fsync.release.set()
+    stored = await recording
+    assert stored.id is not None and fsync.calls == 1
+
+
+async def test_commits_made_during_an_fsync_share_the_next_one(
+    store: Store, fsync: GatedFsync
+) -> None:
+    fsync.release.clear()
+    first = asyncio.create_task(store.record(make("msg_first")))
+    await wait_for(fsync.started)
+    others = [asyncio.create_task(store.record(make(f"msg_{n}"))) for n in range(5)]
+
+    async def all_committed() -> bool:  # the writer goes on while the disk is busy
+        return rows_on_disk(store.path) == 6
+
+    await eventually(all_committed, timeout=10)
+    assert not any(t.done() for t in [first, *others])
+    fsync.release.set()
+    await asyncio.gather(first, *others)
+    assert fsync.calls == 2  # one for the first, one for the five committed meanwhile
+
+
+async def test_a_failed_fsync_fails_the_commits_it_covered_and_says_why(
+    store: Store, fsync: GatedFsync
+) -> None:
+    fsync.fail = True
+    with pytest.raises(StoreError, match=r"could not be written to disk \(Input/output error\)"):
+        await store.record(make("msg_lost"))
+    assert store.health.problem is not None and "check the disk" in store.health.problem
+    fsync.fail = False
+    assert (await store.record(make("msg_next"))).id is not None
+    assert store.health.problem is None
+
+
+async def test_relayed_deliveries_ask_for_no_fsync_of_their_own(
+    store: Store, fsync: GatedFsync
+) -> None:
+    await store.record(make("msg_relayed", relay_url="https://relay.test/x", relay_cursor=1))
+    assert fsync.calls == 0
+    await store.record(make("msg_posted"))
+    assert fsync.calls == 1

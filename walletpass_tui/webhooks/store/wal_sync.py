@@ -1,0 +1,120 @@
+"""The write-ahead log's fsync, on a thread of its own: a commit is on disk before anybody hears
+of it, but the next batch does not wait for the disk.
+
+The writer's connection commits with ``synchronous = NORMAL``: the commit writes its frames into
+the log (``write()``) and returns. ``WalSync.after_commit()`` then gives a future that is done
+once an ``fsync`` of the log file, begun after that commit, has returned: the same file and the
+same call SQLite makes at every commit under FULL, so a commit is exactly as durable when its
+future is done. Deliveries are answered, and listeners told, only then.
+
+Meanwhile the writer's thread already writes the next batch: one fsync covers every commit made
+before it began (at most one runs and one waits), and the writer no longer waits for the disk
+before taking the next batch. A failed fsync fails every commit it covered (their senders get a
+503 and deliver again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from walletpass_tui.webhooks.models import StoreError
+
+
+class WalSync:
+    """One fsync under way at most, and one more for the commits made while it runs."""
+
+    def __init__(self, path: Path) -> None:
+        self._log = path.with_name(path.name + "-wal")
+        self._fd: int | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-sync")
+        self._running: asyncio.Future[None] | None = None
+        self._queued: asyncio.Future[None] | None = None
+        self.syncs = 0
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    def after_commit(self) -> asyncio.Future[None]:
+        """Done once everything committed before this call is on disk."""
+        loop = asyncio.get_running_loop()
+        if self._running is None:
+            self._running = self._start(loop)
+            return self._running
+        if self._queued is None:
+            self._queued = loop.create_future()
+        return self._queued
+
+    def after_earlier(self) -> asyncio.Future[None] | None:
+        """Done once every sync asked for so far is (None: none is under way); keeps listeners
+        hearing of commits in order when one needs no sync of its own."""
+        return self._queued or self._running
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = loop.create_future()
+        work = loop.run_in_executor(self._executor, self._fsync)
+
+        def finished(work: asyncio.Future[None]) -> None:
+            exc = work.exception() if not work.cancelled() else asyncio.CancelledError()
+            if not done.done():
+                if exc is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(exc)
+            queued, self._queued = self._queued, None
+            self._running = None
+            if queued is not None:
+                self._running = nxt = self._start(loop)
+                nxt.add_done_callback(lambda n: _copy(n, queued))
+
+        work.add_done_callback(finished)
+        return done
+
+    def _fsync(self) -> None:
+        """On the sync thread: the log file's written frames to disk."""
+        try:
+            if self._fd is not None and os.fstat(self._fd).st_nlink == 0:
+                os.close(self._fd)  # the log was deleted and made anew: sync the new one
+                self._fd = None
+            if self._fd is None:
+                # Read-only is enough for fsync on POSIX; Windows needs write access for it.
+                flags = os.O_RDONLY if os.name != "nt" else os.O_RDWR
+                self._fd = os.open(self._log, flags)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StoreError(
+                f"The history database's log {self._log} could not be written to disk "
+                f"({exc.strerror or exc}); check the disk, then deliver again."
+            ) from None
+        self.syncs += 1
+
+    async def close(self) -> None:
+        """After every sync asked for; the file descriptor is closed with the thread."""
+        for future in (self._running, self._queued):
+            if future is not None:
+                with contextlib.suppress(Exception):
+                    await future
+
+        def finish() -> None:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            await loop.run_in_executor(self._executor, finish)
+        self._executor.shutdown(wait=False)
+
+
+def _copy(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+    if target.done():
+        return
+    exc = source.exception() if not source.cancelled() else asyncio.CancelledError()
+    if exc is None:
+        target.set_result(None)
+    else:
+        target.set_exception(exc)
