@@ -109,11 +109,14 @@ def commit_batch(
     attempts: Sequence[Attempt],
     targets: Sequence[tuple[str, ...]],
     numbered_with: Known | None,
+    sync: Callable[[], None] | None = None,
 ) -> list[Attempt] | None:
     """Store the batch in one transaction; returns the attempts as stored.
 
     ``numbered_with`` is what the attempts were numbered from (None: number them here). When the
     counts changed since, nothing is written and the result is None: number them again.
+    ``sync``: called right after the commit (the log's fsync, when nothing else waits for the
+    writer: one trip to its thread instead of two).
     """
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -127,6 +130,8 @@ def commit_batch(
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
+        if sync is not None:
+            sync()
     except BaseException:
         if db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
@@ -224,6 +229,7 @@ class GroupCommit:
         self.checkpoints = Checkpointer(thread.path)
         self.syncs = WalSync(thread.path)
         self._syncing = 0  # batches committed, waiting for their fsync
+        self._notifying = 0  # commits whose listeners are still to hear of them
         self._queue: asyncio.Queue[Pending | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._busy = False
@@ -243,7 +249,8 @@ class GroupCommit:
     @property
     def idle(self) -> bool:
         """Nothing queued, nothing being written, the rejected cap and checkpoint top-up done."""
-        return not (self._queue.qsize() or self._busy or self._syncing or self._backlog())
+        busy = self._busy or self._syncing or self._notifying
+        return not (self._queue.qsize() or busy or self._backlog())
 
     def submit(self, pending: Pending) -> None:
         self._queue.put_nowait(pending)
@@ -355,13 +362,19 @@ class GroupCommit:
     async def _commit(self, batch: list[Pending]) -> None:
         """Commit the batch in one transaction; attempts whose numbers another program changed
         meanwhile are numbered again from the database (a few times at most)."""
+        relayed = all(p.attempt.relay_cursor is not None for p in batch)
+        # Nothing else waiting: the fsync right after the commit, on the writer's thread.
+        inline = not relayed and self._queue.empty() and not self.syncs.busy
         try:
-            stored = await self._write(batch)
+            stored = await self._write(batch, self.syncs.fsync_now if inline else None)
         except Exception as exc:  # anything: the writer must survive and every caller hear
             self._failed(batch, exc)
             return
         self._remember(stored)  # the next batch is numbered from these, on disk or not yet
-        if all(p.attempt.relay_cursor is not None for p in batch):
+        if inline:
+            self._stored(batch, stored)
+            return
+        if relayed:
             # Relayed only: nobody waits for a 2xx, the relay keeps them (see relay_marks.py);
             # told after any earlier commit still on its way to disk, so listeners hear in order.
             earlier = self.syncs.after_earlier()
@@ -384,11 +397,13 @@ class GroupCommit:
         else:
             self._stored(batch, stored)
 
-    async def _write(self, batch: list[Pending]) -> list[Attempt]:
+    async def _write(
+        self, batch: list[Pending], sync: Callable[[], None] | None = None
+    ) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
         targets = [p.forward_to for p in batch]
         if not any(p.finalize for p in batch):
-            done = await self.thread.run(commit_batch, attempts, targets, None)
+            done = await self.thread.run(commit_batch, attempts, targets, None, sync)
             assert done is not None
             return done
         # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
@@ -402,7 +417,7 @@ class GroupCommit:
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, number(attempts, known), strict=True)
             ]
-            done = await self.thread.run(commit_batch, decided, targets, known)
+            done = await self.thread.run(commit_batch, decided, targets, known, sync)
             if done is not None:
                 return done
         raise StoreError(
@@ -423,7 +438,10 @@ class GroupCommit:
         for pending, attempt in zip(batch, stored, strict=True):
             if not pending.future.done():
                 pending.future.set_result(attempt)
-        self._notify(stored)
+        # Listeners (the printed line, the dashboard, the indexer) hear right after the senders
+        # are answered, not before: their work is not on the acknowledgement path.
+        self._notifying += 1
+        asyncio.get_running_loop().call_soon(self._notify, stored)
         self._rejected_since_prune += sum(1 for a in stored if not a.verified)
         self.checkpoints.note(len(stored))
 
@@ -448,6 +466,7 @@ class GroupCommit:
             del remembered[next(iter(remembered))]
 
     def _notify(self, stored: Sequence[Attempt]) -> None:
+        self._notifying -= 1
         for listener in list(self.listeners):
             try:
                 listener(stored)
