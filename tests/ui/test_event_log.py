@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import httpx
@@ -17,12 +18,13 @@ from ui_helpers import (
 
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.live_feed import DeliveriesStored
+from walletpass_tui.ui.log_window import PAGE
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.store import LogRow, Store, StoreError
 
 
 def log_of(app: WalletPassApp) -> EventLogPane:
@@ -117,6 +119,32 @@ async def test_a_rejected_delivery_shows_the_reason_in_words(
         await wait_for(lambda: detail.detail.data is not None)
         summary = str(detail.query_one("#detail-summary").render())
         assert "rejected: no signature matches (tried 1 secret)" in summary
+
+
+async def test_a_first_page_read_while_the_screen_was_built_is_shown_as_it_mounts(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, [attempt(n) for n in range(1, 4)])
+    page = await store.log_page(limit=PAGE)
+    read: asyncio.Future[list[LogRow]] = asyncio.get_running_loop().create_future()
+    read.set_result(page[:2])  # not what the store would give now: the log must not read again
+    app = make_app(first_page=read)
+    async with app.run_test(size=SIZE):
+        assert visible_ids(app) == ["msg_000003", "msg_000002"]
+        assert log_of(app).total == 2
+
+
+async def test_a_first_page_that_could_not_be_read_is_read_again(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, [attempt(n) for n in range(1, 4)])
+    read: asyncio.Future[list[LogRow]] = asyncio.get_running_loop().create_future()
+    read.set_exception(StoreError("The history database is locked by another program."))
+    app = make_app(first_page=read)
+    async with app.run_test(size=SIZE):
+        await wait_for(lambda: log_of(app).total == 3)
+        assert visible_ids(app) == ["msg_000003", "msg_000002", "msg_000001"]
+        assert log_of(app).problem is None
 
 
 async def test_follows_new_rows_until_the_user_moves_away(

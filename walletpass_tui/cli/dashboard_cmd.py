@@ -34,6 +34,7 @@ from walletpass_tui.webhooks.runtime import DeliveryRuntime, Feed
 if TYPE_CHECKING:
     from walletpass_tui.api.client import WalletPassClient
     from walletpass_tui.api.models import TemplateList, WebhookEndpoint
+    from walletpass_tui.webhooks.store import LogRow
 
 
 class LazyServiceClient:
@@ -69,17 +70,30 @@ class LazyServiceClient:
 async def run_dashboard_async(
     settings: Settings, setup: DeliverySetup | None = None, feeds: Sequence[Feed] = ()
 ) -> int:
-    from walletpass_tui.ui.app import build_app
-
     setup = setup or DeliverySetup(options=receiver_options(settings))
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
+        first_page = read_first_page(runtime)
+        await asyncio.sleep(0)  # the read goes to the store's thread...
+        from walletpass_tui.ui.app import build_app  # ...and runs while the UI is imported
+
         client = LazyServiceClient(settings, runtime.registry.record_created)
         try:
-            app = build_app(runtime, client)
+            app = build_app(runtime, client, first_page=first_page)
             await app.run_async()
         finally:
             await client.aclose()
     return app.return_code or 0
+
+
+def read_first_page(runtime: DeliveryRuntime) -> asyncio.Future[list[LogRow]] | None:
+    """The log's first page, read on the store's reader thread while the UI is imported and its
+    screen composed, so the first frame already shows the newest deliveries. Not with a relay
+    feed: deliveries it stores before the log subscribes would fall between page and feed."""
+    if runtime.feeds:
+        return None
+    from walletpass_tui.ui.log_window import PAGE
+
+    return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
 
 
 def run_dashboard(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ the runtime closes it, unless the app was handed an opener, in which case it ope
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
+    LogRow,
     Stats,
 )
 
@@ -60,6 +62,7 @@ class AppParts:
     receiver_display: str | None = None
     mode: str | None = None
     log_capacity: int = DEFAULT_CAPACITY
+    first_page: asyncio.Future[list[LogRow]] | None = None
 
 
 class WalletPassApp(ReportsWorkerErrors, App[int]):
@@ -113,6 +116,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             client=parts.client,
             receiver_display=parts.receiver_display,
             mode=parts.mode,
+            first_page=parts.first_page,
         )
         if settings.public_url:
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
@@ -136,7 +140,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._count_pending()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
         # not load): the port is already bound, a sender connecting meanwhile waits in the
-        # backlog, and the receiver's import (its HTTP server, forwarding) does not hold up the first rows.
+        # backlog, and the receiver's import (its HTTP server, forwarding) does not hold up the
+        # first rows.
         self._receiving_timer = self.set_timer(RECEIVE_AFTER_S, self._start_receiving)
         self.call_after_refresh(_collect_again)
 
@@ -421,6 +426,7 @@ def build_app(
     mode: str | None = None,
     log_capacity: int = DEFAULT_CAPACITY,
     theme: str = DARK_THEME,
+    first_page: asyncio.Future[list[LogRow]] | None = None,
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
@@ -430,6 +436,7 @@ def build_app(
     serving after the first frame. ``client``: the service (``WalletPassClient``), or None when no
     API key is set: templates then say how to set one. ``receiver_display``: the address shown
     when there is no receiver (screenshots). ``mode``: a word shown in the header (``demo``).
+    ``first_page``: the log's first page (no filter), already being read from the store.
     """
-    parts = AppParts(runtime, client, receiver_display, mode, log_capacity)
+    parts = AppParts(runtime, client, receiver_display, mode, log_capacity, first_page)
     return WalletPassApp(parts, theme=theme)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -10,7 +11,7 @@ from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.store import LogRow, Store
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.forward import SecretLookup
@@ -39,6 +40,12 @@ class DashboardContext:
     # Where the service should post: the tunnel's public URL plus the receiver's path (from the
     # settings, or found from a local ngrok agent).
     public_url: str | None = None
+    # The log's first page (no filter), read while the UI was being built; taken once.
+    first_page: asyncio.Future[list[LogRow]] | None = None
+
+    def take_first_page(self) -> asyncio.Future[list[LogRow]] | None:
+        page, self.first_page = self.first_page, None
+        return page
 
     @property
     def settings(self) -> Settings:

@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.lazy import Lazy
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
@@ -83,9 +84,17 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
     ]
 
-    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        tabs_after_first_frame: bool = False,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.store = store
+        self._tabs_later = tabs_after_first_frame
         self.data: DeliveryData | None = None
         self.pages: BodyView | None = None  # the body's pages on screen
         self.requested_id: int | None = None
@@ -99,7 +108,11 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary", classes="detail-summary")
         yield Static(id="detail-attempts", classes="detail-attempts")
-        with TabbedContent(id="detail-tabs"):
+        # With tabs_after_first_frame (the main screen's pane) the tabs, two dozen widgets, are
+        # mounted after the screen's first frame, so the log's first rows do not wait for them;
+        # until then _ready() is False and nothing is painted.
+        tabs = TabbedContent(id="detail-tabs")
+        with Lazy(tabs) if self._tabs_later else tabs:
             for key, title in TABS:
                 with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="detail-scroll"):
                     if key in BODY_TABS:
@@ -229,7 +242,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         pages = self.pages
         if pages is None or self.data is None:
             return
-        raw = self.query_one("#detail-tabs", TabbedContent).active == "tab-raw"
+        raw = self.active_tab == "raw"
         page = pages.raw if raw else pages.body
         index = page.index + step
         if index < 0 or (step > 0 and not page.more):
@@ -253,7 +266,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             self._set("body", self._body(data.attempt))
 
     def show_tab(self, key: str) -> None:
-        self.query_one("#detail-tabs", TabbedContent).active = f"tab-{key}"
+        for tabs in self.query("#detail-tabs").results(TabbedContent):
+            tabs.active = f"tab-{key}"
+            return
+        self.call_after_refresh(self.show_tab, key)  # the tabs are not mounted yet
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -344,7 +360,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
 
     @property
     def active_tab(self) -> str:
-        return self.query_one("#detail-tabs", TabbedContent).active.removeprefix("tab-")
+        for tabs in self.query("#detail-tabs").results(TabbedContent):
+            return tabs.active.removeprefix("tab-")
+        return TABS[0][0]  # the tabs are not mounted yet: the first one will be active
 
     def _paint_tab(self, key: str) -> None:
         data = self.data

@@ -7,6 +7,7 @@ new attempts come from the live feed, and a bounded ``LogWindow`` holds what is 
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Sequence
 
@@ -110,7 +111,15 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         signals = live_signals(self)
         signals.deliveries.subscribe(self, self._deliveries_stored, immediate=True)
         signals.log_shows = lambda a: matches(self.filter, a)  # its rows go out without a wait
-        self.reload()
+        first = self.context.take_first_page()
+        if first is not None and first.done():
+            if not first.cancelled() and first.exception() is None:
+                # Read while the screen was built: shown in its very first frame.
+                self._generation += 1
+                self._show_first_page(first.result(), self.filter, self._generation)
+                return
+            first = None  # that read failed: the log reads again (and says why if it fails)
+        self.reload(first)
 
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
         self.ingest(message.attempts, message.dropped)
@@ -120,20 +129,25 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
 
     # -- loading ------------------------------------------------------------------------------
 
-    def reload(self) -> None:
-        """Start over from the newest row matching the filter."""
+    def reload(self, reading: asyncio.Future[list[LogRow]] | None = None) -> None:
+        """Start over from the newest row matching the filter (``reading``: that page, being
+        read already)."""
         self._generation += 1
         self._resetting = True
         self._recent.clear()
         self.problem = None
-        self._reset(self.filter, self._generation)
+        self._reset(self.filter, self._generation, reading)
 
     @work(exclusive=True, group="log-reset", exit_on_error=False)
-    async def _reset(self, flt: LogFilter, generation: int) -> None:
-        store = self.context.store
-        rows = await store.log_page(flt, limit=PAGE)
+    async def _reset(
+        self, flt: LogFilter, generation: int, reading: asyncio.Future[list[LogRow]] | None
+    ) -> None:
+        rows = await (reading or self.context.store.log_page(flt, limit=PAGE))
         if generation != self._generation:
             return
+        self._show_first_page(rows, flt, generation)
+
+    def _show_first_page(self, rows: list[LogRow], flt: LogFilter, generation: int) -> None:
         self.window.reset(rows, has_older=len(rows) == PAGE)
         self._resetting = False
         self._paging = False
@@ -150,10 +164,14 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         # comes after the first rows, never before them.
         self.call_after_refresh(self.post_message, self.Ready())
         if self.total is None:
-            total = await store.count(flt)
-            if generation == self._generation:
-                self.total = total
-                self._update_title()
+            self._count(flt, generation)
+
+    @work(exclusive=True, group="log-count", exit_on_error=False)
+    async def _count(self, flt: LogFilter, generation: int) -> None:
+        total = await self.context.store.count(flt)
+        if generation == self._generation:
+            self.total = total
+            self._update_title()
 
     @on(LogView.EdgeReached)
     def _edge(self, event: LogView.EdgeReached) -> None:

@@ -99,7 +99,9 @@ class MainScreen(Screen[None]):
                 yield EndpointsPane(self.context, id="endpoints")
             with Vertical(id="right"):
                 yield EventLogPane(self.context, capacity=self._log_capacity, id="events")
-                yield DeliveryDetail(self.context.store, id="detail-pane")
+                yield DeliveryDetail(
+                    self.context.store, tabs_after_first_frame=True, id="detail-pane"
+                )
         yield KeyLine(id="main-keys")
 
     def on_mount(self) -> None:

@@ -56,8 +56,10 @@ class Reader:
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
         try:
-            async with self._db.execute(sql, params) as cur:
-                return [build(row) async for row in cur]
+            # One trip to aiosqlite's thread (iterating the cursor would take one per 64 rows,
+            # each waiting for a turn of a busy event loop).
+            found = await self._db.execute_fetchall(sql, params)
+            return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
             raise StoreError(schema.explain(exc, self.path)) from None
 
