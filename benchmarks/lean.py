@@ -75,7 +75,7 @@ def startup_rows(home: Path, rounds: int, tmp: Path) -> list[Row]:
     env = {**os.environ, "WALLETPASS_HOME": str(home), "XDG_CONFIG_HOME": str(tmp / "xdg")}
     env.pop("WALLETPASS_API_KEY", None)
     chosen = [c for c in startup.COMMANDS if c[2] is not None or c[1] == ["-c", "pass"]]
-    for _, argv, _ in chosen:  # warm the page cache and the .pyc files
+    for _, argv, _ in chosen:  # warm the page cache
         startup.run_once(argv, env)
     times: dict[str, list[float]] = {name: [] for name, _, _ in chosen}
     for _ in range(rounds):
@@ -214,6 +214,7 @@ def main() -> int:
             print(f"This benchmark needs {tool} (apt-get install {tool}).", file=sys.stderr)
             return 1
     print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; load {os.getloadavg()}")
+    print(startup.compile_bytecode())
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="walletpass-lean-") as tmp_name:
         tmp = Path(tmp_name)

@@ -43,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dashboard import ENDPOINT, SECRET, populate  # noqa: E402
+from startup import compile_bytecode  # noqa: E402
 
 PYTHON = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -360,6 +361,7 @@ def main() -> int:
         print("This benchmark needs tmux (apt-get install tmux).", file=sys.stderr)
         return 1
     print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; load {os.getloadavg()}")
+    print(compile_bytecode())
     with tempfile.TemporaryDirectory(prefix="walletpass-live-") as tmp:
         home = Path(tmp) / "home"
         started = time.perf_counter()
