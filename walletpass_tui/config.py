@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -222,6 +221,10 @@ _TOML_ALIASES = {
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}  # no config file: its parser is not even loaded
+    import tomllib
+
     try:
         with path.open("rb") as fh:
             raw = tomllib.load(fh)

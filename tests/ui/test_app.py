@@ -14,7 +14,7 @@ import httpx
 import pytest
 from textual.command import CommandPalette
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Static, Tabs
 from ui_helpers import SIZE, attempt, body_for, plain, record_all, sender_for, wait_for
 
 from walletpass_tui.cli import dashboard_cmd
@@ -170,6 +170,32 @@ async def test_at_80x24_the_panes_fold_into_tabs_and_the_detail_is_a_screen(
         assert main.has_class("-wide") and main.has_class("-tall")
         assert not shown(main.query_one("#pane-tabs"))
         assert all(shown(w) for w in (main.detail, main.templates, main.endpoints, main.event_log))
+
+
+async def test_a_pane_key_pressed_before_the_side_panes_are_mounted_is_not_lost(
+    make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first frame shows the log; the side panes and the narrow layout's tabs are mounted
+    right after it. Asking for a pane in between (here: as the screen mounts) still switches
+    to it once it is there."""
+    await record_all(store, [attempt(n) for n in range(1, 4)])
+    mounted = MainScreen.on_mount
+    asked_early: list[bool] = []
+
+    def on_mount(screen: MainScreen) -> None:
+        mounted(screen)
+        asked_early.append(not screen.query("#endpoints"))
+        screen.action_show_pane("endpoints")
+
+    monkeypatch.setattr(MainScreen, "on_mount", on_mount)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = await main_of(app)
+        await wait_for(lambda: main.pane == "endpoints")
+        await pilot.pause()
+        assert asked_early == [True]
+        assert shown(main.endpoints) and not shown(main.event_log)
+        assert main.query_one("#pane-tabs", Tabs).active == "tab-endpoints"
 
 
 async def test_the_detail_pane_follows_the_cursor_on_a_wide_terminal(

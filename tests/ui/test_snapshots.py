@@ -103,6 +103,9 @@ async def settle(pilot: Pilot[Any]) -> None:
     app = pilot.app
     while not isinstance(app.screen, MainScreen):
         await pilot.pause(0.02)
+    # The side panes are mounted right after the first frame (the log comes first).
+    while not app.screen.query(TemplatesPane):
+        await pilot.pause(0.02)
     log = app.screen.query_one(EventLogPane)
     templates = app.screen.query_one(TemplatesPane)
     while log.total is None or templates.loading or "loading" in str(templates.border_title):

@@ -18,11 +18,11 @@ from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
-from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given
     from walletpass_tui.relay.link import RelayLink
     from walletpass_tui.webhooks.forward import Route
+    from walletpass_tui.webhooks.verify import SigningKey
 
 __all__ = [
     "DeliverySetup",
@@ -34,6 +34,10 @@ __all__ = [
 
 
 def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
+    if not secrets:
+        return []
+    from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+
     keys = []
     for secret in secrets:
         try:

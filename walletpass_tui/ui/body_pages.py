@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from textual.content import Content
-from textual.highlight import highlight
 
 from walletpass_tui.text import format_size, visible
 
@@ -125,6 +124,8 @@ def body_page(
     """Page ``index`` of ``body``: pretty JSON when it parses (unless ``raw``), else the raw text
     with every control character escaped. Untrusted text is never read as markup: it becomes
     ``Content`` as plain text (or as highlighted JSON tokens), never parsed."""
+    from textual.highlight import highlight  # pygments: loaded with the first body shown
+
     index = max(0, index)
     start = index * size
     doc = _NOT_JSON if raw else _parse(body)

@@ -14,12 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint, format_created_at, validate_topics
 from walletpass_tui.config import ConfigError, Secret, write_private_file
-from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+
+if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded when a secret is first checked
+    from walletpass_tui.webhooks.verify import SigningKey
 
 FILE_VERSION = 1
 
@@ -50,6 +52,8 @@ class LocalEndpoint:
         )
 
     def signing_key(self) -> SigningKey:
+        from walletpass_tui.webhooks.verify import SigningKey
+
         return SigningKey.from_secret(self.secret.reveal(), endpoint_id=self.id)
 
     def public_dict(self) -> dict[str, Any]:
@@ -104,6 +108,8 @@ def validate_import(
         topics = validate_topics(topics)
     except ApiError as exc:
         raise ConfigError(str(exc)) from None
+    from walletpass_tui.webhooks.verify import SecretError, parse_secret
+
     try:
         parse_secret(secret)
     except SecretError as exc:
@@ -171,6 +177,8 @@ class EndpointRegistry:
         return endpoint
 
     def signing_keys(self) -> list[SigningKey]:
+        from walletpass_tui.webhooks.verify import SecretError
+
         keys: list[SigningKey] = []
         for endpoint in self.load():
             try:

@@ -13,6 +13,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Tab, Tabs
@@ -85,18 +86,22 @@ class MainScreen(Screen[None]):
         return classes
 
     def compose(self) -> ComposeResult:
+        # The first frame has the header, the log and the detail's summary; the narrow layout's
+        # tabs, the templates and endpoints panes and the detail's tabs are mounted right after
+        # it (Lazy), so the newest deliveries are on screen without waiting for them.
         yield StatusBar(id="status-bar")
-        yield Tabs(
+        tabs = Tabs(
             Tab("1 Templates", id="tab-templates"),
             Tab("2 Endpoints", id="tab-endpoints"),
             Tab("3 Events", id="tab-events"),
             active="tab-events",
             id="pane-tabs",
         )
+        yield Lazy(tabs)
         with Horizontal(id="columns"):
             with Vertical(id="left"):
-                yield TemplatesPane(self.context, id="templates")
-                yield EndpointsPane(self.context, id="endpoints")
+                yield Lazy(TemplatesPane(self.context, id="templates"))
+                yield Lazy(EndpointsPane(self.context, id="endpoints"))
             with Vertical(id="right"):
                 yield EventLogPane(self.context, capacity=self._log_capacity, id="events")
                 yield DeliveryDetail(
@@ -117,9 +122,16 @@ class MainScreen(Screen[None]):
     def _load_templates(self) -> None:
         if self._templates_loading_started:
             return
+        if not self._lazy_parts_mounted():
+            self.call_after_refresh(self._load_templates)
+            return
         self._templates_loading_started = True
         self._templates_timer.stop()
         self.templates.refresh_templates()
+
+    def _lazy_parts_mounted(self) -> bool:
+        """The parts mounted after the first frame are there (see compose)."""
+        return bool(self.query("#pane-tabs")) and bool(self.query("#endpoints"))
 
     # -- parts -------------------------------------------------------------------------------------
 
@@ -151,6 +163,9 @@ class MainScreen(Screen[None]):
 
     def action_show_pane(self, pane: str) -> None:
         if pane not in PANES:
+            return
+        if not self._lazy_parts_mounted():
+            self.call_after_refresh(self.action_show_pane, pane)
             return
         self.pane = pane
         for name in PANES:
