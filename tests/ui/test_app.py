@@ -31,7 +31,8 @@ from walletpass_tui.webhooks.store import Store
 
 
 async def main_of(app: WalletPassApp) -> MainScreen:
-    await wait_for(lambda: isinstance(app.screen, MainScreen))
+    """The main screen, once the parts mounted after its first frame are there too."""
+    await wait_for(lambda: isinstance(app.screen, MainScreen) and app.screen.assembled)
     assert isinstance(app.screen, MainScreen)
     return app.screen
 

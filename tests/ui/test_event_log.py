@@ -21,6 +21,7 @@ from walletpass_tui.ui.live_feed import DeliveriesStored
 from walletpass_tui.ui.log_window import PAGE
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.receiver import Receiver
@@ -213,7 +214,7 @@ async def test_deliveries_arriving_after_the_screen_is_gone_are_dropped(
     raise (it used to: NoMatches for the status bar)."""
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: log_of(app).total is not None)
+        await wait_for(lambda: log_of(app).total is not None and app.screen.assembled)
         await app.pop_screen()
         await pilot.pause()
         (stored,) = await record_all(store, [attempt(1)])
@@ -221,6 +222,18 @@ async def test_deliveries_arriving_after_the_screen_is_gone_are_dropped(
         app.post_message(DeliveriesStored((stored,), dropped=3))
         await pilot.pause()
         assert app.is_running
+
+
+async def test_quitting_as_the_first_frame_is_drawn_ends_cleanly(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    """Ctrl+Q before the parts mounted after the first frame are there: a clean exit."""
+    await record_all(store, [attempt(n) for n in range(1, 4)])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("ctrl+q")
+    assert app.return_code == 0
 
 
 async def test_quitting_while_deliveries_arrive_ends_cleanly(

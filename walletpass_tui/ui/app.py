@@ -135,14 +135,20 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self._relay = relay_link_of(runtime)
             self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
         self._show_receiver()
-        await self.push_screen(MainScreen(self.context, log_capacity=parts.log_capacity))
-        self._recount()  # the header's totals: a count of the whole history, not before paint
-        self._count_pending()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
         # not load): the port is already bound, a sender connecting meanwhile waits in the
         # backlog, and the receiver's import (its HTTP server, forwarding) does not hold up the
         # first rows.
         self._receiving_timer = self.set_timer(RECEIVE_AFTER_S, self._start_receiving)
+        # Textual writes nothing to the terminal until the app's mount is over: the main screen
+        # is pushed after it, so its first frame goes out as soon as it is drawn, and what is
+        # mounted after that frame (MountLater) comes after it on the terminal too.
+        self.call_later(self._open_main_screen)
+
+    async def _open_main_screen(self) -> None:
+        await self.push_screen(MainScreen(self.context, log_capacity=self.parts.log_capacity))
+        self._recount()  # the header's totals: a count of the whole history, not before paint
+        self._count_pending()
         self.call_after_refresh(_collect_again)
 
     _receiving = False

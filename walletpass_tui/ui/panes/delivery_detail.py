@@ -23,7 +23,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
@@ -45,6 +44,7 @@ from walletpass_tui.ui.panes.delivery_parts import (
     summary_text,
 )
 from walletpass_tui.ui.widgets.body_text import BodyText
+from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.store import Attempt, Store
 
@@ -112,7 +112,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         # mounted after the screen's first frame, so the log's first rows do not wait for them;
         # until then _ready() is False and nothing is painted.
         tabs = TabbedContent(id="detail-tabs")
-        with Lazy(tabs) if self._tabs_later else tabs:
+        with MountLater(tabs) if self._tabs_later else tabs:
             for key, title in TABS:
                 with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="detail-scroll"):
                     if key in BODY_TABS:

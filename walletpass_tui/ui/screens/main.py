@@ -13,7 +13,6 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Tab, Tabs
@@ -27,6 +26,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.store import LogFilter
 
@@ -86,22 +86,21 @@ class MainScreen(Screen[None]):
         return classes
 
     def compose(self) -> ComposeResult:
-        # The first frame has the header, the log and the detail's summary; the narrow layout's
-        # tabs, the templates and endpoints panes and the detail's tabs are mounted right after
-        # it (Lazy), so the newest deliveries are on screen without waiting for them.
+        # The first frame has the header, the log and the detail's summary; the templates and
+        # endpoints panes and the detail's tabs are mounted right after it (MountLater), so the newest
+        # deliveries are on screen without waiting for them.
         yield StatusBar(id="status-bar")
-        tabs = Tabs(
+        yield Tabs(
             Tab("1 Templates", id="tab-templates"),
             Tab("2 Endpoints", id="tab-endpoints"),
             Tab("3 Events", id="tab-events"),
             active="tab-events",
             id="pane-tabs",
         )
-        yield Lazy(tabs)
         with Horizontal(id="columns"):
             with Vertical(id="left"):
-                yield Lazy(TemplatesPane(self.context, id="templates"))
-                yield Lazy(EndpointsPane(self.context, id="endpoints"))
+                yield MountLater(TemplatesPane(self.context, id="templates"))
+                yield MountLater(EndpointsPane(self.context, id="endpoints"))
             with Vertical(id="right"):
                 yield EventLogPane(self.context, capacity=self._log_capacity, id="events")
                 yield DeliveryDetail(
@@ -122,16 +121,17 @@ class MainScreen(Screen[None]):
     def _load_templates(self) -> None:
         if self._templates_loading_started:
             return
-        if not self._lazy_parts_mounted():
+        if not self.assembled:
             self.call_after_refresh(self._load_templates)
             return
         self._templates_loading_started = True
         self._templates_timer.stop()
         self.templates.refresh_templates()
 
-    def _lazy_parts_mounted(self) -> bool:
-        """The parts mounted after the first frame are there (see compose)."""
-        return bool(self.query("#pane-tabs")) and bool(self.query("#endpoints"))
+    @property
+    def assembled(self) -> bool:
+        """The parts mounted after the first frame are there too (see compose)."""
+        return bool(self.query("#templates")) and bool(self.query("#endpoints"))
 
     # -- parts -------------------------------------------------------------------------------------
 
@@ -164,7 +164,7 @@ class MainScreen(Screen[None]):
     def action_show_pane(self, pane: str) -> None:
         if pane not in PANES:
             return
-        if not self._lazy_parts_mounted():
+        if not self.assembled:
             self.call_after_refresh(self.action_show_pane, pane)
             return
         self.pane = pane
