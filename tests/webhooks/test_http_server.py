@@ -229,6 +229,16 @@ async def test_a_request_sent_before_the_client_half_closes_is_still_answered(
     assert echo.seen[0][1] == "/last"
 
 
+async def test_a_body_cut_short_by_the_client_is_not_handed_over_as_a_whole(
+    served: Served,
+) -> None:
+    _, echo, port = served
+    got = await exchange(port, post(body=b"x" * 10)[:-4], eof=True, wait=2.0)  # 6 of 10 bytes
+    assert got.startswith(b"HTTP/1.1 400") and b"ended before its body did" in got
+    assert echo.seen == []  # the handler never got a body shorter than declared
+    assert (await exchange(port, post("/after"))).startswith(b"HTTP/1.1 200")
+
+
 async def test_a_failing_handler_is_a_500_and_the_server_goes_on(served: Served) -> None:
     _, _echo, port = served
     got = await exchange(port, post("/boom"))

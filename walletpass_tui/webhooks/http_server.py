@@ -106,7 +106,8 @@ class Body:
         self._wake()
 
     def break_off(self) -> None:
-        """The rest of the body was not HTTP: a handler still reading it hears so."""
+        """The rest of the body will not come (malformed, or the client went away): a handler
+        still reading it hears so (ConnectionResetError)."""
         self._broken = True
         self.feed_eof()
 
@@ -185,7 +186,7 @@ class HttpConnection(asyncio.Protocol):
         self._server.connections.discard(self)
         self._cancel_timer()
         if self._body is not None:
-            self._body.feed_eof()  # a handler waiting for the rest hears the end (and refuses)
+            self._body.break_off()  # a handler waiting for the rest stops there: nothing to answer
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -211,8 +212,9 @@ class HttpConnection(asyncio.Protocol):
     def eof_received(self) -> bool:
         """The client sent all it will: a request in hand is still answered (then closed)."""
         self._close_when_idle = True
-        if self._body is not None:
-            self._body.feed_eof()  # a body cut short: the handler sees it end early
+        if self._body is not None:  # the body is cut short: it is not a request to hand over
+            self._refuse(400, "the request ended before its body did")
+            return False
         return self._active is not None
 
     def pause_writing(self) -> None:  # pragma: no cover - answers are a few hundred bytes
@@ -289,6 +291,10 @@ class HttpConnection(asyncio.Protocol):
     async def _answer(self, request: Request) -> None:
         try:
             response = await self._server.handler(request)
+        except ConnectionResetError:  # the body never came whole: answered already, or gone
+            self._active = None
+            self._close()
+            return
         except Exception:  # the handler's own failures are answered, never raised into asyncio
             response = Response(500, "Internal error: the delivery was not handled\n", close=True)
         unread = not request.content.is_eof()
