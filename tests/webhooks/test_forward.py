@@ -199,7 +199,8 @@ async def test_a_failing_answer_is_retried_until_success(env: Env) -> None:
 
     async def done() -> bool:
         rows = await env.store.forwards_for_message("msg_500")
-        return rows[0].state == DONE
+        # The result is told once its row is on disk, a moment after the row can be read.
+        return rows[0].state == DONE and bool(results) and results[-1] == 202
 
     await eventually(done)
     [row] = await env.store.forwards_for_message("msg_500")

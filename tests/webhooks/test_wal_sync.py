@@ -122,3 +122,22 @@ async def test_relayed_deliveries_ask_for_no_fsync_of_their_own(
     assert fsync.calls == 0
     await store.record(make("msg_posted"))
     assert fsync.calls == 1
+
+
+async def test_a_waiter_that_gives_up_does_not_cancel_the_sync_for_the_others(
+    tmp_path: Path, fsync: GatedFsync
+) -> None:
+    path = tmp_path / "deliveries.sqlite3"
+    path.with_name(path.name + "-wal").write_bytes(b"")
+    syncs = wal_sync_module.WalSync(path)
+    fsync.release.clear()
+    gives_up = asyncio.create_task(syncs.synced())
+    await wait_for(fsync.started)
+    shared = syncs.after_earlier()  # what a relayed commit waits on: the same sync
+    assert shared is not None
+    gives_up.cancel()
+    await asyncio.sleep(0.01)
+    fsync.release.set()
+    await asyncio.wait([shared])
+    assert not shared.cancelled() and shared.exception() is None
+    await syncs.close()

@@ -61,7 +61,7 @@ class WalSync:
         work = loop.run_in_executor(self._executor, self._fsync)
 
         def finished(work: asyncio.Future[None]) -> None:
-            exc = work.exception() if not work.cancelled() else asyncio.CancelledError()
+            exc = work.exception() if not work.cancelled() else _not_synced(self._log)
             if not done.done():
                 if exc is None:
                     done.set_result(None)
@@ -103,12 +103,16 @@ class WalSync:
             ) from None
         self.syncs += 1
 
+    async def synced(self) -> None:
+        """Wait until everything committed before this call is on disk; raises StoreError. The
+        future is shared: a waiter that is cancelled must not cancel it for the others."""
+        await asyncio.shield(self.after_commit())
+
     async def close(self) -> None:
         """After every sync asked for; the file descriptor is closed with the thread."""
-        for future in (self._running, self._queued):
-            if future is not None:
-                with contextlib.suppress(Exception):
-                    await future
+        pending = [f for f in (self._running, self._queued) if f is not None]
+        if pending:
+            await asyncio.wait(pending)
 
         def finish() -> None:
             if self._fd is not None:
@@ -121,10 +125,14 @@ class WalSync:
         self._executor.shutdown(wait=False)
 
 
+def _not_synced(log: Path) -> StoreError:
+    return StoreError(f"The history database's log {log} was not written to disk (closing).")
+
+
 def _copy(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
     if target.done():
         return
-    exc = source.exception() if not source.cancelled() else asyncio.CancelledError()
+    exc = source.exception() if not source.cancelled() else StoreError("not written to disk")
     if exc is None:
         target.set_result(None)
     else:

@@ -267,7 +267,7 @@ class GroupCommit:
 
     async def synced(self) -> None:
         """After a write of its own (``Store._write``): wait until it is on disk."""
-        await self.syncs.after_commit()
+        await self.syncs.synced()
 
     async def _run(self) -> None:
         while True:
