@@ -9,8 +9,9 @@ disk. With ``--relay`` the runtime also follows a relay channel (its state in th
 that refuses the token stops following with a notification, the local receiver keeps going).
 
 The first frame comes before the HTTP stack is imported: the port is a plain socket until the
-receiver (aiohttp) is built on it after that frame, and the service's client (httpx) is built the
-first time a pane calls the service.
+receiver (its HTTP server, forwarding) is built on it after that frame, and the service's client
+(httpx) is built the first time a pane calls the service. The log's first page is read by the
+store's thread while the UI is imported, so that frame already shows the newest deliveries.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def _when(ms: int) -> datetime:
 
 
 def is_utf8(text: str) -> bool:
-    """aiohttp and JSON hand over bytes that were not UTF-8 as lone surrogates."""
+    """The HTTP servers (the receiver's, aiohttp's) and JSON hand over bytes that were not
+    UTF-8 as lone surrogates."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

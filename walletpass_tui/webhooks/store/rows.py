@@ -135,7 +135,7 @@ def forward_from_row(row: Sequence[Any]) -> ForwardRow:
 
 
 def clean(text: str | None) -> str | None:
-    """Text SQLite can store: bytes that were not UTF-8 (aiohttp hands them over as lone surrogates,
+    """Text SQLite can store: bytes that were not UTF-8 (HTTP servers hand them over as lone surrogates,
     JSON escapes can make them too) are kept visible as ``\\xff`` escapes instead of failing the
     whole batch's transaction."""
     if text is None or text.isascii():
