@@ -56,33 +56,31 @@ class WalSync:
         hearing of commits in order when one needs no sync of its own."""
         return self._queued or self._running
 
-    def _start(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
-        done: asyncio.Future[None] = loop.create_future()
-        work = loop.run_in_executor(self._executor, self._fsync)
+    def _start(
+        self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[None] | None = None
+    ) -> asyncio.Future[None]:
+        """An fsync on the sync thread; ``done`` (a queued future, or a new one) is settled with
+        its outcome, and the queued callers' fsync starts right after."""
+        settled: asyncio.Future[None] = done or loop.create_future()
+        work = loop.run_in_executor(self._executor, self.fsync_now)
 
         def finished(work: asyncio.Future[None]) -> None:
             exc = work.exception() if not work.cancelled() else _not_synced(self._log)
-            if not done.done():
+            if not settled.done():
                 if exc is None:
-                    done.set_result(None)
+                    settled.set_result(None)
                 else:
-                    done.set_exception(exc)
+                    settled.set_exception(exc)
             queued, self._queued = self._queued, None
-            self._running = None
-            if queued is not None:
-                self._running = nxt = self._start(loop)
-                nxt.add_done_callback(lambda n: _copy(n, queued))
+            self._running = self._start(loop, queued) if queued is not None else None
 
         work.add_done_callback(finished)
-        return done
+        return settled
 
     def fsync_now(self) -> None:
-        """On the writer's thread, right after a commit, when no sync is under way and nothing
-        else waits for the writer: one trip to a thread instead of two for a lone delivery."""
-        self._fsync()
-
-    def _fsync(self) -> None:
-        """The log file's written frames to disk; raises StoreError."""
+        """The log file's written frames to disk; raises StoreError. On the sync thread, or on
+        the writer's right after a commit when no sync is under way and nothing else waits for
+        the writer (one trip to a thread instead of two for a lone delivery)."""
         with self._fd_lock:
             self._fsync_locked()
 
@@ -127,13 +125,3 @@ class WalSync:
 
 def _not_synced(log: Path) -> StoreError:
     return StoreError(f"The history database's log {log} was not written to disk (closing).")
-
-
-def _copy(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
-    if target.done():
-        return
-    exc = source.exception() if not source.cancelled() else StoreError("not written to disk")
-    if exc is None:
-        target.set_result(None)
-    else:
-        target.set_exception(exc)
