@@ -39,8 +39,7 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks import store as store_module
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
     REJECTED,
@@ -49,8 +48,9 @@ from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
     ForwardResult,
-    Store,
 )
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
+from walletpass_tui.webhooks.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 START_MS = 1_795_442_400_000  # 2026-11-23T14:00:00Z

@@ -18,15 +18,8 @@ from aiohttp import web
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.store import (
-    DONE,
-    GIVEN_UP,
-    PENDING,
-    REPLAY,
-    VERIFIED,
-    Attempt,
-    Store,
-)
+from walletpass_tui.webhooks.models import DONE, GIVEN_UP, PENDING, REPLAY, VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 SECRET = "whsec_" + base64.b64encode(b"c" * 32).decode()

@@ -18,9 +18,10 @@ from walletpass_tui.config import Settings
 from walletpass_tui.relay.link import LinkState, RelayLink, StateLines
 from walletpass_tui.relay.server import RelayServer
 from walletpass_tui.relay.subscriber import RelayAuthError, RelayClientError
-from walletpass_tui.webhooks.receiver import ReceiverOptions
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
-from walletpass_tui.webhooks.store import Attempt, wal_sync
+from walletpass_tui.webhooks.store import wal_sync
 from walletpass_tui.webhooks.verify import SigningKey
 
 

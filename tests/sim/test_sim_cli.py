@@ -22,7 +22,8 @@ import pytest
 from standardwebhooks import Webhook
 
 from walletpass_tui.cli import main
-from walletpass_tui.sim import FakeClock, new_secret
+from walletpass_tui.sim.clock import FakeClock
+from walletpass_tui.sim.events import new_secret
 
 SECRET = new_secret()
 SIM_KEY = "sk_sim_TestKey0123456789abcdefABCDEF"

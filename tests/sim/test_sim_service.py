@@ -17,8 +17,9 @@ import pytest
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.sim import FakeClock, SimulatedService, UnknownEndpointError
-from walletpass_tui.sim.service import validate_create_body
+from walletpass_tui.sim.clock import FakeClock
+from walletpass_tui.sim.endpoints import UnknownEndpointError, validate_create_body
+from walletpass_tui.sim.service import SimulatedService
 
 SIM_KEY = "sk_sim_TestKey0123456789abcdefABCDEF"
 CREATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")

@@ -20,12 +20,12 @@ from pathlib import Path
 from textual.app import App
 from textual.pilot import Pilot
 
-from walletpass_tui.check import CaseResult, build_cases
+from walletpass_tui.check.cases import build_cases
 from walletpass_tui.check.judge import Answer, judge
-from walletpass_tui.check.runner import CheckOptions, CheckReport
+from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import ForwardResult
+from walletpass_tui.webhooks.models import ForwardResult
 
 FIXED_NOW = datetime(2026, 11, 23, 14, 0, tzinfo=UTC)
 UI = Path(__file__).resolve().parents[2] / "walletpass_tui" / "ui"

@@ -28,11 +28,10 @@ from walletpass_tui.webhooks.forward import (
     Forwarder,
     Route,
 )
-from walletpass_tui.webhooks.receiver import Receiver, ReceiverOptions
-from walletpass_tui.webhooks.store import (
-    Attempt,
-    Store,
-)
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
 SECRET = "whsec_" + base64.b64encode(b"f" * 32).decode()

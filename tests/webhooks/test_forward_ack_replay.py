@@ -31,7 +31,7 @@ from walletpass_tui.webhooks.forward import (
     replay,
     replay_request,
 )
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     DONE,
     FAILED,
     FORWARD,
@@ -41,8 +41,8 @@ from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
     ForwardResult,
-    Store,
 )
+from walletpass_tui.webhooks.store import Store
 
 # -- --ack target ---------------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from standardwebhooks import Webhook
 
+from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.verify import (
-    Reason,
     SecretError,
     SigningKey,
     compute_signature,

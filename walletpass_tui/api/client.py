@@ -17,10 +17,9 @@ from walletpass_tui.api.models import (
     TemplateList,
     WebhookEndpoint,
     parse_template_list,
-    url_problem,
     validate_topics,
 )
-from walletpass_tui.api.urls import UrlError, check_url
+from walletpass_tui.api.urls import UrlError, check_url, url_problem
 from walletpass_tui.config import ENV_API_KEY, Secret, Settings
 from walletpass_tui.text import format_duration
 

@@ -15,7 +15,7 @@ import httpx
 from walletpass_tui import __version__
 from walletpass_tui.check.cases import Request
 from walletpass_tui.webhooks.forward import send
-from walletpass_tui.webhooks.store import ForwardResult
+from walletpass_tui.webhooks.models import ForwardResult
 
 USER_AGENT = f"walletpass-tui/{__version__} (check)"
 

@@ -21,7 +21,7 @@ from walletpass_tui.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from walletpass_tui.check import CaseResult, CheckOptions, CheckReport
+    from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
     from walletpass_tui.config import Settings
 
 DEFAULT_TIMEOUT_S = 15.0
@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     from walletpass_tui.api.topics import TOPICS
-    from walletpass_tui.check import CheckOptions
+    from walletpass_tui.check.runner import CheckOptions
     from walletpass_tui.webhooks.endpoints import EndpointRegistry
     from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
@@ -125,8 +125,9 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
 async def _run(
     options: CheckOptions, settings: Settings, *, record: bool, live: bool
 ) -> CheckReport:
-    from walletpass_tui.check import build_cases, run_check
+    from walletpass_tui.check.cases import build_cases
     from walletpass_tui.check.report import Table, heading
+    from walletpass_tui.check.runner import run_check
     from walletpass_tui.webhooks.store import Store
 
     cases = build_cases(options.secret, options.topics)

@@ -33,7 +33,6 @@ __all__ = [
     "lazy_handler",
     "print_json",
     "print_table",
-    "printable",
     "read_bounded_file",
     "settings_from_args",
     "target_url_arg",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
+from walletpass_tui.cli.common import print_json, print_table, settings_from_args
+from walletpass_tui.text import printable
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:

@@ -23,19 +23,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.receiver_flags import (
-    DeliverySetup,
-    delivery_setup,
-    receiver_options,
-    relay_link,
-)
+from walletpass_tui.cli.receiver_flags import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, Feed
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 
 if TYPE_CHECKING:
     from walletpass_tui.api.client import WalletPassClient
     from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.webhooks.store import LogRow
+    from walletpass_tui.webhooks.models import LogRow
 
 
 class LazyServiceClient:

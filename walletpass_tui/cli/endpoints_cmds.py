@@ -14,11 +14,11 @@ from walletpass_tui.cli.common import (
     UsageError,
     print_json,
     print_table,
-    printable,
     settings_from_args,
 )
 from walletpass_tui.cli.service_errors import api_failure
 from walletpass_tui.config import ConfigError, Settings, check_writable
+from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
     from walletpass_tui.api.models import WebhookEndpoint

@@ -11,25 +11,16 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.api.topics import topic_label
-from walletpass_tui.cli.common import (
-    CommandError,
-    add_receiver_flags,
-    printable,
-    settings_from_args,
-)
-from walletpass_tui.cli.receiver_flags import (
-    DeliverySetup,
-    add_delivery_flags,
-    delivery_setup,
-    relay_link,
-)
+from walletpass_tui.cli.common import CommandError, add_receiver_flags, settings_from_args
+from walletpass_tui.cli.delivery_flags import add_delivery_flags
+from walletpass_tui.cli.receiver_flags import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
-from walletpass_tui.formatting import format_ms
+from walletpass_tui.text import format_ms, printable
 from walletpass_tui.tunnel import discover_ngrok
 from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 
 if TYPE_CHECKING:
     from walletpass_tui.relay.link import LinkState, RelayLink

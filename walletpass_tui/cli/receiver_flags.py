@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, UsageError
-from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
@@ -24,13 +23,7 @@ if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --sec
     from walletpass_tui.webhooks.forward import Route
     from walletpass_tui.webhooks.verify import SigningKey
 
-__all__ = [
-    "DeliverySetup",
-    "add_delivery_flags",
-    "delivery_setup",
-    "receiver_options",
-    "relay_link",
-]
+__all__ = ["delivery_setup", "receiver_options", "relay_link"]
 
 
 def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:

@@ -11,13 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.cli.common import (
-    CommandError,
-    print_json,
-    print_table,
-    printable,
-    settings_from_args,
-)
+from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+from walletpass_tui.text import printable
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"

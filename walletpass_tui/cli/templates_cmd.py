@@ -7,8 +7,9 @@ import asyncio
 import json
 from typing import Any
 
-from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
+from walletpass_tui.cli.common import print_json, print_table, settings_from_args
 from walletpass_tui.cli.service_errors import api_failure
+from walletpass_tui.text import printable
 
 
 def cmd_templates(args: argparse.Namespace) -> int:

@@ -22,10 +22,11 @@ from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.fanout import Feed, Feeds
 from walletpass_tui.relay.storage import RelayStoreError
 from walletpass_tui.relay.writer import NewDelivery, NewRejection, RelayWriter
-from walletpass_tui.webhooks.receiver import DEFAULT_READ_TIMEOUT_S
+from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S
+from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
 from walletpass_tui.webhooks.sources import SourcePolicy
-from walletpass_tui.webhooks.verify import HEADER_ID, Reason, verify
+from walletpass_tui.webhooks.verify import HEADER_ID, verify
 
 INGRESS_PREFIX = "/in/"
 RETRY_AFTER_S = 60

@@ -35,13 +35,8 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow, Stats
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
-from walletpass_tui.webhooks.store import (
-    VERIFIED,
-    Attempt,
-    LogRow,
-    Stats,
-)
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
     from walletpass_tui.relay.link import RelayLink

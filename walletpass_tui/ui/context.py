@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Protocol
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.models import LogRow
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import LogRow, Store
+from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.forward import SecretLookup

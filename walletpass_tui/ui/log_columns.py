@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TOPICS, short_topic, topic_label
-from walletpass_tui.formatting import format_ms
-from walletpass_tui.ui.untrusted import clip, one_line
+from walletpass_tui.text import clip, format_ms, one_line
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogRow
 
 GAP = 1
 VERIFIED_MARK = "✓"

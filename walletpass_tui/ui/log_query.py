@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, matches_text
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.store.search import matches_text
 
 _VERDICT_WORDS = {
     "verified": VERIFIED,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from walletpass_tui.webhooks.store import LogRow
+from walletpass_tui.webhooks.models import LogRow
 
 DEFAULT_CAPACITY = 500
 PAGE = 200

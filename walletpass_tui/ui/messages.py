@@ -19,7 +19,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.signal import Signal
 
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Stats
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, Stats
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from walletpass_tui.ui.untrusted import compact_value
+from walletpass_tui.text import compact_value
 
 MAX_COLUMNS = 8
 SAMPLE = 200  # templates looked at to find the keys

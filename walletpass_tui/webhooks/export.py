@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from walletpass_tui.text import format_ms
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt
+    from walletpass_tui.webhooks.models import Attempt
 
 __all__ = ["attempt_json", "attempt_record", "to_curl", "to_jsonl"]
 

@@ -26,7 +26,7 @@ import httpx
 from walletpass_tui import __version__
 from walletpass_tui.api.urls import UrlError, check_url
 from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     ORIGINAL,
     REPLAY,
     RESIGN,
@@ -34,8 +34,8 @@ from walletpass_tui.webhooks.store import (
     Attempt,
     ForwardResult,
     ForwardRow,
-    Store,
 )
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 USER_AGENT = f"walletpass-tui/{__version__} (forwarding)"

@@ -38,7 +38,8 @@ from walletpass_tui.webhooks.listening import (
     listening_socket,
     receiver_url,
 )
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup

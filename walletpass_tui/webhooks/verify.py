@@ -30,7 +30,6 @@ from standardwebhooks.webhooks import Webhook, hmac_data
 from walletpass_tui.webhooks.reasons import Reason
 
 __all__ = [
-    "Reason",
     "SecretError",
     "SigningKey",
     "Verdict",

@@ -11,13 +11,14 @@ from walletpass_tui.cli.events.shared import parse_since, with_store
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, Store
+    from walletpass_tui.webhooks.models import Attempt
+    from walletpass_tui.webhooks.store import Store
 
 PAGE = 500
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.store import LogFilter
+    from walletpass_tui.webhooks.models import LogFilter
 
     settings = settings_from_args(args)
     target = args.to or settings.receiver_url()

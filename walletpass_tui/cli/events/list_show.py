@@ -7,13 +7,14 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import topic_label
-from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
+from walletpass_tui.cli.common import print_json, print_table, settings_from_args
 from walletpass_tui.cli.events.shared import no_such_message, parse_since, with_store
-from walletpass_tui.text import format_gap, format_ms, format_size
+from walletpass_tui.text import format_gap, format_ms, format_size, printable
 from walletpass_tui.webhooks.export import attempt_json
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, ForwardRow, MessageRow, Store
+    from walletpass_tui.webhooks.models import Attempt, ForwardRow, MessageRow
+    from walletpass_tui.webhooks.store import Store
 
 
 def message_json(m: MessageRow) -> dict[str, Any]:

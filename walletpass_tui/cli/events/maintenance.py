@@ -7,8 +7,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError, UsageError, printable, settings_from_args
+from walletpass_tui.cli.common import CommandError, UsageError, settings_from_args
 from walletpass_tui.cli.events.shared import with_store
+from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -26,7 +27,7 @@ def _confirm(question: str) -> bool:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.store import StoreError
+    from walletpass_tui.webhooks.models import StoreError
 
     settings = settings_from_args(args)
     if args.older_than is not None:
@@ -42,7 +43,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     cutoff = int((time.time() - seconds) * 1000)
 
     async def count(store: Store) -> tuple[int, int]:
-        from walletpass_tui.webhooks.store import LogFilter
+        from walletpass_tui.webhooks.models import LogFilter
 
         return await store.count(LogFilter(since_ms=cutoff)), await store.count()
 

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Any
 from walletpass_tui.cli.common import (
     CommandError,
     print_json,
-    printable,
     read_bounded_file,
     settings_from_args,
 )
 from walletpass_tui.cli.events.shared import pick_attempt, with_store
+from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, Store
+    from walletpass_tui.webhooks.models import Attempt
+    from walletpass_tui.webhooks.store import Store
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -7,11 +7,13 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
-from walletpass_tui.cli.common import CommandError, UsageError, printable
+from walletpass_tui.cli.common import CommandError, UsageError
 from walletpass_tui.config import Settings
+from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, Store
+    from walletpass_tui.webhooks.models import Attempt
+    from walletpass_tui.webhooks.store import Store
 
 T = TypeVar("T")
 

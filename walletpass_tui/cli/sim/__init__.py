@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.cli.common import bounded_float, bounded_int, topic_arg
 from walletpass_tui.cli.sim.checks import DEFAULT_SIM_PORT
 from walletpass_tui.cli.sim.control import (
@@ -25,7 +25,7 @@ from walletpass_tui.cli.sim.deliver import cmd_sim_deliver, cmd_trigger
 from walletpass_tui.cli.sim.serve import cmd_sim_serve
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
 from walletpass_tui.sim.engine import ANSWER_DEADLINE_S
-from walletpass_tui.sim.service import CONTROL_PREFIX
+from walletpass_tui.sim.http_api import CONTROL_PREFIX
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

@@ -8,18 +8,15 @@ import json
 from datetime import UTC, datetime
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import (
-    CommandError,
-    printable,
-    read_bounded_file,
-)
+from walletpass_tui.cli.common import CommandError, read_bounded_file
 from walletpass_tui.config import DEFAULT_MAX_BODY
 from walletpass_tui.sim.clock import check_time_scale
+from walletpass_tui.sim.endpoints import url_problem
 from walletpass_tui.sim.engine import (
     Attempt,
 )
 from walletpass_tui.sim.events import event_body, message_id
-from walletpass_tui.sim.service import url_problem
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
 DEFAULT_SIM_PORT = 8788

@@ -8,13 +8,7 @@ from typing import Any
 
 import httpx
 
-from walletpass_tui.cli.common import (
-    CommandError,
-    print_json,
-    print_table,
-    printable,
-    settings_from_args,
-)
+from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
 from walletpass_tui.cli.sim.checks import (
     DEFAULT_SIM_PORT,
     EXCERPT_CHARS,
@@ -22,10 +16,12 @@ from walletpass_tui.cli.sim.checks import (
     read_body_file,
 )
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
+from walletpass_tui.sim.endpoints import url_problem
 from walletpass_tui.sim.engine import (
     format_wait,
 )
-from walletpass_tui.sim.service import CONTROL_PREFIX, url_problem
+from walletpass_tui.sim.http_api import CONTROL_PREFIX
+from walletpass_tui.text import printable
 
 
 def _control(args: argparse.Namespace) -> tuple[str, dict[str, str]]:

@@ -10,10 +10,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from walletpass_tui.cli.common import (
-    CommandError,
-    printable,
-)
+from walletpass_tui.cli.common import CommandError
 from walletpass_tui.cli.sim.checks import (
     EXCERPT_CHARS,
     USER_AGENT,
@@ -34,6 +31,7 @@ from walletpass_tui.sim.engine import (
     Target,
     format_wait,
 )
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.verify import sign
 
 

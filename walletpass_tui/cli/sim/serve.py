@@ -18,12 +18,14 @@ from walletpass_tui.cli.sim.checks import (
     scale_note,
 )
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL
+from walletpass_tui.sim.endpoints import SimError
 from walletpass_tui.sim.engine import (
     Attempt,
     DeliveryResult,
 )
 from walletpass_tui.sim.events import new_api_key
-from walletpass_tui.sim.service import CONTROL_PREFIX, SimError, SimulatedService
+from walletpass_tui.sim.http_api import CONTROL_PREFIX
+from walletpass_tui.sim.service import SimulatedService
 
 
 def cmd_sim_serve(args: argparse.Namespace) -> int:

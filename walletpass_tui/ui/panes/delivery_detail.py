@@ -46,7 +46,8 @@ from walletpass_tui.ui.panes.delivery_parts import (
 from walletpass_tui.ui.widgets.body_text import BodyText
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.store import Store
 
 BODY_TABS = ("body", "raw")  # drawn by BodyText: only the lines in view
 LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often

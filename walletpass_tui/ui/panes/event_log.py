@@ -20,16 +20,16 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input
 
+from walletpass_tui.text import clip, visible
 from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.log_columns import row_from_attempt
 from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
-from walletpass_tui.ui.untrusted import clip, visible
 from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
@@ -288,7 +288,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self.set_terms(LogFilter(self.filter.topic, following, self.filter.text))
 
     def action_cycle_topic(self) -> None:
-        from walletpass_tui.api.models import TOPICS
+        from walletpass_tui.api.topics import TOPICS
 
         order: list[str | None] = [None, *TOPICS]
         current = self.filter.topic if self.filter.topic in order else None

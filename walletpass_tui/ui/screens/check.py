@@ -20,18 +20,17 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.check import (
-    Case,
+from walletpass_tui.check.cases import Case, build_cases
+from walletpass_tui.check.judge import Outcome
+from walletpass_tui.check.report import got
+from walletpass_tui.check.runner import (
     CaseResult,
     CheckError,
     CheckOptions,
     CheckReport,
-    Outcome,
-    build_cases,
     run_check,
     target_problem,
 )
-from walletpass_tui.check.report import got
 from walletpass_tui.text import body_text, one_line
 from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.screens.detail import DetailScreen

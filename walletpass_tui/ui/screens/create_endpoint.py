@@ -19,7 +19,9 @@ from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.api.models import TOPICS, WebhookEndpoint, url_problem
+from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.api.topics import TOPICS
+from walletpass_tui.api.urls import url_problem
 from walletpass_tui.config import ConfigError
 from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.screens.worker_form import WorkerForm

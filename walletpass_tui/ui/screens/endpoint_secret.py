@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.text import one_line, visible
 from walletpass_tui.ui.endpoints_text import topics_text
-from walletpass_tui.ui.untrusted import one_line, visible
 
 
 class EndpointSecretScreen(ModalScreen[None]):

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import ConfigError
 from walletpass_tui.webhooks.endpoint_import import import_endpoint
 from walletpass_tui.webhooks.endpoints import EndpointRegistry

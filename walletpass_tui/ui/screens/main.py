@@ -28,7 +28,7 @@ from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.store import LogFilter
+from walletpass_tui.webhooks.models import LogFilter
 
 if TYPE_CHECKING:  # the other screens are imported when opened, after the first paint
     from walletpass_tui.ui.screens.create_endpoint import Created

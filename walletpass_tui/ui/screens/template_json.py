@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from walletpass_tui.api.models import template_title
-from walletpass_tui.ui.untrusted import one_line, pretty_json
+from walletpass_tui.text import one_line, pretty_json
 
 
 class TemplateScreen(ModalScreen[None]):

@@ -23,7 +23,7 @@ from textual.widget import Widget
 
 from walletpass_tui.ui.log_columns import GAP, Column, acknowledged, cell_text, layout
 from walletpass_tui.ui.log_window import LogWindow
-from walletpass_tui.webhooks.store import VERIFIED, LogRow
+from walletpass_tui.webhooks.models import VERIFIED, LogRow
 
 PaintObserver = Callable[[LogRow], None]
 

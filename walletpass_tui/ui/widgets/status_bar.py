@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from walletpass_tui.text import one_line
 from walletpass_tui.ui.messages import ReceiverState, live_signals
-from walletpass_tui.ui.untrusted import one_line
-from walletpass_tui.webhooks.store import Stats
+from walletpass_tui.webhooks.models import Stats
 
 __all__ = ["ReceiverState", "StatusBar"]
 
