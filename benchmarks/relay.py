@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url  # noqa: E402
-from walletpass_tui.relay.storage import RelayDB, database_path  # noqa: E402
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url  # noqa: E402
+from walletpass_tui.relay.server.storage import RelayDB, database_path  # noqa: E402
 
 
 def free_port() -> int:
@@ -335,7 +335,7 @@ async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tu
     import aiohttp
 
     from walletpass_tui.config import Settings
-    from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.verify import SigningKey, sign

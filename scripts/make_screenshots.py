@@ -38,7 +38,7 @@ from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks import store as store_module
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -134,3 +135,49 @@ def test_ci_runs_the_readme_test_command() -> None:
     # The README creates .venv the same way .ci/run does; the install-and-test part is identical.
     tail = test_cmd.split("&&", 1)[1].strip()
     assert tail in ci
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.If):  # a name defined under a condition (a platform check)
+            names.update(_defined_names(ast.Module(body=node.body + node.orelse, type_ignores=[])))
+    return names
+
+
+def _modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in (ROOT / "walletpass_tui").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = ast.parse(path.read_text(encoding="utf-8"))
+    return found
+
+
+def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
+    """One import path per name: no module re-exports another's names, so a search for a name's
+    import finds its one home."""
+    modules = _modules()
+    defined = {name: _defined_names(tree) for name, tree in modules.items()}
+    wrong = []
+    for folder in ("walletpass_tui", "tests", "benchmarks", "scripts"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                if node.module.startswith("walletpass_tui.") and node.module not in modules:
+                    wrong.append(f"{path.relative_to(ROOT)}: no module {node.module}")
+                    continue
+                if node.module not in modules:
+                    continue
+                for alias in node.names:
+                    home = defined[node.module]
+                    if alias.name not in home and f"{node.module}.{alias.name}" not in modules:
+                        wrong.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name}")
+    assert not wrong, "imported from a module that does not define it:\n" + "\n".join(wrong)

@@ -18,7 +18,7 @@ from client_helpers import BOTH, ENDPOINTS, HOOK_URL, TEMPLATES, assert_no_secre
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 # -- transport failures ------------------------------------------------------------------------
 

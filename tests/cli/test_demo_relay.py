@@ -9,7 +9,7 @@ from pathlib import Path
 
 from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import load_settings
-from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.models import Attempt
 

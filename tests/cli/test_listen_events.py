@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()

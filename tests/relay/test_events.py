@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from walletpass_tui.relay.events import RelayedDelivery, delivery_data, sse_event
-from walletpass_tui.relay.subscriber import SSEMessage, SSEParser
+from walletpass_tui.relay.link.subscriber import SSEMessage, SSEParser
 
 _header_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
 

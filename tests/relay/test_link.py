@@ -15,9 +15,9 @@ import pytest
 from relay_helpers import SECRET, add_channel, post_all, signed, urls
 
 from walletpass_tui.config import Settings
-from walletpass_tui.relay.link import LinkState, RelayLink, StateLines
-from walletpass_tui.relay.server import RelayServer
-from walletpass_tui.relay.subscriber import RelayAuthError, RelayClientError
+from walletpass_tui.relay.link.feed import LinkState, RelayLink, StateLines
+from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError
+from walletpass_tui.relay.server.serve import RelayServer
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup

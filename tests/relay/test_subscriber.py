@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 from relay_helpers import add_channel, follow, signed, stop_task, urls
 
 from walletpass_tui.relay.events import RelayedDelivery
-from walletpass_tui.relay.ingress import IngressOptions
-from walletpass_tui.relay.server import RelayOptions, RelayServer
-from walletpass_tui.relay.subscriber import (
+from walletpass_tui.relay.link.subscriber import (
     RelayAuthError,
     RelaySubscriber,
     RelayUrlError,
@@ -23,6 +21,8 @@ from walletpass_tui.relay.subscriber import (
     SSEParser,
     backoff_delay,
 )
+from walletpass_tui.relay.server.ingress import IngressOptions
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 
 # -- parsing ----------------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ def test_the_parser_yields_the_same_events_however_the_bytes_are_cut(
 
 def test_a_line_without_end_past_the_limit_is_refused() -> None:
     parser = SSEParser(max_line=1000)
-    from walletpass_tui.relay.subscriber import RelayClientError
+    from walletpass_tui.relay.link.subscriber import RelayClientError
 
     with pytest.raises(RelayClientError, match="longer than"):
         parser.feed(b"data: " + b"x" * 2000)

@@ -24,7 +24,7 @@ from walletpass_tui.check.cases import build_cases
 from walletpass_tui.check.judge import Answer, judge
 from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
 from walletpass_tui.ui.screens.check import CheckScreen
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import ForwardResult
 
 FIXED_NOW = datetime(2026, 11, 23, 14, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from walletpass_tui.ui.log_window import PAGE, LogWindow
+from walletpass_tui.ui.view.log_window import PAGE, LogWindow
 from walletpass_tui.webhooks.models import LogRow
 
 

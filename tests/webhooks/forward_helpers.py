@@ -22,7 +22,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import (
     ACK_TARGET_BUDGET_S,
     Forwarder,

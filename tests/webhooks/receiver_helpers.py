@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.receiver import Receiver

@@ -88,14 +88,6 @@ def summary(report: CheckReport) -> list[str]:
     return lines
 
 
-def text_report(report: CheckReport) -> str:
-    table = Table([r.case for r in report.results])
-    lines = [heading(report.options, len(report.results)), "", table.header()]
-    lines += [table.row(r) for r in report.results]
-    lines += ["", *summary(report)]
-    return "\n".join(lines) + "\n"
-
-
 def _answer_json(result: CaseResult) -> dict[str, Any]:
     a = result.answer
     try:

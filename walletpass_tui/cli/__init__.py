@@ -22,19 +22,19 @@ from walletpass_tui.cli.common import PROG, CommandError, UsageError, add_settin
 # Top-level command -> (module that registers it, one line for --help). A module's
 # register(subparsers, parents) adds every command it lists here.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "templates": ("walletpass_tui.cli.service_cmds", "list the workspace's pass templates"),
-    "endpoints": ("walletpass_tui.cli.service_cmds", "create, list and import webhook endpoints"),
-    "config": ("walletpass_tui.cli.service_cmds", "show the effective settings"),
+    "templates": ("walletpass_tui.cli.templates_cmd", "list the workspace's pass templates"),
+    "endpoints": ("walletpass_tui.cli.endpoints_cmd", "create, list and import webhook endpoints"),
+    "config": ("walletpass_tui.cli.config_cmd", "show the effective settings"),
     "listen": (
         "walletpass_tui.cli.listen_cmd",
         "receive and verify webhooks without the dashboard",
     ),
     "events": (
-        "walletpass_tui.cli.events",
+        "walletpass_tui.cli.events_cmd",
         "the delivery history: list, show, replay, export, prune",
     ),
-    "sim": ("walletpass_tui.cli.sim", "run or drive the simulated Wallet Pass Service"),
-    "trigger": ("walletpass_tui.cli.sim", "sign and send one webhook to a receiver"),
+    "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
+    "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
     "demo": (
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",
@@ -65,8 +65,7 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``argv``: the chosen command's module registers its full parser; the other
     commands are listed by name only. Without ``argv`` every module is registered."""
-    from walletpass_tui.cli.common import add_receiver_flags
-    from walletpass_tui.cli.delivery_flags import add_delivery_flags
+    from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 
     common = argparse.ArgumentParser(add_help=False)
     add_settings_flags(common)

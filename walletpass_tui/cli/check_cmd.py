@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     from walletpass_tui.api.topics import TOPICS
     from walletpass_tui.check.runner import CheckOptions
-    from walletpass_tui.webhooks.endpoints import EndpointRegistry
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
     from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
     if bool(args.secret) == bool(args.endpoint):

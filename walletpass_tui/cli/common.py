@@ -214,19 +214,6 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True) -> None:
-    s = argparse.SUPPRESS
-    group = parser.add_argument_group("receiver")
-    group.add_argument("--host", default=s, help="address to listen on (default 127.0.0.1)")
-    group.add_argument(
-        "--port",
-        type=bounded_int(0, 65535),
-        default=s,
-        help="port to listen on (default 8787; 0 picks a free one)",
-    )
-    group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
-
-
 _FLAG_TO_SETTING = {
     "home": "home",
     "base_url": "base_url",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.receiver_flags import delivery_setup, receiver_options, relay_link
+from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 
@@ -87,7 +87,7 @@ def read_first_page(runtime: DeliveryRuntime) -> asyncio.Future[list[LogRow]] | 
     feed: deliveries it stores before the log subscribes would fall between page and feed."""
     if runtime.feeds:
         return None
-    from walletpass_tui.ui.log_window import PAGE
+    from walletpass_tui.ui.view.log_window import PAGE
 
     return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
 

@@ -11,9 +11,9 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.api.topics import topic_label
-from walletpass_tui.cli.common import CommandError, add_receiver_flags, settings_from_args
-from walletpass_tui.cli.delivery_flags import add_delivery_flags
-from walletpass_tui.cli.receiver_flags import delivery_setup, relay_link
+from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
+from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.text import format_ms, printable
@@ -23,7 +23,7 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 
 if TYPE_CHECKING:
-    from walletpass_tui.relay.link import LinkState, RelayLink
+    from walletpass_tui.relay.link.feed import LinkState, RelayLink
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -119,7 +119,7 @@ class RelayStatePrinter:
     """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
 
     def __init__(self, out: TextIO) -> None:
-        from walletpass_tui.relay.link import StateLines
+        from walletpass_tui.relay.link.feed import StateLines
 
         self.out = out
         self.lines = StateLines()

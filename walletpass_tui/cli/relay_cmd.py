@@ -171,10 +171,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.channels import ChannelError, public_base
-    from walletpass_tui.relay.ingress import IngressOptions
-    from walletpass_tui.relay.server import RelayError, RelayOptions, RelayServer
-    from walletpass_tui.relay.storage import RelayStoreError
+    from walletpass_tui.relay.server.channels import ChannelError, public_base
+    from walletpass_tui.relay.server.ingress import IngressOptions
+    from walletpass_tui.relay.server.serve import RelayError, RelayOptions, RelayServer
+    from walletpass_tui.relay.server.storage import RelayStoreError
     from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
 
     settings = settings_from_args(args)
@@ -232,8 +232,8 @@ async def _serve(server: Any) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.follow import RelayFollower, cursor_path
-    from walletpass_tui.relay.subscriber import RelayClientError
+    from walletpass_tui.relay.link.follow import RelayFollower, cursor_path
+    from walletpass_tui.relay.link.subscriber import RelayClientError
 
     settings = settings_from_args(args)
     token = args.relay_token or (settings.relay_token.reveal() if settings.relay_token else None)
@@ -312,7 +312,7 @@ class _HandedPrinter:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from walletpass_tui.relay.storage import RelayDB, RelayStoreError, database_path
+    from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError, database_path
 
     settings = settings_from_args(args)
     try:
@@ -323,8 +323,8 @@ def _open(args: argparse.Namespace) -> Any:
 
 def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     """The public URL for printed links, and whether it was only a guess."""
-    from walletpass_tui.relay.channels import ChannelError, public_base
-    from walletpass_tui.relay.server import PUBLIC_URL_META
+    from walletpass_tui.relay.server.channels import ChannelError, public_base
+    from walletpass_tui.relay.server.serve import PUBLIC_URL_META
 
     flag = getattr(args, "relay_public_url", None)
     stored = db.get_meta(PUBLIC_URL_META)
@@ -341,14 +341,14 @@ def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
 
 
 def _channel_errors() -> tuple[type[Exception], ...]:
-    from walletpass_tui.relay.channels import ChannelError
-    from walletpass_tui.relay.storage import RelayStoreError
+    from walletpass_tui.relay.server.channels import ChannelError
+    from walletpass_tui.relay.server.storage import RelayStoreError
 
     return (ChannelError, RelayStoreError)
 
 
 def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
-    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+    from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
     base, guessed = _base(args, db)
     channel = issued.channel
@@ -409,7 +409,7 @@ def cmd_channel_token(args: argparse.Namespace) -> int:
 
 
 def cmd_channel_list(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+    from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
     from walletpass_tui.text import format_size
 
     db = _open(args)

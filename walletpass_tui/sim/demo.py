@@ -37,7 +37,6 @@ from walletpass_tui.webhooks.verify import sign
 
 DEMO_TIME_SCALE = 0.01  # 5 s -> 50 ms, 5 min -> 3 s, 30 min -> 18 s
 WRONG_SECRET = "whsec_ZGVtbzogYSBzZWNyZXQgdGhhdCBtYXRjaGVzIG5vdGhpbmc="
-LOCK_NAME = "demo.lock"
 
 # Starts a relay with its data in the given directory: yields its ingress URL and the feed that
 # follows it (built by the command line, which may import the relay).
@@ -148,7 +147,6 @@ class Demo:
     runtime: DeliveryRuntime
     client: WalletPassClient
     settings: Settings
-    endpoint_url: str = ""  # where the service posts: the receiver, or the relay's ingress
 
 
 @contextlib.asynccontextmanager
@@ -193,7 +191,7 @@ async def running_demo(
                         name="demo trickle",
                     )
                     try:
-                        yield Demo(sim, runtime, client, demo, target)
+                        yield Demo(sim, runtime, client, demo)
                     finally:
                         driver.cancel()
                         with contextlib.suppress(asyncio.CancelledError):

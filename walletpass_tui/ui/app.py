@@ -21,9 +21,7 @@ from textual.binding import Binding
 
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
-from walletpass_tui.ui.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.live_feed import LiveFeed
-from walletpass_tui.ui.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
     ForwardAnswered,
@@ -33,13 +31,15 @@ from walletpass_tui.ui.messages import (
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
+from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow, Stats
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
-    from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
 
@@ -125,7 +125,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unwatch_health = runtime.store.on_health(self._history_health)
         self._relay: RelayLink | None = None
         if runtime.feeds:  # --relay: its module (aiohttp) is loaded already
-            from walletpass_tui.ui.relay_header import relay_link_of, watch_relay
+            from walletpass_tui.ui.view.relay_header import relay_link_of, watch_relay
 
             self._relay = relay_link_of(runtime)
             self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
@@ -286,7 +286,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         link = getattr(self, "_relay", None)
         if link is None:
             return {}
-        from walletpass_tui.ui.relay_header import relay_fields
+        from walletpass_tui.ui.view.relay_header import relay_fields
 
         return relay_fields(link)
 

@@ -25,7 +25,7 @@ import httpx
 
 from walletpass_tui import __version__
 from walletpass_tui.api.urls import UrlError, check_url
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import (
     ORIGINAL,
     REPLAY,

@@ -19,7 +19,7 @@ from typing import Any
 from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
 from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id

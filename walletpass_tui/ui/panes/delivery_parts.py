@@ -13,8 +13,8 @@ from rich.text import Text
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
-from walletpass_tui.ui.log_columns import REJECTED_MARK, VERIFIED_MARK
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
+from walletpass_tui.ui.view.log_columns import REJECTED_MARK, VERIFIED_MARK
 from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardRow
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
 

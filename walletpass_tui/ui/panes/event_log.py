@@ -21,11 +21,11 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from walletpass_tui.text import clip, visible
-from walletpass_tui.ui.context import DashboardContext
-from walletpass_tui.ui.log_columns import row_from_attempt
-from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
-from walletpass_tui.ui.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
+from walletpass_tui.ui.view.context import DashboardContext
+from walletpass_tui.ui.view.log_columns import row_from_attempt
+from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
+from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text

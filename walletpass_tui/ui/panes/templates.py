@@ -14,8 +14,8 @@ from textual.widgets import DataTable
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import TemplateList
 from walletpass_tui.text import compact_value
-from walletpass_tui.ui.context import DashboardContext
-from walletpass_tui.ui.template_columns import template_cell, template_columns
+from walletpass_tui.ui.view.context import DashboardContext
+from walletpass_tui.ui.view.template_columns import template_cell, template_columns
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 

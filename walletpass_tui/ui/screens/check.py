@@ -32,10 +32,10 @@ from walletpass_tui.check.runner import (
     target_problem,
 )
 from walletpass_tui.text import body_text, one_line
-from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SecretError, parse_secret
 

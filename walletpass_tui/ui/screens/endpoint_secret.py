@@ -14,7 +14,7 @@ from textual.widgets import Button, Static
 
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.text import one_line, visible
-from walletpass_tui.ui.endpoints_text import topics_text
+from walletpass_tui.ui.view.endpoints_text import topics_text
 
 
 class EndpointSecretScreen(ModalScreen[None]):

@@ -14,7 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import ConfigError
 from walletpass_tui.webhooks.endpoint_import import import_endpoint
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 
 class ImportEndpointScreen(ModalScreen[str | None]):

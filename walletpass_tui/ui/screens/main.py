@@ -18,12 +18,12 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.mount_later import MountLater

@@ -21,8 +21,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from walletpass_tui.ui.log_columns import GAP, Column, acknowledged, cell_text, layout
-from walletpass_tui.ui.log_window import LogWindow
+from walletpass_tui.ui.view.log_columns import GAP, Column, acknowledged, cell_text, layout
+from walletpass_tui.ui.view.log_window import LogWindow
 from walletpass_tui.webhooks.models import VERIFIED, LogRow
 
 PaintObserver = Callable[[LogRow], None]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.config import ensure_private_dir
-from walletpass_tui.relay.channels import (
+from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
     Channel,
     ChannelError,

@@ -24,7 +24,7 @@ import aiohttp
 
 from walletpass_tui.config import write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
-from walletpass_tui.relay.subscriber import (
+from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
     RelaySubscriber,
     SubscriberState,

@@ -15,9 +15,9 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
-from walletpass_tui.cli.events.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
 
-_HERE = "walletpass_tui.cli.events"
+_HERE = "walletpass_tui.cli.events_cmd"
 
 
 def add_filter_flags(parser: argparse.ArgumentParser) -> None:

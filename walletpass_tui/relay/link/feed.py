@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.relay.events import RelayedDelivery
-from walletpass_tui.relay.low_water import LowWater
-from walletpass_tui.relay.subscriber import (
+from walletpass_tui.relay.link.low_water import LowWater
+from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     RelayClientError,

@@ -8,7 +8,6 @@ once when it is issued; the relay keeps only its SHA-256, and compares hashes in
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ TOKEN_BYTES = 32  # 256 bits
 DEFAULT_QUOTA_BYTES = 256 * 1024 * 1024
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_SLUG = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
 
 class ChannelError(ValueError):
@@ -40,20 +38,12 @@ def new_slug() -> str:
     return secrets.token_urlsafe(SLUG_BYTES)
 
 
-def looks_like_slug(text: str) -> bool:
-    return bool(_SLUG.match(text))
-
-
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def same_hash(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode("ascii"), b.encode("ascii"))
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -105,18 +95,3 @@ def ingress_url(base: str, slug: str) -> str:
 
 def subscribe_url(base: str, slug: str) -> str:
     return f"{public_base(base)}/channels/{slug}/events"
-
-
-def info_url(base: str, slug: str) -> str:
-    return f"{public_base(base)}/channels/{slug}"
-
-
-def channel_info_url(subscribe: str) -> str:
-    """The channel URL (``GET`` gives its ingress URL) from a subscribe URL."""
-    text = subscribe.strip().split("?", 1)[0].rstrip("/")
-    if not text.endswith("/events"):
-        raise ChannelError(
-            f"{subscribe!r} is not a relay subscribe URL (…/channels/SLUG/events); "
-            "copy it from 'walletpass-tui relay channel add'."
-        )
-    return text[: -len("/events")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from walletpass_tui.relay.link import LinkState, RelayLink
+from walletpass_tui.relay.link.feed import LinkState, RelayLink
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
-from walletpass_tui.cli.sim.checks import (
+from walletpass_tui.cli.sim_cmd.checks import (
     DEFAULT_SIM_PORT,
     EXCERPT_CHARS,
     USER_AGENT,

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from aiohttp import web
 
 from walletpass_tui import __version__
-from walletpass_tui.relay.channels import Channel, bearer_token, ingress_url, subscribe_url
 from walletpass_tui.relay.events import sse_comment
-from walletpass_tui.relay.fanout import Feeds
-from walletpass_tui.relay.storage import RelayDB, RelayStoreError
+from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
+from walletpass_tui.relay.server.fanout import Feeds
+from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError
 
 CHANNELS_PREFIX = "/channels/"
 DEFAULT_HEARTBEAT_S = 15.0

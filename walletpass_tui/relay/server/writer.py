@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.relay.storage import RelayStoreError, connect
+from walletpass_tui.relay.server.storage import RelayStoreError, connect
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first

@@ -13,7 +13,7 @@ from walletpass_tui.cli.common import (
     CommandError,
 )
 from walletpass_tui.cli.signals import stop_on_signals
-from walletpass_tui.cli.sim.checks import (
+from walletpass_tui.cli.sim_cmd.checks import (
     checked_time_scale,
     scale_note,
 )

@@ -12,7 +12,7 @@ from walletpass_tui.cli.common import (
     read_bounded_file,
     settings_from_args,
 )
-from walletpass_tui.cli.events.shared import pick_attempt, with_store
+from walletpass_tui.cli.events_cmd.shared import pick_attempt, with_store
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.endpoints import EndpointRegistry
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
     from walletpass_tui.webhooks.forward import ForwardError, replay
 
     settings = settings_from_args(args)

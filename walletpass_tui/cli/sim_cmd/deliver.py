@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import httpx
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.cli.sim.checks import (
+from walletpass_tui.cli.sim_cmd.checks import (
     EXCERPT_CHARS,
     USER_AGENT,
     body_for,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
-from walletpass_tui.cli.events.shared import no_such_message, parse_since, with_store
+from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_store
 from walletpass_tui.text import format_gap, format_ms, format_size, printable
 from walletpass_tui.webhooks.export import attempt_json
 

@@ -18,17 +18,17 @@ from pathlib import Path
 
 from aiohttp import web
 
-from walletpass_tui.relay.channels import public_base
-from walletpass_tui.relay.fanout import Feeds
-from walletpass_tui.relay.ingress import INGRESS_PREFIX, Ingress, IngressOptions
-from walletpass_tui.relay.storage import RelayDB, database_path, now_ms
-from walletpass_tui.relay.subscribe import (
+from walletpass_tui.relay.server.channels import public_base
+from walletpass_tui.relay.server.fanout import Feeds
+from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
+from walletpass_tui.relay.server.storage import RelayDB, database_path, now_ms
+from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
     DEFAULT_HEARTBEAT_S,
     Subscriptions,
     health,
 )
-from walletpass_tui.relay.writer import RelayWriter, prune_before
+from walletpass_tui.relay.server.writer import RelayWriter, prune_before
 from walletpass_tui.webhooks.http_server import MAX_FIELD_BYTES
 
 DEFAULT_RELAY_HOST = "0.0.0.0"  # noqa: S104 - a relay is reached from the internet

@@ -19,9 +19,9 @@ from aiohttp import web
 
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
-from walletpass_tui.relay.fanout import Feed, Feeds
-from walletpass_tui.relay.storage import RelayStoreError
-from walletpass_tui.relay.writer import NewDelivery, NewRejection, RelayWriter
+from walletpass_tui.relay.server.fanout import Feed, Feeds
+from walletpass_tui.relay.server.storage import RelayStoreError
+from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, RelayWriter
 from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S
 from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body

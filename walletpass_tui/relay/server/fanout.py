@@ -14,10 +14,10 @@ import time
 from collections import deque
 from collections.abc import Iterable
 
-from walletpass_tui.relay.channels import Channel
 from walletpass_tui.relay.events import sse_event
-from walletpass_tui.relay.storage import RelayDB
-from walletpass_tui.relay.writer import Stored
+from walletpass_tui.relay.server.channels import Channel
+from walletpass_tui.relay.server.storage import RelayDB
+from walletpass_tui.relay.server.writer import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
 RING_EVENTS = 512

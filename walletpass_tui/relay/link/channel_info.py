@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from walletpass_tui.relay.subscriber import RelayAuthError, RelayClientError, RelayUrlError
+from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError, RelayUrlError
 
 MAX_ANSWER = 64 * 1024
 

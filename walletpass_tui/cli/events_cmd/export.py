@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.events.shared import parse_since, with_store
+from walletpass_tui.cli.events_cmd.shared import parse_since, with_store
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 
 if TYPE_CHECKING:

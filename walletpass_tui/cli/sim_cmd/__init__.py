@@ -14,15 +14,15 @@ import argparse
 
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.cli.common import bounded_float, bounded_int, topic_arg
-from walletpass_tui.cli.sim.checks import DEFAULT_SIM_PORT
-from walletpass_tui.cli.sim.control import (
+from walletpass_tui.cli.sim_cmd.checks import DEFAULT_SIM_PORT
+from walletpass_tui.cli.sim_cmd.control import (
     cmd_sim_deliveries,
     cmd_sim_emit,
     cmd_sim_endpoint,
     cmd_sim_endpoint_list,
 )
-from walletpass_tui.cli.sim.deliver import cmd_sim_deliver, cmd_trigger
-from walletpass_tui.cli.sim.serve import cmd_sim_serve
+from walletpass_tui.cli.sim_cmd.deliver import cmd_sim_deliver, cmd_trigger
+from walletpass_tui.cli.sim_cmd.serve import cmd_sim_serve
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
 from walletpass_tui.sim.engine import ANSWER_DEADLINE_S
 from walletpass_tui.sim.http_api import CONTROL_PREFIX

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, UsageError, settings_from_args
-from walletpass_tui.cli.events.shared import with_store
+from walletpass_tui.cli.events_cmd.shared import with_store
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
