@@ -6,7 +6,7 @@
 #       --public-url https://relay.example.com
 #   docker exec relay walletpass-tui relay channel add team
 #
-# TLS is best terminated in front of it (Caddy, see "Run your own relay" in the README); then add
+# TLS is best terminated in front of it (Caddy, see docs/relay.md); then add
 # --trust-proxy with the proxy's address. Or mount a certificate and pass --tls-cert/--tls-key.
 FROM python:3.12-slim
 

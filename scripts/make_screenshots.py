@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots (SVG, and PNG with rsvg-convert when it is installed).
+"""Regenerate the screenshots of the README and docs/ (SVG, and PNG with rsvg-convert when it is installed).
 
     python scripts/make_screenshots.py                 # fixed sample data: reproducible pictures
     python scripts/make_screenshots.py --home DIR      # the history and endpoints already in DIR

@@ -181,3 +181,109 @@ def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
                     if alias.name not in home and f"{node.module}.{alias.name}" not in modules:
                         wrong.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name}")
     assert not wrong, "imported from a module that does not define it:\n" + "\n".join(wrong)
+
+
+README_MAX_LINES = 250
+
+
+def test_the_readme_stays_short() -> None:
+    """The README says what the tool is and how to start; details live in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES}): move details to docs/"
+    )
+
+
+# Pages being written alongside the ones here; remove each line once its page exists.
+_PENDING_PAGES = {
+    "docs/threats/http.md",
+    "docs/threats/store.md",
+    "docs/threats/client.md",
+    "docs/schemas.md",
+}
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def _doc_pages() -> list[Path]:
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    pages += sorted((ROOT / "docs").rglob("*.md"))
+    return [p for p in pages if p.exists()]
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks: what is there is shown, not linked."""
+    return _FENCE.sub("", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, -N on repeats."""
+    seen: dict[str, int] = {}
+    anchors: set[str] = set()
+    for heading in _HEADING.findall(_prose(page.read_text())):
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def _broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    broken = []
+    for target in _LINK.findall(_CODE_SPAN.sub("", _prose(page.read_text()))):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):
+            continue  # https:, mailto: ...: not a file of this repository
+        path_part, _, anchor = target.partition("#")
+        resolved = (page.parent / path_part).resolve() if path_part else page
+        name = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
+        if not resolved.exists():
+            if name not in _PENDING_PAGES:
+                broken.append(f"{target} (no such file)")
+            continue
+        if anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(f"{target} (no heading #{anchor})")
+    return broken
+
+
+def test_relative_links_in_the_docs_point_to_what_exists() -> None:
+    broken = {
+        page.relative_to(ROOT).as_posix(): found
+        for page in _doc_pages()
+        if (found := _broken_links(page))
+    }
+    assert broken == {}
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path: Path) -> None:
+    (tmp_path / "there.md").write_text("# A heading\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](there.md) [ok](there.md#a-heading) [web](https://example.com/x.md)\n"
+        "```sh\n[shown, not linked](nowhere.md)\n```\n"
+        "[gone](missing.md) ![gone](pics/none.svg) [bad anchor](there.md#no-such)\n"
+    )
+    assert _broken_links(page, root=tmp_path) == [
+        "missing.md (no such file)",
+        "pics/none.svg (no such file)",
+        "there.md#no-such (no heading #no-such)",
+    ]
+
+
+_INSTALL_BY_NAME = re.compile(
+    r"\b(?:pip|pipx|uv tool|uv pip)\s+install\s+(?:-\S+\s+)*walletpass-tui\b"
+)
+
+
+def test_the_docs_never_install_the_package_from_an_index() -> None:
+    """walletpass-tui is not published: every install goes through a checkout."""
+    offenders = [
+        f"{page.relative_to(ROOT)}: {line.strip()}"
+        for page in _doc_pages()
+        for line in page.read_text().splitlines()
+        if _INSTALL_BY_NAME.search(line)
+    ]
+    assert offenders == []

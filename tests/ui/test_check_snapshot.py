@@ -2,7 +2,7 @@
 
 The results are made up but judged by the real judge: a receiver that compares only the first
 signature entry, never checks the timestamp's age and answers slowly. ``python
-tests/ui/test_check_snapshot.py screenshots/check.svg`` saves the README's screenshot from the same
+tests/ui/test_check_snapshot.py screenshots/check.svg`` saves the docs' screenshot from the same
 app.
 """
 
