@@ -287,3 +287,33 @@ def test_the_docs_never_install_the_package_from_an_index() -> None:
         if _INSTALL_BY_NAME.search(line)
     ]
     assert offenders == []
+
+
+# Exceptions that never reach a person: each is caught inside the layer that raises it.
+INTERNAL_EXCEPTIONS = {
+    "Rejected",  # webhooks.reasons: a request's refusal, answered with its status
+    "BodyTooLarge",  # webhooks.request_body: turned into a Rejected
+    "EventError",  # relay.events: an unreadable relayed event, recorded as rejected
+    "_HeadTooLarge",  # webhooks.http_server: answered 431
+    "_HandlerFailed",  # relay.link.subscriber: the handler's own error, re-raised
+    "_Invalid",  # sim.http_api: answered 400
+    "_Unsupported",  # sim.http_api: answered 415
+}
+
+
+def test_every_error_a_person_may_see_has_the_one_root() -> None:
+    """The command line maps an error to one line and an exit status with one isinstance check,
+    so every exception class the package defines inherits WalletpassError (or is internal)."""
+    import importlib
+
+    from walletpass_tui.errors import WalletpassError
+
+    outside = []
+    for name, tree in _modules().items():
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef) or node.name in INTERNAL_EXCEPTIONS:
+                continue
+            kind = getattr(importlib.import_module(name), node.name)
+            if issubclass(kind, BaseException) and not issubclass(kind, WalletpassError):
+                outside.append(f"{name}.{node.name}")
+    assert not outside, "errors outside the one root: " + ", ".join(outside)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -33,7 +34,7 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
 
 
-class ConfigError(Exception):
+class ConfigError(WalletpassError):
     """A setting is missing or invalid; the message says what to do."""
 
 

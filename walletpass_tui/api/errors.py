@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from walletpass_tui.errors import WalletpassError
+
 BODY_EXCERPT_LIMIT = 2000
 
 
@@ -11,7 +13,7 @@ def excerpt(text: str, limit: int = BODY_EXCERPT_LIMIT) -> str:
     return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-class ApiError(Exception):
+class ApiError(WalletpassError):
     """A failed call. ``str()`` is one sentence a person can act on.
 
     ``kind`` names the class of failure (``missing_key``, ``invalid_request``, ``auth``, ``not_found``,

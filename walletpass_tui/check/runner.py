@@ -26,6 +26,7 @@ from walletpass_tui.check.judge import (
 )
 from walletpass_tui.check.send import new_client, post, sent_headers
 from walletpass_tui.config import mask_secret
+from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
 from walletpass_tui.webhooks.models import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult
 from walletpass_tui.webhooks.store import Store
@@ -34,7 +35,7 @@ from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
 RECORD_MODE = "check"  # the mode of the recorded replay rows
 
 
-class CheckError(ValueError):
+class CheckError(UsageError, ValueError):
     """The check cannot run as asked (a bad URL, secret or topic); the message says what to do."""
 
 

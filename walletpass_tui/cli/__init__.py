@@ -17,7 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import PROG, CommandError, UsageError, add_settings_flags
+from walletpass_tui.cli.common import PROG, add_settings_flags
+from walletpass_tui.errors import WalletpassError
 
 # Top-level command -> (module that registers it, one line for --help). A module's
 # register(subparsers, parents) adds every command it lists here.
@@ -124,38 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except BrokenPipeError:
         return _quiet_after_broken_pipe()
-    except UsageError as exc:
+    except WalletpassError as exc:  # a failure of the world, not a bug: one line, its status
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        if not _expected(exc):
-            raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-
-
-# Where the expected failures are defined; a module is looked up only if it was imported (an
-# exception from it cannot have been raised otherwise), so this module imports none of them.
-_EXPECTED = (
-    ("walletpass_tui.config", "ConfigError"),
-    ("walletpass_tui.api.errors", "ApiError"),
-    ("walletpass_tui.api.urls", "UrlError"),
-    ("walletpass_tui.api.topics", "TopicError"),
-    ("walletpass_tui.webhooks.models", "StoreError"),
-    ("walletpass_tui.webhooks.store", "StoreError"),
-    ("walletpass_tui.webhooks.listening", "ReceiverError"),
-)
-
-
-def _expected(exc: Exception) -> bool:
-    """Failures of the world, not bugs: one line and exit 1, whichever module raised them."""
-    if isinstance(exc, CommandError):
-        return True
-    for module, name in _EXPECTED:
-        kind = getattr(sys.modules.get(module), name, None)
-        if isinstance(kind, type) and isinstance(exc, kind):
-            return True
-    return False

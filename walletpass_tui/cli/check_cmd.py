@@ -12,13 +12,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import (
-    UsageError,
     bounded_float,
     print_json,
     settings_from_args,
     target_url_arg,
     topic_arg,
 )
+from walletpass_tui.errors import UsageError
 
 if TYPE_CHECKING:
     from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport

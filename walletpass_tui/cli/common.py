@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
+from walletpass_tui.errors import UsageError, WalletpassError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandError",
-    "UsageError",
     "bounded_float",
     "bounded_int",
     "duration_arg",
@@ -43,12 +43,8 @@ __all__ = [
 PROG = "walletpass-tui"
 
 
-class CommandError(Exception):
+class CommandError(WalletpassError):
     """An expected failure of a command: printed as one line on stderr, exit status 1."""
-
-
-class UsageError(CommandError):
-    """The command was asked something it cannot do as given: one line on stderr, exit status 2."""
 
 
 # -- argument types: argparse turns ArgumentTypeError into "error: argument X: ..." and exit 2 ----

@@ -8,10 +8,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import TopicError, parse_topics
-from walletpass_tui.api.urls import ENDPOINT_SCHEMES, UrlError, check_url, is_local_address
+from walletpass_tui.api.urls import ENDPOINT_SCHEMES, check_url, is_local_address
 from walletpass_tui.cli.common import (
     CommandError,
-    UsageError,
     print_json,
     print_table,
     settings_from_args,
@@ -20,6 +19,7 @@ from walletpass_tui.cli.common import (
 )
 from walletpass_tui.cli.service_errors import api_failure
 from walletpass_tui.config import ConfigError, Settings, check_writable
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -124,12 +124,7 @@ def _registry(settings: Settings) -> EndpointRegistry:
 
 
 def _endpoint_url(url: str, settings: Settings) -> str:
-    try:
-        return check_url(
-            url, what="--url", schemes=ENDPOINT_SCHEMES, allow_http=settings.allow_http
-        )
-    except UrlError as exc:
-        raise UsageError(str(exc)) from None
+    return check_url(url, what="--url", schemes=ENDPOINT_SCHEMES, allow_http=settings.allow_http)
 
 
 def _topics(given: list[str] | None) -> list[str]:
@@ -163,14 +158,8 @@ def _relay_ingress(args: argparse.Namespace, settings: Settings) -> str:
     """The ingress URL of the relay channel ``--from-relay`` names (asked of the relay)."""
     from walletpass_tui.cli.receiver_setup import relay_token
     from walletpass_tui.relay.link.channel_info import fetch_channel
-    from walletpass_tui.relay.link.subscriber import RelayClientError
 
-    try:
-        info = asyncio.run(
-            fetch_channel(args.from_relay, relay_token(args, settings, "--from-relay"))
-        )
-    except RelayClientError as exc:
-        raise CommandError(str(exc)) from None
+    info = asyncio.run(fetch_channel(args.from_relay, relay_token(args, settings, "--from-relay")))
     print(
         f"Relay channel {printable(info.name)}: ingress {printable(info.ingress_url)}",
         file=sys.stderr,

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError, UsageError
+from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliverySetup
-from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+from walletpass_tui.webhooks.sources import SourcePolicy
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given
     from walletpass_tui.relay.link.feed import RelayLink
@@ -53,12 +54,9 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
             "warning: a delay of 15 s or more makes every delivery fail at the service.",
             file=sys.stderr,
         )
-    try:
-        sources = SourcePolicy.build(
-            getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
-        )
-    except SourceError as exc:
-        raise CommandError(str(exc)) from None
+    sources = SourcePolicy.build(
+        getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
+    )
     return replace(
         receiver_options(settings),
         secrets=signing_keys(getattr(args, "secret", [])),
@@ -82,12 +80,9 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     options = build_receiver_options(args, settings)
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
-        from walletpass_tui.webhooks.forward import ForwardError, parse_route
+        from walletpass_tui.webhooks.forward import parse_route
 
-        try:
-            routes = tuple(parse_route(text) for text in args.forward_to)
-        except ForwardError as exc:
-            raise CommandError(str(exc)) from None
+        routes = tuple(parse_route(text) for text in args.forward_to)
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")

@@ -171,22 +171,18 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.server.channels import ChannelError, public_base
+    from walletpass_tui.relay.server.channels import public_base
     from walletpass_tui.relay.server.ingress import IngressOptions
-    from walletpass_tui.relay.server.serve import RelayError, RelayOptions, RelayServer
-    from walletpass_tui.relay.server.storage import RelayStoreError
-    from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+    from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+    from walletpass_tui.webhooks.sources import SourcePolicy
 
     settings = settings_from_args(args)
     if args.retention_days <= 0:
         raise CommandError("--retention-days must be more than 0.")
     if args.heartbeat <= 0:
         raise CommandError("--heartbeat must be more than 0 seconds.")
-    try:
-        sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
-        public_url = public_base(args.relay_public_url) if args.relay_public_url else None
-    except (SourceError, ChannelError) as exc:
-        raise CommandError(str(exc)) from None
+    sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
+    public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
         home=settings.home,
         host=args.relay_host,
@@ -202,10 +198,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     from walletpass_tui.cli.listen_cmd import run_loop  # uvloop where installed, as listen
 
-    try:
-        run_loop(_serve(RelayServer(options)))
-    except (RelayError, RelayStoreError) as exc:
-        raise CommandError(str(exc)) from None
+    run_loop(_serve(RelayServer(options)))
     return 0
 
 
@@ -233,7 +226,6 @@ async def _serve(server: Any) -> int:
 
 def cmd_follow(args: argparse.Namespace) -> int:
     from walletpass_tui.relay.link.follow import RelayFollower, cursor_path
-    from walletpass_tui.relay.link.subscriber import RelayClientError
 
     settings = settings_from_args(args)
     token = args.relay_token or (settings.relay_token.reveal() if settings.relay_token else None)
@@ -253,10 +245,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         url, token, target, cursor_file, on_handed=_HandedPrinter(), on_state=_StatePrinter()
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
-    try:
-        asyncio.run(_follow(follower))
-    except RelayClientError as exc:
-        raise CommandError(str(exc)) from None
+    asyncio.run(_follow(follower))
     return 0
 
 
@@ -312,18 +301,15 @@ class _HandedPrinter:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError, database_path
+    from walletpass_tui.relay.server.storage import RelayDB, database_path
 
     settings = settings_from_args(args)
-    try:
-        return RelayDB(database_path(settings.home))
-    except RelayStoreError as exc:
-        raise CommandError(str(exc)) from None
+    return RelayDB(database_path(settings.home))
 
 
 def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     """The public URL for printed links, and whether it was only a guess."""
-    from walletpass_tui.relay.server.channels import ChannelError, public_base
+    from walletpass_tui.relay.server.channels import public_base
     from walletpass_tui.relay.server.serve import PUBLIC_URL_META
 
     flag = getattr(args, "relay_public_url", None)
@@ -331,20 +317,10 @@ def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     given = flag or stored
     if not given:
         return DEFAULT_LOCAL_URL, True
-    try:
-        base = public_base(given)
-    except ChannelError as exc:
-        raise CommandError(str(exc)) from None
+    base = public_base(given)
     if flag and not stored:
         db.set_meta(PUBLIC_URL_META, base)  # later commands print the same URLs
     return base, False
-
-
-def _channel_errors() -> tuple[type[Exception], ...]:
-    from walletpass_tui.relay.server.channels import ChannelError
-    from walletpass_tui.relay.server.storage import RelayStoreError
-
-    return (ChannelError, RelayStoreError)
 
 
 def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
@@ -375,13 +351,10 @@ def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> 
 
 
 def cmd_channel_add(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.verify import SecretError, parse_secret
+    from walletpass_tui.webhooks.verify import parse_secret
 
     if args.secret:
-        try:
-            parse_secret(args.secret)
-        except SecretError as exc:
-            raise CommandError(str(exc)) from None
+        parse_secret(args.secret)
     if args.quota_mb <= 0:
         raise CommandError("--quota-mb must be more than 0.")
     db = _open(args)
@@ -390,8 +363,6 @@ def cmd_channel_add(args: argparse.Namespace) -> int:
             args.name, secret=args.secret or None, quota_bytes=args.quota_mb * 1024 * 1024
         )
         _print_issued(args, db, issued, "created")
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     return 0
@@ -401,8 +372,6 @@ def cmd_channel_token(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         _print_issued(args, db, db.issue_token(args.name), "has a new token")
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     return 0
@@ -416,8 +385,6 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
     try:
         base, _ = _base(args, db)
         channels = db.channels()
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     if args.json:
@@ -465,8 +432,6 @@ def cmd_channel_revoke(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         count = db.revoke(args.target)
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
@@ -477,8 +442,6 @@ def cmd_channel_remove(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         channel = db.remove(args.name)
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     print(

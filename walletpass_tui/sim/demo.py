@@ -28,6 +28,7 @@ import httpx
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import Secret, Settings
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.sim.service import SimulatedService
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
@@ -43,7 +44,7 @@ WRONG_SECRET = "whsec_ZGVtbzogYSBzZWNyZXQgdGhhdCBtYXRjaGVzIG5vdGhpbmc="
 RelayStarter = Callable[[Path], contextlib.AbstractAsyncContextManager[tuple[str, Feed]]]
 
 
-class DemoError(Exception):
+class DemoError(WalletpassError):
     """The demo cannot start as asked; the message says what to do."""
 
 

@@ -25,6 +25,7 @@ import httpx
 
 from walletpass_tui import __version__
 from walletpass_tui.api.urls import UrlError, check_url
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import (
     ORIGINAL,
@@ -51,7 +52,7 @@ BACKOFF_CAP_S = 3.0
 RESIGN_AFTER_S = 240
 
 
-class ForwardError(ValueError):
+class ForwardError(WalletpassError, ValueError):
     """A forward or replay cannot be made as asked; the message says why."""
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from walletpass_tui.errors import WalletpassError
+
 # Verdicts.
 VERIFIED = "verified"
 REJECTED = "rejected"
@@ -31,7 +33,7 @@ REJECTED_BODY_LIMIT = 64 * 1024  # of a rejected attempt's body
 DEFAULT_REJECTED_CAP = 10_000  # rejected attempts kept (the oldest are pruned)
 
 
-class StoreError(Exception):
+class StoreError(WalletpassError):
     """The history database cannot be used; the message says why and what to do."""
 
 

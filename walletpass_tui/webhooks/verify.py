@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from multidict import CIMultiDict, CIMultiDictProxy
 from standardwebhooks.webhooks import Webhook, hmac_data
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.webhooks.reasons import Reason
 
 __all__ = [
@@ -47,7 +48,7 @@ REQUIRED_HEADERS = (HEADER_ID, HEADER_TIMESTAMP, HEADER_SIGNATURE)
 _CASE_INSENSITIVE = (CIMultiDictProxy, CIMultiDict)
 
 
-class SecretError(ValueError):
+class SecretError(WalletpassError, ValueError):
     """A configured signing secret is not usable; the message says why."""
 
 

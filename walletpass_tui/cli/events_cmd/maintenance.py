@@ -7,8 +7,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError, UsageError, settings_from_args
+from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.events_cmd.shared import with_store
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ def _confirm(question: str) -> bool:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.models import StoreError
 
     settings = settings_from_args(args)
     if args.older_than is not None:
@@ -60,10 +60,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     async def prune(store: Store) -> int:
         return await store.prune_older_than(cutoff)
 
-    try:
-        removed = with_store(settings, prune)
-    except StoreError as exc:
-        raise CommandError(str(exc)) from None
+    removed = with_store(settings, prune)
     print(f"Removed {removed} attempt(s) {label}.")
     return 0
 

@@ -7,7 +7,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.cli.common import (
-    CommandError,
     print_json,
     read_bounded_file,
     settings_from_args,
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-    from walletpass_tui.webhooks.forward import ForwardError, replay
+    from walletpass_tui.webhooks.forward import replay
 
     settings = settings_from_args(args)
     body = None
@@ -38,10 +37,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if secret is None and attempt.endpoint_id:
             endpoint = registry.get(attempt.endpoint_id)
             secret = endpoint.secret.reveal() if endpoint else None
-        try:
-            result = await replay(store, attempt, args.to, mode=args.mode, secret=secret, body=body)
-        except ForwardError as exc:
-            raise CommandError(str(exc)) from None
+        result = await replay(store, attempt, args.to, mode=args.mode, secret=secret, body=body)
         return attempt, result
 
     attempt, result = with_store(settings, work)

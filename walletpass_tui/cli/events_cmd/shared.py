@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
-from walletpass_tui.cli.common import CommandError, UsageError
+from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from walletpass_tui.sim.engine import (
 )
 from walletpass_tui.sim.events import event_body, message_id
 from walletpass_tui.text import printable
-from walletpass_tui.webhooks.verify import SecretError, parse_secret
+from walletpass_tui.webhooks.verify import parse_secret
 
 DEFAULT_SIM_PORT = 8788
 EXCERPT_CHARS = 300
@@ -34,10 +34,7 @@ def checked_time_scale(text: str) -> float:
 
 
 def checked_secret(text: str) -> str:
-    try:
-        parse_secret(text)
-    except SecretError as exc:
-        raise CommandError(str(exc)) from None
+    parse_secret(text)
     return text.strip()
 
 

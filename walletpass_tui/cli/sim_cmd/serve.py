@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -18,7 +19,6 @@ from walletpass_tui.cli.sim_cmd.checks import (
     scale_note,
 )
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL
-from walletpass_tui.sim.endpoints import SimError
 from walletpass_tui.sim.engine import (
     Attempt,
     DeliveryResult,
@@ -33,12 +33,8 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     key, reused = _serve_key(args)
     if not 0 <= args.sim_port <= 65535:
         raise CommandError(f"--port must be between 0 and 65535, got {args.sim_port}.")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args.sim_host, args.sim_port, key, scale, reused))
-    except KeyboardInterrupt:
-        pass
-    except SimError as exc:
-        raise CommandError(str(exc)) from None
     print("Simulator stopped.", flush=True)
     return 0
 

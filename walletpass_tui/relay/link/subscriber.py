@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import aiohttp
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.events import EVENT_NAME, EventError, RelayedDelivery
 
 MAX_LINE = 8 * 1024 * 1024  # an event line: a 1 MiB body in base64 with headers fits easily
@@ -26,7 +27,7 @@ BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
 
 
-class RelayClientError(Exception):
+class RelayClientError(WalletpassError):
     """The relay cannot be followed; the message says what to do."""
 
 

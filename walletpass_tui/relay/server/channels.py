@@ -12,6 +12,8 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
+from walletpass_tui.errors import WalletpassError
+
 TOKEN_PREFIX = "wpr_"
 SLUG_BYTES = 16  # 128 bits
 TOKEN_BYTES = 32  # 256 bits
@@ -20,7 +22,7 @@ DEFAULT_QUOTA_BYTES = 256 * 1024 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-class ChannelError(ValueError):
+class ChannelError(WalletpassError, ValueError):
     """A channel name, token or URL that cannot be used; the message says what to do."""
 
 

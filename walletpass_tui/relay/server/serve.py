@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
 from walletpass_tui.relay.server.fanout import Feeds
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
@@ -40,7 +41,7 @@ PUBLIC_URL_META = "public_url"
 log = logging.getLogger(__name__)
 
 
-class RelayError(Exception):
+class RelayError(WalletpassError):
     """The relay cannot start; the message says what to do."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
     Channel,
@@ -78,7 +79,7 @@ CREATE INDEX IF NOT EXISTS rejected_by_channel ON rejected (channel_id, id);
 """
 
 
-class RelayStoreError(Exception):
+class RelayStoreError(WalletpassError):
     """The relay database cannot be used; the message says what to do."""
 
 
