@@ -6,8 +6,13 @@ machine (a ``.invalid`` name fails locally, RFC 6761).
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+from typing import Any
+
 import httpx
 import pytest
+from aiohttp import web
 from forward_helpers import (
     Env,
     body_for,
@@ -26,7 +31,7 @@ from peers import (
 )
 
 from walletpass_tui.webhooks.forward import Route, ack_status, replay, send, target_client
-from walletpass_tui.webhooks.store import ORIGINAL, REPLAY
+from walletpass_tui.webhooks.store import ORIGINAL, REPLAY, RESPONSE_BODY_LIMIT
 
 BODY = b'{"type": "pass.activated"}'
 HEADERS = {"Content-Type": "application/json"}
@@ -143,3 +148,68 @@ async def test_ack_target_timeout_is_a_504(peers: Peers) -> None:
     async with target_client() as client:
         result = await send(client, url, BODY, HEADERS, 0.3)
     assert ack_status(result, 0.3) == (504, "ack target: the app did not answer within 0.3 s")
+
+
+# -- what the app's answer can hold ------------------------------------------------------------------
+
+
+async def _serve(handler: Any) -> tuple[str, web.AppRunner]:
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return f"http://127.0.0.1:{runner.addresses[0][1]}/hook", runner
+
+
+async def test_an_endless_answer_is_kept_up_to_the_limit_and_no_further() -> None:
+    async def endless(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(status=200)
+        await response.prepare(request)
+        for _ in range(100_000):  # 6 GiB, were it all read
+            await response.write(b"z" * 65_536)
+        return response
+
+    url, runner = await _serve(endless)
+    try:
+        async with asyncio.timeout(60), target_client() as client:  # did not hang
+            result = await send(client, url, BODY, HEADERS, 30.0)
+    finally:
+        await runner.cleanup()
+    assert result.status == 200
+    assert result.body == b"z" * RESPONSE_BODY_LIMIT
+
+
+async def test_a_compressed_answer_is_kept_as_it_came_never_inflated() -> None:
+    bomb = gzip.compress(b"0" * (8 * 1024 * 1024))
+
+    async def compressed(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        return web.Response(body=bomb, headers={"Content-Encoding": "gzip"})
+
+    url, runner = await _serve(compressed)
+    try:
+        async with target_client() as client:
+            result = await send(client, url, BODY, HEADERS, 10.0)
+    finally:
+        await runner.cleanup()
+    assert result.status == 200 and result.body == bomb[:RESPONSE_BODY_LIMIT]
+
+
+async def test_a_redirect_is_recorded_as_the_answer_not_followed(env: Env) -> None:
+    trap = await env.target()
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        raise web.HTTPTemporaryRedirect(trap.url)
+
+    url, runner = await _serve(redirect)
+    try:
+        receiver = await env.receiver([])
+        await env.post(receiver, "msg_redirect", body_for("pass.activated"))
+        attempt = await stored_attempt(env.store, "msg_redirect")
+        result = await replay(env.store, attempt, url, mode=ORIGINAL)
+    finally:
+        await runner.cleanup()
+    assert result.status == 307 and trap.got == []
