@@ -379,3 +379,22 @@ async def test_the_delivery_log(
     assert filtered.json()["data"] == []
     status = (await http.get(service.url + "/_sim")).json()
     assert status["endpoints"] == 1 and status["attempts"] == 2
+
+
+@pytest.mark.parametrize(
+    "limit",
+    # 5,000 digits: past int()'s 4,300-digit limit, yet inside a request line (100,000 are refused
+    # by the HTTP layer before any handler runs).
+    ["²", "١٢٣", "1_0", " 5", "+5", "-1", "", "9" * 10, "9" * 5000],
+    ids=["superscript", "arabic", "underscore", "space", "plus", "minus", "empty", "10", "5000"],
+)
+async def test_a_delivery_log_limit_that_is_not_plain_digits_is_a_clear_400(
+    sim: Any, http: httpx.AsyncClient, limit: str
+) -> None:
+    """Each of these int() reads (or str.isdigit() passes, then int() refuses: a 500)."""
+    service = await sim()
+    response = await http.get(service.url + "/_sim/deliveries", params={"limit": limit})
+    assert response.status_code == 400
+    assert "limit must be a whole number" in _error_message(response)
+    fine = await http.get(service.url + "/_sim/deliveries", params={"limit": "5"})
+    assert fine.status_code == 200 and fine.json()["data"] == []

@@ -116,7 +116,9 @@ async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
 
 def test_ack_status_mapping() -> None:
     assert ack_status(ForwardResult(status=201, latency_ms=1), 10)[0] == 201
-    assert ack_status(ForwardResult(None, 1, error="no answer within 10 s"), 10)[0] == 504
+    assert (
+        ack_status(ForwardResult(None, 1, error="timed out: no answer within 10 s"), 10)[0] == 504
+    )
     assert ack_status(ForwardResult(None, 1, error="connection refused"), 10)[0] == 502
 
 

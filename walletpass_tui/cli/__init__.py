@@ -58,6 +58,22 @@ With no command, opens the dashboard with its receiver on --host/--port/--path.
 Try 'walletpass-tui demo' to see everything work against a built-in simulated service."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog (the examples) is shown exactly as written, one per line and
+    never wrapped to the terminal's width, so each can be copied and run as it is. Every command's
+    parser is one: subparsers take their parent's class."""
+
+    def format_help(self) -> str:
+        epilog, self.epilog = self.epilog, None
+        try:
+            text = super().format_help()
+        finally:
+            self.epilog = epilog
+        if not epilog:
+            return text
+        return text + "\n" + epilog.strip("\n") + "\n"
+
+
 def chosen_command(argv: Sequence[str]) -> str | None:
     """The first argument that names a command, or None (the dashboard)."""
     return next((arg for arg in argv if arg in COMMANDS), None)
@@ -70,7 +86,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     add_settings_flags(common)
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,

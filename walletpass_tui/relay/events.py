@@ -92,7 +92,7 @@ class RelayedDelivery:
             body = base64.b64decode(obj["body_b64"], validate=True)
             return cls(
                 cursor=cursor,
-                received_at_ms=int(obj["received_at_ms"]),
+                received_at_ms=_whole(obj["received_at_ms"]),
                 method=str(obj["method"]),
                 path=str(obj["path"]),
                 headers=headers,
@@ -104,6 +104,14 @@ class RelayedDelivery:
             )
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             raise EventError(f"event {cursor} is not a relayed delivery ({exc})") from None
+
+
+def _whole(value: object) -> int:
+    """A JSON integer as it came: not a float, a boolean, or a string (which int() would read in
+    any script's digits)."""
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise ValueError(f"{type(value).__name__} where a whole number was expected")
+    return value
 
 
 def _opt(value: object) -> str | None:

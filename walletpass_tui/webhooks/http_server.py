@@ -38,6 +38,8 @@ from urllib.parse import unquote
 import httptools
 from multidict import CIMultiDict
 
+from walletpass_tui.text import parse_ascii_int
+
 MAX_FIELD_BYTES = 16 * 1024  # one header line, or the request line
 MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
 MAX_HEADERS = 128
@@ -262,7 +264,7 @@ class HttpConnection(asyncio.Protocol):
             path_qs=target,
             headers=headers,
             remote=self._remote,
-            content_length=int(declared) if declared and declared.isdigit() else None,
+            content_length=parse_ascii_int(declared) if declared else None,
             content=body,
             keep_alive=parser.should_keep_alive(),
         )

@@ -35,21 +35,28 @@ def message_json(m: MessageRow) -> dict[str, Any]:
 def cmd_list(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     since = parse_since(args.since)
-    rows: list[MessageRow] = with_store(
-        settings,
-        lambda s: s.list_messages(
-            limit=args.limit,
-            topic=args.topic,
-            verdict=args.verdict,
-            since_ms=since,
-            text=args.search,
-        ),
+    # A home that has received nothing yet has an empty history, not a missing one: a script
+    # gets [] and exit 0.
+    fresh = not settings.database_path.exists()
+    rows: list[MessageRow] = (
+        []
+        if fresh
+        else with_store(
+            settings,
+            lambda s: s.list_messages(
+                limit=args.limit,
+                topic=args.topic,
+                verdict=args.verdict,
+                since_ms=since,
+                text=args.search,
+            ),
+        )
     )
     if args.json:
         print_json([message_json(m) for m in rows])
         return 0
     if not rows:
-        print("No messages match.")
+        print("No deliveries yet." if fresh else "No messages match.")
         return 0
     table = [
         [

@@ -27,6 +27,10 @@ from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
 from walletpass_tui.sim.engine import ANSWER_DEADLINE_S
 from walletpass_tui.sim.http_api import CONTROL_PREFIX
 
+# The examples name one key for 'sim serve' and the commands that drive it, so they run as shown.
+EXAMPLE_KEY = "sk_sim_local"
+SIM_EXAMPLE_FLAGS = f"--sim http://127.0.0.1:{DEFAULT_SIM_PORT} --api-key {EXAMPLE_KEY}"
+
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     sim = sub.add_parser(
@@ -36,7 +40,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description="A simulated Wallet Pass Service on your machine: the two API calls, events and "
         "deliveries on the service's retry schedule (time-scalable). Serve it, then point the "
         "client at it, register an endpoint and emit events.",
-        epilog="example: walletpass-tui sim serve --time-scale 0.001",
+        epilog="examples (one key for the simulator and the commands that drive it):\n"
+        f"  walletpass-tui sim serve --port {DEFAULT_SIM_PORT} --time-scale 0.001 --api-key {EXAMPLE_KEY}\n"
+        f"  walletpass-tui sim emit pass.activated --sim http://127.0.0.1:{DEFAULT_SIM_PORT} "
+        f"--api-key {EXAMPLE_KEY}",
     )
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
 
@@ -59,7 +66,8 @@ def _register_serve(
         f"({CONTROL_PREFIX}) on one port, deliver emitted events to the registered endpoints and "
         "print every delivery attempt. Without --api-key a simulator key (sk_sim_...) is made up, "
         "or reused from WALLETPASS_API_KEY when that holds one.",
-        epilog="example: walletpass-tui sim serve --port 8788 --time-scale 0.001",
+        epilog=f"example: walletpass-tui sim serve --port {DEFAULT_SIM_PORT} --time-scale 0.001 "
+        f"--api-key {EXAMPLE_KEY}",
     )
     serve.add_argument(
         "--host", dest="sim_host", default="127.0.0.1", help="address (default 127.0.0.1)"
@@ -83,9 +91,9 @@ def _register_emit(
         parents=parents,
         help="make the simulator emit an event",
         description="Emit an event: the simulator POSTs it to every enabled endpoint subscribed to "
-        "the topic. Without --body-file the simulator makes up a plausible body.",
-        epilog="example: walletpass-tui sim emit pass.activated --sim http://127.0.0.1:8788 "
-        "--api-key sk_sim_...",
+        "the topic. Without --body-file the simulator makes up a plausible body. The API key is "
+        "the one 'sim serve' was given with --api-key, or the one it printed.",
+        epilog=f"example: walletpass-tui sim emit pass.activated {SIM_EXAMPLE_FLAGS}",
     )
     emit.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
     _add_sim_flag(emit)
@@ -105,7 +113,7 @@ def _register_endpoint(
         help="enable, disable, remove or list the simulator's endpoints",
         description="Change an endpoint in the simulator. Disabling or removing it stops its "
         "deliveries, retries already scheduled included.",
-        epilog="example: walletpass-tui sim endpoint disable ep_abc123 --sim http://127.0.0.1:8788",
+        epilog=f"example: walletpass-tui sim endpoint disable ep_abc123 {SIM_EXAMPLE_FLAGS}",
     )
     ep_sub = endpoint.add_subparsers(dest="sim_endpoint_command", metavar="ACTION", required=True)
     for action, text in (
@@ -118,8 +126,7 @@ def _register_endpoint(
             parents=parents,
             help=text,
             description=text[0].upper() + text[1:] + ".",
-            epilog=f"example: walletpass-tui sim endpoint {action} ep_abc123 "
-            "--sim http://127.0.0.1:8788",
+            epilog=f"example: walletpass-tui sim endpoint {action} ep_abc123 {SIM_EXAMPLE_FLAGS}",
         )
         p.add_argument("endpoint_id", metavar="ID", help="the endpoint's id (ep_...)")
         _add_sim_flag(p)
@@ -128,7 +135,7 @@ def _register_endpoint(
         "list",
         parents=parents,
         help="the simulator's endpoints (secrets masked)",
-        epilog="example: walletpass-tui sim endpoint list --sim http://127.0.0.1:8788 --json",
+        epilog=f"example: walletpass-tui sim endpoint list {SIM_EXAMPLE_FLAGS} --json",
     )
     _add_sim_flag(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON array")
@@ -144,7 +151,7 @@ def _register_deliveries(
         help="the simulator's delivery attempts",
         description="Every delivery attempt the simulator made: endpoint, message, attempt number, "
         "service-time offset, the receiver's answer and the wait before the next attempt.",
-        epilog="example: walletpass-tui sim deliveries --sim http://127.0.0.1:8788 --endpoint ep_abc",
+        epilog=f"example: walletpass-tui sim deliveries {SIM_EXAMPLE_FLAGS} --endpoint ep_abc123",
     )
     _add_sim_flag(deliveries)
     deliveries.add_argument("--endpoint", metavar="ID", help="only this endpoint's attempts")

@@ -26,10 +26,12 @@ from walletpass_tui.config import write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
+    CURSOR_DIGITS,
     RelaySubscriber,
     SubscriberState,
     backoff_delay,
 )
+from walletpass_tui.text import parse_ascii_int
 
 RELAY_HEADER = "X-Walletpass-Relay"
 # Hop-by-hop and framing headers are the local connection's own, never copied.
@@ -51,11 +53,13 @@ def cursor_path(home: Path, subscribe_url: str) -> Path:
 
 
 def load_cursor(path: Path) -> int:
+    """The saved cursor; 0 (start over) when there is none or the file is not one we wrote."""
     try:
-        text = path.read_text().strip()
+        with path.open("rb") as fh:
+            data = fh.read(CURSOR_DIGITS + 2)  # a cursor and its newline, and one byte to spare
     except OSError:
         return 0
-    return int(text) if text.isdigit() else 0
+    return parse_ascii_int(data.removesuffix(b"\n"), max_digits=CURSOR_DIGITS) or 0
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,17 @@ import aiohttp
 
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.events import EVENT_NAME, EventError, RelayedDelivery
+from walletpass_tui.text import parse_ascii_int
 
 MAX_LINE = 8 * 1024 * 1024  # an event line: a 1 MiB body in base64 with headers fits easily
 DEFAULT_IDLE_TIMEOUT_S = 45.0  # three missed heartbeats: the connection is dead
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
+CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
+# An event id is read up to twice that, so a number past what can be stored reaches the caller,
+# which stops (this is not a relay); longer ones are not cursors at all and are skipped.
+ID_DIGITS = 2 * CURSOR_DIGITS
+RETRY_DIGITS = 9  # an SSE retry hint in milliseconds: under 12 days
 
 
 class RelayClientError(WalletpassError):
@@ -130,8 +136,10 @@ class SSEParser:
         elif name == "id":
             if "\0" not in value:
                 self.last_id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry_ms = int(value)
+        elif name == "retry":
+            retry_ms = parse_ascii_int(value, max_digits=RETRY_DIGITS)
+            if retry_ms is not None:
+                self.retry_ms = retry_ms
 
 
 # -- the client ----------------------------------------------------------------------------------
@@ -263,9 +271,9 @@ class RelaySubscriber:
             return
         if not self.state.connected:
             self._set(connected=True, error=None)
-        if item.event != EVENT_NAME or item.id is None or not item.id.isdigit():
+        cursor = None if item.id is None else parse_ascii_int(item.id, max_digits=ID_DIGITS)
+        if item.event != EVENT_NAME or cursor is None:
             return
-        cursor = int(item.id)
         if cursor <= self.state.cursor:
             return  # already handled (a relay replaying after a restart, say)
         delivery = RelayedDelivery.parse(cursor, item.data)
@@ -284,8 +292,8 @@ class RelaySubscriber:
 def _head(text: str) -> int | None:
     for word in text.split():
         name, _, value = word.partition("=")
-        if name == "head" and value.isdigit():
-            return int(value)
+        if name == "head":
+            return parse_ascii_int(value, max_digits=ID_DIGITS)
     return None
 
 

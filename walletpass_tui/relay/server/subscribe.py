@@ -23,6 +23,7 @@ from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
 from walletpass_tui.relay.server.fanout import Feeds
 from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError
+from walletpass_tui.text import parse_ascii_int
 
 CHANNELS_PREFIX = "/channels/"
 DEFAULT_HEARTBEAT_S = 15.0
@@ -149,11 +150,8 @@ class Subscriptions:
 
 def _cursor(request: web.Request) -> int | None:
     text = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
-    text = text.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > 19:
-        return None
-    value = int(text)
-    return value if value <= MAX_CURSOR else None
+    value = parse_ascii_int(text, max_digits=19)
+    return value if value is not None and value <= MAX_CURSOR else None
 
 
 def _text(status: int, text: str, *, headers: dict[str, str] | None = None) -> web.Response:
