@@ -23,9 +23,11 @@ RUN groupadd --system --gid 10001 relay \
     && install -d -m 0700 -o relay -g relay /data
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY walletpass_tui ./walletpass_tui
-RUN pip install --no-compile . && rm -rf /src
+# pip compiles the bytecode as it installs (the relay's user cannot write it later), so each
+# `docker exec relay walletpass-tui ...` starts without compiling the package first.
+RUN pip install . && rm -rf /src
 
 WORKDIR /data
 USER 10001:10001
