@@ -193,7 +193,9 @@ async def test_sim_deliver_gives_up_after_8_attempts(
     assert code == 1
     lines = [line for line in out.splitlines() if line.startswith("attempt ")]
     assert len(lines) == 8 and len(receiver.requests) == 8
-    assert lines[-1].startswith("attempt 8/8  +27 h 35 min 5 s  503") and "giving up" in lines[-1]
+    # Each answer's real time counts 100,000-fold: a busy machine adds seconds to the offset.
+    assert re.match(r"attempt 8/8  \+27 h 35 min \d+ s  503", lines[-1]), lines[-1]
+    assert "giving up" in lines[-1]
     assert "answer: down" in out
     assert "Gave up after 8" in err and err.count("\n") == 1
 
