@@ -6,9 +6,10 @@ newest cursor) when nothing else was sent for a while. The token is checked agai
 heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name
 and URLs as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
 
-Each stream is written an event at a time and never ahead of its socket (``stream.py``): a
-subscriber that stops reading holds at most one event and is dropped after two heartbeats without
-progress.
+Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
+``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
+written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
+reading holds at most one event and is dropped after two heartbeats without progress.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 
 CHANNELS_PREFIX = "/channels/"
 DEFAULT_HEARTBEAT_S = 15.0
+DEFAULT_MAX_SUBSCRIBERS = 1000  # streams on the whole relay
+DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
+FULL_RETRY_AFTER_S = 30
 RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
 MAX_CURSOR_DIGITS = 19
@@ -46,11 +50,15 @@ class Subscriptions:
         *,
         public_url: Callable[[web.Request], str],
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
+        max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
     ) -> None:
         self.feeds = feeds
         self.db = db
         self.public_url = public_url
         self.heartbeat_s = heartbeat_s
+        self.max_subscribers = max_subscribers
+        self.max_channel_subscribers = max_channel_subscribers
         self.streams = 0  # open streams on every channel
         self.stopping = asyncio.Event()
         self._stopped: asyncio.Future[None] | None = None
@@ -115,6 +123,20 @@ class Subscriptions:
         self, request: web.Request, channel: Channel, after: int
     ) -> web.StreamResponse:
         feed = self.feeds.by_id(channel)
+        if feed.subscribers >= self.max_channel_subscribers:
+            return _text(
+                429,
+                f"Too many requests: this channel already has {feed.subscribers} open streams, "
+                "the relay's limit; close one or retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
+        if self.streams >= self.max_subscribers:
+            return _text(
+                503,
+                f"Service unavailable: the relay already serves {self.streams} streams, "
+                "its limit; retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
         feed.subscribers += 1
         self.streams += 1
         try:
