@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import socket
+import struct
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,15 @@ async def raw_get(server: RelayServer, path: str, head: bytes = b"") -> tuple[in
     return int(answer.split(b" ", 2)[1]), answer, (reader, writer)
 
 
+async def until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    """Poll for a condition; the timeout is a "did not hang" guard."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.02)
+
+
 async def close(conn: Conn) -> None:
     conn[1].close()
     with contextlib.suppress(ConnectionError):
@@ -77,11 +89,8 @@ async def test_a_token_holder_opening_many_streams_gets_429_past_the_channel_lim
 
             # A stream whose subscriber hangs up frees its place at once.
             await close(next(r[2] for r in results if r[0] == 200))
-            async with asyncio.timeout(30):
-                while True:
-                    if relay.feeds.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS - 1:
-                        break
-                    await asyncio.sleep(0.02)
+            feeds = relay.feeds
+            await until(lambda: feeds.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS - 1)
             status, _, conn = await raw_get(relay, path, auth)
             assert status == 200
             await close(conn)
@@ -211,3 +220,35 @@ async def test_oversized_heads_get_a_400_and_nothing_else(tmp_path: Path) -> Non
             status, _, conn = await raw_get(relay, path, head)
             await close(conn)
             assert status == 400
+
+
+async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    big = b'{"pad":"' + b"x" * (64 * 1024) + b'"}'
+    async with running(tmp_path, heartbeat_s=600) as relay:
+        issued = add_channel(relay.options.home, "team")
+        ingress, sub_url = urls(relay, issued)
+        async with aiohttp.ClientSession() as http:
+            for _ in range(40):
+                body, headers = signed(body=big)
+                async with http.post(ingress, data=body, headers=headers) as r:
+                    assert r.status == 200
+        assert relay.bound is not None and relay.feeds is not None
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", relay.bound[1]))
+        path = sub_url.removeprefix(relay.url)
+        head = f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {issued.token}\r\n\r\n"
+        await loop.sock_sendall(sock, head.encode())
+        await until(lambda: relay.feeds is not None and relay.feeds.stalled == 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset while the relay waits for it to read
+        await until(lambda: relay.feeds is not None and relay.feeds.subscribers == 0)
+        assert relay.feeds.stalled == 0
+        gc.collect()
+        await asyncio.sleep(0)
+    loop.set_exception_handler(None)
+    assert errors == []

@@ -25,7 +25,7 @@ from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 RING_EVENTS = 512
 RING_BYTES = 4 * 1024 * 1024
 PAGE_EVENTS = 256
-PAGE_BYTES = 128 * 1024  # what one subscriber reads at a time: at least one event, about this much
+PAGE_BYTES = 64 * 1024  # what one subscriber reads at a time: at least one event, about this much
 REFRESH_S = 1.0  # how often the channel table is re-read (``relay channel`` runs elsewhere)
 
 

@@ -82,6 +82,7 @@ class EventStream:
         if not self.full:
             return True
         drain = asyncio.ensure_future(self._writer.drain())
+        drain.add_done_callback(_retrieved)  # a lost peer's error is ours, read or not
         self._feed.stalled += 1
         try:
             waiting = self._transport.get_write_buffer_size()
@@ -119,3 +120,8 @@ class EventStream:
             with contextlib.suppress(OSError, AttributeError, ValueError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._transport.abort()
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()
