@@ -252,3 +252,50 @@ async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(tmp_pat
         await asyncio.sleep(0)
     loop.set_exception_handler(None)
     assert errors == []
+
+
+async def test_stopping_the_relay_ends_streams_stalled_on_a_peer_that_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    big = b'{"pad":"' + b"x" * (64 * 1024) + b'"}'
+    relay = RelayServer(
+        RelayOptions(home=tmp_path / "relay-home", host="127.0.0.1", port=0, heartbeat_s=600)
+    )
+    await relay.start()
+    stopped = False
+    socks = []
+    try:
+        issued = add_channel(relay.options.home, "team")
+        ingress, sub_url = urls(relay, issued)
+        async with aiohttp.ClientSession() as http:
+            for _ in range(40):
+                body, headers = signed(body=big)
+                async with http.post(ingress, data=body, headers=headers) as r:
+                    assert r.status == 200
+        assert relay.bound is not None and relay.feeds is not None
+        path = sub_url.removeprefix(relay.url)
+        head = f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {issued.token}\r\n\r\n"
+        for _ in range(3):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", relay.bound[1]))
+            await loop.sock_sendall(sock, head.encode())
+            socks.append(sock)
+        feeds = relay.feeds
+        await until(lambda: feeds.stalled == 3)
+        async with asyncio.timeout(30):  # "did not hang"
+            await relay.stop()
+        stopped = True
+        assert feeds.subscribers == 0 and feeds.stalled == 0
+    finally:
+        if not stopped:
+            await relay.stop()
+        for sock in socks:
+            sock.close()
+        loop.set_exception_handler(None)
+    gc.collect()
+    assert errors == []
