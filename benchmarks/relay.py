@@ -23,7 +23,8 @@
 5. Stalled subscribers (``--only stalled``): a relay process holds a backlog of deliveries with
    64 KiB bodies; 100 subscribers (raw sockets, a 4 KiB receive buffer) ask for it and never read.
    RSS growth per stalled subscriber, once ``/healthz`` counts them all as stalled (or RSS has
-   not moved for 3 s), then again after more deliveries arrive while they stall.
+   not moved for 3 s), then again after 100 more deliveries arrive while they stall; the time
+   those 100 take, and the time 100 took before anyone subscribed.
 
 Figures, never assertions. The machine is shared: other processes may load it during a run.
 """
@@ -443,6 +444,7 @@ def stalled(workdir: Path, count: int, backlog: int) -> None:
     socks: list[socket.socket] = []
     try:
         asyncio.run(_post_padded(ingress, backlog, pad))
+        alone = asyncio.run(_post_padded(ingress, 100, pad))
         before = proc.rss_kib()
         socks = [_stalled_socket(proc.port, path, token) for _ in range(count)]
         began, last, still = time.monotonic(), -1, 0.0
@@ -469,8 +471,8 @@ def stalled(workdir: Path, count: int, backlog: int) -> None:
         f"of {health['subscribers']})"
     )
     print(
-        f"   100 more deliveries while they stall: {seconds:.2f} s, RSS {later / 1024:.1f} MiB "
-        f"(+{(later - before) / count:.0f} KiB each)"
+        f"   100 more deliveries while they stall: {seconds:.2f} s (without them: {alone:.2f} s), "
+        f"RSS {later / 1024:.1f} MiB (+{(later - before) / count:.0f} KiB each)"
     )
 
 
