@@ -209,6 +209,20 @@ async def test_a_head_that_never_ends_is_cut_at_the_read_timeout(tmp_path: Path)
             writer.close()
 
 
+async def test_a_connection_that_sends_nothing_is_closed_at_the_read_timeout(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, ingress=IngressOptions(read_timeout_s=0.5)) as relay:
+        assert relay.bound is not None
+        reader, writer = await asyncio.open_connection("127.0.0.1", relay.bound[1])
+        try:
+            async with asyncio.timeout(30):  # "did not hang"
+                with contextlib.suppress(ConnectionError):
+                    assert await reader.read() == b""
+        finally:
+            writer.close()
+
+
 async def test_oversized_heads_get_a_400_and_nothing_else(tmp_path: Path) -> None:
     async with running(tmp_path) as relay:
         issued = add_channel(relay.options.home, "team")
@@ -220,6 +234,9 @@ async def test_oversized_heads_get_a_400_and_nothing_else(tmp_path: Path) -> Non
             status, _, conn = await raw_get(relay, path, head)
             await close(conn)
             assert status == 400
+        status, _, conn = await raw_get(relay, path + "?after=" + "0" * 17 * 1024, token)
+        await close(conn)
+        assert status == 400  # a request line past 16 KiB
 
 
 async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(tmp_path: Path) -> None:
