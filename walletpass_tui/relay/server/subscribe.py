@@ -37,7 +37,6 @@ DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
 FULL_RETRY_AFTER_S = 30
 RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
-MAX_CURSOR_DIGITS = 19
 
 _UNAUTHORIZED = "Unauthorized: the token is wrong or revoked"
 
@@ -227,7 +226,7 @@ async def _send_page(out: EventStream, feed: Feed, db: RelayDB, cursor: int) -> 
 def _cursor(request: web.Request) -> int | None:
     text = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
     text = text.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > MAX_CURSOR_DIGITS:
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
         return None
     value = int(text)
     return value if value <= MAX_CURSOR else None
