@@ -1,9 +1,11 @@
 """What the running relay knows about each channel: the recent events, who waits, the quota used.
 
 No subscriber has a queue. Each one holds only its cursor and asks its channel's ``Feed`` for what
-comes after it: recent events come from a ring bounded in count and bytes, anything older from the
-database, a page at a time. A slow subscriber therefore costs a cursor and a socket buffer, and
-ingress never waits for it.
+comes after it: recent events come from a ring bounded in count and bytes (each event's bytes built
+once and shared by every subscriber), anything older from the database, a small page at a time.
+Either way a page is bounded in bytes (``PAGE_BYTES``, at least one event), and a subscriber lets
+go of the rest of its page as soon as its socket is full (``stream.py``). A slow subscriber
+therefore costs a cursor, at most one event and a socket buffer, and ingress never waits for it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 RING_EVENTS = 512
 RING_BYTES = 4 * 1024 * 1024
 PAGE_EVENTS = 256
-PAGE_BYTES = 4 * 1024 * 1024
+PAGE_BYTES = 64 * 1024  # what one subscriber reads at a time: at least one event, about this much
 REFRESH_S = 1.0  # how often the channel table is re-read (``relay channel`` runs elsewhere)
 
 
@@ -34,6 +36,7 @@ class Feed:
         self.channel = channel
         self.used_bytes = channel.used_bytes
         self.subscribers = 0
+        self.stalled = 0  # subscribers waiting for their peer to read what was sent
         self.head_hint = 0  # the newest cursor seen by this process
         self._ring: deque[tuple[int, bytes]] = deque()
         self._ring_cursors: deque[int] = deque()
@@ -91,26 +94,28 @@ class Feed:
             changed.set_result(None)
 
     def from_ring(self, after: int) -> list[tuple[int, bytes]] | None:
-        """Events after ``after`` if the ring has them all, else None (read the database)."""
+        """The next page after ``after`` if the ring holds everything after it, else None (read
+        the database). The events are the ring's own bytes, not copies."""
         if self._floor is None or after < self._floor:
             return None
-        start = bisect.bisect_right(self._ring_cursors, after)
-        return [self._ring[i] for i in range(start, len(self._ring))]
+        page: list[tuple[int, bytes]] = []
+        total = 0
+        for i in range(bisect.bisect_right(self._ring_cursors, after), len(self._ring)):
+            page.append(self._ring[i])
+            total += len(self._ring[i][1])
+            if total >= PAGE_BYTES or len(page) >= PAGE_EVENTS:
+                break
+        return page
 
     async def read_after(self, db: RelayDB, after: int) -> list[tuple[int, bytes]]:
+        """The next page of events after the cursor: from the ring, else from the database."""
         ring = self.from_ring(after)
         if ring is not None:
             return ring
-        rows = await asyncio.to_thread(db.read_after, self.channel.id, after, PAGE_EVENTS)
-        page: list[tuple[int, bytes]] = []
-        total = 0
-        for cursor, data in rows:
-            event = sse_event(cursor, data)
-            page.append((cursor, event))
-            total += len(event)
-            if total >= PAGE_BYTES:
-                break
-        return page
+        rows = await asyncio.to_thread(
+            db.read_after, self.channel.id, after, PAGE_EVENTS, PAGE_BYTES
+        )
+        return [(cursor, sse_event(cursor, data)) for cursor, data in rows]
 
 
 class Feeds:
@@ -132,6 +137,10 @@ class Feeds:
     @property
     def subscribers(self) -> int:
         return sum(f.subscribers for f in self._by_id.values())
+
+    @property
+    def stalled(self) -> int:
+        return sum(f.stalled for f in self._by_id.values())
 
     def load(self, channels: list[Channel]) -> None:
         seen: set[int] = set()

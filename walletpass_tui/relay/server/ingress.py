@@ -30,6 +30,7 @@ from walletpass_tui.webhooks.verify import HEADER_ID, verify
 
 INGRESS_PREFIX = "/in/"
 RETRY_AFTER_S = 60
+REJECTED_HEADERS_LIMIT = 16 * 1024  # of a rejection's headers, kept for debugging
 
 
 @dataclass
@@ -151,9 +152,7 @@ class Ingress:
         client: object,
     ) -> None:
         """Rejections are kept (bounded per channel) so a misconfigured sender can be debugged."""
-        headers = json.dumps(
-            [[k, v] for k, v in request.headers.items()], ensure_ascii=True, default=str
-        )
+        headers = _kept_headers(list(request.headers.items()))
         webhook_id = request.headers.get(HEADER_ID)
         job = NewRejection(
             channel_id=feed.channel.id,
@@ -176,6 +175,22 @@ def _answer(
     if close:
         response.force_close()
     return response
+
+
+def _kept_headers(headers: list[tuple[str, str]]) -> str:
+    """A rejection's headers as JSON, in order, up to ``REJECTED_HEADERS_LIMIT`` characters of
+    names and values; what does not fit is counted, not kept (a rejection is not billed to the
+    channel's quota, so its size is bounded here)."""
+    kept: list[list[str]] = []
+    room = REJECTED_HEADERS_LIMIT
+    for name, value in headers:
+        room -= len(name) + len(value)
+        if room < 0:
+            break
+        kept.append([name, value])
+    if len(kept) < len(headers):
+        kept.append(["...", f"{len(headers) - len(kept)} more headers not kept"])
+    return json.dumps(kept, ensure_ascii=True, default=str)
 
 
 def _is_utf8(text: str) -> bool:

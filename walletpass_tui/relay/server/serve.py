@@ -26,6 +26,8 @@ from walletpass_tui.relay.server.storage import RelayDB, database_path, now_ms
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
     DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
+    DEFAULT_MAX_SUBSCRIBERS,
     Subscriptions,
     health,
 )
@@ -55,6 +57,8 @@ class RelayOptions:
     tls_key: Path | None = None
     retention_days: float = DEFAULT_RETENTION_DAYS
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS
+    max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS
     prune_every_s: float = PRUNE_EVERY_S
     ingress: IngressOptions = field(default_factory=IngressOptions)
 
@@ -120,7 +124,12 @@ class RelayServer:
         )
         self.ingress = Ingress(feeds, self.writer, opts.ingress)
         self.subscriptions = Subscriptions(
-            feeds, self.db, public_url=self.public_url, heartbeat_s=opts.heartbeat_s
+            feeds,
+            self.db,
+            public_url=self.public_url,
+            heartbeat_s=opts.heartbeat_s,
+            max_subscribers=opts.max_subscribers,
+            max_channel_subscribers=opts.max_channel_subscribers,
         )
         logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
         server = web.Server(
@@ -130,6 +139,9 @@ class RelayServer:
             max_line_size=MAX_FIELD_BYTES,
             keepalive_timeout=opts.ingress.read_timeout_s,
             lingering_time=0,
+            # A peer that hangs up ends its handler at once: a closed stream frees its place
+            # under the subscriber limits now, not at its next heartbeat.
+            handler_cancellation=True,
         )
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()

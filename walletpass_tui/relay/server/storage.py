@@ -308,15 +308,27 @@ class RelayDB:
 
     # -- deliveries ----------------------------------------------------------------------------
 
-    def read_after(self, channel_id: int, after: int, limit: int) -> list[tuple[int, bytes]]:
-        rows = self._run(
-            lambda db: db.execute(
+    def read_after(
+        self, channel_id: int, after: int, limit: int, max_bytes: int
+    ) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` deliveries after the cursor, stopping once ``max_bytes`` are read
+        (at least one): rows are stepped through one at a time, never fetched all at once."""
+
+        def read(db: sqlite3.Connection) -> list[tuple[int, bytes]]:
+            rows: list[tuple[int, bytes]] = []
+            total = 0
+            for cursor, data in db.execute(
                 "SELECT cursor, data FROM deliveries WHERE channel_id=? AND cursor>? "
                 "ORDER BY cursor LIMIT ?",
                 (channel_id, after, limit),
-            ).fetchall()
-        )
-        return [(int(c), bytes(d)) for c, d in rows]
+            ):
+                rows.append((int(cursor), bytes(data)))
+                total += len(data)
+                if total >= max_bytes:
+                    break
+            return rows
+
+        return list(self._run(read))
 
     def head(self, channel_id: int | None = None) -> int:
         """The highest cursor stored (for one channel, or overall)."""

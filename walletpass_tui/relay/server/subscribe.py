@@ -5,6 +5,11 @@ new ones as they are committed, with a heartbeat comment (``: heartbeat head=N``
 newest cursor) when nothing else was sent for a while. The token is checked again at every
 heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name
 and URLs as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
+
+Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
+``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
+written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
+reading holds at most one event and is dropped after two heartbeats without progress.
 """
 
 from __future__ import annotations
@@ -21,12 +26,16 @@ from aiohttp import web
 from walletpass_tui import __version__
 from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
-from walletpass_tui.relay.server.fanout import Feeds
+from walletpass_tui.relay.server.fanout import Feed, Feeds
 from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError
+from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 from walletpass_tui.text import parse_ascii_int
 
 CHANNELS_PREFIX = "/channels/"
 DEFAULT_HEARTBEAT_S = 15.0
+DEFAULT_MAX_SUBSCRIBERS = 1000  # streams on the whole relay
+DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
+FULL_RETRY_AFTER_S = 30
 RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
 
@@ -41,12 +50,27 @@ class Subscriptions:
         *,
         public_url: Callable[[web.Request], str],
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
+        max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
     ) -> None:
         self.feeds = feeds
         self.db = db
         self.public_url = public_url
         self.heartbeat_s = heartbeat_s
+        self.max_subscribers = max_subscribers
+        self.max_channel_subscribers = max_channel_subscribers
+        self.streams = 0  # open streams on every channel
         self.stopping = asyncio.Event()
+        self._stopped: asyncio.Future[None] | None = None
+
+    @property
+    def stopped(self) -> asyncio.Future[None]:
+        """Done once the relay stops: ends the streams waiting for a slow peer too."""
+        if self._stopped is None:
+            self._stopped = asyncio.get_running_loop().create_future()
+            if self.stopping.is_set():
+                self._stopped.set_result(None)
+        return self._stopped
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         rest = request.path[len(CHANNELS_PREFIX) :].rstrip("/")
@@ -99,6 +123,31 @@ class Subscriptions:
         self, request: web.Request, channel: Channel, after: int
     ) -> web.StreamResponse:
         feed = self.feeds.by_id(channel)
+        if feed.subscribers >= self.max_channel_subscribers:
+            return _text(
+                429,
+                f"Too many requests: this channel already has {feed.subscribers} open streams, "
+                "the relay's limit; close one or retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
+        if self.streams >= self.max_subscribers:
+            return _text(
+                503,
+                f"Service unavailable: the relay already serves {self.streams} streams, "
+                "its limit; retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
+        feed.subscribers += 1
+        self.streams += 1
+        try:
+            return await self._serve(request, feed, channel, after)
+        finally:
+            feed.subscribers -= 1
+            self.streams -= 1
+
+    async def _serve(
+        self, request: web.Request, feed: Feed, channel: Channel, after: int
+    ) -> web.StreamResponse:
         token = bearer_token(request.headers.get("Authorization"))
         response = web.StreamResponse(
             headers={
@@ -107,45 +156,72 @@ class Subscriptions:
                 "X-Accel-Buffering": "no",  # nginx and friends: do not buffer the stream
             }
         )
-        await response.prepare(request)
-        feed.subscribers += 1
+
+        async def still_valid() -> bool:
+            return await self._still_valid(token, channel)
+
         cursor = after
         try:
+            out = EventStream(
+                request,
+                await response.prepare(request),
+                feed,
+                heartbeat_s=self.heartbeat_s,
+                stopped=self.stopped,
+            )
             head = await asyncio.to_thread(self.db.head, channel.id)
-            await response.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
+            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
             checked = time.monotonic()
             while not self.stopping.is_set():
                 if time.monotonic() - checked >= self.heartbeat_s:
                     # A busy stream is re-checked as often as an idle one: revoking cuts both.
-                    if not await self._still_valid(token, channel):
+                    if not await still_valid():
                         break
                     checked = time.monotonic()
                 changed = feed.changed
-                page = await feed.read_after(self.db, cursor)
-                if page:
-                    await response.write(b"".join(event for _, event in page))
-                    cursor = page[-1][0]
+                sent = await _send_page(out, feed, self.db, cursor)
+                if sent != cursor:
+                    cursor = sent
+                    if not await out.drained(still_valid):
+                        return response
                     continue
-                done, _ = await asyncio.wait({changed}, timeout=self.heartbeat_s)
+                done, _ = await asyncio.wait(
+                    {changed, self.stopped},
+                    timeout=self.heartbeat_s,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 if not done and not self.stopping.is_set():
-                    if not await self._still_valid(token, channel):
+                    if not await still_valid():
                         break
                     checked = time.monotonic()
                     head = max(cursor, feed.head_hint)
-                    await response.write(sse_comment(f"heartbeat head={head}"))
-        except ConnectionError:  # the subscriber went away
+                    await out.write(sse_comment(f"heartbeat head={head}"))
+                    if not await out.drained(still_valid):
+                        return response
+        except (ConnectionError, PeerStalled):  # the subscriber went away, or read nothing
             return response
-        finally:
-            feed.subscribers -= 1
         with contextlib.suppress(ConnectionError, RuntimeError):
             await response.write_eof()
         return response
 
     async def close(self) -> None:
-        """End every stream that is waiting (one blocked on a full socket is cut by the runner)."""
+        """End every stream, those waiting for new events and those waiting for a slow peer."""
         self.stopping.set()
+        if not self.stopped.done():
+            self.stopped.set_result(None)
         for feed in self.feeds:
             feed.wake()
+
+
+async def _send_page(out: EventStream, feed: Feed, db: RelayDB, cursor: int) -> int:
+    """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
+    the last event written. The rest of the page is let go of here, read again once drained."""
+    for next_cursor, event in await feed.read_after(db, cursor):
+        await out.write(event)
+        cursor = next_cursor
+        if out.full:
+            break
+    return cursor
 
 
 def _cursor(request: web.Request) -> int | None:
@@ -166,6 +242,7 @@ def health(feeds: Feeds) -> web.Response:
                 "version": __version__,
                 "channels": len(feeds),
                 "subscribers": feeds.subscribers,
+                "stalled": feeds.stalled,
             }
         ),
         content_type="application/json",
