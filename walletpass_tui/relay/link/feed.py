@@ -13,8 +13,14 @@ MARK_EVERY_S and when the link stops. A restart resumes after the durable mark a
 indexed lookup each, the cursors stored above it: a crash at any moment loses no delivery and
 stores none twice.
 
-The link's state (connected or not, how far behind, why it stopped) is offered to the
-dashboard's header and to ``listen``, which prints a line when it changes.
+An event the relay sent with a good cursor that cannot be read is stored as a rejected attempt
+("unreadable relay event", its bytes cut as any rejected body) with that cursor, so the mark
+passes it and the deliveries after it are not held up. What the subscriber refuses (a cursor that
+does not increase, a stream past its bounds) is not stored: the link says why and retries.
+
+The link's state (connected or not, how far behind, why it stopped, how many identical refusals
+in a row) is offered to the dashboard's header and to ``listen``, which prints a line when it
+changes, and one line for a relay that keeps misbehaving.
 """
 
 from __future__ import annotations
@@ -25,29 +31,31 @@ import contextlib
 import hashlib
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletpass_tui.relay.events import RelayedDelivery
+from walletpass_tui.config import DEFAULT_MAX_BODY
+from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.low_water import LowWater
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
+    MISBEHAVING_AFTER,
     RelayClientError,
     RelaySubscriber,
     SubscriberState,
     backoff_delay,
 )
 from walletpass_tui.text import printable
-from walletpass_tui.webhooks.inbound import Inbound
-from walletpass_tui.webhooks.models import Attempt, StoreError
+from walletpass_tui.webhooks.inbound import MAX_ID_CHARS, Inbound
+from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
+from walletpass_tui.webhooks.reasons import Reason
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
-MAX_CURSOR = 2**63 - 1  # what SQLite can store
 # Deliveries handed to the store before the first of them is committed: the store's group commit
 # puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
 MAX_IN_FLIGHT = 128
@@ -67,21 +75,31 @@ class LinkState:
     error: str | None = None  # why the last connection ended (None: it did not)
     stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
     started: bool = False  # a connection was tried
+    refusals: int = 0  # the relay broke the rules this many times in a row, identically
 
     @property
     def behind(self) -> int:
         return max(0, self.head - self.cursor)
 
+    @property
+    def misbehaving(self) -> bool:
+        return self.refusals >= MISBEHAVING_AFTER and not self.stopped
+
     def describe(self) -> str:
         """One short sentence, for the header and for ``listen``'s lines."""
         if self.stopped:
             return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.misbehaving and not self.connected:
+            return (
+                f"relay misbehaving ({printable(self.error or 'refused', 200)}; "
+                f"{self.refusals} times in a row); retrying with backoff, skipping nothing"
+            )
         if self.connected:
             if self.behind:
                 return f"relay connected, {self.behind} behind (cursor {self.cursor})"
             return f"relay connected, up to date (cursor {self.cursor})"
         if self.error:
-            return f"relay disconnected ({printable(self.error, 120)}); retrying"
+            return f"relay disconnected ({printable(self.error, 200)}); retrying"
         return "relay connecting"
 
     @property
@@ -90,6 +108,8 @@ class LinkState:
         the connection does or the backlog shrinks."""
         if self.stopped:
             return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.misbehaving:
+            return "relay misbehaving, retrying"
         if self.connected:
             return f"relay {self.behind:,} behind" if self.behind else "relay up to date"
         return "relay disconnected, retrying" if self.error else "relay connecting"
@@ -165,15 +185,18 @@ class RelayLink:
         self._marks = LowWater(after)
         self._mark_written = after
         self._set(cursor=after, head=max(after, self.state.head))
+        options = runtime.setup.options
         extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
         self.subscriber = RelaySubscriber(
             self.url,
             self._token,
             after=after,
             on_delivery=lambda delivery: self._deliver(runtime, delivery),
+            on_unreadable=lambda cursor, raw, why: self._unreadable(runtime, cursor, raw, why),
             on_state=self._on_subscriber,
             backoff_initial_s=self.backoff_initial_s,
             backoff_max_s=self.backoff_max_s,
+            max_body=options.max_body if options is not None else DEFAULT_MAX_BODY,
             **extra,
         )
         marks = asyncio.create_task(self._write_marks(runtime), name="relay-mark")
@@ -216,19 +239,7 @@ class RelayLink:
             self._mark_moved.set()
 
     async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
-        """Hand one delivery to the store without waiting for its commit (up to MAX_IN_FLIGHT
-        wait at once, committed in order); ``_drain`` waits for them all."""
-        if delivery.cursor > MAX_CURSOR:
-            raise RelayClientError(
-                f"{self.url} sent a delivery number past {MAX_CURSOR}; this is not a relay."
-            )
-        self._marks.received(delivery.cursor)
-        if delivery.cursor <= self._stored_above and await self._is_stored(runtime, delivery):
-            # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
-            self._stored(delivery.cursor)
-            if delivery.cursor > self.state.cursor:
-                self._set(cursor=delivery.cursor, head=max(self.state.head, delivery.cursor))
-            return
+        """Hand one delivery to the runtime: verified, stored and forwarded."""
         inbound = Inbound.relayed(
             relay_url=self.url,
             cursor=delivery.cursor,
@@ -240,16 +251,59 @@ class RelayLink:
             source=delivery.client or delivery.source,
             forwarded_for=delivery.forwarded_for,
         )
-        task = asyncio.create_task(self._store(runtime, inbound, delivery))
+        await self._hand_over(runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery)
+
+    async def _unreadable(
+        self, runtime: DeliveryRuntime, cursor: int, raw: bytes, why: str
+    ) -> None:
+        """An event the relay sent that is not a delivery: recorded as rejected, with its cursor
+        (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
+        its head (with a webhook-id, it is listed with its message)."""
+        method, path, headers = readable_parts(raw)
+        webhook_id = next((v for k, v in headers if k.lower() == "webhook-id"), None)
+        rejected = Attempt(
+            received_at_ms=now_ms(),
+            method=method,
+            path=path,
+            headers=headers,
+            webhook_id=webhook_id[:MAX_ID_CHARS] if webhook_id else None,
+            body=raw,
+            body_size=len(raw),
+            verdict=REJECTED,
+            reason=Reason.RELAY_EVENT_UNREADABLE.value,
+            status=Reason.RELAY_EVENT_UNREADABLE.status,
+            detail=f"the relay sent an event that cannot be read: {why}",
+            relay_url=self.url,
+            relay_cursor=cursor,
+        )
+        await self._hand_over(runtime, cursor, lambda: runtime.store.record(rejected), None)
+
+    async def _hand_over(
+        self,
+        runtime: DeliveryRuntime,
+        cursor: int,
+        write: Callable[[], Awaitable[Attempt]],
+        delivery: RelayedDelivery | None,
+    ) -> None:
+        """Start ``write()`` (stores the attempt of ``cursor``) without waiting for its commit
+        (up to MAX_IN_FLIGHT wait at once, committed in order); ``_drain`` waits for them all."""
+        self._marks.received(cursor)
+        if cursor <= self._stored_above and await self._is_stored(runtime, cursor):
+            # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
+            self._stored(cursor)
+            if cursor > self.state.cursor:
+                self._set(cursor=cursor, head=max(self.state.head, cursor))
+            return
+        task = asyncio.create_task(self._store(runtime, cursor, write, delivery))
         self._in_flight.append(task)
         while self._in_flight and (
             self._in_flight[0].done() or len(self._in_flight) > MAX_IN_FLIGHT
         ):
             await self._in_flight.popleft()
 
-    async def _is_stored(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> bool:
+    async def _is_stored(self, runtime: DeliveryRuntime, cursor: int) -> bool:
         try:
-            return await runtime.store.has_relay_cursor(self.url, delivery.cursor)
+            return await runtime.store.has_relay_cursor(self.url, cursor)
         except StoreError:  # then the store refuses a second copy, and _store looks again
             return False
 
@@ -259,29 +313,35 @@ class RelayLink:
                 await self._in_flight.popleft()
 
     async def _store(
-        self, runtime: DeliveryRuntime, inbound: Inbound, delivery: RelayedDelivery
+        self,
+        runtime: DeliveryRuntime,
+        cursor: int,
+        write: Callable[[], Awaitable[Attempt]],
+        delivery: RelayedDelivery | None,
     ) -> None:
         failures = 0
         while True:
             try:
-                stored = await runtime.accept(inbound)
+                stored = await write()
                 break
             except StoreError:
                 # The store says why on its own (its health line); the delivery waits at the
                 # relay meanwhile, and the mark stays below it, so a restart fetches it again. One
                 # already stored (its write failed after the commit) is not stored again.
                 with contextlib.suppress(StoreError):
-                    if await runtime.store.has_relay_cursor(self.url, delivery.cursor):
-                        self._stored(delivery.cursor)
+                    if await runtime.store.has_relay_cursor(self.url, cursor):
+                        self._stored(cursor)
                         return
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
                 failures += 1
                 await asyncio.sleep(delay)
-        self._stored(delivery.cursor)
-        if delivery.cursor > self.state.cursor:
-            self._set(cursor=delivery.cursor, head=max(self.state.head, delivery.cursor))
+        self._stored(cursor)
+        if cursor > self.state.cursor:
+            self._set(cursor=cursor, head=max(self.state.head, cursor))
+        if delivery is None:
+            return
         for listener in list(self._delivery_listeners):
             with contextlib.suppress(Exception):
                 listener(delivery, stored)
@@ -294,6 +354,7 @@ class RelayLink:
             head=max(state.head, self.state.cursor),
             error=state.error,
             started=True,
+            refusals=state.refusals,
         )
 
     def _set(self, **changes: object) -> None:
@@ -308,7 +369,8 @@ class RelayLink:
 
 class StateLines:
     """The lines ``listen`` prints about the relay: one when the connection comes (saying how far
-    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery."""
+    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery. A
+    relay that keeps breaking the rules the same way gets one line until it stops."""
 
     def __init__(self) -> None:
         self.last: LinkState | None = None
@@ -318,9 +380,15 @@ class StateLines:
         old, self.last = self.last, new
         if new.stopped:
             return new.describe()
+        if new.misbehaving:  # one line when it starts; quiet while the link retries
+            return None if old is not None and old.misbehaving else new.describe()
         if not new.connected and not new.error:
             return None  # still connecting: the line comes when it connects or fails
-        changed = old is None or (old.connected, old.error) != (new.connected, new.error)
+        changed = (
+            old is None
+            or old.misbehaving
+            or (old.connected, old.error) != (new.connected, new.error)
+        )
         if changed:
             self.catching_up = new.connected and new.behind > 0
             return new.describe()
