@@ -31,24 +31,30 @@ import contextlib
 import hashlib
 import os
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletpass_tui.config import DEFAULT_MAX_BODY
+from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
+from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
+from walletpass_tui.relay.link.received_times import ReceivedTimes
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     MISBEHAVING_AFTER,
+    RelayAuthError,
     RelayClientError,
     RelaySubscriber,
+    RelayUrlError,
     SubscriberState,
     backoff_delay,
 )
 from walletpass_tui.text import printable
+from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.inbound import MAX_ID_CHARS, Inbound
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
@@ -56,6 +62,8 @@ from walletpass_tui.webhooks.reasons import Reason
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
+# How long the link waits, before following, for the relay to say when the channel was created.
+CHANNEL_WAIT_S = 10.0
 # Deliveries handed to the store before the first of them is committed: the store's group commit
 # puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
 MAX_IN_FLIGHT = 128
@@ -150,6 +158,7 @@ class RelayLink:
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
         self._stored_above = 0  # cursors up to this one may be stored already (a restart)
+        self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
 
     def __repr__(self) -> str:  # the token never appears
         return f"RelayLink({self.url!r}, cursor={self.state.cursor})"
@@ -186,6 +195,11 @@ class RelayLink:
         self._mark_written = after
         self._set(cursor=after, head=max(after, self.state.head))
         options = runtime.setup.options
+        tolerance_s = options.tolerance_s if options is not None else DEFAULT_TOLERANCE_S
+        self.times = ReceivedTimes(
+            tolerance_ms=int(tolerance_s * 1000),
+            newest_ms=await runtime.store.relay_received_at(self.url),
+        )
         extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
         self.subscriber = RelaySubscriber(
             self.url,
@@ -199,8 +213,12 @@ class RelayLink:
             max_body=options.max_body if options is not None else DEFAULT_MAX_BODY,
             **extra,
         )
+        channel = asyncio.create_task(self._learn_channel(), name="relay-channel")
         marks = asyncio.create_task(self._write_marks(runtime), name="relay-mark")
         try:
+            # The channel's creation bounds the received times: asked before the first delivery
+            # (a relay that does not answer soon is followed all the same, and asked again).
+            await asyncio.wait({channel}, timeout=CHANNEL_WAIT_S)
             await self.subscriber.run()
         except asyncio.CancelledError:
             raise
@@ -212,11 +230,31 @@ class RelayLink:
             for task in self._in_flight:  # cancelled: the next run fetches them again
                 task.cancel()
             self._in_flight.clear()
+            channel.cancel()
             marks.cancel()
             with contextlib.suppress(asyncio.CancelledError, StoreError):
                 await marks
             with contextlib.suppress(StoreError):  # if not, the next run skips what is stored
                 await self._write_mark(runtime)
+
+    async def _learn_channel(self) -> None:
+        """When the channel was created, from the relay (retried with backoff until it answers;
+        a relay that does not say leaves the received times without that bound)."""
+        failures = 0
+        while True:
+            try:
+                info = await fetch_channel(self.url, self._token)
+            except (RelayAuthError, RelayUrlError):
+                return  # the stream itself says why
+            except RelayClientError:  # not reachable now, or not answering as a relay does
+                delay = backoff_delay(
+                    failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                )
+                failures += 1
+                await asyncio.sleep(delay)
+                continue
+            self.times.created_ms = info.created_at_ms
+            return
 
     async def _write_marks(self, runtime: DeliveryRuntime) -> None:
         """The mark to the store whenever it moved, at most once every MARK_EVERY_S."""
@@ -239,7 +277,8 @@ class RelayLink:
             self._mark_moved.set()
 
     async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
-        """Hand one delivery to the runtime: verified, stored and forwarded."""
+        """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
+        rejected when the relay's received time is not credible."""
         inbound = Inbound.relayed(
             relay_url=self.url,
             cursor=delivery.cursor,
@@ -251,7 +290,26 @@ class RelayLink:
             source=delivery.client or delivery.source,
             forwarded_for=delivery.forwarded_for,
         )
-        await self._hand_over(runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery)
+        problem = self.times.problem(delivery.received_at_ms)
+        if problem is None:
+            self.times.accepted(delivery.received_at_ms)
+            await self._hand_over(
+                runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
+            )
+            return
+        topic, pass_id = labels(delivery.body)
+        fields = {"body": delivery.body, "body_size": len(delivery.body)}
+        rejected = inbound.attempt(
+            Reason.RELAY_TIME,
+            problem,
+            started=time.perf_counter(),
+            topic=topic,
+            pass_id=pass_id,
+            **fields,
+        )
+        await self._hand_over(
+            runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
+        )
 
     async def _unreadable(
         self, runtime: DeliveryRuntime, cursor: int, raw: bytes, why: str
