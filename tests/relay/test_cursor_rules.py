@@ -176,3 +176,21 @@ async def test_a_heartbeat_shows_the_relay_recovered_without_forgetting_the_coun
     assert counts[: MISBEHAVING_AFTER + 1] == list(range(1, MISBEHAVING_AFTER + 2))
     shown = [s.refusals for s in got.states if s.connected]
     assert 0 in shown[1:]  # each heartbeat showed it connected and well again
+
+
+async def test_a_head_that_is_not_a_cursor_is_ignored() -> None:
+    """An absurd head would lift the ceiling on cursors: not a cursor, it is not taken."""
+
+    async def stream(conn: Connection) -> None:
+        absurd = b": connected head=99999999999999999999999\n\n: heartbeat head=-3 head=x\n\n"
+        await conn.write(SSE + absurd + delivery(1) + delivery(4611686018427387904))
+        await conn.hold()
+
+    async with FakeRelay(stream) as relay:
+        sub, got, task = await follow(relay.url, "wpr_token")
+        try:
+            await got.wait_for(1)
+            await relay.wait_connections(2)  # the far jump was refused
+        finally:
+            await stop_task(task)
+    assert [d.cursor for d in got.items] == [1] and sub.state.head == 1

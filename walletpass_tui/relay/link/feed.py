@@ -34,6 +34,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,7 @@ CHANNEL_WAIT_S = 10.0
 # Deliveries handed to the store before the first of them is committed: the store's group commit
 # puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
 MAX_IN_FLIGHT = 128
+MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024  # and their bodies together
 # The durable mark trails the stored deliveries by at most this long (one small write each time):
 # after a crash, what was stored since is fetched again and skipped.
 MARK_EVERY_S = 1.0
@@ -154,6 +156,7 @@ class RelayLink:
         self._delivery_listeners: list[DeliveryListener] = []
         self._rng = random.Random()
         self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
+        self._in_flight_bytes = 0
         self._marks = LowWater()
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
@@ -297,6 +300,9 @@ class RelayLink:
                 runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
             )
             return
+        # Kept under this machine's time: the relay's is not credible (it is in the detail), and
+        # the history's order, --since and pruning go by it.
+        inbound = replace(inbound, received_at=datetime.now(UTC))
         topic, pass_id = labels(delivery.body)
         fields = {"body": delivery.body, "body_size": len(delivery.body)}
         rejected = inbound.attempt(
@@ -344,7 +350,8 @@ class RelayLink:
         delivery: RelayedDelivery | None,
     ) -> None:
         """Start ``write()`` (stores the attempt of ``cursor``) without waiting for its commit
-        (up to MAX_IN_FLIGHT wait at once, committed in order); ``_drain`` waits for them all."""
+        (up to MAX_IN_FLIGHT, of MAX_IN_FLIGHT_BYTES together, wait at once, committed in order);
+        ``_drain`` waits for them all."""
         self._marks.received(cursor)
         if cursor <= self._stored_above and await self._is_stored(runtime, cursor):
             # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
@@ -352,12 +359,20 @@ class RelayLink:
             if cursor > self.state.cursor:
                 self._set(cursor=cursor, head=max(self.state.head, cursor))
             return
+        size = len(delivery.body) if delivery is not None else 0
         task = asyncio.create_task(self._store(runtime, cursor, write, delivery))
+        self._in_flight_bytes += size
+        task.add_done_callback(lambda _: self._release(size))
         self._in_flight.append(task)
         while self._in_flight and (
-            self._in_flight[0].done() or len(self._in_flight) > MAX_IN_FLIGHT
+            self._in_flight[0].done()
+            or len(self._in_flight) > MAX_IN_FLIGHT
+            or self._in_flight_bytes > MAX_IN_FLIGHT_BYTES
         ):
             await self._in_flight.popleft()
+
+    def _release(self, size: int) -> None:
+        self._in_flight_bytes -= size
 
     async def _is_stored(self, runtime: DeliveryRuntime, cursor: int) -> bool:
         try:

@@ -385,5 +385,10 @@ def _cursor_value(text: str, lowest: int = 1) -> int | None:
 def _describe(exc: BaseException, idle_timeout_s: float) -> str:
     if isinstance(exc, TimeoutError):
         return f"nothing from the relay in {idle_timeout_s:g} s"
+    if isinstance(exc, aiohttp.ClientResponseError):  # its HTTP parser refused the answer
+        said = (exc.message or type(exc).__name__).splitlines()[0]
+        return f"the relay's answer is not HTTP that can be read ({printable(said, 200)})"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"the relay's stream broke off ({printable(str(exc), 200)})"
     text = str(exc) or type(exc).__name__
     return f"cannot reach the relay ({printable(text, 200)})"
