@@ -257,6 +257,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         on_handed=_HandedPrinter(),
         on_skipped=_print_skipped,
         on_state=_StatePrinter(),
+        max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import aiohttp
 
-from walletpass_tui.config import write_private_file
+from walletpass_tui.config import DEFAULT_MAX_BODY, write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
@@ -91,6 +91,7 @@ class RelayFollower:
         on_state: Callable[[SubscriberState], None] | None = None,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = BACKOFF_MAX_S,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.target = target
         self.cursor_file = cursor_file
@@ -109,6 +110,7 @@ class RelayFollower:
             on_state=on_state,
             backoff_initial_s=backoff_initial_s,
             backoff_max_s=backoff_max_s,
+            max_body=max_body,
         )
 
     async def run(self) -> None:
