@@ -217,6 +217,7 @@ class RelayLink:
             **extra,
         )
         channel = asyncio.create_task(self._learn_channel(), name="relay-channel")
+        channel.add_done_callback(lambda task: task.cancelled() or task.exception())  # seen
         marks = asyncio.create_task(self._write_marks(runtime), name="relay-mark")
         try:
             # The channel's creation bounds the received times: asked before the first delivery
