@@ -25,7 +25,6 @@ from walletpass_tui.relay.events import (
     sse_comment,
 )
 from walletpass_tui.relay.link.follow import load_cursor
-from walletpass_tui.relay.link.subscriber import SSEParser
 from walletpass_tui.relay.server.serve import RelayServer
 
 NOT_NUMBERS = ["²", "١٢٣", "1_0", " 5", "+5", "9" * 100_000]
@@ -77,18 +76,15 @@ async def stream_server() -> AsyncIterator[Callable[[bytes], Awaitable[str]]]:
         await runner.cleanup()
 
 
-@pytest.mark.parametrize("bad", NOT_NUMBERS, ids=IDS)
-async def test_the_subscriber_skips_an_id_or_head_that_is_not_a_number_and_goes_on(
+# 100,000 digits make a line past the stream's bound for anything but data: that connection is
+# dropped as broken (tests/relay/test_hostile_relay.py), so the head case stops short of it.
+@pytest.mark.parametrize("bad", NOT_NUMBERS[:-1], ids=IDS[:-1])
+async def test_a_head_that_is_not_a_number_is_passed_over(
     bad: str, stream_server: Callable[[bytes], Awaitable[str]]
 ) -> None:
-    """A head and an event id that are not plain digits are passed over; the delivery after them
-    is handed over, and the subscriber is still running."""
-    raw = (
-        sse_comment(f"connected head={bad}")
-        + _event(bad, _data("/in/bad"))
-        + _event("7", _data("/in/good"))
-    )
-    url = await stream_server(raw)
+    """A head that is not plain digits is ignored; the delivery after it is handed over, and the
+    subscriber is still running."""
+    url = await stream_server(sse_comment(f"connected head={bad}") + _event("7", _data("/in/good")))
     sub, collected, task = await follow(url, "wpr_token")
     try:
         await collected.wait_for(1)
@@ -101,12 +97,22 @@ async def test_the_subscriber_skips_an_id_or_head_that_is_not_a_number_and_goes_
 
 
 @pytest.mark.parametrize("bad", NOT_NUMBERS, ids=IDS)
-def test_a_retry_hint_that_is_not_a_number_is_ignored(bad: str) -> None:
-    parser = SSEParser()
-    parser.feed(f"retry: {bad}\n\n".encode())
-    assert parser.retry_ms is None
-    parser.feed(b"retry: 1500\n\n")
-    assert parser.retry_ms == 1500
+async def test_an_event_id_that_is_not_a_number_is_refused_never_skipped_past(
+    bad: str, stream_server: Callable[[bytes], Awaitable[str]]
+) -> None:
+    """An event whose id is not plain digits is refused: nothing is handed over, the cursor
+    stays where it was (so what follows is fetched again, not skipped), and the subscriber keeps
+    running and retrying."""
+    url = await stream_server(_event(bad, _data("/in/bad")) + _event("7", _data("/in/good")))
+    sub, collected, task = await follow(url, "wpr_token")
+    try:
+        async with asyncio.timeout(30):  # did not hang: a refusal is counted on each try
+            while sub.state.error is None:  # noqa: ASYNC110 - the state has no event to await
+                await asyncio.sleep(0.05)
+        assert not task.done(), task.exception() if task.done() else None
+        assert collected.items == [] and sub.cursor == 0
+    finally:
+        await stop_task(task)
 
 
 @pytest.mark.parametrize("bad", NOT_NUMBERS, ids=IDS)
@@ -139,7 +145,7 @@ async def test_the_relay_refuses_a_cursor_that_is_not_a_number(
 def test_a_relayed_delivery_time_must_be_a_json_whole_number(value: object) -> None:
     obj = json.loads(_data())
     obj["received_at_ms"] = value
-    with pytest.raises(EventError, match="not a relayed delivery"):
-        RelayedDelivery.parse(1, json.dumps(obj))
+    with pytest.raises(EventError, match=r"received_at_ms is (missing|not a time)"):
+        RelayedDelivery.parse(1, json.dumps(obj).encode())
     obj["received_at_ms"] = 1_700_000_000_000
-    assert RelayedDelivery.parse(1, json.dumps(obj)).received_at_ms == 1_700_000_000_000
+    assert RelayedDelivery.parse(1, json.dumps(obj).encode()).received_at_ms == 1_700_000_000_000

@@ -242,7 +242,14 @@ def cmd_follow(args: argparse.Namespace) -> int:
     if args.from_start:
         cursor_file.unlink(missing_ok=True)
     follower = RelayFollower(
-        url, token, target, cursor_file, on_handed=_HandedPrinter(), on_state=_StatePrinter()
+        url,
+        token,
+        target,
+        cursor_file,
+        on_handed=_HandedPrinter(),
+        on_skipped=_print_skipped,
+        on_state=_StatePrinter(),
+        max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
     asyncio.run(_follow(follower))
@@ -266,6 +273,15 @@ class _StatePrinter:
         self.last: tuple[bool, str | None] | None = None
 
     def __call__(self, state: Any) -> None:
+        if state.misbehaving:  # one line, then quiet while it retries the same refusal
+            if self.last != (False, "misbehaving"):
+                self.last = (False, "misbehaving")
+                print(
+                    f"relay: misbehaving ({printable(state.error or '', 200)}; {state.refusals} "
+                    "times in a row); retrying with backoff, skipping nothing",
+                    flush=True,
+                )
+            return
         key = (state.connected, None if state.connected else state.error)
         if key == self.last or (not state.connected and not state.error):
             return
@@ -274,6 +290,14 @@ class _StatePrinter:
             print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
         else:
             print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
+
+
+def _print_skipped(skipped: Any) -> None:
+    why = printable(skipped.why, 200)
+    print(
+        f"{skipped.cursor:>8}  skipped: the relay sent an event that cannot be read ({why})",
+        flush=True,
+    )
 
 
 class _HandedPrinter:

@@ -8,7 +8,10 @@ loopback trusts it) and ``X-Walletpass-Relay`` (the channel and the relay cursor
 
 The cursor is saved (0600) after the receiver answered, so a restart resumes after the last
 delivery handed over. A 2xx or a 4xx (a verdict: the receiver recorded it) advances it; a 5xx or
-no answer is retried with capped backoff, as the service would retry.
+no answer is retried with capped backoff, as the service would retry. An event the relay sent
+that cannot be read (not a delivery, or larger than one can be) is skipped, with a line saying
+why (``on_skipped``), and its cursor saved: it does not block the ones after it. The cursor saved
+is only ever one the subscriber accepted (increasing, near the relay's announced head).
 """
 
 from __future__ import annotations
@@ -22,17 +25,17 @@ from pathlib import Path
 
 import aiohttp
 
-from walletpass_tui.config import write_private_file
+from walletpass_tui.config import DEFAULT_MAX_BODY, write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
-    CURSOR_DIGITS,
     RelaySubscriber,
     SubscriberState,
     backoff_delay,
 )
 from walletpass_tui.text import parse_ascii_int
 
+CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
 RELAY_HEADER = "X-Walletpass-Relay"
 # Hop-by-hop and framing headers are the local connection's own, never copied.
 _NOT_COPIED = {
@@ -63,6 +66,14 @@ def load_cursor(path: Path) -> int:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """An event at ``cursor`` the relay sent that cannot be read, and why."""
+
+    cursor: int
+    why: str
+
+
+@dataclass(frozen=True)
 class Handed:
     """One delivery handed to the local receiver, and its answer."""
 
@@ -80,13 +91,16 @@ class RelayFollower:
         cursor_file: Path,
         *,
         on_handed: Callable[[Handed], None] | None = None,
+        on_skipped: Callable[[Skipped], None] | None = None,
         on_state: Callable[[SubscriberState], None] | None = None,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = BACKOFF_MAX_S,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.target = target
         self.cursor_file = cursor_file
         self._on_handed = on_handed
+        self._on_skipped = on_skipped
         self._rng = random.Random()
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -96,9 +110,11 @@ class RelayFollower:
             token,
             after=load_cursor(cursor_file),
             on_delivery=self._hand_over,
+            on_unreadable=self._skip,
             on_state=on_state,
             backoff_initial_s=backoff_initial_s,
             backoff_max_s=backoff_max_s,
+            max_body=max_body,
         )
 
     async def run(self) -> None:
@@ -136,8 +152,14 @@ class RelayFollower:
             await asyncio.sleep(
                 backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
             )
-        await asyncio.to_thread(
-            write_private_file, self.cursor_file, f"{delivery.cursor}\n".encode()
-        )
+        await self._save(delivery.cursor)
         if self._on_handed is not None:
             self._on_handed(Handed(delivery, status, tries))
+
+    async def _skip(self, cursor: int, raw: bytes, why: str) -> None:
+        await self._save(cursor)
+        if self._on_skipped is not None:
+            self._on_skipped(Skipped(cursor, why))
+
+    async def _save(self, cursor: int) -> None:
+        await asyncio.to_thread(write_private_file, self.cursor_file, f"{cursor}\n".encode())

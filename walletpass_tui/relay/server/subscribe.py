@@ -3,8 +3,8 @@
 Every stored delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then
 new ones as they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
 newest cursor) when nothing else was sent for a while. The token is checked again at every
-heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name
-and URLs as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
+heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name,
+URLs and creation time as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
 
 Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
 ``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
@@ -90,6 +90,7 @@ class Subscriptions:
                     "ingress_url": ingress_url(base, channel.slug),
                     "subscribe_url": subscribe_url(base, channel.slug),
                     "verifies_at_edge": channel.verifies_at_edge,
+                    "created_at_ms": channel.created_at_ms,
                     "version": __version__,
                 }
             )

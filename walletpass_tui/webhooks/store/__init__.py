@@ -330,6 +330,11 @@ class Store:
         index on the pair makes this one lookup)."""
         return await self._reader.has_relay_cursor(relay_url, cursor)
 
+    async def relay_received_at(self, relay_url: str) -> int | None:
+        """When the relay at ``relay_url`` received the newest verified delivery stored from it
+        (None: none yet): a relay link refuses received times going back far before it."""
+        return await self._reader.relay_received_at(relay_url)
+
     async def start_relay_mark(self, relay_url: str) -> tuple[int, int]:
         """(low-water mark, newest stored cursor) for the relay at ``relay_url``: every cursor at
         or below the mark is stored, some above it may be. A link resumes after the mark and

@@ -77,6 +77,15 @@ class Reader:
         sql = "SELECT 1 FROM attempts WHERE relay_url = ? AND relay_cursor = ?"
         return await self.one(sql, (relay_url, cursor)) is not None
 
+    async def relay_received_at(self, relay_url: str) -> int | None:
+        """When the relay received the verified delivery stored with its newest cursor."""
+        sql = (
+            "SELECT received_at_ms FROM attempts WHERE relay_url = ? AND relay_cursor >= 0 "
+            f"AND verdict = '{VERIFIED}' ORDER BY relay_cursor DESC LIMIT 1"
+        )
+        found = await self.one(sql, (relay_url,))
+        return None if found is None else int(found)
+
     # -- the event log -----------------------------------------------------------------------
 
     async def log_page(
