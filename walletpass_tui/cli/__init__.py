@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "events": (
         "walletpass_tui.cli.events_cmd",
-        "the delivery history: list, show, replay, export, prune",
+        "the delivery history: list, show, tail, stats, replay, export, prune",
     ),
     "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
     "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
