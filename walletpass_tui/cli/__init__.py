@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.relay_cmd",
         "run your own relay: one stable URL for the service, deliveries fanned out to laptops",
     ),
+    "completion": (
+        "walletpass_tui.cli.completion_cmd",
+        "print a shell completion script (bash, zsh or fish)",
+    ),
 }
 
 DESCRIPTION = """\

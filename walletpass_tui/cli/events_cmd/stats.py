@@ -35,7 +35,8 @@ from walletpass_tui.text import format_ms, printable
 BUCKET_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 MAX_BUCKETS = 2_000
 OTHER = "other"  # a topic the service does not know, or none
-FULL, SHADE = "█", "░"  # a bar: verified attempts, then rejected ones
+FULL = "█"  # a bar: verified attempts in full blocks...
+SHADE = "░"  # ... then rejected ones shaded
 MIN_BAR = 8  # narrower than this, the bar is left out
 
 
