@@ -95,10 +95,11 @@ class Proc:
             self.proc.wait()
 
 
-def start_listen(*args: str) -> tuple[Proc, str]:
-    """``listen --json`` on a free port; (the process, its URL) once it is ready."""
-    port = free_port()
-    proc = Proc("listen", "--port", str(port), "--json", "--secret", SECRET, *args)
+def start_listen(*args: str, port: int | None = None, secret: str = SECRET) -> tuple[Proc, str]:
+    """``listen --json`` on ``port`` (default: a free one); (the process, its URL) once it is
+    ready."""
+    port = port or free_port()
+    proc = Proc("listen", "--port", str(port), "--json", "--secret", secret, *args)
     proc.err.until(lambda line: line.startswith("History:"))
     return proc, f"http://127.0.0.1:{port}/webhooks"
 
