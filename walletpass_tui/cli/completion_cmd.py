@@ -30,7 +30,7 @@ install (then open a new shell):
   bash: mkdir -p ~/.local/share/bash-completion/completions && walletpass-tui completion bash > ~/.local/share/bash-completion/completions/walletpass-tui
   zsh:  mkdir -p ~/.zfunc && walletpass-tui completion zsh > ~/.zfunc/_walletpass-tui
         (and in ~/.zshrc, before compinit: fpath=(~/.zfunc $fpath))
-  fish: walletpass-tui completion fish > ~/.config/fish/completions/walletpass-tui.fish
+  fish: mkdir -p ~/.config/fish/completions && walletpass-tui completion fish > ~/.config/fish/completions/walletpass-tui.fish
 
 example (this bash only):
   source <(walletpass-tui completion bash)
