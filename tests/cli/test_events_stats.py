@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.cli.events_cmd.stats import FULL, SHADE, Bucket, bar, percentile
+from walletpass_tui.cli.events_cmd.stats import (
+    FULL,
+    SHADE,
+    Activity,
+    Bucket,
+    bar,
+    totals,
+)
 from walletpass_tui.cli.events_cmd.stats import print_stats_table as table
 from walletpass_tui.text import format_ms
 from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, ForwardResult
@@ -165,11 +172,30 @@ def test_stats_without_a_history_says_so_and_creates_none(
     assert not (clean_env / "deliveries.sqlite3").exists()
 
 
-def test_percentile_is_the_nearest_rank() -> None:
-    assert percentile([], 50) is None
-    assert percentile([7.0], 95) == 7.0
-    assert percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.0
-    assert percentile(list(map(float, range(1, 101))), 95) == 95.0
+async def test_percentiles_are_the_nearest_rank_per_bucket_and_overall(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """20 answers of 1..20 ms in one hour and one of 1000 ms in the next: p50 and p95 per hour are
+    the 10th and 19th of the sorted times; over both, the 11th and 20th of 21."""
+    start = (int(time.time() * 1000) // HOUR - 1) * HOUR
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        times = [(start + i, float(ms)) for i, ms in enumerate(range(20, 0, -1))]
+        times.append((start + HOUR, 1000.0))
+        for at, ms in times:
+            await store.record(attempt(at, f"msg_{at}", "pass.activated"), forward_to=(TARGET,))
+            row = await store.next_pending_forward(TARGET)
+            assert row is not None
+            await store.update_forward(row, ForwardResult(200, ms), next_try_at_ms=None)
+    code, out, _ = stats(capsys, "--since", format_ms(start), "--by", "hour", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    first, second = doc["buckets"]
+    assert (first["forwards"]["p50_ms"], first["forwards"]["p95_ms"]) == (10.0, 19.0)
+    assert (second["forwards"]["p50_ms"], second["forwards"]["p95_ms"]) == (1000.0, 1000.0)
+    assert (doc["totals"]["forwards"]["p50_ms"], doc["totals"]["forwards"]["p95_ms"]) == (
+        11.0,
+        20.0,
+    )
 
 
 def test_bars_scale_to_the_width_and_shade_the_rejected() -> None:
@@ -183,9 +209,10 @@ def test_bars_scale_to_the_width_and_shade_the_rejected() -> None:
 
 def test_the_table_gives_the_bars_the_width_left() -> None:
     buckets = [Bucket(0, verified=4), Bucket(60_000, verified=2, rejected=2), Bucket(120_000)]
+    activity = Activity(buckets, totals(buckets, 0))
     wide, narrow = io.StringIO(), io.StringIO()
-    table(buckets, "minute", wide, with_bars=True, columns=160)
-    table(buckets, "minute", narrow, with_bars=True, columns=90)
+    table(activity, "minute", wide, with_bars=True, columns=160)
+    table(activity, "minute", narrow, with_bars=True, columns=90)
     rows = wide.getvalue().splitlines()
     assert all(len(line) < 160 for line in rows)
     longest = rows[1].count(FULL)

@@ -9,7 +9,6 @@ got no 2xx, rejected attempts). A table with a bar per bucket on a terminal; JSO
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import sqlite3
 import sys
@@ -38,6 +37,7 @@ OTHER = "other"  # a topic the service does not know, or none
 FULL = "█"  # a bar: verified attempts in full blocks...
 SHADE = "░"  # ... then rejected ones shaded
 MIN_BAR = 8  # narrower than this, the bar is left out
+PERCENTS = (50, 95)
 
 
 @dataclass
@@ -50,13 +50,15 @@ class Bucket:
     forwards: int = 0
     answered: int = 0
     forward_failures: int = 0
-    latencies: list[float] = field(default_factory=list)
+    p50_ms: float | None = None  # your app's answer time: median...
+    p95_ms: float | None = None  # ... and 95th percentile (nearest rank), None without answers
 
     @property
     def attempts(self) -> int:
         return self.verified + self.rejected
 
     def add(self, other: Bucket) -> None:
+        """Add the counts of ``other`` (percentiles do not add: the total's are queried)."""
         for topic, n in other.topics.items():
             self.topics[topic] += n
         self.verified += other.verified
@@ -65,16 +67,6 @@ class Bucket:
         self.forwards += other.forwards
         self.answered += other.answered
         self.forward_failures += other.forward_failures
-        self.latencies.extend(other.latencies)
-
-
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """The nearest-rank percentile (``p`` from 0 to 100) of ``values``; None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def default_by(span_ms: int) -> str:
@@ -96,8 +88,15 @@ def parse_window_start(text: str, now_ms: int) -> int:
     return now_ms - int(seconds * 1000)
 
 
-def collect(db: sqlite3.Connection, since_ms: int, now_ms: int, bucket_ms: int) -> list[Bucket]:
-    """Every bucket from the one holding ``since_ms`` to the one holding now, empty ones too."""
+@dataclass
+class Activity:
+    buckets: list[Bucket]
+    total: Bucket
+
+
+def collect(db: sqlite3.Connection, since_ms: int, now_ms: int, bucket_ms: int) -> Activity:
+    """Every bucket from the one holding ``since_ms`` to the one holding now, empty ones too, and
+    their total. SQLite counts and ranks: nothing here grows with the history."""
     from walletpass_tui.webhooks.store import queries
 
     first, last = since_ms // bucket_ms, now_ms // bucket_ms
@@ -112,20 +111,17 @@ def collect(db: sqlite3.Connection, since_ms: int, now_ms: int, bucket_ms: int) 
         else:
             bucket.rejected += n
         bucket.redeliveries += redelivered
-    for b, tries, status, latency in queries.forward_answers(db, since_ms, bucket_ms):
-        bucket = buckets.get(b)
-        if bucket is None:
-            continue
-        bucket.forwards += 1
-        if tries == 0:
-            continue  # queued, not tried yet
-        if status is not None:
-            bucket.answered += 1
-            if latency is not None:
-                bucket.latencies.append(float(latency))
-        if status is None or not 200 <= status <= 299:
-            bucket.forward_failures += 1
-    return [buckets[b] for b in sorted(buckets)]
+    for b, forwards, answered, failed in queries.forward_counts(db, since_ms, bucket_ms):
+        if (bucket := buckets.get(b)) is not None:
+            bucket.forwards, bucket.answered, bucket.forward_failures = forwards, answered, failed
+    for b, times in queries.forward_percentiles(db, since_ms, bucket_ms, PERCENTS).items():
+        if (bucket := buckets.get(b)) is not None:
+            bucket.p50_ms, bucket.p95_ms = times.get(50), times.get(95)
+    ordered = [buckets[b] for b in sorted(buckets)]
+    total = totals(ordered, since_ms)
+    overall = queries.forward_percentiles(db, since_ms, None, PERCENTS).get(0, {})
+    total.p50_ms, total.p95_ms = overall.get(50), overall.get(95)
+    return Activity(ordered, total)
 
 
 def _ms(value: float | None) -> float | None:
@@ -143,17 +139,17 @@ def bucket_json(b: Bucket) -> dict[str, Any]:
             "count": b.forwards,
             "answered": b.answered,
             "failed": b.forward_failures,
-            "p50_ms": _ms(percentile(b.latencies, 50)),
-            "p95_ms": _ms(percentile(b.latencies, 95)),
+            "p50_ms": _ms(b.p50_ms),
+            "p95_ms": _ms(b.p95_ms),
         },
         "failures": {"forwards": b.forward_failures, "rejected": b.rejected},
     }
 
 
 def stats_json(
-    buckets: Sequence[Bucket], *, since_ms: int, now_ms: int, by: str, path: str
+    activity: Activity, *, since_ms: int, now_ms: int, by: str, path: str
 ) -> dict[str, Any]:
-    summary = bucket_json(totals(buckets, since_ms))
+    summary = bucket_json(activity.total)
     summary.pop("start")
     return {
         "history": path,
@@ -162,7 +158,7 @@ def stats_json(
         "by": by,
         "bucket_seconds": BUCKET_MS[by] // 1000,
         "totals": summary,
-        "buckets": [bucket_json(b) for b in buckets],
+        "buckets": [bucket_json(b) for b in activity.buckets],
     }
 
 
@@ -205,8 +201,8 @@ def table_row(b: Bucket, by: str) -> list[str]:
         str(b.rejected),
         str(b.redeliveries),
         str(b.forwards),
-        _took(percentile(b.latencies, 50)),
-        _took(percentile(b.latencies, 95)),
+        _took(b.p50_ms),
+        _took(b.p95_ms),
         str(b.forward_failures),
     ]
 
@@ -232,12 +228,12 @@ def totals(buckets: Sequence[Bucket], start_ms: int) -> Bucket:
 
 
 def print_stats_table(
-    buckets: Sequence[Bucket], by: str, out: TextIO, *, with_bars: bool, columns: int
+    activity: Activity, by: str, out: TextIO, *, with_bars: bool, columns: int
 ) -> None:
     """The table, a total row under it when there are several buckets, and on a terminal a bar per
     bucket in the width left (none when less than ``MIN_BAR`` columns are left). The OTHER column
     (topics the service does not know) is shown only when some bucket has one."""
-    total = totals(buckets, buckets[0].start_ms if buckets else 0)
+    buckets, total = activity.buckets, activity.total
     keep = [i for i in range(len(HEADERS)) if i != _OTHER_COLUMN or total.topics[OTHER]]
     headers = [HEADERS[i] for i in keep]
     rows = [[row[i] for i in keep] for row in (table_row(b, by) for b in [*buckets, total])]
@@ -265,7 +261,7 @@ def print_stats_table(
         out.write(f"\n{FULL} verified  {SHADE} rejected   (the longest bar: {most} attempts)\n")
 
 
-def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> list[Bucket]:
+def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Activity:
     from walletpass_tui.webhooks.models import StoreError
     from walletpass_tui.webhooks.store import queries
     from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION, explain
@@ -305,11 +301,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f"--since {printable(args.since, 60)} by {by} makes {count:,} rows (at most "
             f"{MAX_BUCKETS:,}); give a larger --by or a shorter --since."
         )
-    buckets = _read(settings, since_ms, now_ms, bucket_ms)
+    activity = _read(settings, since_ms, now_ms, bucket_ms)
     if args.json:
         print_json(
             stats_json(
-                buckets, since_ms=since_ms, now_ms=now_ms, by=by, path=str(settings.database_path)
+                activity, since_ms=since_ms, now_ms=now_ms, by=by, path=str(settings.database_path)
             )
         )
         return 0
@@ -320,5 +316,5 @@ def cmd_stats(args: argparse.Namespace) -> int:
         f"History {settings.database_path}, since {format_ms(since_ms)}, by {by}:",
         file=out,
     )
-    print_stats_table(buckets, by, out, with_bars=tty, columns=columns)
+    print_stats_table(activity, by, out, with_bars=tty, columns=columns)
     return 0

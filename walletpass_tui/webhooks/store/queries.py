@@ -362,14 +362,42 @@ def attempt_activity(
     ]
 
 
-def forward_answers(
+def forward_counts(
     db: sqlite3.Connection, since_ms: int, bucket_ms: int
-) -> list[tuple[int, int, int | None, float | None]]:
+) -> list[tuple[int, int, int, int]]:
     """Forwards to your app (not replays) queued since ``since_ms``, by the same buckets as
-    :func:`attempt_activity`: ``(bucket, tries, status of the last try, its answer time in ms)``."""
+    :func:`attempt_activity`: ``(bucket, forwards, answered, failed)``. Answered: the last try
+    got an answer; failed: it was tried and the last try got no 2xx (or no answer)."""
     sql = (
-        "SELECT created_at_ms / ?, tries, status, latency_ms FROM forwards "
-        "WHERE kind = ? AND created_at_ms >= ?"
+        "SELECT created_at_ms / ?, COUNT(*), "
+        "COALESCE(SUM(tries > 0 AND status IS NOT NULL), 0), "
+        "COALESCE(SUM(tries > 0 AND (status IS NULL OR status NOT BETWEEN 200 AND 299)), 0) "
+        "FROM forwards WHERE kind = ? AND created_at_ms >= ? GROUP BY 1"
     )
-    params = [bucket_ms, FORWARD, since_ms]
-    return [(int(b), int(t), s, lat) for b, t, s, lat in db.execute(sql, params).fetchall()]
+    found = db.execute(sql, [bucket_ms, FORWARD, since_ms]).fetchall()
+    return [(int(b), int(n), int(a), int(f)) for b, n, a, f in found]
+
+
+def forward_percentiles(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int | None, percents: Sequence[int]
+) -> dict[int, dict[int, float]]:
+    """Your app's answer time (ms) at each of ``percents`` (nearest rank), per bucket of
+    :func:`forward_counts` (``bucket_ms`` None: one group, bucket 0), over the forwards it
+    answered. SQLite sorts and ranks them, so no list of times is held here."""
+    group = "created_at_ms / ?" if bucket_ms is not None else "0"
+    group_params = [bucket_ms] if bucket_ms is not None else []
+    ranks = " OR ".join(f"rn = ({int(p)} * n + 99) / 100" for p in percents)
+    sql = (
+        f"SELECT b, rn, n, latency_ms FROM (SELECT {group} AS b, latency_ms, "
+        f"ROW_NUMBER() OVER (PARTITION BY {group} ORDER BY latency_ms) AS rn, "
+        f"COUNT(*) OVER (PARTITION BY {group}) AS n FROM forwards "
+        "WHERE kind = ? AND created_at_ms >= ? AND tries > 0 AND status IS NOT NULL "
+        f"AND latency_ms IS NOT NULL) WHERE {ranks}"
+    )
+    params = [*group_params, *group_params, *group_params, FORWARD, since_ms]
+    found: dict[int, dict[int, float]] = {}
+    for b, rn, n, latency in db.execute(sql, params).fetchall():
+        for p in percents:
+            if rn == (p * n + 99) // 100:
+                found.setdefault(int(b), {})[p] = float(latency)
+    return found
