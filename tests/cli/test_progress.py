@@ -166,3 +166,14 @@ def test_progress_is_silent_when_not_on_a_terminal() -> None:
         for done in range(6):
             progress.update(done)
     assert stream.getvalue() == ""
+
+
+def test_a_terminal_that_goes_away_turns_the_progress_off() -> None:
+    class Gone(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(5, "Input/output error")
+
+    progress = Progress("exported", 10, stream=Gone(), enabled=True)
+    progress.update(1)  # no exception: the work goes on
+    assert progress.enabled is False and progress.draws == 0
+    progress.close()

@@ -77,9 +77,9 @@ class Progress:
             return
         self._last_draw = now
         line = self.text(done)[: max(1, _columns(self.stream) - 1)]
-        self._write(_CLEAR + line)
-        self._shown = True
-        self.draws += 1
+        if self._write(_CLEAR + line):
+            self._shown = True
+            self.draws += 1
 
     def close(self) -> None:
         """Erase the line, so what is printed next starts on a clean one."""
@@ -87,12 +87,15 @@ class Progress:
             self._write(_CLEAR)
             self._shown = False
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str) -> bool:
         try:
             self.stream.write(text)
             self.stream.flush()
         except (OSError, ValueError):
             self.enabled = False  # the terminal went away: the work goes on without a display
+            self._shown = False
+            return False
+        return True
 
     def __enter__(self) -> Progress:
         return self
