@@ -5,6 +5,7 @@ by running the generated function with COMP_WORDS set, as bash does on TAB; fish
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -227,23 +228,38 @@ PROBE = """
 import json, sys
 from walletpass_tui.cli import main
 code = main(sys.argv[2:])
+heavy = sorted(m for m in ("shtab", "textual", "rich", "aiohttp", "httpx") if m in sys.modules)
 with open(sys.argv[1], "w") as fh:
-    json.dump({"code": code, "shtab": "shtab" in sys.modules}, fh)
+    json.dump({"code": code, "heavy": heavy}, fh)
 """
 
 
+@pytest.fixture
+async def history(clean_env: Path) -> Path:
+    from walletpass_tui.webhooks.store import Store
+
+    await asyncio.to_thread(clean_env.mkdir, parents=True, exist_ok=True)
+    async with await Store.open(clean_env / "deliveries.sqlite3"):
+        pass
+    return clean_env
+
+
 @pytest.mark.parametrize(
-    ("argv", "loads_shtab"),
+    ("argv", "heavy"),
     [
-        (["events", "list", "--json"], False),
-        (["events", "tail", "--help"], False),
-        (["--help"], False),
-        (["completion", "bash"], True),  # the probe sees it where it is used
+        (["events", "list", "--json"], []),
+        (["events", "stats", "--json"], []),
+        (["events", "stats", "--since", "1h"], []),
+        (["events", "tail", "--help"], []),
+        (["--help"], []),
+        (["completion", "bash"], ["aiohttp", "httpx", "shtab"]),  # the probe sees them
     ],
 )
-def test_only_the_completion_command_imports_shtab(
-    clean_env: Path, tmp_path: Path, argv: list[str], loads_shtab: bool
+def test_the_new_light_commands_stay_light(
+    history: Path, tmp_path: Path, argv: list[str], heavy: list[str]
 ) -> None:
+    """The new light commands load neither shtab, the UI nor the HTTP stack; building the whole
+    parser for a completion script does load the modules of every command."""
     report = tmp_path / "report.json"
     subprocess.run(
         [sys.executable, "-c", PROBE, str(report), *argv],
@@ -253,4 +269,8 @@ def test_only_the_completion_command_imports_shtab(
         env=dict(os.environ),
     )
     result = json.loads(report.read_text())
-    assert result["shtab"] is loads_shtab, argv
+    assert result["code"] == 0, argv
+    if heavy:
+        assert set(heavy) <= set(result["heavy"]), result
+    else:
+        assert result["heavy"] == [], result
