@@ -240,6 +240,10 @@ def world(
         work = tmp_path / "work"
         work.mkdir()
         (work / "edited.json").write_text('{"type": "pass.activated", "data": {"passId": "x"}}')
+        # The fixture the --fixture examples name, in the format docs/simulator.md describes.
+        (work / "events.json").write_text(
+            '[{"topic": "activated", "set": {"data.passId": "pass_1"}}, {"topic": "deactivated"}]'
+        )
         env = {
             "WALLETPASS_BASE_URL": service_url,
             "WALLETPASS_REGISTRATION_URL": service_url,
@@ -328,14 +332,19 @@ def run_in_process(
 
 
 SERVES = {"listen", "serve", "demo"}  # commands that run until stopped
+FOLLOWS = ("events", "tail")  # runs until stopped, on no port
 
 
 def serves(argv: list[str]) -> bool:
+    if tuple(argv[:2]) == FOLLOWS:
+        return True
     return bool(argv) and (argv[0] in SERVES or (len(argv) > 1 and argv[1] == "serve"))
 
 
 def on_a_free_port(argv: list[str]) -> list[str]:
     """The example as shown, on port 0: its fixed port may be taken on a shared machine."""
+    if tuple(argv[:2]) == FOLLOWS:
+        return argv
     if "--port" in argv:
         at = argv.index("--port") + 1
         return [*argv[:at], "0", *argv[at + 1 :]]

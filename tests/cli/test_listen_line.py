@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from walletpass_tui.cli.listen_cmd import attempt_line
+from walletpass_tui.cli.attempt_lines import attempt_line
 from walletpass_tui.text import format_ms
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 

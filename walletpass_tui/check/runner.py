@@ -53,6 +53,7 @@ class CheckOptions:
     timeout_s: float = SERVICE_DEADLINE_S
     warn_after_s: float = WARN_AFTER_S
     endpoint_id: str | None = None  # the endpoint the secret came from, recorded with each case
+    strict: bool = False  # a warning fails the check too (for CI)
 
     @property
     def masked_secret(self) -> str:
@@ -91,8 +92,14 @@ class CheckReport:
         return bool(self.results) and all(r.answer.status is None for r in self.results)
 
     @property
+    def failed_on_warnings(self) -> bool:
+        """Every must-pass case passed, but the check is strict and some case warned."""
+        return self.passed and self.options.strict and self.count(Outcome.WARN) > 0
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 when every must-pass case passed (and, when strict, nothing warned), else 1."""
+        return 0 if self.passed and not self.failed_on_warnings else 1
 
 
 def validate(options: CheckOptions) -> None:

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "events": (
         "walletpass_tui.cli.events_cmd",
-        "the delivery history: list, show, replay, export, prune",
+        "the delivery history: list, show, tail, stats, replay, export, prune",
     ),
     "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
     "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "relay": (
         "walletpass_tui.cli.relay_cmd",
         "run your own relay: one stable URL for the service, deliveries fanned out to laptops",
+    ),
+    "completion": (
+        "walletpass_tui.cli.completion_cmd",
+        "print a shell completion script (bash, zsh or fish)",
     ),
 }
 

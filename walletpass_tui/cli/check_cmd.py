@@ -1,7 +1,7 @@
 """``check``: send the battery of signed requests to the user's own receiver and judge its answers.
 
-Exit status: 0 when every must-pass case passed (warnings allowed), 1 otherwise, 2 for usage errors
-(a malformed URL, secret or topic, an unknown endpoint) before anything is sent.
+Exit status: 0 when every must-pass case passed (warnings allowed, unless --strict), 1 otherwise, 2
+for usage errors (a malformed URL, secret or topic, an unknown endpoint) before anything is sent.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ examples:
   walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET"
   walletpass-tui check http://localhost:3000/webhooks --endpoint ep_3f2a9c --json > check.json
   walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated
+  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET" --strict  # in CI
 """
 
 
@@ -75,6 +76,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="how long to wait for each answer (default 15, the service's deadline)",
     )
     p.add_argument("--json", action="store_true", help="print the results as a JSON document")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a warning fails the check too (exit 1): for CI that wants every case to pass",
+    )
     p.add_argument(
         "--no-history",
         action="store_true",
@@ -119,6 +125,7 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
         topics=tuple(topics or TOPICS),
         timeout_s=args.timeout,
         endpoint_id=endpoint_id,
+        strict=args.strict,
     )
 
 

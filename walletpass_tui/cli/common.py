@@ -144,7 +144,13 @@ def duration_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def read_bounded_file(path: str, limit: int, *, what: str = "The file") -> bytes:
+def read_bounded_file(
+    path: str,
+    limit: int,
+    *,
+    what: str = "The file",
+    limit_name: str = "the receiver's body limit (max_body)",
+) -> bytes:
     """At most ``limit`` bytes of ``path`` (``-`` is standard input); a longer one is refused.
 
     Reads ``limit + 1`` bytes at most, so ``/dev/urandom`` or a huge file costs nothing.
@@ -159,8 +165,8 @@ def read_bounded_file(path: str, limit: int, *, what: str = "The file") -> bytes
         raise CommandError(f"Cannot read {printable(path, 200)} ({exc.strerror or exc}).") from None
     if len(data) > limit:
         raise UsageError(
-            f"{what} {printable(path, 200)} is larger than {limit} bytes, the receiver's body "
-            "limit (max_body); give a smaller one."
+            f"{what} {printable(path, 200)} is larger than {limit} bytes, {limit_name}; give a "
+            "smaller one."
         )
     return data
 

@@ -1,4 +1,4 @@
-"""``events``: the delivery history: list, show, replay, export, prune, pending.
+"""``events``: the delivery history: list, show, tail, stats, replay, export, prune, pending.
 
 This module only defines the arguments; each action's module (and the store, the HTTP client...)
 is imported when that action runs, so ``events list`` loads neither Textual, aiohttp nor httpx.
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     ev = sub.add_parser(
         "events",
         parents=parents,
-        help="the delivery history: list, show, replay, export, prune",
+        help="the delivery history: list, show, tail, stats, replay, export, prune",
         description="Every attempt the receiver got is in the history database of the data directory "
         "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
     )
@@ -75,6 +75,60 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--json", action="store_true", help="print JSON (body as text when UTF-8, always base64)"
     )
     show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
+
+    tail = ev_sub.add_parser(
+        "tail",
+        parents=parents,
+        help="print each new attempt as it is stored, like tail -f",
+        description="Follow the history while another process receives (listen, the dashboard, "
+        "relay follow): each attempt is printed a moment after it is stored, the line (or JSON "
+        "object) listen prints. Reads only: the history is never written nor created; tail waits "
+        "for it to appear and reopens it when it is replaced. Ctrl-C ends it (status 0).",
+        epilog="examples:\n"
+        "  walletpass-tui events tail\n"
+        "  walletpass-tui events tail --verdict rejected\n"
+        "  walletpass-tui events tail --topic activated --json | jq .pass_id",
+        formatter_class=raw,
+    )
+    tail.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        type=topic_arg,
+        help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
+    )
+    tail.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    tail.add_argument(
+        "--json", action="store_true", help="one JSON object per attempt (as listen --json)"
+    )
+    tail.set_defaults(handler=lazy_handler(f"{_HERE}.tail", "cmd_tail"))
+
+    st = ev_sub.add_parser(
+        "stats",
+        parents=parents,
+        help="deliveries, redeliveries, forwards and failures per minute, hour or day",
+        description="Count the history per time bucket: attempts by topic and verdict, "
+        "redeliveries (attempt 2 or later), forwards to your app with its median (p50) and p95 "
+        "answer time, and failures (forwards that got no 2xx, rejected attempts). A table with a "
+        "bar per bucket on a terminal, or a JSON document (see docs/daily.md).",
+        epilog="examples:\n"
+        "  walletpass-tui events stats\n"
+        "  walletpass-tui events stats --since 1h --by minute\n"
+        "  walletpass-tui events stats --since 7d --by day --json",
+        formatter_class=raw,
+    )
+    st.add_argument(
+        "--since",
+        metavar="WHEN",
+        default="24h",
+        help="a duration back from now (90m, 12h, 7d) or an ISO 8601 time (default 24h)",
+    )
+    st.add_argument(
+        "--by",
+        choices=("minute", "hour", "day"),
+        help="bucket size (default: minute up to 2 h, hour up to 3 days, else day)",
+    )
+    st.add_argument("--json", action="store_true", help="print a JSON document")
+    st.set_defaults(handler=lazy_handler(f"{_HERE}.stats", "cmd_stats"))
 
     rp = ev_sub.add_parser(
         "replay",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.events_cmd.shared import with_store
+from walletpass_tui.cli.progress import Progress
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
@@ -25,6 +26,9 @@ def _confirm(question: str) -> bool:
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
+
+
+PRUNE_STEP = 5_000  # attempts deleted per transaction
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -47,22 +51,41 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
         return await store.count(LogFilter(since_ms=cutoff)), await store.count()
 
-    if not args.yes:
-        kept, total = with_store(settings, count)
-        if total and not kept:
-            question = f"This deletes all {total} attempt(s) in {settings.database_path}. Continue?"
-            if not _confirm(question):
-                raise UsageError(
-                    f"Not pruning: it would delete all {total} attempt(s) of the history. "
-                    "Pass --yes to do it anyway (e.g. from a script)."
-                )
+    kept, total = with_store(settings, count)
+    if not args.yes and total and not kept:
+        question = f"This deletes all {total} attempt(s) in {settings.database_path}. Continue?"
+        if not _confirm(question):
+            raise UsageError(
+                f"Not pruning: it would delete all {total} attempt(s) of the history. "
+                "Pass --yes to do it anyway (e.g. from a script)."
+            )
 
-    async def prune(store: Store) -> int:
-        return await store.prune_older_than(cutoff)
-
-    removed = with_store(settings, prune)
+    with Progress("pruned", total - kept) as progress:
+        removed = with_store(settings, lambda store: prune_in_steps(store, cutoff, progress))
     print(f"Removed {removed} attempt(s) {label}.")
     return 0
+
+
+async def prune_in_steps(store: Store, cutoff_ms: int, progress: Progress) -> int:
+    """Delete every attempt received before ``cutoff_ms``, oldest first, about ``PRUNE_STEP`` per
+    transaction: a running receiver commits between the steps instead of waiting for one long
+    delete, and a terminal shows how far it got. Returns how many were deleted."""
+    removed = 0
+    progress.update(0)
+    while True:
+        oldest = await store.log_page(None, limit=PRUNE_STEP, oldest_first=True)
+        step = cutoff_ms
+        if len(oldest) == PRUNE_STEP:
+            step = min(cutoff_ms, oldest[-1].received_at_ms)
+        deleted = await store.prune_older_than(step)
+        if deleted == 0 and step < cutoff_ms:
+            # Every one of the oldest rows shares one time: take them all in this step.
+            step = min(cutoff_ms, step + 1)
+            deleted = await store.prune_older_than(step)
+        removed += deleted
+        progress.update(removed)
+        if step >= cutoff_ms:
+            return removed
 
 
 def _duration_label(seconds: float) -> str:

@@ -14,7 +14,7 @@ import argparse
 
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.cli.common import bounded_float, bounded_int, topic_arg
-from walletpass_tui.cli.sim_cmd.checks import DEFAULT_SIM_PORT
+from walletpass_tui.cli.sim_cmd.checks import DEFAULT_SIM_PORT, assignment_arg
 from walletpass_tui.cli.sim_cmd.control import (
     cmd_sim_deliveries,
     cmd_sim_emit,
@@ -89,17 +89,22 @@ def _register_emit(
     emit = sim_sub.add_parser(
         "emit",
         parents=parents,
-        help="make the simulator emit an event",
+        help="make the simulator emit an event (or a fixture's events, in order)",
         description="Emit an event: the simulator POSTs it to every enabled endpoint subscribed to "
-        "the topic. Without --body-file the simulator makes up a plausible body. The API key is "
-        "the one 'sim serve' was given with --api-key, or the one it printed.",
-        epilog=f"example: walletpass-tui sim emit pass.activated {SIM_EXAMPLE_FLAGS}",
+        "the topic. Without --body-file the simulator's kind of body is made up; --set changes "
+        "one of its fields. --fixture emits a file's list of events in order (see docs/simulator.md).",
+        epilog="examples:\n"
+        f"  walletpass-tui sim emit pass.activated {SIM_EXAMPLE_FLAGS}\n"
+        f"  walletpass-tui sim emit activated --set data.passId=pass_1 {SIM_EXAMPLE_FLAGS}\n"
+        f"  walletpass-tui sim emit --fixture events.json {SIM_EXAMPLE_FLAGS}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    emit.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
+    emit.add_argument("topic", metavar="TOPIC", type=topic_arg, nargs="?", help=" or ".join(TOPICS))
     _add_sim_flag(emit)
     emit.add_argument(
         "--body-file", metavar="FILE", help="JSON file to send as the body ('-' for stdin)"
     )
+    _add_body_edit_flags(emit)
     emit.add_argument("--json", action="store_true", help="print the simulator's answer as JSON")
     emit.set_defaults(handler=cmd_sim_emit)
 
@@ -188,15 +193,26 @@ def _register_trigger(
     trigger = sub.add_parser(
         "trigger",
         parents=parents,
-        help="sign and send one webhook to a receiver",
+        help="sign and send one webhook (or a fixture's, in order) to a receiver",
         description="Send one signed webhook (Standard Webhooks headers, as the service would) to "
         "--to and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
-        "answer, 1 otherwise. Without --body-file a plausible event body is made up.",
-        epilog="example: walletpass-tui trigger pass.activated --to http://127.0.0.1:8787/webhooks "
+        "answer, 1 otherwise. Without --body-file a plausible event body is made up; --set "
+        "changes one of its fields. --fixture sends a file's list of events in order, each with "
+        "its own webhook-id (exit 1 if any got no 2xx; see docs/simulator.md).",
+        epilog="examples:\n"
+        "  walletpass-tui trigger pass.activated --to http://127.0.0.1:8787/webhooks "
+        "--secret whsec_...\n"
+        "  walletpass-tui trigger activated --to http://127.0.0.1:8787/webhooks --secret "
+        "whsec_... --set data.passId=pass_1\n"
+        "  walletpass-tui trigger --fixture events.json --to http://127.0.0.1:8787/webhooks "
         "--secret whsec_...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    trigger.add_argument("topic", metavar="TOPIC", type=topic_arg, help=" or ".join(TOPICS))
+    trigger.add_argument(
+        "topic", metavar="TOPIC", type=topic_arg, nargs="?", help=" or ".join(TOPICS)
+    )
     _add_target_flags(trigger)
+    _add_body_edit_flags(trigger)
     trigger.add_argument(
         "--timeout",
         type=bounded_float(0, 3600),
@@ -204,6 +220,25 @@ def _register_trigger(
         help="seconds to wait for the answer (default %(default)g, the service's deadline)",
     )
     trigger.set_defaults(handler=cmd_trigger)
+
+
+def _add_body_edit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        type=assignment_arg,
+        metavar="PATH=VALUE",
+        help="change one field of the body (repeatable): data.passId=pass_1, data.tags[0]=x; "
+        'VALUE is JSON where it parses (3, true, null, "3"), else text; with --body-file the '
+        "file must be JSON",
+    )
+    parser.add_argument(
+        "--fixture",
+        metavar="FILE",
+        help="send a JSON list of events in order, each a full body or "
+        '{"topic": ..., "set": {PATH: VALUE}} (see docs/simulator.md)',
+    )
 
 
 def _add_time_scale(parser: argparse.ArgumentParser, default: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -13,7 +13,8 @@ from walletpass_tui.cli.sim_cmd.checks import (
     DEFAULT_SIM_PORT,
     EXCERPT_CHARS,
     USER_AGENT,
-    read_body_file,
+    body_document,
+    fixture_events,
 )
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL
 from walletpass_tui.sim.endpoints import url_problem
@@ -84,32 +85,41 @@ def _call(args: argparse.Namespace, method: str, path: str, body: Any = None) ->
 
 
 def cmd_sim_emit(args: argparse.Namespace) -> int:
-    payload: dict[str, Any] = {"topic": args.topic}
-    if args.body_file:
-        raw = read_body_file(args.body_file)
-        try:
-            payload["body"] = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CommandError(
-                f"The body file {args.body_file} is not valid JSON ({exc}); to send any bytes, "
-                "use 'walletpass-tui trigger --body-file'."
-            ) from None
-    data = _call(args, "POST", "/events", payload)
+    events = fixture_events(args, need_topic=True)
+    if events is None:
+        payload: dict[str, Any] = {"topic": args.topic}
+        if args.body_file or args.sets:
+            payload["body"] = body_document(args, args.topic)
+        payloads = [payload]
+    else:
+        payloads = [
+            {"topic": event.topic, "body": event.document(datetime.now(UTC))} for event in events
+        ]
+    answers = []
+    for payload in payloads:
+        data = _call(args, "POST", "/events", payload)
+        answers.append(data)
+        if not args.json:
+            _print_emitted(data, payload["topic"])
     if args.json:
-        print_json(data)
-        return 0
+        print_json(answers if events is not None else answers[0])
+    return 0
+
+
+def _print_emitted(data: Any, topic: str) -> None:
     endpoints = data.get("endpoints") or []
     if endpoints:
         print(
-            f"Emitted {data.get('messageId')} ({args.topic}) to {len(endpoints)} endpoint(s): "
-            f"{', '.join(endpoints)}"
+            f"Emitted {data.get('messageId')} ({topic}) to {len(endpoints)} endpoint(s): "
+            f"{', '.join(endpoints)}",
+            flush=True,
         )
     else:
         print(
-            f"Emitted {data.get('messageId')} ({args.topic}); no enabled endpoint subscribes to it, "
-            "so nothing is delivered."
+            f"Emitted {data.get('messageId')} ({topic}); no enabled endpoint subscribes to it, "
+            "so nothing is delivered.",
+            flush=True,
         )
-    return 0
 
 
 def cmd_sim_endpoint(args: argparse.Namespace) -> int:

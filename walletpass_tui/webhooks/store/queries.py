@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.webhooks.models import (
+    FORWARD,
     PENDING,
     REJECTED,
     VERIFIED,
@@ -264,3 +267,146 @@ def _where(
     params.extend(text_params)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     return (_JOINED if joined else "attempts a"), key, where
+
+
+# -- following and counting from another process (``events tail``, ``events stats``) -------------
+# Plain sqlite3 on a read-only connection: it can never write, take a write lock, migrate or create
+# the database (SQLite answers "unable to open" when the file is missing). WAL lets it read the
+# last commit while a receiver writes.
+
+
+def connect_read_only(
+    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
+    SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
+    with :func:`readable_schema` before reading."""
+    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def readable_schema(db: sqlite3.Connection, path: Path) -> int:
+    """The schema version of the history (below ``SCHEMA_VERSION``: being created, or not yet
+    upgraded by a process that writes it); StoreError when a newer walletpass-tui wrote it."""
+    version = schema_version(db)
+    if version > schema.SCHEMA_VERSION:
+        raise StoreError(
+            f"The history database {path} was written by a newer walletpass-tui (schema "
+            f"{version}, this one knows {schema.SCHEMA_VERSION}); upgrade walletpass-tui or use "
+            "another --home."
+        )
+    return version
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def data_version(db: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits: polling it costs no table read."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0])
+
+
+def newest_attempt_id(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0])
+
+
+def attempts_after(
+    db: sqlite3.Connection,
+    after_id: int,
+    *,
+    upto_id: int,
+    topic: str | None = None,
+    verdict: str | None = None,
+    received_since_ms: int | None = None,
+    limit: int = 200,
+    with_bodies: bool = True,
+) -> list[Attempt]:
+    """Attempts with ``after_id < id <= upto_id`` (oldest first, at most ``limit``), of one topic
+    or verdict when given, received at or after ``received_since_ms`` when given. Without
+    ``with_bodies`` each ``body`` is empty (its size kept), so a page costs no body reads."""
+    clauses = ["id > ?", "id <= ?"]
+    params: list[Any] = [after_id, upto_id]
+    if topic:
+        clauses.append("topic = ?")
+        params.append(topic)
+    if verdict == VERIFIED:
+        clauses.append("verdict = ?")
+        params.append(VERIFIED)
+    elif verdict == REJECTED:
+        clauses.append("verdict != ?")
+        params.append(VERIFIED)
+    if received_since_ms is not None:
+        clauses.append("received_at_ms >= ?")
+        params.append(received_since_ms)
+    params.append(limit)
+    sql = (
+        f"SELECT {rows.ATTEMPT_COLUMNS if with_bodies else _NO_BODY} FROM attempts "
+        f"WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?"
+    )
+    return [rows.attempt_from_row(r) for r in db.execute(sql, params).fetchall()]
+
+
+def attempt_activity(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int
+) -> list[tuple[int, str | None, bool, int, int]]:
+    """Attempts received since ``since_ms`` by time bucket: ``(bucket, topic, verified, attempts,
+    redeliveries)``. A bucket is ``received_at_ms // bucket_ms``; the topic is None for every name
+    the service does not know (or none). Redeliveries: attempt number above 1."""
+    known = ", ".join("?" for _ in KNOWN_TOPICS)
+    sql = (
+        f"SELECT received_at_ms / ?, CASE WHEN topic IN ({known}) THEN topic END, "
+        "verdict = ?, COUNT(*), COALESCE(SUM(attempt_no > 1), 0) FROM attempts "
+        "WHERE received_at_ms >= ? GROUP BY 1, 2, 3"
+    )
+    params = [bucket_ms, *KNOWN_TOPICS, VERIFIED, since_ms]
+    return [
+        (int(b), t, bool(v), int(n), int(r)) for b, t, v, n, r in db.execute(sql, params).fetchall()
+    ]
+
+
+def forward_counts(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int
+) -> list[tuple[int, int, int, int]]:
+    """Forwards to your app (not replays) queued since ``since_ms``, by the same buckets as
+    :func:`attempt_activity`: ``(bucket, forwards, answered, failed)``. Answered: the last try
+    got an answer; failed: it was tried and the last try got no 2xx (or no answer)."""
+    sql = (
+        "SELECT created_at_ms / ?, COUNT(*), "
+        "COALESCE(SUM(tries > 0 AND status IS NOT NULL), 0), "
+        "COALESCE(SUM(tries > 0 AND (status IS NULL OR status NOT BETWEEN 200 AND 299)), 0) "
+        "FROM forwards WHERE kind = ? AND created_at_ms >= ? GROUP BY 1"
+    )
+    found = db.execute(sql, [bucket_ms, FORWARD, since_ms]).fetchall()
+    return [(int(b), int(n), int(a), int(f)) for b, n, a, f in found]
+
+
+def forward_percentiles(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int | None, percents: Sequence[int]
+) -> dict[int, dict[int, float]]:
+    """Your app's answer time (ms) at each of ``percents`` (nearest rank), per bucket of
+    :func:`forward_counts` (``bucket_ms`` None: one group, bucket 0), over the forwards it
+    answered. SQLite sorts and ranks them, so no list of times is held here."""
+    group = "created_at_ms / ?" if bucket_ms is not None else "0"
+    group_params = [bucket_ms] if bucket_ms is not None else []
+    ranks = " OR ".join(f"rn = ({int(p)} * n + 99) / 100" for p in percents)
+    sql = (
+        f"SELECT b, rn, n, latency_ms FROM (SELECT {group} AS b, latency_ms, "
+        f"ROW_NUMBER() OVER (PARTITION BY {group} ORDER BY latency_ms) AS rn, "
+        f"COUNT(*) OVER (PARTITION BY {group}) AS n FROM forwards "
+        "WHERE kind = ? AND created_at_ms >= ? AND tries > 0 AND status IS NOT NULL "
+        f"AND latency_ms IS NOT NULL) WHERE {ranks}"
+    )
+    params = [*group_params, *group_params, *group_params, FORWARD, since_ms]
+    found: dict[int, dict[int, float]] = {}
+    for b, rn, n, latency in db.execute(sql, params).fetchall():
+        for p in percents:
+            if rn == (p * n + 99) // 100:
+                found.setdefault(int(b), {})[p] = float(latency)
+    return found
