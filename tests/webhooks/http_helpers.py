@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import pytest
@@ -142,6 +142,15 @@ async def closed_by_server(reader: asyncio.StreamReader, wait: float = 5.0) -> b
                 pass
             return True
     return False
+
+
+async def until(check: Callable[[], object], timeout: float = 10.0) -> None:
+    """Poll ``check`` until it is true (a "did not hang" guard of ``timeout`` seconds)."""
+    for _ in range(int(timeout / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never became true")
 
 
 def post(path: str = "/hook", body: bytes = b"{}", extra: str = "") -> bytes:

@@ -94,11 +94,16 @@ class Body:
         self._took(len(chunk))
         return chunk
 
+    @property
+    def buffered(self) -> int:
+        """Bytes that arrived and were not read yet."""
+        return self._buffered
+
     def feed(self, data: bytes) -> None:
         self._chunks.append(data)
         self._buffered += len(data)
         if self._buffered > BUFFER_BYTES:
-            self._connection.pause_reading()
+            self._connection._update_reading()
         self._wake()
 
     def feed_eof(self) -> None:
@@ -114,7 +119,7 @@ class Body:
     def _took(self, n: int) -> None:
         self._buffered -= n
         if self._buffered <= BUFFER_BYTES:
-            self._connection.resume_reading()
+            self._connection._update_reading()
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -150,8 +155,18 @@ class _HeadTooLarge(Exception):
     pass
 
 
+@dataclass(eq=False)
+class _Exchange:
+    """A request and what answering it needs that the handler does not see."""
+
+    request: Request
+    http_1_0: bool
+
+
 class HttpConnection(asyncio.Protocol):
-    """One client connection: llhttp's callbacks build requests, handled one at a time."""
+    """One client connection: llhttp's callbacks build requests, answered one at a time in the
+    order they came; a refusal (malformed, too large) comes after the answers of the requests
+    before it, and the connection closes after it."""
 
     def __init__(self, server: HttpServer) -> None:
         self._server = server
@@ -163,14 +178,18 @@ class HttpConnection(asyncio.Protocol):
         self._head_bytes = 0
         self._url = b""
         self._headers: list[tuple[str, str]] = []
-        self._body: Body | None = None  # the body of the request being parsed
-        self._waiting: deque[Request] = deque()
+        self._current: _Exchange | None = None  # the request whose body is being parsed
+        self._waiting: deque[_Exchange] = deque()  # whole heads behind the one being answered
         self._active: asyncio.Task[None] | None = None
+        self._refusal: Response | None = None  # the last answer, after those of _waiting
         self._timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         self._started_head = False
         self._paused = False
+        self._write_paused = False
         self._closing = False
-        self._close_when_idle = False
+        self._ended = False  # nothing more is parsed: the client sent its end, or was refused
+        self._shutting = False  # the server stops: the answer being made is the last
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -185,19 +204,22 @@ class HttpConnection(asyncio.Protocol):
         self._closing = True
         self._server.connections.discard(self)
         self._cancel_timer()
-        if self._body is not None:
-            self._body.break_off()  # a handler waiting for the rest stops there: nothing to answer
+        self._cancel_write_timer()
+        self._waiting.clear()
+        if self._current is not None:
+            # A handler waiting for the rest of a body stops there: nothing to answer.
+            self._current.request.content.break_off()
 
     def data_received(self, data: bytes) -> None:
-        if self._closing:
+        if self._closing or self._ended:
             return
         if self._in_head:
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._close_when_idle = True  # the request was read; nothing after it is HTTP/1.1
-            self.pause_reading()
+            self._ended = True  # the request was read; nothing after it is HTTP/1.1
+            self._update_reading()
         except httptools.HttpParserCallbackError as exc:
             if isinstance(exc.__context__, _HeadTooLarge):
                 self._refuse(431, "the request's headers are too large")
@@ -210,18 +232,32 @@ class HttpConnection(asyncio.Protocol):
                 self._refuse(431, "the request's headers are too large")
 
     def eof_received(self) -> bool:
-        """The client sent all it will: a request in hand is still answered (then closed)."""
-        self._close_when_idle = True
-        if self._body is not None:  # the body is cut short: it is not a request to hand over
+        """The client sent all it will: the requests it sent whole are still answered, then the
+        connection closes; one cut short is refused in its turn."""
+        if self._closing or self._ended:
+            return self._busy()
+        if self._current is not None:
             self._refuse(400, "the request ended before its body did")
-            return False
-        return self._active is not None
+        elif self._started_head:
+            self._refuse(400, "the request ended before its headers did")
+        else:
+            self._ended = True
+            if not self._busy():
+                self._close()
+        return self._busy()
 
-    def pause_writing(self) -> None:  # pragma: no cover - answers are a few hundred bytes
-        self.pause_reading()
+    def pause_writing(self) -> None:
+        """Answers pile up unread: no more requests are read or answered until the client reads,
+        and a client that does not within the read timeout is dropped."""
+        self._write_paused = True
+        self._update_reading()
+        self._watch_writes()
 
-    def resume_writing(self) -> None:  # pragma: no cover
-        self.resume_reading()
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._cancel_write_timer()
+        if not self._closing:
+            self._next()
 
     # -- llhttp's callbacks ----------------------------------------------------------------------
 
@@ -255,7 +291,6 @@ class HttpConnection(asyncio.Protocol):
             path = target  # not a path (llhttp let it through): it matches no route
         declared = headers.get("Content-Length")
         expect = headers.get("Expect", "").lower() == "100-continue"
-        body = self._body = Body(self, expect)
         request = Request(
             method=parser.get_method().decode("ascii", "replace"),
             path=path,
@@ -263,53 +298,69 @@ class HttpConnection(asyncio.Protocol):
             headers=headers,
             remote=self._remote,
             content_length=int(declared) if declared and declared.isdigit() else None,
-            content=body,
+            content=Body(self, expect),
             keep_alive=parser.should_keep_alive(),
         )
-        if self._active is None:
-            self._start(request)
-        else:
-            self._waiting.append(request)
-            self.pause_reading()  # one waits behind the one being handled: enough
+        exchange = self._current = _Exchange(request, parser.get_http_version() == "1.0")
+        self._waiting.append(exchange)
+        self._next()
 
     def on_body(self, body: bytes) -> None:
-        if self._body is not None:
-            self._body.feed(body)
+        if self._current is not None:
+            self._current.request.content.feed(body)
 
     def on_message_complete(self) -> None:
-        if self._body is not None:
-            self._body.feed_eof()
-            self._body = None
+        if self._current is not None:
+            self._current.request.content.feed_eof()
+            self._current = None
         self._in_head = True
         self._head_bytes = 0
 
     # -- answering -------------------------------------------------------------------------------
 
-    def _start(self, request: Request) -> None:
-        self._active = self._loop.create_task(self._answer(request))
+    def _busy(self) -> bool:
+        """Something is being answered, or waits to be."""
+        return self._active is not None or bool(self._waiting) or self._refusal is not None
 
-    async def _answer(self, request: Request) -> None:
-        try:
-            response = await self._server.handler(request)
-        except ConnectionResetError:  # the body never came whole: answered already, or gone
-            self._active = None
-            self._close()
-            return
-        except Exception:  # the handler's own failures are answered, never raised into asyncio
-            response = Response(500, "Internal error: the delivery was not handled\n", close=True)
-        unread = not request.content.is_eof()
-        close = response.close or not request.keep_alive or unread or self._close_when_idle
-        self._send(request.method, response, close)
-        self._active = None
-        if close or self._closing:
-            self._close()
+    def _next(self) -> None:
+        """Start answering the next request, or send the refusal that waits, or wait for the next
+        head (whichever is due), unless the client does not read what was sent already."""
+        if self._active is not None or self._closing or self._write_paused:
+            self._update_reading()
             return
         if self._waiting:
-            self._start(self._waiting.popleft())
-            if not self._waiting:
-                self.resume_reading()
+            self._active = self._loop.create_task(self._answer(self._waiting.popleft()))
+        elif self._refusal is not None:
+            self._send("POST", self._refusal, close=True)
+            self._close()
+            return
+        elif self._ended or self._shutting:
+            self._close()
+            return
         else:
             self._arm_head_timer()  # keep-alive: the next head must come in time too
+        self._update_reading()
+
+    async def _answer(self, exchange: _Exchange) -> None:
+        request = exchange.request
+        try:
+            response: Response | None = await self._server.handler(request)
+        except ConnectionResetError:  # the body never came whole: refused already, or gone
+            response = None
+        except Exception:  # the handler's own failures are answered, never raised into asyncio
+            response = Response(500, "Internal error: the delivery was not handled\n", close=True)
+        self._active = None
+        if response is None or self._closing:
+            self._close()
+            return
+        unread = not request.content.is_eof()
+        last = not self._waiting and self._refusal is None and (self._ended or self._shutting)
+        close = response.close or not request.keep_alive or unread or self._shutting or last
+        self._send(request.method, response, close)
+        if close:
+            self._close()
+        else:
+            self._next()
 
     def _send(self, method: str, response: Response, close: bool) -> None:
         body = response.text.encode("utf-8")
@@ -330,24 +381,30 @@ class HttpConnection(asyncio.Protocol):
         self.write(head if method == "HEAD" else head + body)
 
     def _refuse(self, status: int, reason: str) -> None:
-        """Malformed or oversized: answered (unless a request is being handled) and closed."""
-        if self._closing:
+        """Malformed, too large or cut short: nothing more is read; the refusal is answered after
+        the requests before it (the one it is about is never handed over, or if it is being
+        handled, its handler stops reading and this is its answer), then the connection closes."""
+        if self._closing or self._refusal is not None:
             return
         self._cancel_timer()
-        self._closing = True
-        body = self._body
-        if self._active is None or (body is not None and not body.is_eof()):
-            # Nothing being answered, or the body being read is what was malformed: this is the
-            # answer (a handler still reading the body stops there).
-            if body is not None:
-                body.break_off()
-            self._send("POST", Response(status, f"{reason}\n"), close=True)
-            self._close()
-        # else: a whole request is being answered; it gets its answer, then the connection closes
+        self._ended = True
+        self._update_reading()
+        refusal = Response(status, f"{reason}\n", close=True)
+        current, self._current = self._current, None
+        if current is not None:
+            current.request.content.break_off()
+            if current in self._waiting:
+                self._waiting.remove(current)  # never handed over
+            elif self._active is not None:  # it is being handled: this is its answer
+                self._send("POST", refusal, close=True)
+                self._close()
+                return
+        self._refusal = refusal
+        self._next()
 
     def _head_timed_out(self) -> None:
         self._timer = None
-        if self._active is not None or self._closing:
+        if self._busy() or self._closing:
             return
         if self._started_head or self._head_bytes:
             self._refuse(408, "the request's headers did not arrive in time")
@@ -358,17 +415,26 @@ class HttpConnection(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
 
-    def pause_reading(self) -> None:
-        if not self._paused and self._transport is not None and not self._transport.is_closing():
-            self._paused = True
-            self._transport.pause_reading()
-
-    def resume_reading(self) -> None:
-        if self._paused and self._transport is not None and not self._transport.is_closing():
-            if self._waiting or self._close_when_idle:
-                return
+    def _update_reading(self) -> None:
+        """Read while a request could be parsed and handed over: not while one waits behind the
+        one being answered, nor while the client leaves answers unread, nor while more than
+        ``BUFFER_BYTES`` of a body wait to be read by its handler."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        body = self._current.request.content if self._current is not None else None
+        wanted = not (
+            self._ended
+            or self._waiting
+            or self._write_paused
+            or (body is not None and body.buffered > BUFFER_BYTES)
+        )
+        if wanted and self._paused:
             self._paused = False
-            self._transport.resume_reading()
+            transport.resume_reading()
+        elif not wanted and not self._paused:
+            self._paused = True
+            transport.pause_reading()
 
     def _arm_head_timer(self) -> None:
         self._cancel_timer()
@@ -379,22 +445,48 @@ class HttpConnection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
 
+    def _watch_writes(self, unsent: int | None = None) -> None:
+        """While answers wait unsent, the client must take some of them every ``read_timeout_s``
+        or it is dropped."""
+        if unsent is None and self._write_timer is not None:
+            return  # watched already
+        self._write_timer = None
+        transport = self._transport
+        now = transport.get_write_buffer_size() if transport is not None else 0
+        if not now:
+            return
+        if unsent is not None and now >= unsent:
+            self.abort()  # nothing was taken in a whole read timeout
+            return
+        self._write_timer = self._loop.call_later(
+            self._server.read_timeout_s, self._watch_writes, now
+        )
+
+    def _cancel_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
     def _close(self) -> None:
+        """Close once what was written is sent; a client that does not read it within the read
+        timeout is dropped."""
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+            if self._transport.get_write_buffer_size():
+                self._watch_writes()
         self._closing = True
         self._cancel_timer()
         self._waiting.clear()
-        if self._transport is not None:
-            self._transport.close()
 
     # -- stopping --------------------------------------------------------------------------------
 
     def shut(self) -> None:
         """The server stops: an idle connection closes now, a busy one after its answer."""
+        self._shutting = True
+        self._waiting.clear()
+        self._refusal = None
         if self._active is None:
             self._close()
-        else:
-            self._close_when_idle = True
-            self._waiting.clear()
 
     @property
     def active(self) -> asyncio.Task[None] | None:
