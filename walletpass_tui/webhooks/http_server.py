@@ -41,6 +41,7 @@ from multidict import CIMultiDict
 MAX_FIELD_BYTES = 16 * 1024  # one header line, or the request line
 MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
 MAX_HEADERS = 128
+FEED_BYTES = MAX_FIELD_BYTES  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
 SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
 
@@ -151,8 +152,19 @@ class Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class _HeadTooLarge(Exception):
-    pass
+class _Refused(Exception):
+    """Raised from a parser callback: the request is answered ``status`` with ``reason``."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+HEAD_TOO_LARGE = (
+    f"the request's headers are too large (at most {MAX_HEAD_BYTES // 1024} KiB together, "
+    f"{MAX_FIELD_BYTES // 1024} KiB a field, {MAX_HEADERS} fields)"
+)
 
 
 @dataclass(eq=False)
@@ -174,8 +186,14 @@ class HttpConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
         self._remote: str | None = None
-        self._in_head = True  # between requests or inside a head: the head timer runs
-        self._head_bytes = 0
+        # The field section being parsed (the head, or a chunked body's trailer fields), bounded
+        # by count and size however its bytes arrive: llhttp's callbacks count every field as it
+        # completes; a field still arriving is counted by the bytes read while inside it.
+        self._section: str | None = None  # "head", "trailers" or None
+        self._section_no = 0  # a new number for each section
+        self._section_bytes = 0  # the target and every field's name and value, as parsed
+        self._section_fields = 0
+        self._section_read = 0  # the same, counting whole reads that fell inside the section
         self._url = b""
         self._headers: list[tuple[str, str]] = []
         self._current: _Exchange | None = None  # the request whose body is being parsed
@@ -184,7 +202,6 @@ class HttpConnection(asyncio.Protocol):
         self._refusal: Response | None = None  # the last answer, after those of _waiting
         self._timer: asyncio.TimerHandle | None = None
         self._write_timer: asyncio.TimerHandle | None = None
-        self._started_head = False
         self._paused = False
         self._write_paused = False
         self._closing = False
@@ -211,25 +228,46 @@ class HttpConnection(asyncio.Protocol):
             self._current.request.content.break_off()
 
     def data_received(self, data: bytes) -> None:
+        if len(data) <= FEED_BYTES:
+            self._feed(data)
+            return
+        view = memoryview(data)
+        for start in range(0, len(data), FEED_BYTES):
+            self._feed(view[start : start + FEED_BYTES])
+
+    def _feed(self, data: bytes | memoryview) -> None:
+        """Parse one piece; a field section still open after it is bounded (``_bound_section``)."""
         if self._closing or self._ended:
             return
-        if self._in_head:
-            self._head_bytes += len(data)
+        section = self._section_no if self._section is not None else None
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._ended = True  # the request was read; nothing after it is HTTP/1.1
             self._update_reading()
         except httptools.HttpParserCallbackError as exc:
-            if isinstance(exc.__context__, _HeadTooLarge):
-                self._refuse(431, "the request's headers are too large")
+            if isinstance(exc.__context__, _Refused):
+                self._refuse(exc.__context__.status, exc.__context__.reason)
             else:
                 self._refuse(400, "malformed HTTP request")
         except httptools.HttpParserError as exc:
             self._refuse(400, f"malformed HTTP request ({_reason(exc)})")
         else:
-            if self._in_head and self._head_bytes > MAX_HEAD_BYTES:
-                self._refuse(431, "the request's headers are too large")
+            self._bound_section(section, len(data))
+
+    def _bound_section(self, before: int | None, read: int) -> None:
+        """A section still open after a piece: a piece that fell wholly inside it counts whole
+        (the field llhttp is in the middle of is not reported until it ends); in the piece that
+        opened it, what llhttp reported counts, so at most one piece (``FEED_BYTES``) goes
+        uncounted."""
+        if self._section is None:
+            return
+        if self._section_no == before:
+            self._section_read += read
+        else:
+            self._section_read = self._section_bytes
+        if self._section_read > MAX_HEAD_BYTES:
+            self._refuse(431, HEAD_TOO_LARGE)
 
     def eof_received(self) -> bool:
         """The client sent all it will: the requests it sent whole are still answered, then the
@@ -238,7 +276,7 @@ class HttpConnection(asyncio.Protocol):
             return self._busy()
         if self._current is not None:
             self._refuse(400, "the request ended before its body did")
-        elif self._started_head:
+        elif self._section == "head":
             self._refuse(400, "the request ended before its headers did")
         else:
             self._ended = True
@@ -261,26 +299,37 @@ class HttpConnection(asyncio.Protocol):
 
     # -- llhttp's callbacks ----------------------------------------------------------------------
 
+    def _open_section(self, kind: str) -> None:
+        self._section = kind
+        self._section_no += 1
+        self._section_bytes = self._section_fields = self._section_read = 0
+
     def on_message_begin(self) -> None:
-        self._in_head = True
-        self._started_head = True
+        self._open_section("head")
         self._url = b""
         self._headers = []
 
     def on_url(self, url: bytes) -> None:
         self._url += url
+        self._section_bytes += len(url)
         if len(self._url) > MAX_FIELD_BYTES:
-            raise _HeadTooLarge
+            raise _Refused(414, f"the request target is too long (at most {MAX_FIELD_BYTES} bytes)")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if len(name) + len(value) > MAX_FIELD_BYTES or len(self._headers) >= MAX_HEADERS:
-            raise _HeadTooLarge
-        self._headers.append((name.decode("latin-1"), value.decode("utf-8", "surrogateescape")))
+        size = len(name) + len(value)
+        self._section_fields += 1
+        self._section_bytes += size
+        if (
+            size > MAX_FIELD_BYTES
+            or self._section_fields > MAX_HEADERS
+            or self._section_bytes > MAX_HEAD_BYTES
+        ):
+            raise _Refused(431, HEAD_TOO_LARGE)
+        if self._section == "head":  # trailer fields are bounded the same way, and dropped
+            self._headers.append((name.decode("latin-1"), value.decode("utf-8", "surrogateescape")))
 
     def on_headers_complete(self) -> None:
-        self._in_head = False
-        self._started_head = False
-        self._head_bytes = 0
+        self._section = None
         self._cancel_timer()
         parser = self._parser
         headers = CIMultiDict(self._headers)
@@ -305,7 +354,16 @@ class HttpConnection(asyncio.Protocol):
         self._waiting.append(exchange)
         self._next()
 
+    def on_chunk_header(self) -> None:
+        # After the last chunk's size line come the trailer fields; after any other, its data
+        # (on_body closes the section again).
+        self._open_section("trailers")
+
+    def on_chunk_complete(self) -> None:
+        self._section = None
+
     def on_body(self, body: bytes) -> None:
+        self._section = None
         if self._current is not None:
             self._current.request.content.feed(body)
 
@@ -313,8 +371,7 @@ class HttpConnection(asyncio.Protocol):
         if self._current is not None:
             self._current.request.content.feed_eof()
             self._current = None
-        self._in_head = True
-        self._head_bytes = 0
+        self._section = None
 
     # -- answering -------------------------------------------------------------------------------
 
@@ -406,7 +463,7 @@ class HttpConnection(asyncio.Protocol):
         self._timer = None
         if self._busy() or self._closing:
             return
-        if self._started_head or self._head_bytes:
+        if self._section == "head":
             self._refuse(408, "the request's headers did not arrive in time")
         else:
             self._close()  # an idle kept-alive connection: closed quietly
