@@ -194,6 +194,8 @@ class HttpConnection(asyncio.Protocol):
         self._section_bytes = 0  # the target and every field's name and value, as parsed
         self._section_fields = 0
         self._section_read = 0  # the same, counting whole reads that fell inside the section
+        self._upgrade_framing = b""  # the framing of the body of a request asking for an Upgrade
+        self._framing_only = False  # parsing the head that tells a new parser that framing
         self._url = b""
         self._headers: list[tuple[str, str]] = []
         self._current: _Exchange | None = None  # the request whose body is being parsed
@@ -240,11 +242,15 @@ class HttpConnection(asyncio.Protocol):
         if self._closing or self._ended:
             return
         section = self._section_no if self._section is not None else None
+        size = len(data)
         try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._ended = True  # the request was read; nothing after it is HTTP/1.1
-            self._update_reading()
+            while True:
+                try:
+                    self._parser.feed_data(data)
+                    break
+                except httptools.HttpParserUpgrade as upgrade:
+                    data = data[upgrade.args[0] :]  # the upgrade's body, and what follows it
+                    self._ignore_upgrade()
         except httptools.HttpParserCallbackError as exc:
             if isinstance(exc.__context__, _Refused):
                 self._refuse(exc.__context__.status, exc.__context__.reason)
@@ -253,7 +259,17 @@ class HttpConnection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._refuse(400, f"malformed HTTP request ({_reason(exc)})")
         else:
-            self._bound_section(section, len(data))
+            self._bound_section(section, size)
+
+    def _ignore_upgrade(self) -> None:
+        """llhttp stopped after the head of a request asking for an Upgrade (to h2c, websocket...)
+        and would take what follows for another protocol. No Upgrade is done here: a new parser
+        goes on over HTTP/1.1, told the framing of the request's body by a head of its own that
+        is not handed over, so the body goes to the request already handed over."""
+        framing, self._upgrade_framing = self._upgrade_framing, b""
+        self._parser = httptools.HttpRequestParser(self)
+        self._framing_only = True
+        self._parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n\r\n")
 
     def _bound_section(self, before: int | None, read: int) -> None:
         """A section still open after a piece: a piece that fell wholly inside it counts whole
@@ -305,17 +321,23 @@ class HttpConnection(asyncio.Protocol):
         self._section_bytes = self._section_fields = self._section_read = 0
 
     def on_message_begin(self) -> None:
+        if self._framing_only:
+            return
         self._open_section("head")
         self._url = b""
         self._headers = []
 
     def on_url(self, url: bytes) -> None:
+        if self._framing_only:
+            return
         self._url += url
         self._section_bytes += len(url)
         if len(self._url) > MAX_FIELD_BYTES:
             raise _Refused(414, f"the request target is too long (at most {MAX_FIELD_BYTES} bytes)")
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._framing_only:
+            return
         size = len(name) + len(value)
         self._section_fields += 1
         self._section_bytes += size
@@ -329,9 +351,15 @@ class HttpConnection(asyncio.Protocol):
             self._headers.append((name.decode("latin-1"), value.decode("utf-8", "surrogateescape")))
 
     def on_headers_complete(self) -> None:
+        if self._framing_only:  # the body that follows is the upgrade request's
+            self._framing_only = False
+            return
         self._section = None
         self._cancel_timer()
         parser = self._parser
+        method = parser.get_method()
+        if method == b"CONNECT":
+            raise _Refused(501, "CONNECT is not supported: this server receives webhooks")
         headers = CIMultiDict(self._headers)
         target = self._url.decode("utf-8", "surrogateescape")
         try:
@@ -341,7 +369,7 @@ class HttpConnection(asyncio.Protocol):
         declared = headers.get("Content-Length")
         expect = headers.get("Expect", "").lower() == "100-continue"
         request = Request(
-            method=parser.get_method().decode("ascii", "replace"),
+            method=method.decode("ascii", "replace"),
             path=path,
             path_qs=target,
             headers=headers,
@@ -351,6 +379,12 @@ class HttpConnection(asyncio.Protocol):
             keep_alive=parser.should_keep_alive(),
         )
         exchange = self._current = _Exchange(request, parser.get_http_version() == "1.0")
+        if parser.should_upgrade():  # llhttp skips the body and stops: _ignore_upgrade goes on
+            self._upgrade_framing = (
+                b"Transfer-Encoding: chunked"
+                if "Transfer-Encoding" in headers
+                else f"Content-Length: {request.content_length or 0}".encode()
+            )
         self._waiting.append(exchange)
         self._next()
 
@@ -368,6 +402,8 @@ class HttpConnection(asyncio.Protocol):
             self._current.request.content.feed(body)
 
     def on_message_complete(self) -> None:
+        if self._upgrade_framing:
+            return  # not the end: llhttp skipped the body of a request asking for an Upgrade
         if self._current is not None:
             self._current.request.content.feed_eof()
             self._current = None
