@@ -17,6 +17,8 @@ import pytest
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
 from walletpass_tui.webhooks.request_body import read_body
 
+SHORT_TIMEOUT_S = 0.5  # for the tests of what happens when the read timeout is over
+
 
 class Echo:
     """A handler that reads the body (within 1,000 bytes) and answers what it saw."""
@@ -41,9 +43,11 @@ Served = tuple[HttpServer, Echo, int]
 
 
 @pytest.fixture(name="served")
-async def http_served() -> AsyncIterator[Served]:
+async def http_served(request: pytest.FixtureRequest) -> AsyncIterator[Served]:
+    """A server of an Echo; its read timeout is 10 s (generous: load cannot reach it), or what
+    ``@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)`` says."""
     echo = Echo()
-    server = HttpServer(echo, read_timeout_s=0.5)
+    server = HttpServer(echo, read_timeout_s=getattr(request, "param", 10.0))
     sock = socket.create_server(("127.0.0.1", 0))
     sock.setblocking(False)
     listening = await server.bind(sock)

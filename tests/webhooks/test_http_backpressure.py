@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from http_helpers import (
+    SHORT_TIMEOUT_S,
     Served,
     http_served,  # noqa: F401  (the "served" fixture)
     parse_answers,
@@ -35,13 +36,16 @@ class BigAnswers:
 async def big_answers(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[HttpServer, BigAnswers, int]]:
-    """A server of BigAnswers; ``@pytest.mark.parametrize("big_answers", [n], indirect=True)``
-    gives its sockets a kernel send buffer of ``n`` bytes, so what it writes stays in its own."""
+    """A server of BigAnswers with a read timeout of 10 s; with
+    ``@pytest.mark.parametrize("big_answers", [(timeout_s, n)], indirect=True)``, of
+    ``timeout_s``, and its sockets' kernel send buffer is ``n`` bytes, so what it writes stays in
+    its own buffer."""
+    timeout_s, send_buffer = getattr(request, "param", (10.0, None))
     handler = BigAnswers()
-    server = HttpServer(handler, read_timeout_s=0.5)
+    server = HttpServer(handler, read_timeout_s=timeout_s)
     sock = socket.create_server(("127.0.0.1", 0))
-    if getattr(request, "param", None):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, request.param)  # inherited
+    if send_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)  # inherited
     sock.setblocking(False)
     listening = await server.bind(sock)
     await listening.start_serving()
@@ -80,7 +84,7 @@ async def test_answers_a_client_does_not_read_are_not_piled_up(
     sock.close()
 
 
-@pytest.mark.parametrize("big_answers", [4096], indirect=True)
+@pytest.mark.parametrize("big_answers", [(SHORT_TIMEOUT_S, 4096)], indirect=True)
 async def test_a_client_that_never_reads_its_answer_is_dropped(
     big_answers: tuple[HttpServer, BigAnswers, int],
 ) -> None:

@@ -8,6 +8,7 @@ import contextlib
 
 import pytest
 from http_helpers import (
+    SHORT_TIMEOUT_S,
     Served,
     exchange,
     exchange_to_close,
@@ -212,6 +213,7 @@ async def trickle(port: int, data: bytes, first: bytes = b"", every_s: float = 0
         writer.close()
 
 
+@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)
 async def test_a_head_that_trickles_in_gets_408_within_the_read_timeout(served: Served) -> None:
     _, echo, port = served
     got = await trickle(port, post(extra="X-Slow: " + "s" * 200 + "\r\n"))  # 20 s at this pace

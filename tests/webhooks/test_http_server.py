@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from http_helpers import (
+    SHORT_TIMEOUT_S,
     Served,
     closed_by_server,
     complete_answers,
@@ -114,6 +115,7 @@ async def test_head_answers_carry_no_body(served: Served) -> None:
     assert b"Content-Length: 0" not in got  # the length of the answer a POST would get
 
 
+@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)
 async def test_an_idle_kept_alive_connection_is_closed_after_the_read_timeout(
     served: Served,
 ) -> None:
@@ -121,10 +123,11 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_read_timeout(
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(post())
     await reader.readuntil(b"\r\n\r\n")
-    assert await closed_by_server(reader)  # read_timeout_s=0.5; the helper waits up to 5 s
+    assert await closed_by_server(reader)  # read_timeout_s=0.5 s; the helper waits up to 5 s
     writer.close()
 
 
+@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)
 async def test_a_partial_head_gets_408_when_it_stalls(served: Served) -> None:
     _, _, port = served
     got = await exchange(port, b"POST /hook HTTP/1.1\r\nHost: x\r\nX-Par")
