@@ -102,12 +102,6 @@ async def test_expect_100_continue_gets_its_interim_answer_before_the_body(serve
     assert echo.seen == [("POST", "/hook", b"abcd")]
 
 
-async def test_http_1_0_is_answered_and_closed(served: Served) -> None:
-    _, _, port = served
-    got = await exchange(port, b"POST /hook HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}")
-    assert got.startswith(b"HTTP/1.1 200") and b"Connection: close" in got
-
-
 async def test_head_answers_carry_no_body(served: Served) -> None:
     _, _, port = served
     got = await exchange(port, b"HEAD /hook HTTP/1.1\r\nHost: x\r\n\r\n", eof=True, answers=2)

@@ -257,7 +257,10 @@ class HttpConnection(asyncio.Protocol):
             else:
                 self._refuse(400, "malformed HTTP request")
         except httptools.HttpParserError as exc:
-            self._refuse(400, f"malformed HTTP request ({_reason(exc)})")
+            if self._parser.get_method() == b"PRI":  # HTTP/2's preface: no Upgrade came first
+                self._refuse(505, "HTTP/2 is not supported here without an upgrade: send HTTP/1.1")
+            else:
+                self._refuse(400, f"malformed HTTP request ({_reason(exc)})")
         else:
             self._bound_section(section, size)
 
@@ -358,6 +361,9 @@ class HttpConnection(asyncio.Protocol):
         self._cancel_timer()
         parser = self._parser
         method = parser.get_method()
+        version = parser.get_http_version()
+        if version not in ("1.0", "1.1"):
+            raise _Refused(505, f"HTTP/{version} is not supported: send HTTP/1.1")
         if method == b"CONNECT":
             raise _Refused(501, "CONNECT is not supported: this server receives webhooks")
         headers = CIMultiDict(self._headers)
@@ -366,8 +372,12 @@ class HttpConnection(asyncio.Protocol):
             path = unquote(httptools.parse_url(self._url).path.decode("utf-8", "surrogateescape"))
         except httptools.HttpParserInvalidURLError:
             path = target  # not a path (llhttp let it through): it matches no route
+        _check_codings(headers)
+        expectations = [e.strip().lower() for e in headers.getall("Expect", [])]
+        if expectations and expectations != ["100-continue"]:
+            raise _Refused(417, "no expectation but Expect: 100-continue can be met")
+        http_1_0 = version == "1.0"
         declared = headers.get("Content-Length")
-        expect = headers.get("Expect", "").lower() == "100-continue"
         request = Request(
             method=method.decode("ascii", "replace"),
             path=path,
@@ -375,10 +385,10 @@ class HttpConnection(asyncio.Protocol):
             headers=headers,
             remote=self._remote,
             content_length=int(declared) if declared and declared.isdigit() else None,
-            content=Body(self, expect),
+            content=Body(self, bool(expectations) and not http_1_0),  # 1.0 knows no 100
             keep_alive=parser.should_keep_alive(),
         )
-        exchange = self._current = _Exchange(request, parser.get_http_version() == "1.0")
+        exchange = self._current = _Exchange(request, http_1_0)
         if parser.should_upgrade():  # llhttp skips the body and stops: _ignore_upgrade goes on
             self._upgrade_framing = (
                 b"Transfer-Encoding: chunked"
@@ -449,13 +459,16 @@ class HttpConnection(asyncio.Protocol):
         unread = not request.content.is_eof()
         last = not self._waiting and self._refusal is None and (self._ended or self._shutting)
         close = response.close or not request.keep_alive or unread or self._shutting or last
-        self._send(request.method, response, close)
+        # HTTP/1.0 closes after the answer unless told otherwise.
+        self._send(request.method, response, close, keep_alive=exchange.http_1_0 and not close)
         if close:
             self._close()
         else:
             self._next()
 
-    def _send(self, method: str, response: Response, close: bool) -> None:
+    def _send(
+        self, method: str, response: Response, close: bool, *, keep_alive: bool = False
+    ) -> None:
         body = response.text.encode("utf-8")
         try:
             phrase = HTTPStatus(response.status).phrase
@@ -470,6 +483,8 @@ class HttpConnection(asyncio.Protocol):
         lines.extend(f"{name}: {value}" for name, value in response.headers)
         if close:
             lines.append("Connection: close")
+        elif keep_alive:
+            lines.append("Connection: keep-alive")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self.write(head if method == "HEAD" else head + body)
 
@@ -623,6 +638,20 @@ class HttpServer:
         if server is not None:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
+
+
+def _check_codings(headers: CIMultiDict[str]) -> None:
+    """A body is read as sent, or chunked: a transfer coding it would have to decode (gzip,
+    deflate...) is a 501. A Content-Encoding is the sender's and kept: the signature is over the
+    bytes as sent."""
+    codings = [c.strip() for te in headers.getall("Transfer-Encoding", []) for c in te.split(",")]
+    if codings and [c.lower() for c in codings] != ["chunked"]:
+        shown = ", ".join(codings)[:100]
+        raise _Refused(
+            501,
+            f"Transfer-Encoding {shown} is not supported: "
+            "send the body with Content-Length, or chunked and nothing else",
+        )
 
 
 def _reason(exc: Exception) -> str:
