@@ -1,6 +1,7 @@
 """Back-pressure: a client that stops reading its answers has nothing piled up for it in the
 server and is dropped when it takes nothing for a whole read timeout; a body its handler does not
-read yet is not read from the socket past a bound. Real sockets on 127.0.0.1."""
+read yet is not read from the socket past a bound; requests pipelined behind the one being
+answered wait unparsed. Real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ from http_helpers import (
     until,
 )
 
-from walletpass_tui.webhooks.http_server import BUFFER_BYTES, HttpServer, Request, Response
+from walletpass_tui.webhooks.http_server import (
+    BUFFER_BYTES,
+    FEED_BYTES,
+    HttpServer,
+    Request,
+    Response,
+)
 
 
 class BigAnswers:
@@ -113,3 +120,27 @@ async def test_a_body_its_handler_does_not_read_yet_is_not_read_past_a_bound(
     echo.gate.set()
     sending.cancel()
     sock.close()
+
+
+async def test_pipelined_requests_wait_unparsed_behind_the_one_being_answered(
+    served: Served,
+) -> None:
+    server, echo, port = served
+    echo.gate = asyncio.Event()  # the first request's handler waits
+    one = b"GET /n HTTP/1.1\r\nHost: x\r\n\r\n"
+    count = 2000  # 58 KB in one write
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(one * count)
+    await writer.drain()
+    await until(lambda: echo.requests and server.connections)
+    await asyncio.sleep(0.3)  # time enough to parse all 2,000 if nothing held them back
+    (connection,) = server.connections
+    assert 1 <= connection.waiting <= FEED_BYTES // len(one) + 1  # parsed: one piece at most
+    echo.gate.set()
+    got = b""
+    async with asyncio.timeout(30):  # did not hang: every one is answered, in order
+        while got.count(b"HTTP/1.1 200") < count and (chunk := await reader.read(65536)):
+            got += chunk
+    writer.close()
+    assert got.count(b"HTTP/1.1 200") == count
+    assert len(echo.seen) == count

@@ -41,7 +41,7 @@ from multidict import CIMultiDict
 MAX_FIELD_BYTES = 16 * 1024  # one header line, or the request line
 MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
 MAX_HEADERS = 128
-FEED_BYTES = MAX_FIELD_BYTES  # a read is parsed in pieces of at most this many bytes
+FEED_BYTES = 4 * 1024  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
 SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
 
@@ -205,6 +205,8 @@ class HttpConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._write_timer: asyncio.TimerHandle | None = None
         self._paused = False
+        self._unparsed: memoryview | None = None  # the rest of a read, waiting to be parsed
+        self._parse_soon = False
         self._write_paused = False
         self._closing = False
         self._ended = False  # nothing more is parsed: the client sent its end, or was refused
@@ -225,19 +227,37 @@ class HttpConnection(asyncio.Protocol):
         self._cancel_timer()
         self._cancel_write_timer()
         self._waiting.clear()
+        self._unparsed = None
         if self._current is not None:
             # A handler waiting for the rest of a body stops there: nothing to answer.
             self._current.request.content.break_off()
 
     def data_received(self, data: bytes) -> None:
-        if len(data) <= FEED_BYTES:
-            self._feed(data)
+        if self._unparsed is not None:  # reading is paused while bytes wait: not expected
+            self._unparsed = memoryview(bytes(self._unparsed) + data)
             return
-        view = memoryview(data)
-        for start in range(0, len(data), FEED_BYTES):
-            self._feed(view[start : start + FEED_BYTES])
+        self._parse(memoryview(data))
 
-    def _feed(self, data: bytes | memoryview) -> None:
+    def _parse(self, data: memoryview) -> None:
+        """Parse ``data`` piece by piece; once a whole request waits behind the one being
+        answered, the rest waits unparsed (``_unparsed``) until that one is started."""
+        for start in range(0, len(data), FEED_BYTES):
+            if self._closing or self._ended:
+                return
+            if self._waiting:
+                self._unparsed = data[start:]
+                self._update_reading()
+                return
+            self._feed(data[start : start + FEED_BYTES])
+
+    def _parse_unparsed(self) -> None:
+        self._parse_soon = False
+        data, self._unparsed = self._unparsed, None
+        if data is not None:
+            self._parse(data)
+            self._update_reading()
+
+    def _feed(self, data: memoryview) -> None:
         """Parse one piece; a field section still open after it is bounded (``_bound_section``)."""
         if self._closing or self._ended:
             return
@@ -496,6 +516,7 @@ class HttpConnection(asyncio.Protocol):
             return
         self._cancel_timer()
         self._ended = True
+        self._unparsed = None
         self._update_reading()
         refusal = Response(status, f"{reason}\n", close=True)
         current, self._current = self._current, None
@@ -537,6 +558,13 @@ class HttpConnection(asyncio.Protocol):
             or self._write_paused
             or (body is not None and body.buffered > BUFFER_BYTES)
         )
+        if wanted and self._unparsed is not None:
+            # What was read already is parsed first (soon: this may run inside a callback of
+            # the parser); the socket is read again once it is.
+            if not self._parse_soon:
+                self._parse_soon = True
+                self._loop.call_soon(self._parse_unparsed)
+            wanted = False
         if wanted and self._paused:
             self._paused = False
             transport.resume_reading()
@@ -585,6 +613,7 @@ class HttpConnection(asyncio.Protocol):
         self._closing = True
         self._cancel_timer()
         self._waiting.clear()
+        self._unparsed = None
 
     # -- stopping --------------------------------------------------------------------------------
 
@@ -599,6 +628,11 @@ class HttpConnection(asyncio.Protocol):
     @property
     def active(self) -> asyncio.Task[None] | None:
         return self._active
+
+    @property
+    def waiting(self) -> int:
+        """How many whole requests wait behind the one being answered."""
+        return len(self._waiting)
 
     def abort(self) -> None:
         if self._transport is not None:
