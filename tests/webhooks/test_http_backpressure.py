@@ -1,7 +1,7 @@
 """Back-pressure: a client that stops reading its answers has nothing piled up for it in the
 server and is dropped when it takes nothing for a whole read timeout; a body its handler does not
 read yet is not read from the socket past a bound; requests pipelined behind the one being
-answered wait unparsed. Real sockets on 127.0.0.1."""
+answered wait unparsed; connections over a bound are refused. Real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator
 import pytest
 from http_helpers import (
     SHORT_TIMEOUT_S,
+    Echo,
     Served,
+    exchange,
     http_served,  # noqa: F401  (the "served" fixture)
     parse_answers,
     post,
@@ -144,3 +146,33 @@ async def test_pipelined_requests_wait_unparsed_behind_the_one_being_answered(
     writer.close()
     assert got.count(b"HTTP/1.1 200") == count
     assert len(echo.seen) == count
+
+
+async def test_connections_over_the_bound_get_503_and_the_others_go_on() -> None:
+    echo = Echo()
+    server = HttpServer(echo, read_timeout_s=10.0, max_connections=2)
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setblocking(False)
+    await (await server.bind(sock)).start_serving()
+    port = sock.getsockname()[1]
+    try:
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        await until(lambda: len(server.connections) == 2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        async with asyncio.timeout(5):
+            refused = await reader.read()  # the answer, then the close
+        writer.close()
+        answers = parse_answers(refused)
+        assert [(a.status, a.header("Connection")) for a in answers] == [(503, "close")]
+        assert b"too many connections" in answers[0].body
+        assert len(server.connections) == 2
+        held[0][1].write(post("/still"))  # the connections it holds are served
+        assert (await held[0][0].readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+        held[1][1].close()
+        await until(lambda: len(server.connections) == 1)
+        got = await exchange(port, post("/again"))  # a place is free again
+        assert parse_answers(got)[0].status == 200
+        held[0][1].close()
+    finally:
+        await server.stop()
+    assert [s[1] for s in echo.seen] == ["/still", "/again"]

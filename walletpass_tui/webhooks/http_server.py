@@ -43,6 +43,7 @@ MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
 MAX_HEADERS = 128
 FEED_BYTES = 4 * 1024  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
+MAX_CONNECTIONS = 512  # open at once; at most half the process's file descriptors
 SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
 
 
@@ -218,6 +219,12 @@ class HttpConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         self._remote = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        if len(self._server.connections) >= self._server.max_connections:
+            # Nothing of it is read: the file descriptors left are the store's and the rest.
+            self._ended = True
+            self._send("GET", Response(503, "too many connections; try again later\n"), close=True)
+            self._close()
+            return
         self._server.connections.add(self)
         self._arm_head_timer()
 
@@ -642,9 +649,12 @@ class HttpConnection(asyncio.Protocol):
 class HttpServer:
     """Serves ``handler`` on a listening socket: ``bind()``, ``serve()``, ``stop()``."""
 
-    def __init__(self, handler: Handler, *, read_timeout_s: float) -> None:
+    def __init__(
+        self, handler: Handler, *, read_timeout_s: float, max_connections: int | None = None
+    ) -> None:
         self.handler = handler
         self.read_timeout_s = read_timeout_s
+        self.max_connections = max_connections or _connection_bound()
         self.connections: set[HttpConnection] = set()
         self._server: asyncio.Server | None = None
 
@@ -686,6 +696,19 @@ def _check_codings(headers: CIMultiDict[str]) -> None:
             f"Transfer-Encoding {shown} is not supported: "
             "send the body with Content-Length, or chunked and nothing else",
         )
+
+
+def _connection_bound() -> int:
+    """``MAX_CONNECTIONS``, or half the file descriptors this process may open if that is less
+    (macOS gives a shell 256)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return MAX_CONNECTIONS
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // 2))
 
 
 def _reason(exc: Exception) -> str:
