@@ -1,25 +1,24 @@
 """The receiver's HTTP/1.1 server: a small asyncio protocol over ``httptools`` (llhttp, in C).
 
 Every delivery goes through here, so it does only what a webhook receiver needs and nothing per
-request that a sender does not: parse (llhttp, strict), bound the head, hand the request to the
-handler as soon as its headers are complete, write the answer, keep the connection or close it.
+request that a sender does not: parse (llhttp, strict), bound what a client sends and leaves
+unread, hand the request to the handler as soon as its headers are complete, write the answer,
+keep the connection or close it. docs/threats/http.md has every bound and the test of each.
 
-Bounds and timeouts (everything that arrives is hostile until verified):
-
-* the head: one line or header field over ``MAX_FIELD_BYTES``, a head over ``MAX_HEAD_BYTES`` or
-  more than ``MAX_HEADERS`` headers is a 431 and the connection is closed;
-* a head that does not arrive within ``read_timeout_s`` (a first request, or the next one on a
-  kept-alive connection) closes the connection: a 408 when part of it came;
-* malformed HTTP (llhttp's strict mode: bad request lines, bad header characters, both
-  Content-Length and Transfer-Encoding, bad chunk sizes...) is a 400 with llhttp's reason, and
-  the connection is closed;
-* the body: the handler reads it through ``Request.content`` (``request_body.read_body`` keeps to
-  the limit and the read timeout); reading from the socket pauses while more than
-  ``BUFFER_BYTES`` wait unread, and a connection whose body was not read to its end is closed
-  after the answer, so nothing past a limit is ever read.
-
-Requests on one connection are answered in order, one at a time; reading pauses while one waits
-behind the one being handled (pipelining is bounded too).
+* The head, and a chunked body's trailer fields: at most ``MAX_HEAD_BYTES`` together,
+  ``MAX_FIELD_BYTES`` a field, ``MAX_HEADERS`` fields, however the bytes arrive (431; a target over
+  ``MAX_FIELD_BYTES`` is a 414), within ``read_timeout_s`` (408). Trailer fields are dropped.
+* Malformed HTTP (llhttp's strict mode) is a 400 with llhttp's reason; a transfer coding other
+  than chunked a 501, CONNECT a 501, an Expect other than 100-continue a 417, an HTTP version
+  other than 1.0 and 1.1 a 505. An Upgrade is not done: the request is answered over HTTP/1.1.
+* The body: the handler reads it through ``Request.content`` (``request_body.read_body`` keeps to
+  the limit and the read timeout); the socket is not read while more than ``BUFFER_BYTES`` wait
+  unread, and a connection whose body was not read to its end is closed after the answer.
+* Requests on one connection are answered one at a time, in the order they came; a refusal comes
+  after the answers of the requests before it, then the connection closes. Once a request waits
+  behind the one being answered, the socket is not read and the rest of the read waits unparsed.
+* A client that leaves answers unread gets no more until it reads, and is dropped when it takes
+  none for ``read_timeout_s``. At most ``MAX_CONNECTIONS`` connections are open at once (503).
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ from urllib.parse import unquote
 import httptools
 from multidict import CIMultiDict
 
-MAX_FIELD_BYTES = 16 * 1024  # one header line, or the request line
-MAX_HEAD_BYTES = 64 * 1024  # the request line and every header together
+MAX_FIELD_BYTES = 16 * 1024  # the request target, or one field's name and value
+MAX_HEAD_BYTES = 64 * 1024  # the target and every field's name and value together
 MAX_HEADERS = 128
 FEED_BYTES = 4 * 1024  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
