@@ -24,7 +24,7 @@ from receiver_helpers import (
     signed,
 )
 
-from walletpass_tui.webhooks.store import VERIFIED
+from walletpass_tui.webhooks.models import VERIFIED
 
 # -- HTTP/1.0 -------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from receiver_helpers import (
     signed,
 )
 
-from walletpass_tui.webhooks.store import VERIFIED
+from walletpass_tui.webhooks.models import VERIFIED
 
 BAD_CHUNK = b"POST /bad HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
 

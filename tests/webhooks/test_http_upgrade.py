@@ -22,7 +22,7 @@ from receiver_helpers import (
     signed,
 )
 
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED
 
 H2C = "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
 
