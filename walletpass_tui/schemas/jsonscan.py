@@ -32,6 +32,9 @@ ARRAY = "array"
 TYPES = (STRING, INTEGER, NUMBER, BOOLEAN, NULL, OBJECT, ARRAY)
 
 _WS = re.compile(r"[ \t\n\r]*")
+# A string without escapes (most of them), read in one match; others go through scanstring.
+_PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
+_PLAIN_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {
     "t": ("true", BOOLEAN),
@@ -134,6 +137,7 @@ def scan(text: str, sink: Sink) -> None:
     """Tell ``sink`` every value of the JSON document ``text``; NotJson when it is not one."""
     ws = _WS.match
     number = _NUMBER.match
+    plain_string = _PLAIN_STRING.match
     stack: list[bool] = []  # True: inside an object; False: inside an array
     push, pop = stack.append, stack.pop
     end = len(text)
@@ -143,7 +147,11 @@ def scan(text: str, sink: Sink) -> None:
             # -- one value at pos ------------------------------------------------------------
             c = text[pos] if pos < end else ""
             if c == '"':
-                value, pos = scanstring(text, pos + 1, True)
+                plain = plain_string(text, pos)
+                if plain is not None:
+                    value, pos = plain.group(1), plain.end()
+                else:
+                    value, pos = scanstring(text, pos + 1, True)
                 sink.scalar(STRING, value)
             elif c == "{":
                 sink.begin_object()
@@ -212,6 +220,10 @@ def scan(text: str, sink: Sink) -> None:
 
 def _key(text: str, pos: int, sink: Sink) -> int:
     """Read ``"name" :`` at ``pos`` (whitespace already skipped); returns where its value starts."""
+    plain = _PLAIN_KEY.match(text, pos)
+    if plain is not None:
+        sink.key(plain.group(1))
+        return plain.end()
     if not text.startswith('"', pos):
         raise NotJson(f"expected a key at {pos}")
     name, pos = scanstring(text, pos + 1, True)

@@ -64,6 +64,8 @@ class Observer:
         self.frames: list[_Frame] = []
         self.new_paths = 0
         self.new_idlike: dict[str, int] = {}
+        self.named_idlike: set[tuple[str, str]] = set()  # id-like keys named in this body
+        self.maps: dict[str, str] = {}  # parent path -> its map path, once it is a map
         self.untracked: set[bytes] = set()
         self.untracked_more = False
         self.root = PathStats(ROOT, None, Segment.ROOT, "", 0)
@@ -150,15 +152,11 @@ class Observer:
             parent.open = True
             self._untrack(child(parent.path, Segment.KEY, name[: MAX_KEY_CHARS + 1]))
             return None
-        path = child(parent.path, Segment.KEY, name)
-        if (
-            path not in self.paths
-            and path not in self.group.paths
-            and looks_like_id(name)
-            and self._is_map(parent.path)
-        ):
-            return self._child(parent, Segment.MAP, MAP, child(parent.path, Segment.MAP))
-        return self._child(parent, Segment.KEY, name, path)
+        if looks_like_id(name) and (parent.path, name) not in self.named_idlike:
+            map_path = self._map_path(parent.path)
+            if map_path is not None:
+                return self._child(parent, Segment.MAP, MAP, map_path)
+        return self._child(parent, Segment.KEY, name, child(parent.path, Segment.KEY, name))
 
     def _child(self, parent: PathStats, segment: Segment, key: str, path: str) -> PathStats | None:
         found = self.paths.get(path)
@@ -176,20 +174,25 @@ class Observer:
             self.new_paths += 1
             if segment is Segment.KEY and looks_like_id(key):
                 self.new_idlike[parent.path] = self.new_idlike.get(parent.path, 0) + 1
+                self.named_idlike.add((parent.path, key))
         stats = PathStats(path, parent.path, segment, key, parent.depth + 1)
         if known is not None:
             stats.example = known.example
         self.paths[path] = stats
         return stats
 
-    def _is_map(self, parent: str) -> bool:
-        """A new id-like key at ``parent`` goes to ``{*}``: a map is there, or it would be the
-        (MAP_KEYS + 1)th."""
+    def _map_path(self, parent: str) -> str | None:
+        """Where a new id-like key at ``parent`` goes when the parent is a map: a map is there,
+        or the key would be its (MAP_KEYS + 1)th id-like key. None: it keeps its name."""
+        found = self.maps.get(parent)
+        if found is not None:
+            return found
         map_path = child(parent, Segment.MAP)
-        if map_path in self.paths or map_path in self.group.paths:
-            return True
         known = self.group.idlike.get(parent, 0) + self.new_idlike.get(parent, 0)
-        return known >= MAP_KEYS
+        if map_path in self.paths or map_path in self.group.paths or known >= MAP_KEYS:
+            self.maps[parent] = map_path
+            return map_path
+        return None
 
     def _untrack(self, path: str) -> None:
         if len(self.untracked) < UNTRACKED_CAP:
