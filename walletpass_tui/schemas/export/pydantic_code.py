@@ -5,7 +5,7 @@ not imported here.
 Wire text never becomes code: every field whose name is not a plain ASCII identifier that is
 safe as a model attribute (not a keyword, no leading underscore, nothing ``BaseModel`` defines,
 no ``model_`` prefix, not one of the module's names) gets a made-up attribute name and its
-real name as ``alias``, written as a string literal (ASCII, escaped). The module refers to
+real name as ``alias``, written as a string literal by ``ascii()`` (escaped, ASCII only). The module refers to
 pydantic and typing only through ``_pd`` and ``_t``, which no field or class name can shadow.
 Types are strict (``StrictInt`` stays an integer, ``true`` is no integer); an optional field
 defaults to None.
@@ -13,7 +13,6 @@ defaults to None.
 
 from __future__ import annotations
 
-import json
 import keyword
 import re
 
@@ -59,8 +58,8 @@ def _safe_attribute(key: str) -> bool:
 
 
 def _literal(text: str) -> str:
-    """A Python string literal for any text (JSON's escapes are Python's too; ASCII only)."""
-    return json.dumps(text, ensure_ascii=True)
+    """A Python string literal for any text, ASCII only (``\\U0001f600``, ``\\ud800``, ``\\n``)."""
+    return ascii(text)
 
 
 class _Writer:
@@ -95,16 +94,16 @@ class _Writer:
         name = wanted if exact else self.classes.claim(wanted)
         self.class_names.add(name)
         fields: list[str] = []
+        # Every class this one's annotations name is claimed first, so no field can shadow one.
+        kid_types = [self.type_of(kid, name + (pascal(key) or "Field")) for key, kid in node.props]
         attributes = Names(self.classes.taken | _BASEMODEL)
-        for key, kid in node.props:
-            kid_type = self.type_of(kid, name + (pascal(key) or "Field"))
+        for (key, kid), kid_type in zip(node.props, kid_types, strict=True):
             if _safe_attribute(key) and key not in attributes.taken:
                 attribute = attributes.claim(key)
                 alias = None
             else:
-                attribute = attributes.claim(
-                    "field_" + (re.sub(r"[^A-Za-z0-9]+", "_", key).strip("_") or "x")
-                )
+                plain = re.sub(r"[^A-Za-z0-9]+", "_", key).strip("_") or "x"
+                attribute = attributes.claim("field_" + plain)
                 alias = key
             args = [] if kid.required else ["default=None"]
             if alias is not None:

@@ -21,6 +21,22 @@ from walletpass_tui.schemas.model import GroupSchema
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _QUOTED_ALWAYS = {"__proto__", "constructor", "prototype"}
 _SCALARS = {STRING: "string", INTEGER: "number", NUMBER: "number", BOOLEAN: "boolean", NULL: "null"}
+# Every object literal has these (from Object.prototype) in TypeScript's eyes, so an object
+# without its own cannot be given to an optional property of that name typed otherwise.
+_INHERITED = {
+    "__proto__",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "constructor",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "toString",
+    "valueOf",
+}
 
 
 def property_name(key: str) -> str:
@@ -63,6 +79,8 @@ class _Writer:
             optional = "" if kid.required else "?"
             presence = "" if kid.required else f"  /** present in {kid.presence:.0%} */\n"
             kid_type = self.type_of(kid, name + (pascal(key) or "Field"))
+            if optional and key in _INHERITED:
+                kid_type = "unknown"  # see _INHERITED
             lines.append(f"{presence}  {property_name(key)}{optional}: {kid_type};")
         if node.map_values is not None or node.open:
             values = "unknown"
