@@ -227,7 +227,7 @@ async def test_a_damaged_file_is_deleted_and_learned_again(store: Store) -> None
         await second.aclose()
 
 
-async def test_two_learners_on_one_history_never_learn_a_row_twice(store: Store) -> None:
+async def test_two_learners_on_one_history_work_side_by_side(store: Store) -> None:
     learners = [SchemaLearner(store.path, coalesce_s=0.001).start() for _ in range(2)]
     for running in learners:
         running.follow(store)
@@ -252,3 +252,17 @@ async def test_templates_are_a_group_of_their_own(store: Store, learner: SchemaL
     assert [f.path for f in reader.fields(TEMPLATES)] == ["$", "id", "name", "passType"]
     await asyncio.to_thread(learner.rebuild)  # the history holds no templates: they stay
     assert reader.groups()[0].samples == 3
+
+
+async def test_a_running_learner_follows_a_rebuild_made_by_another_program(
+    store: Store, learner: SchemaLearner
+) -> None:
+    for n in range(30):
+        await store.record(attempt(n, activated(n)))
+    await learner.asettled()
+    assert await store.prune_older_than(T0 + 10_000) == 10  # the oldest ten leave the history
+    assert await asyncio.to_thread(rebuild, store.path) == 20  # as `schema rebuild` would
+    await store.record(attempt(30, activated(30)))
+    await learner.asettled()
+    # The running learner loaded the rebuilt schemas before learning on: 20 + 1, not 30 + 1.
+    assert SchemaReader(store.path).groups()[0].samples == 21
