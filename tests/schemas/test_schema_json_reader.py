@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletpass_tui.schemas.jsonscan import NotJson, read, scan, walk
+from walletpass_tui.schemas.learn import Observer, observe
+from walletpass_tui.schemas.model import GroupKey, GroupSchema, Source
 
 
 class Events:
@@ -122,3 +124,41 @@ def test_an_integer_too_long_for_json_loads_is_still_an_integer() -> None:
 def test_what_is_not_utf8_json_is_refused(body: bytes) -> None:
     with pytest.raises(NotJson):
         read(body, Events())
+
+
+def observed(text: str, group: GroupSchema, *, scanned_text: bool) -> list[Any]:
+    observer = Observer(group)
+    if scanned_text:
+        scan(text, observer)
+    else:
+        observer.observe_doc(json.loads(text))
+    return [
+        (s.path, s.types, s.seen, s.holders, s.objects, s.arrays, s.example, s.open)
+        for s in observer.result().paths.values()
+    ]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(first=JSON, doc=JSON)
+def test_a_parsed_body_is_observed_as_its_scanned_text_is(first: Any, doc: Any) -> None:
+    """Bodies up to 64 KiB are walked after json.loads, larger ones scanned: the same paths."""
+    group = GroupSchema(GroupKey.of_topic("t"))
+    obs = observe(json.dumps(first).encode(), group)
+    assert obs is not None
+    group.merge(list(obs.paths.values()), Source(1))
+    text = json.dumps(doc)
+    assert observed(text, group, scanned_text=True) == observed(text, group, scanned_text=False)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"m": {f"pass_{n:03d}": {"v": n, "w": [n, "x"]} for n in range(60)}, "name": "n"},
+        [{"m": {f"id{n}": n for n in range(30)}}, {"m": {f"id{n}": str(n) for n in range(25, 60)}}],
+        {"a" * 200: 1, "b": [[], [[]], [{}], [{"c": None}]]},
+    ],
+)
+def test_maps_long_keys_and_nested_arrays_are_observed_alike(doc: Any) -> None:
+    group = GroupSchema(GroupKey.of_topic("t"))
+    text = json.dumps(doc)
+    assert observed(text, group, scanned_text=True) == observed(text, group, scanned_text=False)

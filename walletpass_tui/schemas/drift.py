@@ -68,21 +68,22 @@ def detect(group: GroupSchema, obs: Observation) -> list[Change]:
                 now = types_text(seen.types)
                 changes.append(Change(seen.path, Kind.FIELD_ADDED, None, now, ()))
             continue
+        if seen.types.keys() <= stats.types.keys():
+            continue  # the common case: no type it had not
         new = [t for t in seen.types if is_new_type(t, stats.types)]
         if new:
+            was = types_text(stats.types)
             baseline = tuple(stats.types)
-            changes.append(
-                Change(
-                    seen.path, Kind.TYPE_CHANGED, types_text(stats.types), types_text(new), baseline
-                )
-            )
-    for stats in known.values():
-        if stats.segment in (Segment.MAP, Segment.ROOT) or not group.always_present(stats):
-            continue
+            changes.append(Change(seen.path, Kind.TYPE_CHANGED, was, types_text(new), baseline))
+    missing = False
+    for stats in group.always_present_paths():
         could, held = _held(obs, stats.path, stats.segment, stats.parent)
         if held < could:
+            missing = True
             was = types_text(stats.types)
             changes.append(Change(stats.path, Kind.FIELD_MISSING, was, None, tuple(stats.types)))
+    if missing:
+        group.always = None  # those paths are present in every sample no more
     return changes
 
 

@@ -14,7 +14,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from walletpass_tui.schemas.jsonscan import ARRAY, OBJECT, NotJson, read, text_of
+from walletpass_tui.schemas.jsonscan import (
+    ARRAY,
+    BOOLEAN,
+    FAST_BYTES,
+    INTEGER,
+    NULL,
+    NUMBER,
+    OBJECT,
+    STRING,
+    NotJson,
+    decode,
+    scan,
+    text_of,
+)
 from walletpass_tui.schemas.model import GroupSchema, PathStats
 from walletpass_tui.schemas.paths import (
     MAP,
@@ -122,6 +135,80 @@ class Observer:
             if slot.example is None:
                 slot.example = example(text_of(value))
 
+    # -- a parsed document, walked directly ----------------------------------------------------
+
+    def take(self, slot: PathStats, value: Any) -> Any:
+        """Record ``value`` at ``slot``; an iterator over its children when it is a container."""
+        kind = type(value)
+        types = slot.types
+        slot.seen += 1
+        if kind is dict:
+            types[OBJECT] = types.get(OBJECT, 0) + 1
+            slot.objects += 1
+            return iter(value.items())
+        if kind is list:
+            types[ARRAY] = types.get(ARRAY, 0) + 1
+            slot.arrays += 1
+            return iter(value)
+        if kind is str:
+            name = STRING
+        elif value is None:
+            name = NULL
+        elif kind is bool:
+            name = BOOLEAN
+        elif kind is int:
+            name = INTEGER
+        else:
+            name = NUMBER
+        types[name] = types.get(name, 0) + 1
+        if slot.example is None:
+            slot.example = example(text_of(value))
+        return None
+
+    def observe_doc(self, doc: Any) -> None:
+        """The same as the reader's events for ``doc`` (what ``json.loads`` made), without them:
+        depth first, document order, and a subtree that is not learned is not visited."""
+        root = self.root
+        root.holders = 1
+        children = self.take(root, doc)
+        if children is None:
+            return
+        frames: list[list[Any]] = [[children, root, type(doc) is dict, _PENDING]]
+        key_child, take, item_kind = self._key_child, self.take, Segment.ITEM
+        while frames:
+            frame = frames[-1]
+            entries, parent, is_object = frame[0], frame[1], frame[2]
+            for entry in entries:
+                if is_object:
+                    key, value = entry
+                    slot = key_child(parent, key)
+                    if slot is None:
+                        continue
+                    if slot.segment is Segment.MAP:  # several keys, one path: held once
+                        if len(frame) == 4:
+                            frame.append(set())
+                        if slot.path not in frame[4]:
+                            frame[4].add(slot.path)
+                            slot.holders += 1
+                    else:
+                        slot.holders += 1  # a parsed object's keys are unique
+                else:
+                    value = entry
+                    slot = frame[3]
+                    if slot is _PENDING:
+                        slot = self._child(parent, item_kind, "", child(parent.path, item_kind))
+                        frame[3] = slot
+                        if slot is not None:
+                            slot.holders += 1
+                    if slot is None:
+                        continue
+                kids = take(slot, value)
+                if kids is not None:
+                    frames.append([kids, slot, type(value) is dict, _PENDING])
+                    break
+            else:
+                frames.pop()
+
     # -- where a value goes ------------------------------------------------------------------
 
     def _slot(self) -> PathStats | None:
@@ -208,7 +295,16 @@ def observe(body: bytes, group: GroupSchema) -> Observation | None:
     """What ``body`` shows, or None when it is not UTF-8 JSON. Never raises for any body."""
     observer = Observer(group)
     try:
-        read(body, observer)
+        text = decode(body)
+        if len(body) <= FAST_BYTES:
+            try:
+                doc = json.loads(text)
+            except (ValueError, RecursionError):
+                pass  # not JSON, or more than json.loads takes: the scanner decides
+            else:
+                observer.observe_doc(doc)
+                return observer.result()
+        scan(text, observer)
     except NotJson:
         return None
     return observer.result()

@@ -198,6 +198,7 @@ class GroupSchema:
     # is a map), and each named key's path by (parent path, key).
     idlike: dict[str, int] = field(default_factory=dict)
     by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
+    always: list[PathStats] | None = None  # see always_present_paths()
     # What changed since the last save (storage.py writes only these).
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
@@ -243,6 +244,7 @@ class GroupSchema:
 
     def reindex(self) -> None:
         """Rebuild the indexes of ``paths`` (after loading, after a fold)."""
+        self.always = None
         self.idlike = {}
         self.by_key = {}
         for s in self.paths.values():
@@ -271,37 +273,64 @@ class GroupSchema:
 
     def merge(self, seen: list[PathStats], source: Source) -> None:
         """Add one sample's observation (paths in document order, parents first)."""
+        paths, dirty = self.paths, self.dirty
+        at_ms, webhook_id = source.seen_at_ms, source.webhook_id
         for obs in seen:
-            stats = self.paths.get(obs.path)
+            path = obs.path
+            stats = paths.get(path)
             if stats is None:
-                stats = PathStats(obs.path, obs.parent, obs.segment, obs.key, obs.depth)
+                stats = PathStats(path, obs.parent, obs.segment, obs.key, obs.depth)
                 stats.seq = self.next_seq
                 self.next_seq += 1
-                stats.first_seen_ms = source.seen_at_ms
-                stats.first_webhook_id = source.webhook_id
+                stats.first_seen_ms = at_ms
+                stats.first_webhook_id = webhook_id
                 stats.first_attempt_id = source.attempt_id
-                self.paths[obs.path] = stats
-                self.removed.discard(obs.path)
+                paths[path] = stats
+                self.removed.discard(path)
+                self.always = None
                 if obs.segment is Segment.KEY and obs.parent is not None:
                     self.by_key[(obs.parent, obs.key)] = stats
                     if looks_like_id(obs.key):
                         self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
-            obs.last_seen_ms = source.seen_at_ms
-            obs.last_webhook_id = source.webhook_id
-            obs.first_seen_ms = 0  # counts only: the first sighting is kept as set above
-            stats.absorb(obs)
-            self.dirty.add(obs.path)
+            types = stats.types
+            for kind, n in obs.types.items():
+                types[kind] = types.get(kind, 0) + n
+            stats.seen += obs.seen
+            stats.holders += obs.holders
+            stats.objects += obs.objects
+            stats.arrays += obs.arrays
+            if obs.open:
+                stats.open = True
+            if stats.example is None:
+                stats.example = obs.example
+            stats.last_seen_ms = at_ms
+            stats.last_webhook_id = webhook_id
+            dirty.add(path)
         self.samples += 1
         if not self.first_seen_ms:
-            self.first_seen_ms = source.seen_at_ms
-        self.last_seen_ms = source.seen_at_ms
-        self.last_webhook_id = source.webhook_id
+            self.first_seen_ms = at_ms
+        self.last_seen_ms = at_ms
+        self.last_webhook_id = webhook_id
         self.changed = True
         folded = False
-        for parent in {obs.parent for obs in seen if obs.parent is not None}:
-            folded = self._fold_if_map(parent) or folded
+        for parent, count in list(self.idlike.items()):
+            if count:
+                folded = self._fold_if_map(parent) or folded
         if folded:
             self.reindex()
+            self.always = None
+
+    def always_present_paths(self) -> list[PathStats]:
+        """The paths every parent that could hold them held (maps and the body aside). Once a
+        path misses it never comes back, so the list is kept until a path is added or folded,
+        or one goes missing (``forget_always``)."""
+        if self.always is None:
+            self.always = [
+                s
+                for s in self.paths.values()
+                if s.segment not in (Segment.MAP, Segment.ROOT) and self.always_present(s)
+            ]
+        return self.always
 
     def _fold_if_map(self, parent: str) -> bool:
         """More than MAP_KEYS id-like keys at ``parent`` (or a map already there): fold every
