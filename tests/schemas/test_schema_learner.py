@@ -19,6 +19,7 @@ from walletpass_tui.schemas import (
     DriftRecord,
     Finding,
     GroupKey,
+    SchemaError,
     SchemaLearner,
     SchemaReader,
     rebuild,
@@ -169,7 +170,7 @@ async def test_live_learning_and_a_rebuild_give_the_same_schemas(
     )
     verified = sum(1 for a in stored if a.verdict == VERIFIED)
     assert learned == verified - 1  # the retry with the same body teaches nothing
-    assert progress[0] == (0, verified) and progress[-1] == (learned, verified)
+    assert progress[0] == (0, verified) and progress[-1] == (verified, verified)
     assert snapshot(store.path) == live
     await learner.aclose()
     schemas_path(store.path).unlink()
@@ -266,3 +267,16 @@ async def test_a_running_learner_follows_a_rebuild_made_by_another_program(
     await learner.asettled()
     # The running learner loaded the rebuilt schemas before learning on: 20 + 1, not 30 + 1.
     assert SchemaReader(store.path).groups()[0].samples == 21
+
+
+def test_the_reader_of_a_file_not_made_yet_or_damaged(tmp_path: Path) -> None:
+    history = tmp_path / "deliveries.sqlite3"
+    reader = SchemaReader(history)
+    assert reader.groups() == [] and reader.drift() == [] and reader.fields(ACTIVATED) == []
+    schemas_path(history).write_bytes(b"")  # created 0600, tables not made yet
+    assert reader.groups() == [] and reader.attempts_with_drift() == []
+    schemas_path(history).write_bytes(b"\x00" * 4096)
+    with pytest.raises(SchemaError, match="damaged; it is learned again from the history"):
+        reader.groups()
+    with pytest.raises(SchemaError, match=r"Nothing is learned for pass\.activated yet"):
+        SchemaReader(tmp_path / "other.sqlite3").export(ACTIVATED, "typescript")

@@ -44,7 +44,8 @@ FROM history.attempts a WHERE a.id > ? ORDER BY a.id LIMIT ?
 @dataclass
 class Step:
     rows: int = 0  # history rows read (every verdict)
-    learned: int = 0  # verified deliveries learned from
+    verified: int = 0  # ... of them verified
+    learned: int = 0  # verified deliveries learned from (a redelivery of a body is not)
     findings: list[tuple[int | None, list[Finding]]] = field(default_factory=list)
     upto: int = 0
 
@@ -147,6 +148,7 @@ class Book:
         ):
             step.rows += 1
             step.upto = attempt_id
+            step.verified += verdict == VERIFIED
             if body is None:
                 continue  # rejected, or a redelivery of a body already learned
             delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
@@ -164,6 +166,7 @@ class Book:
         while True:
             step = self.step(limit)
             total.rows += step.rows
+            total.verified += step.verified
             total.learned += step.learned
             total.findings += step.findings
             total.upto = step.upto
@@ -174,7 +177,8 @@ class Book:
         """Forget every topic and learn the whole history again; returns the deliveries learned.
 
         ``progress(done, total)`` is called after each chunk: verified deliveries read so far,
-        and the verified deliveries in the history when the rebuild started.
+        and the verified deliveries in the history when the rebuild started (``done`` reaches
+        ``total``, and passes it when more arrived meanwhile).
         """
 
         def start(db: sqlite3.Connection) -> int:
@@ -185,16 +189,17 @@ class Book:
             return int(row[0])
 
         total = int(self._transaction(start))
-        done = 0
+        done = learned = 0
         if progress is not None:
             progress(0, total)
         while True:
             step = self.step(REBUILD_CHUNK)
-            done += step.learned
+            done += step.verified
+            learned += step.learned
             if progress is not None:
-                progress(min(done, total), total)
+                progress(done, total)
             if step.rows < REBUILD_CHUNK:
-                return done
+                return learned
 
     def learn_templates(
         self, templates: Iterable[Any], seen_at_ms: int | None = None

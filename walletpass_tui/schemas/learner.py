@@ -223,7 +223,10 @@ class SchemaLearner:
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
-        self.problem = f"Learning payload schemas failed ({type(exc).__name__}: {exc})."
+        self.problem = (
+            f"Learning payload schemas from {self.history_path} failed ({type(exc).__name__}: "
+            f"{exc}); it is tried again, and deliveries are not affected."
+        )
         log.warning("%s", self.problem)
         with contextlib.suppress(Exception):
             self._book.recover()

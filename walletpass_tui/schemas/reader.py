@@ -43,10 +43,11 @@ class SchemaReader:
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             db.execute("PRAGMA query_only = ON")
-            yield db
+            made = db.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'drift'"
+            ).fetchone()[0]
+            yield db if made else None  # a file the learner is still making: nothing yet
         except sqlite3.Error as exc:
-            if "no such table" in str(exc).lower():  # a file still being made
-                raise SchemaError.of(sqlite3.DatabaseError("malformed"), self.path) from None
             raise SchemaError.of(exc, self.path) from None
         finally:
             db.close()
@@ -58,7 +59,11 @@ class SchemaReader:
         with self._db() as db:
             if db is None:
                 return []
-            counts = dict(db.execute("SELECT grp, COUNT(*) FROM paths GROUP BY grp").fetchall())
+            counts = dict(
+                db.execute(
+                    "SELECT grp, COUNT(*) FROM paths WHERE path != '$' GROUP BY grp"
+                ).fetchall()
+            )
             drift = dict(db.execute("SELECT grp, COUNT(*) FROM drift GROUP BY grp").fetchall())
             out = []
             for grp, samples, not_json, untracked, more, last_ms in db.execute(

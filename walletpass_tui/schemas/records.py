@@ -19,7 +19,7 @@ class GroupSummary:
 
     group: GroupKey
     samples: int
-    paths: int
+    paths: int  # field paths (the body itself, ``$``, aside)
     drift: int  # findings recorded
     last_seen_ms: int
     not_json: int = 0  # verified bodies that were not JSON (nothing learned from them)
@@ -80,6 +80,8 @@ class FieldInfo:
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
+            "parent": self.parent,
+            "depth": self.depth,
             "types": dict(self.types),
             "presence": round(self.presence, 4),
             "example": self.example,
