@@ -280,3 +280,10 @@ def test_the_reader_of_a_file_not_made_yet_or_damaged(tmp_path: Path) -> None:
         reader.groups()
     with pytest.raises(SchemaError, match=r"Nothing is learned for pass\.activated yet"):
         SchemaReader(tmp_path / "other.sqlite3").export(ACTIVATED, "typescript")
+
+
+def test_a_rebuild_without_a_history_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    history = tmp_path / "deliveries.sqlite3"
+    with pytest.raises(SchemaError, match="There is no history at"):
+        rebuild(history)
+    assert list(tmp_path.iterdir()) == []

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.webhooks.store import schema as history_schema
@@ -116,6 +117,8 @@ class WrongFormat(sqlite3.DatabaseError):
 
 
 def _connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    if not history.is_file():  # ATTACH would create an empty one
+        raise SchemaError(f"There is no history at {history} to learn payload schemas from.")
     path = schemas_path(history)
     history_schema.make_private(path)
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
