@@ -287,3 +287,22 @@ def test_a_rebuild_without_a_history_says_so_and_creates_nothing(tmp_path: Path)
     with pytest.raises(SchemaError, match="There is no history at"):
         rebuild(history)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_view_hears_of_each_learned_batch_and_of_a_rebuild_but_no_old_drift(
+    store: Store, learner: SchemaLearner
+) -> None:
+    steps: list[int] = []
+    heard: list[int | None] = []
+    learner.on_learned(lambda step: steps.append(step.learned))
+    learner.on_drift(lambda attempt_id, found: heard.append(attempt_id))
+    for n in range(20):
+        await store.record(attempt(n, activated(n)))
+    odd = await store.record(attempt(20, activated(20, serialNumber=1)))
+    await learner.asettled()
+    await wait_for(lambda: sum(steps) == 21 and heard == [odd.id])
+    before = len(steps)
+    await asyncio.to_thread(learner.rebuild)
+    await wait_for(lambda: steps[before:] == [21])  # the rebuild told the view ...
+    await learner.asettled()
+    assert heard == [odd.id]  # ... and announced no drift again

@@ -143,7 +143,14 @@ class SchemaLearner:
     def rebuild(self, progress: Progress | None = None) -> int:
         """Forget every topic and learn the whole stored history again (blocks; ``progress(done,
         total)`` is called on the learner's thread). Returns the deliveries learned."""
-        return self._submit(lambda: self._book.rebuild(progress)).result()
+
+        def job() -> int:
+            learned = self._book.rebuild(progress)
+            for listener in list(self._learned):  # a view of the schemas refreshes; no drift is
+                self._call(listener, Step(learned=learned))  # announced for old deliveries
+            return learned
+
+        return self._submit(job).result()
 
     def learn_templates(
         self, templates: Iterable[Any], seen_at_ms: int | None = None
