@@ -20,6 +20,7 @@ from schema_helpers import activated, learned
 from walletpass_tui.schemas import GroupKey
 from walletpass_tui.schemas.export import export
 from walletpass_tui.schemas.export.json_schema import to_json_schema
+from walletpass_tui.schemas.export.pydantic_code import model_name
 from walletpass_tui.schemas.export.shape import pascal
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
@@ -82,7 +83,16 @@ def hostile() -> list[Any]:
     ]
 
 
-CASES = {"varied": ("pass.activated", varied), "hostile": ("bad.keys*/", hostile)}
+def plain() -> list[Any]:
+    return [{"value": n, "list": [True]} for n in range(3)]
+
+
+CASES = {
+    "varied": ("pass.activated", varied),
+    "hostile": ("bad.keys*/", hostile),
+    "none": ("none", plain),  # a topic whose name is a keyword once capitalised
+    "object": ("object", plain),  # ... or a global type of TypeScript's
+}
 
 
 def group_of(case: str) -> tuple[Any, list[Any]]:
@@ -168,6 +178,7 @@ def test_the_typescript_compiles_strictly_with_every_sample_assigned(
         "export type PassActivated = PassActivatedObject | number[];" in files["varied/schema.ts"]
     )
     assert "export interface BadKeys {" in files["hostile/schema.ts"]
+    assert "export interface None {" in files["none/schema.ts"]
     done = compile_ts(tsc, tmp_path, files)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -204,7 +215,7 @@ def test_the_pydantic_models_validate_every_sample(case: str) -> None:
     group, bodies = group_of(case)
     text = export(group, "pydantic")
     module = load_module(text, f"learned_{case}")
-    model = getattr(module, pascal(group.key.label))
+    model = getattr(module, model_name(group.key))
     assert issubclass(model, pydantic.BaseModel)
     for body in bodies:
         model.model_validate(body)

@@ -18,7 +18,7 @@ import re
 
 from walletpass_tui.schemas.export.shape import Names, Node, pascal, root_name, tree
 from walletpass_tui.schemas.jsonscan import ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING
-from walletpass_tui.schemas.model import GroupSchema
+from walletpass_tui.schemas.model import GroupKey, GroupSchema
 
 _SCALARS = {
     STRING: "_pd.StrictStr",
@@ -125,9 +125,15 @@ class _Writer:
         return name
 
 
+def model_name(key: GroupKey) -> str:
+    """The root model's name: the topic in PascalCase (``None`` and the like get ``Model``)."""
+    name = root_name(key)
+    return name + "Model" if name in _RESERVED_CLASSES else name
+
+
 def render(group: GroupSchema) -> str:
     root = tree(group)
-    name = root_name(group.key)
+    name = model_name(group.key)
     writer = _Writer(name)
     if root.types == [OBJECT]:
         writer.model(root, name, exact=True)
