@@ -53,6 +53,13 @@ class MainScreen(Screen[None]):
         Binding("1", "show_pane('templates')", "Templates", show=False),
         Binding("2", "show_pane('endpoints')", "Endpoints", show=False),
         Binding("3", "show_pane('events')", "Events", show=False),
+        Binding(
+            "ctrl+b",
+            "toggle_left",
+            "Full width",
+            show=False,
+            tooltip="Hide or show the Templates and Endpoints column: the log takes the width",
+        ),
     ]
 
     def __init__(self, context: DashboardContext, *, log_capacity: int) -> None:
@@ -178,6 +185,18 @@ class MainScreen(Screen[None]):
         elif pane == "endpoints":
             self.endpoints.query_one("#endpoints-table").focus()
         else:
+            self.event_log.focus_log()
+
+    def action_toggle_left(self) -> None:
+        """Hide the left column (templates, endpoints) so the log has the whole width, or bring
+        it back. Below 110 columns the panes are tabs already: nothing to hide."""
+        if self.narrow:
+            self.notify("At this width the panes are tabs already (1 2 3).", markup=False)
+            return
+        hidden = not self.has_class("-no-left")
+        self.set_class(hidden, "-no-left")
+        focused = self.focused
+        if hidden and focused is not None and self.query_one("#left") in focused.ancestors:
             self.event_log.focus_log()
 
     @on(Tabs.TabActivated, "#pane-tabs")

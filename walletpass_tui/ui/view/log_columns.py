@@ -5,6 +5,7 @@ Pure functions, no Textual: the log view and its header line share them, and tes
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TOPICS, short_topic, topic_label
@@ -41,10 +42,15 @@ COLUMNS: tuple[Column, ...] = (
 
 # How wide a flex column may grow before the spare width goes to the next one.
 _FLEX_CAP = {"pass": 26, "endpoint": 30, "webhook": 40, "reason": 200}
+# Columns whose values vary in length: the log measures the widest value of each it holds, and
+# the spare width goes to the ids first (up to what their widest values need, the narrowest
+# widened first), the rest to the note.
+SIZED = ("pass", "endpoint", "webhook", "reason")
+_SIZED_CAP = {"pass": 48, "endpoint": 48, "webhook": 64}
 
 
-def layout(width: int) -> list[tuple[Column, int]]:
-    """The columns that fit in ``width`` cells, in display order, each with its width."""
+def _choose(width: int) -> tuple[list[Column], int]:
+    """The columns that fit at their least width, by priority; and the cells they use."""
     chosen: list[Column] = []
     used = 0
     for column in sorted(COLUMNS, key=lambda c: c.priority):
@@ -52,9 +58,56 @@ def layout(width: int) -> list[tuple[Column, int]]:
         if used + need <= width:
             chosen.append(column)
             used += need
-    ordered = [c for c in COLUMNS if c in chosen]
+    return [c for c in COLUMNS if c in chosen], used
+
+
+def layout(width: int, wants: dict[str, int] | None = None) -> list[tuple[Column, int]]:
+    """The columns that fit in ``width`` cells, in display order, each with its width.
+
+    ``wants``: the widest value of each ``SIZED`` column among the rows shown. With it the spare
+    width goes to the ids first, each as wide as its widest value (a note column no row uses
+    gives its room to an id that would still be cut), then to the note; without it (nothing
+    measured yet) it is shared out in fixed proportions.
+    """
+    ordered, used = _choose(width)
+    if wants is None:
+        return _flex(ordered, width - used)
     widths = {c.key: c.width for c in ordered}
     spare = width - used
+
+    def grow(spare: int) -> int:
+        """Widen the ids still cut a cell at a time, the narrowest first, while room is left."""
+        while spare > 0:
+            short = [
+                key
+                for key in SIZED[:-1]
+                if key in widths and widths[key] < min(wants.get(key, 0), _SIZED_CAP[key])
+            ]
+            if not short:
+                break
+            widths[min(short, key=lambda k: widths[k])] += 1
+            spare -= 1
+        return spare
+
+    spare = grow(spare)
+    cut = any(
+        key in widths and widths[key] < min(wants.get(key, 0), _SIZED_CAP[key])
+        for key in SIZED[:-1]
+    )
+    if cut and "reason" in widths and not wants.get("reason"):
+        spare += widths.pop("reason") + GAP
+        ordered = [c for c in ordered if c.key != "reason"]
+        spare = grow(spare)
+    if spare > 0:
+        last = "reason" if "reason" in widths else ordered[-1].key if ordered else None
+        if last is not None:
+            widths[last] += spare
+    return [(c, widths[c.key]) for c in ordered]
+
+
+def _flex(ordered: list[Column], spare: int) -> list[tuple[Column, int]]:
+    """Spare width shared by the flex columns in proportion, each up to its cap."""
+    widths = {c.key: c.width for c in ordered}
     flexible = [c for c in ordered if c.flex]
     while spare > 0 and flexible:
         total = sum(c.flex for c in flexible)
@@ -73,6 +126,19 @@ def layout(width: int) -> list[tuple[Column, int]]:
             break
         spare -= given
     return [(c, widths[c.key]) for c in ordered]
+
+
+def measure(rows: Iterable[LogRow], widest: dict[str, int]) -> bool:
+    """Raise ``widest`` to the longest text of each ``SIZED`` column in ``rows``; whether any
+    grew."""
+    grew = False
+    for row in rows:
+        for key in SIZED:
+            n = len(cell_text(row, key))
+            if n > widest.get(key, 0):
+                widest[key] = n
+                grew = True
+    return grew
 
 
 BODY_DIFFERS_MARK = "≠"

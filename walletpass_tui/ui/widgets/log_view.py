@@ -91,6 +91,7 @@ class LogView(ScrollView, can_focus=True):
         self._lines: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(512)
         self._columns: list[tuple[Column, int]] = []
         self._columns_width = -1
+        self._columns_measured = -1  # the window's widths_seen the columns were laid out for
         self._last_reported: int | None = None
         self.header: LogHeader | None = None
 
@@ -153,11 +154,16 @@ class LogView(ScrollView, can_focus=True):
     def columns(self) -> list[tuple[Column, int]]:
         """The columns for the width the rows are drawn at (recomputed when it changes)."""
         width = self.scrollable_content_region.width
-        if width != self._columns_width:
+        measured = self.window.widths_seen
+        if width != self._columns_width or measured != self._columns_measured:
             self._columns_width = width
-            self._columns = layout(width)
-            if self.header is not None:
-                self.header.refresh()
+            self._columns_measured = measured
+            columns = layout(width, self.window.widest if len(self.window) else None)
+            if columns != self._columns:
+                self._columns = columns
+                self._lines.clear()
+                if self.header is not None:
+                    self.header.refresh()
         return self._columns
 
     def render_line(self, y: int) -> Strip:
@@ -168,6 +174,7 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         row = rows[index]
         selected = index == self.window.cursor
+        self.columns  # noqa: B018 - laid out again (and the cache dropped) when the widths change
         key = (row.id, selected, self.has_focus, width)
         strip = self._lines.get(key)
         if strip is None:
