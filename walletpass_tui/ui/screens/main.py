@@ -319,7 +319,7 @@ class MainScreen(Screen[None]):
     def _show_template(self, event: TemplatesPane.ShowTemplate) -> None:
         from walletpass_tui.ui.screens.template_json import TemplateScreen
 
-        self.app.push_screen(TemplateScreen(event.template))
+        self.app.push_screen(TemplateScreen(event.template, title=event.title))
 
     # -- endpoints -------------------------------------------------------------------------------
 
