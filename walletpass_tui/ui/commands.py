@@ -49,6 +49,16 @@ COMMANDS: tuple[PaletteCommand, ...] = (
     PaletteCommand(
         "Show only verified deliveries", "Filter the log on verdict:verified", "only('verified')"
     ),
+    PaletteCommand(
+        "Hide check requests",
+        "Only what senders posted: the requests Check my app sent are left out (source:received)",
+        "only_source('received')",
+    ),
+    PaletteCommand(
+        "Show only check requests",
+        "The requests Check my app sent to your app, with its verdicts (source:check)",
+        "only_source('check')",
+    ),
     PaletteCommand("Follow new deliveries", "Jump to the newest delivery and stay there", "follow"),
     PaletteCommand(
         "Open the selected delivery", "Its verdict, attempts, headers and body", "open_detail"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from dataclasses import replace
 from collections.abc import Sequence
 
 from rich.text import Text
@@ -33,7 +34,8 @@ from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilte
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected   (Enter: done · Esc: clear)"
+    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "   (Enter: done · Esc: clear)"
 )
 
 
@@ -285,7 +287,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     def action_cycle_verdict(self) -> None:
         order = [None, VERIFIED, REJECTED]
         following = order[(order.index(self.filter.verdict) + 1) % len(order)]
-        self.set_terms(LogFilter(self.filter.topic, following, self.filter.text))
+        self.set_terms(replace(self.filter, verdict=following))
 
     def action_cycle_topic(self) -> None:
         from walletpass_tui.api.topics import TOPICS
@@ -293,7 +295,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         order: list[str | None] = [None, *TOPICS]
         current = self.filter.topic if self.filter.topic in order else None
         following = order[(order.index(current) + 1) % len(order)]
-        self.set_terms(LogFilter(following, self.filter.verdict, self.filter.text))
+        self.set_terms(replace(self.filter, topic=following))
 
     def set_terms(self, flt: LogFilter) -> None:
         self.set_filter(flt)

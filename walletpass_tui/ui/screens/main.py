@@ -7,6 +7,7 @@ opens as a screen of its own; on short terminals the detail pane gives its room 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual import events, on
@@ -28,7 +29,6 @@ from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.models import LogFilter
 
 if TYPE_CHECKING:  # the other screens are imported when opened, after the first paint
     from walletpass_tui.ui.screens.create_endpoint import Created
@@ -283,7 +283,14 @@ class MainScreen(Screen[None]):
     def action_only(self, verdict: str) -> None:
         self.action_show_pane("events")
         log = self.event_log
-        log.set_terms(LogFilter(log.filter.topic, verdict, log.filter.text))
+        log.set_terms(replace(log.filter, verdict=verdict))
+
+    def action_only_source(self, source: str) -> None:
+        """Only what senders posted (``received``: the check's requests hidden), or only the
+        check's requests (``check``)."""
+        self.action_show_pane("events")
+        log = self.event_log
+        log.set_terms(replace(log.filter, source=source))
 
     def action_follow(self) -> None:
         self.action_show_pane("events")

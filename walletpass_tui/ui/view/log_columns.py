@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TOPICS, short_topic, topic_label
 from walletpass_tui.text import clip, format_ms, one_line
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow, is_check_note
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
 
 GAP = 1
 VERIFIED_MARK = "✓"
 REJECTED_MARK = "✗"
+CHECK_MARK = "⚑"
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,16 @@ def verdict_label(verdict: str, reason: str) -> str:
     return f"{REJECTED_MARK} {SHORT_REASONS.get(reason, one_line(reason))}"
 
 
+def is_check(row: LogRow) -> bool:
+    """A request "Check my app" sent to the user's app, not a delivery a sender posted."""
+    return is_check_note(row.note)
+
+
+def check_label(note: str) -> str:
+    """The verdict cell of a check's request: its outcome, ``⚑ check pass``."""
+    return f"{CHECK_MARK} {note.partition(':')[0]}"
+
+
 def acknowledged(row: LogRow) -> bool:
     return 200 <= row.status < 300
 
@@ -183,6 +194,8 @@ def cell_text(row: LogRow, key: str) -> str:
     if key == "pass":
         return one_line(row.pass_id)
     if key == "verdict":
+        if row.note is not None and is_check_note(row.note):
+            return check_label(row.note)  # what the check made of the app's answer
         return verdict_label(row.verdict, row.reason)
     if key == "attempt":  # ≠: same webhook-id as an earlier attempt, another body or topic
         return f"#{row.attempt_no}{BODY_DIFFERS_MARK if row.body_differs else ''}"
@@ -193,6 +206,8 @@ def cell_text(row: LogRow, key: str) -> str:
     if key == "webhook":
         return one_line(row.webhook_id, missing="(no webhook-id)")
     if key == "reason":
+        if row.note and is_check_note(row.note):
+            return one_line(row.note.partition(":")[2].strip())  # the case and the answer
         if row.note:
             return one_line(row.note)
         return "" if row.verdict == VERIFIED else one_line(row.reason)

@@ -21,7 +21,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from walletpass_tui.ui.view.log_columns import GAP, Column, acknowledged, cell_text, layout
+from walletpass_tui.ui.view.log_columns import (
+    GAP,
+    Column,
+    acknowledged,
+    cell_text,
+    is_check,
+    layout,
+)
 from walletpass_tui.ui.view.log_window import LogWindow
 from walletpass_tui.webhooks.models import VERIFIED, LogRow
 
@@ -51,6 +58,7 @@ class LogView(ScrollView, can_focus=True):
         "log-view--ack-failed",
         "log-view--dim",
         "log-view--redelivery",
+        "log-view--check",
     }
 
     # Benchmarks set this to learn when a row first reaches the screen; None costs nothing.
@@ -213,6 +221,8 @@ class LogView(ScrollView, can_focus=True):
 
     def _cell_style(self, row: LogRow, key: str) -> Style:
         if key == "verdict":
+            if is_check(row):
+                return self._style("log-view--check")
             return self._style(
                 "log-view--verified" if row.verdict == VERIFIED else "log-view--rejected"
             )

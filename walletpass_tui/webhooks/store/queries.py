@@ -12,7 +12,10 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from walletpass_tui.webhooks.models import (
+    CHECK,
+    CHECK_NOTE_PREFIXES,
     PENDING,
+    RECEIVED,
     REJECTED,
     VERIFIED,
     Attempt,
@@ -211,6 +214,9 @@ class Reader:
 
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
+# A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
+_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
+assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
 # Driven by the index in rowid order, so the newest matches of a common word come at once.
 _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
@@ -251,6 +257,9 @@ def _where(
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.source in (CHECK, RECEIVED):
+            clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
+            params.extend(CHECK_NOTE_PREFIXES)
     clauses.extend(text_where)
     params.extend(text_params)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
