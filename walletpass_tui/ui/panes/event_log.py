@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.text import Text
 from textual import on, work
