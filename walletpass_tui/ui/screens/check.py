@@ -231,11 +231,13 @@ class CheckScreen(Screen[None]):
         self.results[result.case.id] = result
         outcome = result.outcome
         table = self.table
-        table.update_cell(result.case.id, "got", Text(got(result)))
+        # The columns widen to the answer: they were laid out for "waiting" and "sending…".
+        table.update_cell(result.case.id, "got", Text(got(result)), update_width=True)
         table.update_cell(
             result.case.id,
             "verdict",
             Text(f"{MARK[outcome]} {outcome.value}", style=VERDICT_STYLE[outcome]),
+            update_width=True,
         )
         row = table.cursor_row
         if 0 <= row < len(self.cases) and self.cases[row].id == result.case.id:
