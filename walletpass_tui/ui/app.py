@@ -65,15 +65,32 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     TITLE = "walletpass-tui"
     COMMANDS = App.COMMANDS | {DashboardCommands}
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding("question_mark", "help", "Keys"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("question_mark", "help", "Keys", id="app.help"),
         Binding(
             "p",
             "toggle_pause",
             "Pause acks",
+            id="app.pause_acks",
             tooltip="Pause or resume acknowledgements (verified deliveries answered 503)",
         ),
-        Binding("d", "toggle_theme", "Dark/light", show=False, tooltip="Dark or light theme"),
+        Binding(
+            "d",
+            "toggle_theme",
+            "Dark/light",
+            show=False,
+            id="app.toggle_theme",
+            tooltip="Dark or light theme",
+        ),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            show=False,
+            priority=True,
+            id="app.command_palette",
+            tooltip="Every action by name, and the theme picker",
+        ),
     ]
 
     def __init__(self, parts: AppParts, *, theme: str = DARK_THEME) -> None:

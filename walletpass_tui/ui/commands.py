@@ -69,6 +69,15 @@ COMMANDS: tuple[PaletteCommand, ...] = (
         "replay",
     ),
     PaletteCommand(
+        "Copy the selected delivery as curl",
+        "A curl command that sends the same bytes and headers (as events export --format curl)",
+        "copy('curl')",
+    ),
+    PaletteCommand("Copy the selected delivery's body", "The body as received", "copy('body')"),
+    PaletteCommand(
+        "Copy the selected delivery's headers", "Every header, one per line", "copy('headers')"
+    ),
+    PaletteCommand(
         "Check my app", "Test your own receiver as the service and an attacker would", "check_app"
     ),
     PaletteCommand(

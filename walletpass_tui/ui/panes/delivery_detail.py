@@ -81,8 +81,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             self.data = data
 
     BINDINGS = [
-        Binding("right_square_bracket", "page(1)", "Next part", show=False),
-        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
+        Binding("right_square_bracket", "page(1)", "Next part", show=False, id="body.next_part"),
+        Binding(
+            "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
+        ),
     ]
 
     def __init__(

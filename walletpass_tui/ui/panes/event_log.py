@@ -43,15 +43,37 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     """The event log with its filter bar."""
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter", tooltip="Filter: words, topic:…, verdict:…"),
-        Binding("f", "follow", "Follow", tooltip="Jump to the newest and follow new deliveries"),
         Binding(
-            "v", "cycle_verdict", "Verdict", show=False, tooltip="Filter: all, verified, rejected"
+            "slash",
+            "filter",
+            "Filter",
+            id="log.filter",
+            tooltip="Filter: words, topic:…, verdict:…, source:…",
         ),
         Binding(
-            "t", "cycle_topic", "Topic", show=False, tooltip="Filter: every topic, then each one"
+            "f",
+            "follow",
+            "Follow",
+            id="log.follow",
+            tooltip="Jump to the newest and follow new deliveries",
         ),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding(
+            "v",
+            "cycle_verdict",
+            "Verdict",
+            show=False,
+            id="log.cycle_verdict",
+            tooltip="Filter: all, verified, rejected",
+        ),
+        Binding(
+            "t",
+            "cycle_topic",
+            "Topic",
+            show=False,
+            id="log.cycle_topic",
+            tooltip="Filter: every topic, then each one",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="log.clear_filter"),
     ]
 
     class Ready(Message):

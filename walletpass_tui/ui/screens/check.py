@@ -55,9 +55,9 @@ SHORT_ROWS = 30  # below this height the form's fields lose their borders
 class CheckScreen(Screen[None]):
     CSS_PATH = "check.tcss"
     BINDINGS = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+r", "run", "Run the check", priority=True),
-        Binding("enter", "open_case", "What was sent"),
+        Binding("escape", "close", "Back", id="check.close"),
+        Binding("ctrl+r", "run", "Run the check", priority=True, id="check.run"),
+        Binding("enter", "open_case", "What was sent", id="check.open_case"),
     ]
 
     def __init__(

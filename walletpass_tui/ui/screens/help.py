@@ -16,7 +16,7 @@ KeyGroup = tuple[str, Sequence[BindingType]]
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close")]
     COMPONENT_CLASSES = {"help--group", "help--key"}
 
     def __init__(self, groups: Sequence[KeyGroup]) -> None:

@@ -19,6 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.ui.copying import COPY_BINDINGS, copy_attempt
 from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
@@ -45,21 +46,43 @@ class MainScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
 
     BINDINGS = [
-        Binding("n", "new_endpoint", "New", tooltip="New webhook endpoint (at the service)"),
+        Binding(
+            "n",
+            "new_endpoint",
+            "New",
+            id="main.new_endpoint",
+            tooltip="New webhook endpoint (at the service)",
+        ),
         Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
-        Binding("R", "replay", "Replay", tooltip="Send the selected delivery to your app again"),
-        Binding("c", "check_app", "Check", tooltip="Check my app: test your own receiver"),
-        Binding("r", "refresh_templates", "Refresh templates", show=False),
-        Binding("1", "show_pane('templates')", "Templates", show=False),
-        Binding("2", "show_pane('endpoints')", "Endpoints", show=False),
-        Binding("3", "show_pane('events')", "Events", show=False),
+        Binding(
+            "R",
+            "replay",
+            "Replay",
+            id="replay",
+            tooltip="Send the selected delivery to your app again",
+        ),
+        Binding(
+            "c",
+            "check_app",
+            "Check",
+            id="main.check_app",
+            tooltip="Check my app: test your own receiver",
+        ),
+        Binding(
+            "r", "refresh_templates", "Refresh templates", show=False, id="main.refresh_templates"
+        ),
+        Binding("1", "show_pane('templates')", "Templates", show=False, id="main.templates"),
+        Binding("2", "show_pane('endpoints')", "Endpoints", show=False, id="main.endpoints"),
+        Binding("3", "show_pane('events')", "Events", show=False, id="main.events"),
         Binding(
             "ctrl+b",
             "toggle_left",
             "Full width",
             show=False,
+            id="main.toggle_left",
             tooltip="Hide or show the Templates and Endpoints column: the log takes the width",
         ),
+        *COPY_BINDINGS,
     ]
 
     def __init__(self, context: DashboardContext, *, log_capacity: int) -> None:
@@ -272,6 +295,22 @@ class MainScreen(Screen[None]):
             self.notify("Select a delivery in the event log to replay it.", markup=False)
             return
         self.post_message(ReplayRequested(row.id))
+
+    def action_copy(self, what: str) -> None:
+        """The delivery selected in the log as curl, its body or its headers, on the clipboard
+        (read from the history: the log holds no bodies)."""
+        row = self.event_log.window.current
+        if row is None:
+            self.notify("Select a delivery in the event log to copy it.", markup=False)
+            return
+        self.run_worker(self._copy(row.id, what), group="copy", exclusive=True)
+
+    async def _copy(self, attempt_id: int, what: str) -> None:
+        attempt = await self.context.store.attempt(attempt_id)
+        if attempt is None:
+            self.notify("That delivery is no longer in the history.", markup=False)
+            return
+        copy_attempt(self.app, attempt, what)
 
     def action_filter_log(self) -> None:
         self.action_show_pane("events")

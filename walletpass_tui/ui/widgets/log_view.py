@@ -39,13 +39,13 @@ class LogView(ScrollView, can_focus=True):
     """Rows of the event log, newest on top, with a cursor."""
 
     BINDINGS = [
-        Binding("j,down", "cursor_down", "Down", show=False),
-        Binding("k,up", "cursor_up", "Up", show=False),
-        Binding("pagedown,ctrl+d", "page_down", "Page down", show=False),
-        Binding("pageup,ctrl+u", "page_up", "Page up", show=False),
-        Binding("g,home", "first", "Newest", show=False),
-        Binding("G,end", "last", "Oldest loaded", show=False),
-        Binding("enter", "open", "Detail"),
+        Binding("j,down", "cursor_down", "Down", show=False, id="log.down"),
+        Binding("k,up", "cursor_up", "Up", show=False, id="log.up"),
+        Binding("pagedown,ctrl+d", "page_down", "Page down", show=False, id="log.page_down"),
+        Binding("pageup,ctrl+u", "page_up", "Page up", show=False, id="log.page_up"),
+        Binding("g,home", "first", "Newest", show=False, id="log.newest"),
+        Binding("G,end", "last", "Oldest loaded", show=False, id="log.oldest"),
+        Binding("enter", "open", "Detail", id="log.open"),
     ]
 
     COMPONENT_CLASSES = {
