@@ -37,9 +37,10 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
+from walletpass_tui.ui.view.traffic import MINUTE_MS, WINDOW, Traffic
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow, Stats
+from walletpass_tui.webhooks.models import FORWARD, VERIFIED, Attempt, LogRow, Stats, now_ms
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
@@ -65,6 +66,8 @@ class AppParts:
     # Where [ui] theme and [keys] are read and the theme saved: None, the runtime's settings'
     # config file (the command line's, the demo's); tests and pictures have none.
     config_file: Path | None = None
+    # Epoch milliseconds now, for the traffic charts (fixed in pictures and tests).
+    clock: Callable[[], int] = now_ms
 
 
 class WalletPassApp(ReportsWorkerErrors, App[int]):
@@ -116,6 +119,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.stats = Stats()
+        self.traffic = Traffic(parts.clock)
+        self.live.traffic = self.traffic
         self.theme = theme
         chosen = self.get_theme(theme)
         self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
@@ -239,6 +244,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     async def _open_main_screen(self) -> None:
         await self.push_screen(MainScreen(self.context, log_capacity=self.parts.log_capacity))
         self._recount()  # the header's totals: a count of the whole history, not before paint
+        self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
         self.call_after_refresh(_collect_again)
 
@@ -308,13 +314,20 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
         """One message per frame from the live feed: counted here, shown by the panes."""
         self._count(message.attempts)
+        self.traffic.add_attempts(message.attempts)
         self.live.deliveries.publish(message)
         if message.dropped and self.context is not None:
             self._recount()
+            self._load_traffic()  # some were never seen here: counted from the history again
         if self._runtime is not None and self._runtime.forwarding:
             self._count_pending()
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
+        if message.row.kind == FORWARD:
+            result = message.result
+            self.traffic.add_forward(
+                message.row.id, self.parts.clock(), result.latency_ms, result.ok
+            )
         self._count_pending()
         if message.row.webhook_id:
             self.live.history.publish(message.row.webhook_id)
@@ -341,6 +354,18 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             redeliveries=s.redeliveries + sum(1 for a in attempts if a.attempt_no > 1),
         )
         self.live.publish_stats(self.stats)
+
+    def _load_traffic(self) -> None:
+        """The last hour by minute from the history (the header's sparkline, the Stats
+        screen); from then on only what arrives is counted."""
+
+        async def load() -> None:
+            assert self.context is not None
+            self.traffic.reset()
+            since = (self.parts.clock() // MINUTE_MS - WINDOW + 1) * MINUTE_MS
+            self.traffic.load(await self.context.store.traffic_by_minute(since))
+
+        self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
 
     def _recount(self) -> None:
         async def recount() -> None:
@@ -486,6 +511,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         else:
             self.theme = self._dark_theme
 
+    def action_stats(self) -> None:
+        """The Stats screen: the last hour as charts (its module loads when first opened)."""
+        from walletpass_tui.ui.screens.stats import StatsScreen
+
+        if not isinstance(self.screen, StatsScreen):
+            self.push_screen(StatsScreen(self.traffic))
+
     def action_help(self) -> None:
         from walletpass_tui.ui.screens.help import HelpScreen
 
@@ -501,7 +533,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         from walletpass_tui.ui.screens.detail import DetailScreen
         from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
         from walletpass_tui.ui.screens.help import HelpScreen
+        from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
         from walletpass_tui.ui.screens.replay import ReplayScreen
+        from walletpass_tui.ui.screens.stats import StatsScreen
         from walletpass_tui.ui.screens.template_json import TemplateScreen
 
         return [
@@ -511,9 +545,10 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             ("Templates", TemplatesPane.BINDINGS),
             ("Delivery detail", [*DetailScreen.BINDINGS, *DeliveryDetail.BINDINGS]),
             ("Template JSON", TemplateScreen.BINDINGS),
-            ("Forms", CreateEndpointScreen.BINDINGS),
+            ("Forms", [*CreateEndpointScreen.BINDINGS, *ImportEndpointScreen.BINDINGS]),
             ("Replay", ReplayScreen.BINDINGS),
             ("Check my app", CheckScreen.BINDINGS),
+            ("Stats", StatsScreen.BINDINGS),
             ("New endpoint's secret", EndpointSecretScreen.BINDINGS),
             ("This list", HelpScreen.BINDINGS),
         ]
@@ -537,6 +572,7 @@ def build_app(
     theme: str | None = None,
     first_page: asyncio.Future[list[LogRow]] | None = None,
     config_file: Path | None = None,
+    clock: Callable[[], int] | None = None,
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
@@ -549,6 +585,16 @@ def build_app(
     ``first_page``: the log's first page (no filter), already being read from the store.
     ``theme``: the theme to use whatever the config file says (``--theme``). ``config_file``:
     where the saved theme and ``[keys]`` are read (default: the runtime's settings' file).
+    ``clock``: epoch milliseconds now, for the traffic charts (fixed in pictures).
     """
-    parts = AppParts(runtime, client, receiver_display, mode, log_capacity, first_page, config_file)
+    parts = AppParts(
+        runtime,
+        client,
+        receiver_display,
+        mode,
+        log_capacity,
+        first_page,
+        config_file,
+        clock or now_ms,
+    )
     return WalletPassApp(parts, theme=theme)

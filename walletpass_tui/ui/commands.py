@@ -96,6 +96,11 @@ COMMANDS: tuple[PaletteCommand, ...] = (
     ),
     PaletteCommand("Show the Endpoints pane", "Jump to the endpoints", "show_pane('endpoints')"),
     PaletteCommand("Show the Events pane", "Jump to the event log", "show_pane('events')"),
+    PaletteCommand(
+        "Stats: the last hour",
+        "Deliveries per minute by topic, rejections, redeliveries and your app's answer times",
+        "stats",
+    ),
     PaletteCommand("Keys", "Every key of the dashboard", "help"),
     PaletteCommand("Quit", "Stop the receiver and leave", "quit"),
 )

@@ -53,7 +53,13 @@ class MainScreen(Screen[None]):
             id="main.new_endpoint",
             tooltip="New webhook endpoint (at the service)",
         ),
-        Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
+        Binding(
+            "i",
+            "import_endpoint",
+            "Import",
+            id="main.import_endpoint",
+            tooltip="Import an endpoint created elsewhere",
+        ),
         Binding(
             "R",
             "replay",
@@ -67,6 +73,13 @@ class MainScreen(Screen[None]):
             "Check",
             id="main.check_app",
             tooltip="Check my app: test your own receiver",
+        ),
+        Binding(
+            "s",
+            "app.stats",
+            "Stats",
+            id="main.stats",
+            tooltip="The last hour as charts: traffic, rejections, redeliveries, answer times",
         ),
         Binding(
             "r", "refresh_templates", "Refresh templates", show=False, id="main.refresh_templates"
