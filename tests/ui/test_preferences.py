@@ -137,3 +137,22 @@ def test_an_unknown_theme_is_a_usage_error_listing_the_themes(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "unknown theme 'no-such-theme'" in err and "nord" in err and "textual-light" in err
+
+
+def test_every_binding_has_an_id_that_stands_for_one_action(
+    make_app: Callable[..., WalletPassApp],
+) -> None:
+    from textual.binding import Binding
+
+    app = make_app()
+    actions: dict[str, set[str]] = {}
+    for title, bindings in app.key_groups():
+        for binding in Binding.make_bindings(bindings):
+            assert binding.id, f"{title}: {binding.action} has no id"
+            actions.setdefault(binding.id, set()).add(binding.action)
+    # One id, one meaning: the forms' submit key is each form's own action, on purpose.
+    shared = {i: a for i, a in actions.items() if len(a) > 1}
+    assert shared == {"form.submit": {"create", "save", "send"}}
+    assert {"copy.curl", "copy.body", "copy.headers", "main.stats", "main.toggle_left"} <= set(
+        actions
+    )
