@@ -126,6 +126,7 @@ async def test_header_sparkline_and_stats_screen_from_history_then_live(
         await wait_for(lambda: bool(spark_of(app)))
         header = spark_of(app)
         assert len(header) == 30 and header.count(QUIET) == 28  # two busy cells in the hour
+        assert f"{header} 0/min" in str(app.screen.query_one(StatusBar).render())
         assert app.traffic.series(lambda m: m.deliveries)[-10] == 3
 
         # Live deliveries are counted into their minute; the sparkline follows within a second.

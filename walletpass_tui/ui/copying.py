@@ -10,24 +10,35 @@ from textual.binding import Binding
 from walletpass_tui.ui.view.clipboard_text import WHAT, clipboard_text
 from walletpass_tui.webhooks.models import Attempt
 
-COPY_BINDINGS = [
-    Binding(
-        "x",
-        "copy('curl')",
-        "Copy curl",
-        id="copy.curl",
-        tooltip="Copy the delivery as a curl command (the bytes and headers it came with)",
-    ),
-    Binding("y", "copy('body')", "Copy body", id="copy.body", tooltip="Copy the body as received"),
-    Binding(
-        "Y",
-        "copy('headers')",
-        "Copy headers",
-        show=False,
-        id="copy.headers",
-        tooltip="Copy the headers",
-    ),
-]
+
+def copy_bindings(*, show: bool) -> list[Binding]:
+    """The copy keys; ``show``: curl and body in the key line (the headers only in ``?``)."""
+    return [
+        Binding(
+            "x",
+            "copy('curl')",
+            "Copy curl",
+            show=show,
+            id="copy.curl",
+            tooltip="Copy the delivery as a curl command (the bytes and headers it came with)",
+        ),
+        Binding(
+            "y",
+            "copy('body')",
+            "Copy body",
+            show=show,
+            id="copy.body",
+            tooltip="Copy the body as received",
+        ),
+        Binding(
+            "Y",
+            "copy('headers')",
+            "Copy headers",
+            show=False,
+            id="copy.headers",
+            tooltip="Copy the headers",
+        ),
+    ]
 
 
 def curl_url(app: App[object]) -> str:

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from walletpass_tui.ui.copying import COPY_BINDINGS, copy_attempt
+from walletpass_tui.ui.copying import copy_attempt, copy_bindings
 from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.widgets.key_line import KeyLine
@@ -28,6 +28,7 @@ class DetailScreen(Screen[None]):
             "j",
             "step(1)",
             "Older",
+            show=False,
             id="detail.older",
             tooltip="The next (older) delivery in the log",
         ),
@@ -35,6 +36,7 @@ class DetailScreen(Screen[None]):
             "k",
             "step(-1)",
             "Newer",
+            show=False,
             id="detail.newer",
             tooltip="The previous (newer) delivery in the log",
         ),
@@ -52,7 +54,7 @@ class DetailScreen(Screen[None]):
             "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
         ),
         Binding("c", "copy_id", "Copy id", id="detail.copy_id", tooltip="Copy the webhook-id"),
-        *COPY_BINDINGS,
+        *copy_bindings(show=True),
     ]
 
     def __init__(

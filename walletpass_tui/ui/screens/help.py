@@ -27,7 +27,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help-dialog") as dialog:
             dialog.border_title = "Keys"
-            dialog.border_subtitle = (
+            dialog.border_subtitle = Text(  # Text: "[keys]" is not markup
                 "ctrl+p finds every action by name · [keys] in the config file remaps an id · "
                 "esc close"
             )

@@ -19,7 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.copying import COPY_BINDINGS, copy_attempt
+from walletpass_tui.ui.copying import copy_attempt, copy_bindings
 from walletpass_tui.ui.messages import ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
@@ -57,6 +57,7 @@ class MainScreen(Screen[None]):
             "i",
             "import_endpoint",
             "Import",
+            show=False,  # the Endpoints pane says n new · i import
             id="main.import_endpoint",
             tooltip="Import an endpoint created elsewhere",
         ),
@@ -95,7 +96,7 @@ class MainScreen(Screen[None]):
             id="main.toggle_left",
             tooltip="Hide or show the Templates and Endpoints column: the log takes the width",
         ),
-        *COPY_BINDINGS,
+        *copy_bindings(show=False),
     ]
 
     def __init__(self, context: DashboardContext, *, log_capacity: int) -> None:

@@ -94,18 +94,24 @@ class StatusBar(Widget):
         self._styles.clear()
 
     def render(self) -> Text:
+        """The receiver's state on the left, the counts on the right; when room is short the
+        counts lose their words, then the sparkline narrows, then the public URL goes, and the
+        sparkline last."""
         width = self.size.width
-        left = self._left(full_public=True)
+        full, bare = self._left(full_public=True), self._left(full_public=False)
         words, short = self._counts(words=True), self._counts(words=False)
         wide, narrow = (self._spark(w) for w in SPARK_WIDTHS)
-        for right in (wide + words, wide + short, narrow + short, short):
+        for left, right in (
+            (full, wide + words),
+            (full, wide + short),
+            (full, narrow + short),
+            (bare, wide + short),
+            (bare, narrow + short),
+            (full, short),
+        ):
             if left.cell_len + right.cell_len + 2 <= width:
                 return self._join(left, right, width)
-        left = self._left(full_public=False)
-        for right in (wide + short, narrow + short):
-            if left.cell_len + right.cell_len + 2 <= width:
-                return self._join(left, right, width)
-        return self._join(left, short, width)
+        return self._join(bare, short, width)
 
     def _spark(self, width: int) -> Text:
         """The last hour's deliveries per minute, and the last whole minute's count."""
