@@ -95,8 +95,8 @@ class StatusBar(Widget):
 
     def render(self) -> Text:
         """The receiver's state on the left, the counts on the right; when room is short the
-        counts lose their words, then the sparkline narrows, then the public URL goes, and the
-        sparkline last."""
+        counts lose their words, then the sparkline narrows, then it goes before the public URL
+        does (where the service should post matters more than the last hour's shape)."""
         width = self.size.width
         full, bare = self._left(full_public=True), self._left(full_public=False)
         words, short = self._counts(words=True), self._counts(words=False)
@@ -105,9 +105,9 @@ class StatusBar(Widget):
             (full, wide + words),
             (full, wide + short),
             (full, narrow + short),
+            (full, short),
             (bare, wide + short),
             (bare, narrow + short),
-            (full, short),
         ):
             if left.cell_len + right.cell_len + 2 <= width:
                 return self._join(left, right, width)
