@@ -523,7 +523,7 @@ async def run(args: argparse.Namespace) -> list[Path]:
         if args.home:
             return home_source(args.home)
         shutil.rmtree(scratch, ignore_errors=True)
-        return sample_source(scratch, hour=name == "stats")
+        return sample_source(scratch, hour=name in ("stats", "dashboard"))
 
     for shot in SHOTS:
         if args.only and shot[0] not in args.only:

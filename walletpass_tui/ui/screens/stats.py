@@ -27,10 +27,20 @@ from walletpass_tui.ui.view.traffic import MINUTE_MS, WINDOW, Minute, Traffic
 from walletpass_tui.ui.widgets.key_line import KeyLine
 
 REDRAW_S = 1.0
-GUTTER = 6  # the scale's labels, left of a chart
+GUTTER = 7  # the scale's labels, left of a chart
 TOPIC_ROWS = 4  # topics charted (the busiest); the numbers list them all
 
 Value = Callable[[Minute], float | None]
+
+
+def _ms(value: float) -> str:
+    """An answer time: ``14 ms``, ``1.2 s``."""
+    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
+
+
+def _ms_scale(value: float) -> str:
+    """The top of an answer-time scale: ``200ms``, ``5s``."""
+    return f"{scale_label(value)}ms" if value < 1000 else f"{scale_label(value / 1000)}s"
 
 
 def _clock(minute: int) -> str:
@@ -58,14 +68,14 @@ class MinuteChart(Widget):
         value: Value,
         *,
         rows: int = 3,
-        unit: str = "",
+        scale: Callable[[float], str] = scale_label,
         empty: str = "nothing in the last hour",
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.value = value
         self.rows = rows
-        self.unit = unit
+        self.scale = scale  # the scale's top, as text
         self.empty = empty  # said in the chart when it has nothing to draw
         self.series: list[float | None] = []
 
@@ -88,7 +98,7 @@ class MinuteChart(Widget):
             middle = (self.rows - 1) // 2
             lines[middle] = f"  {self.empty}".ljust(width)[:width]
         for index, line in enumerate(lines):
-            label = f"{scale_label(top)}{self.unit}" if index == 0 else ""
+            label = self.scale(top) if index == 0 else ""
             text.append(f"{label:>{GUTTER - 2}} ", axis)
             text.append("┤" if index == 0 else "│", axis)
             text.append(line, bar)
@@ -184,7 +194,7 @@ class StatsScreen(Screen[None]):
                 yield MinuteChart(
                     lambda m: m.forward_mean_ms,
                     rows=4,
-                    unit="ms",
+                    scale=_ms_scale,
                     empty="no answers from your app to time",
                     id="chart-forwards",
                 )
@@ -246,8 +256,8 @@ class StatsScreen(Screen[None]):
             worst = max(window, key=lambda item: item[1].forward_max_ms)
             latest = next((m.forward_mean_ms for _m, m in reversed(window) if m.forwards), None)
             parts = [
-                f"{latest:.0f} ms latest" if latest is not None else "",
-                f"max {worst[1].forward_max_ms:.0f} ms at {_clock(worst[0])}",
+                f"{_ms(latest)} latest" if latest is not None else "",
+                f"slowest {_ms(worst[1].forward_max_ms)} at {_clock(worst[0])}",
                 f"{answered:,} answers",
                 f"{failed:,} failed" if failed else "",
             ]

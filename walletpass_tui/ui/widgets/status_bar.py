@@ -8,6 +8,8 @@ second), and only when the counts changed or a minute went by.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
@@ -20,7 +22,7 @@ from walletpass_tui.ui.view.traffic import MINUTE_MS
 from walletpass_tui.webhooks.models import Stats
 
 SPARK_S = 1.0  # the sparkline is drawn again at most this often
-SPARK_WIDTHS = (30, 15)  # cells for the hour: 2 minutes a cell, or 4 when room is short
+SPARK_WIDTHS = (30, 12)  # cells for the hour: 2 minutes a cell, or 5 when room is short
 
 __all__ = ["ReceiverState", "StatusBar"]
 
@@ -99,12 +101,14 @@ class StatusBar(Widget):
         does (where the service should post matters more than the last hour's shape)."""
         width = self.size.width
         full, bare = self._left(full_public=True), self._left(full_public=False)
+        host = self._left(full_public=True, public_host=True)
         words, short = self._counts(words=True), self._counts(words=False)
         wide, narrow = (self._spark(w) for w in SPARK_WIDTHS)
         for left, right in (
             (full, wide + words),
             (full, wide + short),
             (full, narrow + short),
+            (host, narrow + short),
             (full, short),
             (bare, wide + short),
             (bare, narrow + short),
@@ -130,7 +134,9 @@ class StatusBar(Widget):
         line.truncate(width, overflow="ellipsis")
         return line
 
-    def _left(self, *, full_public: bool) -> Text:
+    def _left(self, *, full_public: bool, public_host: bool = False) -> Text:
+        """``full_public``: with the public URL and forward target; ``public_host``: the public
+        URL without its path (the receiver's own, shown after "listening")."""
         state = self.receiver
         line = Text(no_wrap=True)
         line.append(" walletpass-tui ", self._s("status-bar--title"))
@@ -165,8 +171,12 @@ class StatusBar(Widget):
             if more:
                 line.append(f" +{more}", self._s("status-bar--label"))
         if state.public_url and full_public:
+            public = state.public_url
+            if public_host:
+                parts = urlsplit(public)
+                public = f"{parts.scheme}://{parts.netloc}" if parts.netloc else public
             line.append("  public ", self._s("status-bar--label"))
-            line.append(one_line(state.public_url, 48), self._s("status-bar--value"))
+            line.append(one_line(public, 48), self._s("status-bar--value"))
         return line
 
     def _counts(self, *, words: bool) -> Text:
