@@ -37,7 +37,6 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
-from walletpass_tui.ui.view.traffic import MINUTE_MS, WINDOW, Traffic
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import FORWARD, VERIFIED, Attempt, LogRow, Stats, now_ms
@@ -47,6 +46,7 @@ if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when f
     from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
+    from walletpass_tui.ui.view.traffic import Traffic
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -119,8 +119,6 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.stats = Stats()
-        self.traffic = Traffic(parts.clock)
-        self.live.traffic = self.traffic
         self.theme = theme
         chosen = self.get_theme(theme)
         self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
@@ -355,15 +353,25 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         )
         self.live.publish_stats(self.stats)
 
+    @cached_property
+    def traffic(self) -> Traffic:
+        """The last hour by minute, made (and its module loaded) after the first frame: with the
+        history's read, or the first deliveries, whichever comes first."""
+        from walletpass_tui.ui.view.traffic import Traffic
+
+        traffic = Traffic(self.parts.clock)
+        self.live.traffic = traffic
+        return traffic
+
     def _load_traffic(self) -> None:
         """The last hour by minute from the history (the header's sparkline, the Stats
         screen); from then on only what arrives is counted."""
 
         async def load() -> None:
             assert self.context is not None
-            self.traffic.reset()
-            since = (self.parts.clock() // MINUTE_MS - WINDOW + 1) * MINUTE_MS
-            self.traffic.load(await self.context.store.traffic_by_minute(since))
+            traffic = self.traffic
+            traffic.reset()
+            self.traffic.load(await self.context.store.traffic_by_minute(traffic.since_ms()))
 
         self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
 

@@ -19,7 +19,6 @@ from typing import Any
 from textual.content import Content
 
 from walletpass_tui.text import format_size, visible
-from walletpass_tui.webhooks.body_fields import scan
 
 PAGE_CHARS = 16 * 1024  # characters shown at once in the Body and Raw tabs
 HIGHLIGHT_CHARS = 16 * 1024  # a page up to this size is coloured; bigger ones stay plain
@@ -87,6 +86,8 @@ def _parse(body: bytes) -> Any:
 
 def _too_deep(text: str) -> Any:
     """``_TOO_DEEP`` when ``text`` is JSON after all (scanned whole), else ``_NOT_JSON``."""
+    from walletpass_tui.webhooks.body_fields import scan  # for such bodies only
+
     found = scan(text, budget=len(text) + 1)
     return _TOO_DEEP if found is not None and found.valid else _NOT_JSON
 

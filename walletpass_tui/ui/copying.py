@@ -1,44 +1,13 @@
 """Copy what you see: the selected delivery as a curl command, its body or its headers, put on
 the clipboard with ``App.copy_to_clipboard`` (OSC 52: it works over ssh) and said in a
-notification with its size. Used by the main screen (the log's selected row) and the detail."""
+notification with its size. Used by the main screen (the log's selected row) and the detail,
+whose keys (``delivery_detail.copy_bindings``) load this module when first pressed."""
 
 from __future__ import annotations
 
 from textual.app import App
-from textual.binding import Binding
 
-from walletpass_tui.ui.view.clipboard_text import WHAT, clipboard_text
 from walletpass_tui.webhooks.models import Attempt
-
-
-def copy_bindings(*, show: bool) -> list[Binding]:
-    """The copy keys; ``show``: curl and body in the key line (the headers only in ``?``)."""
-    return [
-        Binding(
-            "x",
-            "copy('curl')",
-            "Copy curl",
-            show=show,
-            id="copy.curl",
-            tooltip="Copy the delivery as a curl command (the bytes and headers it came with)",
-        ),
-        Binding(
-            "y",
-            "copy('body')",
-            "Copy body",
-            show=show,
-            id="copy.body",
-            tooltip="Copy the body as received",
-        ),
-        Binding(
-            "Y",
-            "copy('headers')",
-            "Copy headers",
-            show=False,
-            id="copy.headers",
-            tooltip="Copy the headers",
-        ),
-    ]
 
 
 def curl_url(app: App[object]) -> str:
@@ -54,6 +23,9 @@ def curl_url(app: App[object]) -> str:
 
 
 def copy_attempt(app: App[object], attempt: Attempt, what: str) -> None:
+    # The curl form (webhooks.export, shlex) loads when first used, not for the first frame.
+    from walletpass_tui.ui.view.clipboard_text import WHAT, clipboard_text
+
     if what not in WHAT:
         return
     copied = clipboard_text(attempt, what, url=curl_url(app))

@@ -11,9 +11,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from walletpass_tui.ui.copying import copy_attempt, copy_bindings
 from walletpass_tui.ui.messages import ReplayRequested
-from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.webhooks.store import Store
 
@@ -129,6 +128,8 @@ class DetailScreen(Screen[None]):
 
     def action_copy(self, what: str) -> None:
         """The delivery on screen as curl, its body or its headers, on the clipboard."""
+        from walletpass_tui.ui.copying import copy_attempt
+
         data = self.detail.data
         if data is not None:
             copy_attempt(self.app, data.attempt, what)

@@ -19,9 +19,8 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.copying import copy_attempt, copy_bindings
 from walletpass_tui.ui.messages import ReplayRequested
-from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
@@ -320,6 +319,8 @@ class MainScreen(Screen[None]):
         self.run_worker(self._copy(row.id, what), group="copy", exclusive=True)
 
     async def _copy(self, attempt_id: int, what: str) -> None:
+        from walletpass_tui.ui.copying import copy_attempt
+
         attempt = await self.context.store.attempt(attempt_id)
         if attempt is None:
             self.notify("That delivery is no longer in the history.", markup=False)

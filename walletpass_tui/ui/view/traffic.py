@@ -145,6 +145,14 @@ class Traffic:
 
     # -- reading -------------------------------------------------------------------------------
 
+    def since_ms(self) -> int:
+        """Where the window starts: the history is read from here on."""
+        return (self.clock() // MINUTE_MS - WINDOW + 1) * MINUTE_MS
+
+    def minute(self) -> int:
+        """The current minute (epoch milliseconds // MINUTE_MS)."""
+        return self.clock() // MINUTE_MS
+
     def window(self) -> list[tuple[int, Minute]]:
         """The last ``WINDOW`` minutes, oldest first, the current one last (empty ones too)."""
         now = self.clock() // MINUTE_MS

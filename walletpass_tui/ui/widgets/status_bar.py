@@ -17,11 +17,10 @@ from textual.widget import Widget
 
 from walletpass_tui.text import one_line
 from walletpass_tui.ui.messages import ReceiverState, live_signals
-from walletpass_tui.ui.view.charts import QUIET, spark
-from walletpass_tui.ui.view.traffic import MINUTE_MS
 from walletpass_tui.webhooks.models import Stats
 
 SPARK_S = 1.0  # the sparkline is drawn again at most this often
+QUIET_CELL = "·"  # charts.QUIET: a minute with nothing in it (that module loads after paint)
 SPARK_WIDTHS = (30, 12)  # cells for the hour: 2 minutes a cell, or 5 when room is short
 
 __all__ = ["ReceiverState", "StatusBar"]
@@ -69,10 +68,12 @@ class StatusBar(Widget):
         traffic = live_signals(self).traffic
         if traffic is None or not traffic.loaded:
             return
-        state = (traffic.version, traffic.clock() // MINUTE_MS)
+        state = (traffic.version, traffic.minute())
         if state == self._spark_state:
             return
         self._spark_state = state
+        from walletpass_tui.ui.view.charts import spark  # with the history, after paint
+
         series = traffic.series(lambda m: m.deliveries)
         self.sparks = {width: spark(series, width) for width in SPARK_WIDTHS}
         self.per_minute = traffic.last_minute()
@@ -124,7 +125,7 @@ class StatusBar(Widget):
         if cells:
             quiet, bar = self._s("status-bar--label"), self._s("status-bar--spark")
             for run in _runs(cells):
-                line.append(run, quiet if run[0] == QUIET else bar)
+                line.append(run, quiet if run[0] == QUIET_CELL else bar)
             line.append(f" {self.per_minute:,}/min  ", self._s("status-bar--label"))
         return line
 
@@ -204,7 +205,7 @@ def _runs(cells: str) -> list[str]:
     """``cells`` cut where quiet minutes (``·``) start or end, each run styled once."""
     runs: list[str] = []
     for ch in cells:
-        if runs and (runs[-1][0] == QUIET) == (ch == QUIET):
+        if runs and (runs[-1][0] == QUIET_CELL) == (ch == QUIET_CELL):
             runs[-1] += ch
         else:
             runs.append(ch)
