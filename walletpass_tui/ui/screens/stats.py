@@ -23,8 +23,9 @@ from textual.widgets import DataTable, Static
 from walletpass_tui.api.topics import TOPICS, short_topic
 from walletpass_tui.text import format_ms, one_line
 from walletpass_tui.ui.view.charts import bars, nice_top, scale_label, spark, time_axis
-from walletpass_tui.ui.view.traffic import MINUTE_MS, WINDOW, Minute, Traffic
+from walletpass_tui.ui.view.traffic import Minute, Traffic
 from walletpass_tui.ui.widgets.key_line import KeyLine
+from walletpass_tui.webhooks.store.queries import MINUTE_MS
 
 REDRAW_S = 1.0
 GUTTER = 7  # the scale's labels, left of a chart
@@ -214,7 +215,7 @@ class StatsScreen(Screen[None]):
     def draw(self) -> None:
         """Everything again, if anything changed since it was drawn (or a minute went by)."""
         traffic = self.traffic
-        now = traffic.clock() // MINUTE_MS
+        now = traffic.minute()
         state = (traffic.version, now)
         if state == self._drawn:
             return
@@ -330,6 +331,3 @@ class StatsScreen(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-__all__ = ["WINDOW", "MinuteChart", "StatsScreen"]
