@@ -99,6 +99,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_receiver_flags(parser)
     add_delivery_flags(parser)
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="the dashboard's theme for this run, whatever [ui] theme in the config file says",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = None if argv is None else chosen_command(argv)
     if argv is None:

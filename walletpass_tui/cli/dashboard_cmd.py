@@ -22,9 +22,10 @@ import gc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import settings_from_args
+from walletpass_tui.cli.common import UsageError, settings_from_args
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 
 if TYPE_CHECKING:
@@ -64,7 +65,10 @@ class LazyServiceClient:
 
 
 async def run_dashboard_async(
-    settings: Settings, setup: DeliverySetup | None = None, feeds: Sequence[Feed] = ()
+    settings: Settings,
+    setup: DeliverySetup | None = None,
+    feeds: Sequence[Feed] = (),
+    theme: str | None = None,
 ) -> int:
     setup = setup or DeliverySetup(options=receiver_options(settings))
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
@@ -74,7 +78,7 @@ async def run_dashboard_async(
 
         client = LazyServiceClient(settings, runtime.registry.record_created)
         try:
-            app = build_app(runtime, client, first_page=first_page)
+            app = build_app(runtime, client, first_page=first_page, theme=theme)
             await app.run_async()
         finally:
             await client.aclose()
@@ -92,7 +96,23 @@ def read_first_page(runtime: DeliveryRuntime) -> asyncio.Future[list[LogRow]] | 
     return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
 
 
+def theme_arg(name: str | None) -> str | None:
+    """``--theme NAME``: one of Textual's themes; UsageError listing them otherwise."""
+    if name is None:
+        return None
+    from textual.theme import BUILTIN_THEMES  # loaded by the dashboard anyway
+
+    if name not in BUILTIN_THEMES:
+        raise UsageError(
+            f"argument --theme: unknown theme {printable(name, 40)!r}; choose one of "
+            + ", ".join(sorted(BUILTIN_THEMES))
+            + "."
+        )
+    return name
+
+
 def run_dashboard(args: argparse.Namespace) -> int:
+    theme = theme_arg(getattr(args, "theme", None))
     settings = settings_from_args(args)
     setup = delivery_setup(args, settings)
     link = relay_link(args, settings)
@@ -101,6 +121,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
     # on after its first frame.
     gc.disable()
     try:
-        return asyncio.run(run_dashboard_async(settings, setup, (link,) if link else ()))
+        return asyncio.run(
+            run_dashboard_async(settings, setup, (link,) if link else (), theme=theme)
+        )
     finally:
         gc.enable()

@@ -59,6 +59,36 @@ TABS = (
 )
 
 
+def copy_bindings(*, show: bool) -> list[Binding]:
+    """The keys that copy a delivery (``ui.copying`` does it, loaded when first pressed); ``show``: curl and body in the key line (the headers only in ``?``)."""
+    return [
+        Binding(
+            "x",
+            "copy('curl')",
+            "Copy curl",
+            show=show,
+            id="copy.curl",
+            tooltip="Copy the delivery as a curl command (the bytes and headers it came with)",
+        ),
+        Binding(
+            "y",
+            "copy('body')",
+            "Copy body",
+            show=show,
+            id="copy.body",
+            tooltip="Copy the body as received",
+        ),
+        Binding(
+            "Y",
+            "copy('headers')",
+            "Copy headers",
+            show=False,
+            id="copy.headers",
+            tooltip="Copy the headers",
+        ),
+    ]
+
+
 class DeliveryDetail(ReportsWorkerErrors, Vertical):
     """Shows one attempt; ``show(attempt_id)`` loads it from the store in a worker."""
 
@@ -81,8 +111,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             self.data = data
 
     BINDINGS = [
-        Binding("right_square_bracket", "page(1)", "Next part", show=False),
-        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
+        Binding("right_square_bracket", "page(1)", "Next part", show=False, id="body.next_part"),
+        Binding(
+            "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
+        ),
     ]
 
     def __init__(

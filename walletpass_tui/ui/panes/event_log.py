@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.text import Text
 from textual import on, work
@@ -33,7 +34,8 @@ from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilte
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected   (Enter: done · Esc: clear)"
+    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "   (Enter: done · Esc: clear)"
 )
 
 
@@ -41,15 +43,37 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     """The event log with its filter bar."""
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter", tooltip="Filter: words, topic:…, verdict:…"),
-        Binding("f", "follow", "Follow", tooltip="Jump to the newest and follow new deliveries"),
         Binding(
-            "v", "cycle_verdict", "Verdict", show=False, tooltip="Filter: all, verified, rejected"
+            "slash",
+            "filter",
+            "Filter",
+            id="log.filter",
+            tooltip="Filter: words, topic:…, verdict:…, source:…",
         ),
         Binding(
-            "t", "cycle_topic", "Topic", show=False, tooltip="Filter: every topic, then each one"
+            "f",
+            "follow",
+            "Follow",
+            id="log.follow",
+            tooltip="Jump to the newest and follow new deliveries",
         ),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding(
+            "v",
+            "cycle_verdict",
+            "Verdict",
+            show=False,
+            id="log.cycle_verdict",
+            tooltip="Filter: all, verified, rejected",
+        ),
+        Binding(
+            "t",
+            "cycle_topic",
+            "Topic",
+            show=False,
+            id="log.cycle_topic",
+            tooltip="Filter: every topic, then each one",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="log.clear_filter"),
     ]
 
     class Ready(Message):
@@ -285,7 +309,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     def action_cycle_verdict(self) -> None:
         order = [None, VERIFIED, REJECTED]
         following = order[(order.index(self.filter.verdict) + 1) % len(order)]
-        self.set_terms(LogFilter(self.filter.topic, following, self.filter.text))
+        self.set_terms(replace(self.filter, verdict=following))
 
     def action_cycle_topic(self) -> None:
         from walletpass_tui.api.topics import TOPICS
@@ -293,7 +317,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         order: list[str | None] = [None, *TOPICS]
         current = self.filter.topic if self.filter.topic in order else None
         following = order[(order.index(current) + 1) % len(order)]
-        self.set_terms(LogFilter(following, self.filter.verdict, self.filter.text))
+        self.set_terms(replace(self.filter, topic=following))
 
     def set_terms(self, flt: LogFilter) -> None:
         self.set_filter(flt)

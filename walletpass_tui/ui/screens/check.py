@@ -55,9 +55,9 @@ SHORT_ROWS = 30  # below this height the form's fields lose their borders
 class CheckScreen(Screen[None]):
     CSS_PATH = "check.tcss"
     BINDINGS = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+r", "run", "Run the check", priority=True),
-        Binding("enter", "open_case", "What was sent"),
+        Binding("escape", "close", "Back", id="check.close"),
+        Binding("ctrl+r", "run", "Run the check", priority=True, id="check.run"),
+        Binding("enter", "open_case", "What was sent", id="check.open_case"),
     ]
 
     def __init__(
@@ -231,11 +231,13 @@ class CheckScreen(Screen[None]):
         self.results[result.case.id] = result
         outcome = result.outcome
         table = self.table
-        table.update_cell(result.case.id, "got", Text(got(result)))
+        # The columns widen to the answer: they were laid out for "waiting" and "sending…".
+        table.update_cell(result.case.id, "got", Text(got(result)), update_width=True)
         table.update_cell(
             result.case.id,
             "verdict",
             Text(f"{MARK[outcome]} {outcome.value}", style=VERDICT_STYLE[outcome]),
+            update_width=True,
         )
         row = table.cursor_row
         if 0 <= row < len(self.cases) and self.cases[row].id == result.case.id:

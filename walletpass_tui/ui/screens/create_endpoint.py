@@ -56,8 +56,8 @@ class CreateEndpointScreen(WorkerForm[Created | None]):
     WORKER_GROUP = "create-endpoint"
     FAILURE = "Creating the endpoint failed"
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "create", "Create"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "create", "Create", id="form.submit"),
     ]
 
     def __init__(self, context: DashboardContext) -> None:

@@ -19,8 +19,8 @@ from walletpass_tui.ui.view.endpoints_text import topics_text
 
 class EndpointSecretScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("c", "copy", "Copy secret"),
-        Binding("escape", "close", "Done"),
+        Binding("c", "copy", "Copy secret", id="secret.copy"),
+        Binding("escape", "close", "Done", id="secret.close"),
     ]
 
     def __init__(

@@ -21,8 +21,8 @@ class ImportEndpointScreen(ModalScreen[str | None]):
     """Dismisses with the imported endpoint's id, or None when cancelled."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "save", "Import"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "save", "Import", id="form.submit"),
     ]
 
     def __init__(self, registry: EndpointRegistry) -> None:

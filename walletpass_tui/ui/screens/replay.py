@@ -69,8 +69,8 @@ class ReplayScreen(WorkerForm[Replayed | None]):
     FAILURE = "The replay failed"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "send", "Send"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "send", "Send", id="form.submit"),
     ]
 
     def __init__(

@@ -6,6 +6,8 @@ it: ``forged`` finds ``msg_forged00036``) plus optional ``topic:`` and ``verdict
     pass_0042                    text
     topic:activated              topic pass.activated (``topic:pass.activated`` is the same)
     verdict:rejected  is:ok      verdict (verified/ok, rejected/bad)
+    source:received              what senders posted, without the check's requests
+    source:check                 only the requests "Check my app" sent
 
 Rows that arrive while a filter is active are matched here, in memory, so the live view never waits
 for the search index (filled just after each commit). The text match is the store's own
@@ -17,7 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.models import (
+    CHECK,
+    RECEIVED,
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    LogFilter,
+    is_check_note,
+)
 from walletpass_tui.webhooks.store.search import matches_text
 
 _VERDICT_WORDS = {
@@ -30,8 +40,18 @@ _VERDICT_WORDS = {
     "invalid": REJECTED,
     "failed": REJECTED,
 }
+_SOURCE_WORDS = {
+    "received": RECEIVED,
+    "service": RECEIVED,
+    "sender": RECEIVED,
+    "delivery": RECEIVED,
+    "deliveries": RECEIVED,
+    "check": CHECK,
+    "checks": CHECK,
+}
 _TOPIC_KEYS = ("topic", "type")
 _VERDICT_KEYS = ("verdict", "is")
+_SOURCE_KEYS = ("source", "from")
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,7 @@ def parse_filter(text: str) -> ParsedFilter:
     """``text`` as a LogFilter; unknown ``topic:``/``verdict:`` values are reported, not guessed."""
     topic: str | None = None
     verdict: str | None = None
+    source: str | None = None
     words: list[str] = []
     problem: str | None = None
     for token in text.split():
@@ -64,10 +85,15 @@ def parse_filter(text: str) -> ParsedFilter:
             verdict = _VERDICT_WORDS.get(value.lower()) if value else None
             if value and verdict is None:
                 problem = f"unknown verdict {value!r}: use verified or rejected"
+        elif sep and key in _SOURCE_KEYS:
+            source = _SOURCE_WORDS.get(value.lower()) if value else None
+            if value and source is None:
+                problem = f"unknown source {value!r}: use received or check"
         else:
             words.append(token)
     return ParsedFilter(
-        LogFilter(topic=topic, verdict=verdict, text=" ".join(words) or None), problem
+        LogFilter(topic=topic, verdict=verdict, text=" ".join(words) or None, source=source),
+        problem,
     )
 
 
@@ -78,6 +104,8 @@ def filter_text(flt: LogFilter) -> str:
         parts.append(f"topic:{flt.topic}")
     if flt.verdict:
         parts.append(f"verdict:{flt.verdict}")
+    if flt.source:
+        parts.append(f"source:{flt.source}")
     if flt.text:
         parts.append(flt.text)
     return " ".join(parts)
@@ -92,5 +120,7 @@ def matches(flt: LogFilter, attempt: Attempt) -> bool:
     if flt.verdict == REJECTED and attempt.verdict == VERIFIED:
         return False
     if flt.since_ms is not None and attempt.received_at_ms < flt.since_ms:
+        return False
+    if flt.source is not None and is_check_note(attempt.note) != (flt.source == CHECK):
         return False
     return not flt.text or matches_text(flt.text, attempt)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from walletpass_tui.ui.view.log_columns import measure
 from walletpass_tui.webhooks.models import LogRow
 
 DEFAULT_CAPACITY = 500
@@ -29,6 +30,14 @@ class LogWindow:
         self.has_older = False  # the store holds older matching rows than rows[-1]
         self.has_newer = False  # ... and newer ones than rows[0] (the window left the top)
         self.unseen = 0  # rows that arrived while the window was away from the top
+        # The longest text of each column sized by its values, over the rows taken in since the
+        # last reset (it only grows meanwhile); ``widths_seen`` counts its changes.
+        self.widest: dict[str, int] = {}
+        self.widths_seen = 0
+
+    def _measure(self, rows: Sequence[LogRow]) -> None:
+        if measure(rows, self.widest):
+            self.widths_seen += 1
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -54,6 +63,9 @@ class LogWindow:
         """Start over with ``rows`` (newest first, the newest stored): after a filter or reload."""
         self.rows = list(rows[: self.capacity])
         self.cursor = 0
+        self.widest = {}
+        self.widths_seen += 1
+        self._measure(self.rows)
         self.has_older = has_older or len(rows) > self.capacity
         self.has_newer = False
         self.unseen = 0
@@ -79,6 +91,7 @@ class LogWindow:
         if not fresh:
             return 0
         self.rows[:0] = fresh
+        self._measure(fresh)
         # Following, the cursor stays on the newest row; otherwise on the row it was on.
         self.cursor = 0 if following else self.cursor + len(fresh)
         return len(fresh) - self._trim(prefer_end=following)
@@ -86,7 +99,9 @@ class LogWindow:
     def add_older(self, rows: Sequence[LogRow], *, exhausted: bool) -> int:
         """A page of rows older than the window's last (newest first). Returns the shift."""
         bottom = self.oldest_id
-        self.rows.extend(r for r in rows if bottom is None or r.id < bottom)
+        older = [r for r in rows if bottom is None or r.id < bottom]
+        self.rows.extend(older)
+        self._measure(older)
         self.has_older = not exhausted
         return -self._trim(prefer_end=False)
 
@@ -95,6 +110,7 @@ class LogWindow:
         top = self.newest_id
         fresh = [r for r in reversed(rows) if top is None or r.id > top]
         self.rows[:0] = fresh
+        self._measure(fresh)
         self.cursor += len(fresh)
         self.has_newer = not reached_top
         if reached_top:

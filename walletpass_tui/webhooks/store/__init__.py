@@ -47,7 +47,7 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.store import forwards, prune, relay_marks, rows, schema
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
-from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
 from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS
 from walletpass_tui.webhooks.store.writer import GroupCommit, Pending, WriteThread
 
@@ -349,3 +349,7 @@ class Store:
 
     async def last_id(self) -> int:
         return await self._reader.last_id()
+
+    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
+        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
+        return await self._reader.traffic_by_minute(since_ms)

@@ -7,6 +7,7 @@ import contextlib
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,8 +15,11 @@ import aiosqlite
 
 from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.webhooks.models import (
+    CHECK,
+    CHECK_NOTE_PREFIXES,
     FORWARD,
     PENDING,
+    RECEIVED,
     REJECTED,
     VERIFIED,
     Attempt,
@@ -30,6 +34,39 @@ from walletpass_tui.webhooks.store import rows, schema, search
 from walletpass_tui.webhooks.store.indexer import index_path
 
 T = TypeVar("T")
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class MinuteCount:
+    """Attempts of one topic received in one minute (check requests left out)."""
+
+    minute: int  # epoch milliseconds // MINUTE_MS
+    topic: str | None
+    deliveries: int
+    rejected: int
+    redelivered: int
+
+
+@dataclass(frozen=True)
+class MinuteForwards:
+    """Forwards (not replays) finished in one minute, with your app's answer times."""
+
+    minute: int
+    forwards: int
+    total_ms: float
+    max_ms: float
+    failed: int  # no answer, or not a 2xx
+
+
+@dataclass(frozen=True)
+class TrafficHistory:
+    """``traffic_by_minute``'s answer, and the newest attempt and forward ids it saw."""
+
+    attempts: Sequence[MinuteCount]
+    forwards: Sequence[MinuteForwards]
+    last_attempt_id: int | None
+    last_forward_id: int | None
 
 
 class Reader:
@@ -188,6 +225,40 @@ class Reader:
     async def last_id(self) -> int:
         return int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
 
+    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
+        """Attempts by minute and topic, and forwards by minute, from ``since_ms`` on: one
+        aggregate query each (the attempts through their time index). Each row carries the
+        newest id of its table, read in the same statement, so attempts stored after it can be
+        told from those it counted."""
+        attempts = await self.fetch(
+            "SELECT a.received_at_ms / ? AS minute, a.topic, COUNT(*), "
+            f"COALESCE(SUM(a.verdict != '{VERIFIED}'), 0), COALESCE(SUM(a.attempt_no > 1), 0), "
+            "(SELECT MAX(id) FROM attempts) "
+            f"FROM attempts a WHERE a.received_at_ms >= ? AND NOT {_CHECK_ROW} "
+            "GROUP BY minute, a.topic",
+            [MINUTE_MS, since_ms, *CHECK_NOTE_PREFIXES],
+            lambda r: (MinuteCount(int(r[0]), r[1], int(r[2]), int(r[3]), int(r[4])), r[5]),
+        )
+        forwards = await self.fetch(
+            "SELECT finished_at_ms / ? AS minute, COUNT(*), COALESCE(SUM(latency_ms), 0), "
+            "COALESCE(MAX(latency_ms), 0), "
+            "COALESCE(SUM(status IS NULL OR status < 200 OR status >= 300), 0), "
+            "(SELECT MAX(id) FROM forwards) "
+            "FROM forwards WHERE kind = ? AND finished_at_ms >= ? AND latency_ms IS NOT NULL "
+            "GROUP BY minute",
+            [MINUTE_MS, FORWARD, since_ms],
+            lambda r: (
+                MinuteForwards(int(r[0]), int(r[1]), float(r[2]), float(r[3]), int(r[4])),
+                r[5],
+            ),
+        )
+        return TrafficHistory(
+            [row for row, _ in attempts],
+            [row for row, _ in forwards],
+            attempts[0][1] if attempts else None,
+            forwards[0][1] if forwards else None,
+        )
+
     # -- the forward queue -------------------------------------------------------------------
 
     async def next_pending_forward(self, target: str) -> ForwardRow | None:
@@ -223,6 +294,9 @@ class Reader:
 
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
+# A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
+_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
+assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
 # Driven by the index in rowid order, so the newest matches of a common word come at once.
 _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
@@ -263,6 +337,9 @@ def _where(
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.source in (CHECK, RECEIVED):
+            clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
+            params.extend(CHECK_NOTE_PREFIXES)
     clauses.extend(text_where)
     params.extend(text_params)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
