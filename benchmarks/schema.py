@@ -36,7 +36,8 @@ BATCH = 500
 
 async def populate(home: Path, count: int) -> None:
     from walletpass_tui.sim.events import event_body
-    from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
     store = await Store.open(home / "deliveries.sqlite3")

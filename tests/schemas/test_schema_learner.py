@@ -25,7 +25,8 @@ from walletpass_tui.schemas import (
     rebuild,
     schemas_path,
 )
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
 DEADLINE_S = 30  # "did not hang" only
