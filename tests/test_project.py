@@ -295,6 +295,11 @@ INTERNAL_EXCEPTIONS = {
     "_HandlerFailed",  # relay.link.subscriber: the handler's own error, re-raised
     "_Invalid",  # sim.http_api: answered 400
     "_Unsupported",  # sim.http_api: answered 415
+    "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
+    "WrongFormat",  # schemas.storage: the schema file is rebuilt
+    "NotJson",  # schemas.jsonscan: a body that teaches nothing
+    "PeerStalled",  # relay.server.stream: that subscriber is dropped
+    "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
 }
 
 
