@@ -42,6 +42,7 @@ class Reader:
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
             await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
             await conn.execute("PRAGMA query_only = ON")
         except BaseException:
