@@ -61,6 +61,7 @@ from walletpass_tui.webhooks.store import forwards, prune, relay_marks, rows, sc
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.reading import History
 from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
 from walletpass_tui.webhooks.store.search import fts_query, matches_text
 from walletpass_tui.webhooks.store.writer import MAX_BATCH, GroupCommit, Pending, WriteThread
@@ -87,6 +88,7 @@ __all__ = [
     "ForwardResult",
     "ForwardRow",
     "HealthListener",
+    "History",
     "Listener",
     "LogFilter",
     "LogRow",
@@ -103,7 +105,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class Store:
+class Store(History):
     """Open with ``await Store.open(path)``; close with ``await store.close()``."""
 
     def __init__(
@@ -114,10 +116,9 @@ class Store:
         indexer: Indexer,
         rejected_cap: int,
     ) -> None:
-        self.path = path
+        super().__init__(path, reader)
         self.health = Health()
         self._thread = thread
-        self._reader = reader
         self._indexer = indexer
         self._loop = GroupCommit(thread, self.health, rejected_cap)
         self._loop.listeners.append(indexer.wake)
@@ -300,83 +301,6 @@ class Store:
         """Stop retrying pending forwards (to one target or all); returns how many."""
         return await self._write(forwards.give_up, target, now_ms())
 
-    async def next_pending_forward(self, target: str) -> ForwardRow | None:
-        """The oldest pending forward to ``target``: forwards go out in arrival order."""
-        return await self._reader.next_pending_forward(target)
-
-    async def pending_forward_targets(self) -> list[str]:
-        return [target for target, _ in await self.pending_forwards_by_target()]
-
-    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
-        """(target, forwards waiting for it), for every target with any."""
-        return await self._reader.pending_forwards_by_target()
-
-    async def pending_forward_count(self, target: str | None = None) -> int:
-        return await self._reader.pending_forward_count(target)
-
-    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
-        return await self._reader.forwards_for_message(webhook_id)
-
-    # -- reading -----------------------------------------------------------------------------
-
-    async def log_page(
-        self,
-        flt: LogFilter | None = None,
-        *,
-        limit: int = 200,
-        before_id: int | None = None,
-        after_id: int | None = None,
-        oldest_first: bool = False,
-    ) -> list[LogRow]:
-        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``.
-
-        ``oldest_first`` orders them oldest first instead, so ``after_id`` with ``limit`` gives the
-        rows just after it (a view paging back towards the newest) rather than the newest ones.
-        """
-        return await self._reader.log_page(
-            flt, limit=limit, before_id=before_id, after_id=after_id, oldest_first=oldest_first
-        )
-
-    async def count(self, flt: LogFilter | None = None) -> int:
-        return await self._reader.count(flt)
-
-    async def attempt(self, attempt_id: int) -> Attempt | None:
-        return await self._reader.attempt(attempt_id)
-
-    async def message_attempts(self, webhook_id: str) -> list[Attempt]:
-        """Every attempt of one message, oldest first."""
-        return await self._reader.message_attempts(webhook_id)
-
-    async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
-        """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
-        return await self._reader.message_attempts_without_bodies(webhook_id)
-
-    async def list_messages(
-        self,
-        *,
-        limit: int = 50,
-        topic: str | None = None,
-        verdict: str | None = None,
-        since_ms: int | None = None,
-        text: str | None = None,
-    ) -> list[MessageRow]:
-        return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
-        )
-
-    async def stats(self) -> Stats:
-        return await self._reader.stats()
-
-    async def last_relay_cursor(self, relay_url: str) -> int:
-        """The newest cursor stored from the relay at ``relay_url`` (0: none yet): a relay link
-        resumes after it."""
-        return await self._reader.last_relay_cursor(relay_url)
-
-    async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
-        """Whether the delivery at ``cursor`` of the relay at ``relay_url`` is stored (the unique
-        index on the pair makes this one lookup)."""
-        return await self._reader.has_relay_cursor(relay_url, cursor)
-
     async def start_relay_mark(self, relay_url: str) -> tuple[int, int]:
         """(low-water mark, newest stored cursor) for the relay at ``relay_url``: every cursor at
         or below the mark is stored, some above it may be. A link resumes after the mark and
@@ -388,6 +312,3 @@ class Store:
     async def advance_relay_mark(self, relay_url: str, cursor: int) -> None:
         """Raise the mark; only once every cursor up to ``cursor`` is committed."""
         await self._write(relay_marks.advance, relay_url, cursor, durable=False)
-
-    async def last_id(self) -> int:
-        return await self._reader.last_id()
