@@ -7,11 +7,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.events.shared import parse_since, with_store
+from walletpass_tui.cli.events.shared import parse_since, with_history
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, Store
+    from walletpass_tui.webhooks.store import Attempt, History
 
 PAGE = 500
 
@@ -24,7 +24,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     flt = LogFilter(topic=args.topic, verdict=args.verdict, text=args.search, since_ms=since)
 
-    async def work(store: Store) -> list[Attempt]:
+    async def work(store: History) -> list[Attempt]:
         if args.webhook_id:
             return await store.message_attempts(args.webhook_id)
         rows, before = [], None
@@ -39,7 +39,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         found = [await store.attempt(r.id) for r in reversed(rows)]
         return [a for a in found if a is not None]
 
-    attempts: list[Attempt] = with_store(settings, work)
+    attempts: list[Attempt] = with_history(settings, work)
     out = sys.stdout
     for attempt in attempts:
         line = to_jsonl(attempt) if args.format == "jsonl" else to_curl(attempt, target)

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
-from walletpass_tui.cli.events.shared import no_such_message, parse_since, with_store
+from walletpass_tui.cli.events.shared import no_such_message, parse_since, with_history
 from walletpass_tui.text import format_gap, format_ms, format_size
 from walletpass_tui.webhooks.export import attempt_json
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt, ForwardRow, MessageRow, Store
+    from walletpass_tui.webhooks.store import Attempt, ForwardRow, History, MessageRow
 
 
 def message_json(m: MessageRow) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def message_json(m: MessageRow) -> dict[str, Any]:
 def cmd_list(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     since = parse_since(args.since)
-    rows: list[MessageRow] = with_store(
+    rows: list[MessageRow] = with_history(
         settings,
         lambda s: s.list_messages(
             limit=args.limit,
@@ -141,13 +141,13 @@ def print_attempt(a: Attempt, previous_ms: int | None) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
-    async def load(store: Store) -> tuple[list[Attempt], list[ForwardRow]]:
+    async def load(store: History) -> tuple[list[Attempt], list[ForwardRow]]:
         return (
             await store.message_attempts(args.webhook_id),
             await store.forwards_for_message(args.webhook_id),
         )
 
-    attempts, forwards = with_store(settings, load)
+    attempts, forwards = with_history(settings, load)
     if not attempts:
         raise no_such_message(args.webhook_id)
     if args.json:

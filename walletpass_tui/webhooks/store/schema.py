@@ -7,6 +7,7 @@ Everything here runs on the writer's thread with a plain ``sqlite3`` connection.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import sqlite3
@@ -220,11 +221,7 @@ def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
 def migrate(db: sqlite3.Connection, path: Path) -> None:
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"The history database {path} was written by a newer walletpass-tui (schema "
-            f"{version}, this one knows {SCHEMA_VERSION}); upgrade walletpass-tui or use another "
-            "--home."
-        )
+        raise too_new(version, path)
     if version == SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")
@@ -238,6 +235,14 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         with contextlib.suppress(sqlite3.Error):
             db.execute("ROLLBACK")
         raise
+
+
+def too_new(version: int, path: Path) -> StoreError:
+    return StoreError(
+        f"The history database {path} was written by a newer walletpass-tui (schema "
+        f"{version}, this one knows {SCHEMA_VERSION}); upgrade walletpass-tui or use another "
+        "--home."
+    )
 
 
 _TABLES = ("attempts", "messages", "meta", "forwards")
@@ -303,6 +308,19 @@ def _close(db: sqlite3.Connection | None) -> None:
 # -- what a failure means -------------------------------------------------------------------------
 
 
+FULL_BELOW_BYTES = 1024 * 1024  # free space under which "disk I/O error" means a full disk
+
+
+def disk_is_full(path: Path) -> bool:
+    """Whether the file system holding ``path`` has (next to) no space left: SQLite says "disk
+    I/O error", not "disk is full", when its ``-shm`` cannot grow on a full disk."""
+    try:
+        found = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # gone, or no statvfs (Windows)
+        return False
+    return found.f_bavail * found.f_frsize < FULL_BELOW_BYTES
+
+
 def explain(exc: BaseException, path: Path) -> str:
     """One sentence naming the file, what is wrong and what to do."""
     if isinstance(exc, StoreError):
@@ -310,6 +328,8 @@ def explain(exc: BaseException, path: Path) -> str:
     text = str(exc).lower()
     if isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error):
         text = f"{exc.strerror or exc}".lower()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"The disk holding {path} is full; free some space, then try again."
         if "permission" in text or "read-only" in text:
             return f"The history database {path} cannot be written; check its permissions or use another --home."
         return f"The history database {path} cannot be opened ({exc.strerror or exc}); check the directory exists and is writable."
@@ -327,8 +347,8 @@ def explain(exc: BaseException, path: Path) -> str:
         )
     if "unable to open" in text:
         return f"The history database {path} cannot be opened; check the directory exists and is writable."
-    if "disk is full" in text:
-        return f"The disk holding {path} is full; free some space."
+    if "disk is full" in text or ("disk i/o error" in text and disk_is_full(path)):
+        return f"The disk holding {path} is full; free some space, then try again."
     if isinstance(exc, sqlite3.Error | ValueError):
         return f"The history database {path} failed ({exc})."
     return f"Storing into {path} failed ({type(exc).__name__}: {exc})."

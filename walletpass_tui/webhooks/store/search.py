@@ -17,6 +17,7 @@ a thread of its own (indexer.py), never on the delivery's commit path. Reads att
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from walletpass_tui.webhooks.models import Attempt
@@ -80,13 +81,39 @@ _IN_ROW_LATER = (
 )
 
 
-def text_clauses(text: str, params: list[Any], alias: str = "a") -> tuple[bool, list[str]]:
+@dataclass(frozen=True)
+class IndexUse:
+    """What a reading connection's search index holds.
+
+    ``attached``: the index is attached as ``idx`` (a read-only look may find none it can open).
+    ``unindexed_after``: None when the index is kept up to date (a store's indexer runs: it is
+    joined and drives the query); else the last row id it holds, and rows past it are looked at
+    one by one (a read-only look never indexes them itself).
+    """
+
+    attached: bool = True
+    unindexed_after: int | None = None
+
+
+KEPT_UP = IndexUse()
+
+
+def text_clauses(
+    text: str, params: list[Any], alias: str = "a", index: IndexUse = KEPT_UP
+) -> tuple[bool, list[str]]:
     """Conditions on ``attempts`` (as ``alias``) for the user's text, and whether they need the
     index joined as ``f`` (``FROM idx.attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
     a = f"{alias}." if alias else ""
-    query = fts_query(text)
+    query = fts_query(text) if index.attached else None
     clauses: list[str] = []
-    if query:
+    if query and index.unindexed_after is not None:
+        clauses.append(
+            f"({a}id > ? OR {a}id IN "
+            "(SELECT rowid FROM idx.attempts_fts WHERE attempts_fts MATCH ?))"
+        )
+        params.extend([index.unindexed_after, query])
+        query = None
+    elif query:
         clauses.append("f.attempts_fts MATCH ?")
         params.append(query)
     in_sql, later = _split(text)
