@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,7 +58,14 @@ from walletpass_tui.webhooks.models import (
     evolve,
     now_ms,
 )
-from walletpass_tui.webhooks.store import forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store.files import (
+    DELETED,
+    LOG,
+    FilesMoved,
+    deleted_sentence,
+    log_deleted_sentence,
+)
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
@@ -105,6 +113,16 @@ __all__ = [
 T = TypeVar("T")
 
 
+def _clear_orphans(path: Path) -> None:
+    """With no database file at ``path``, a ``-wal`` or ``-shm`` still there belongs to the one
+    deleted (another program kept it open): SQLite would read its rows into the new file."""
+    if path.exists():
+        return
+    for orphan in schema.companions(path)[1:]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(orphan)
+
+
 class Store(History):
     """Open with ``await Store.open(path)``; close with ``await store.close()``."""
 
@@ -115,13 +133,16 @@ class Store(History):
         reader: Reader,
         indexer: Indexer,
         rejected_cap: int,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
         super().__init__(path, reader)
         self.health = Health()
         self._thread = thread
         self._indexer = indexer
+        self._busy_timeout_ms = busy_timeout_ms
         self._loop = GroupCommit(thread, self.health, rejected_cap)
         self._loop.listeners.append(indexer.wake)
+        self._loop.start_over = self._start_over
         self._closed = False
 
     # -- opening -----------------------------------------------------------------------------
@@ -160,10 +181,52 @@ class Store(History):
             if isinstance(exc, Exception) and not isinstance(exc, StoreError):
                 raise StoreError(schema.explain(exc, path)) from None
             raise
-        store = cls(path, thread, reader, indexer, rejected_cap)
+        store = cls(path, thread, reader, indexer, rejected_cap, busy_timeout_ms)
         store._loop.start()
         indexer.start()
         return store
+
+    async def _start_over(self, kind: str) -> bool:
+        """After a commit found the history's files gone from their paths (files.py): close every
+        connection, then open the history at the path again. Returns whether that commit is kept.
+
+        LOG (the ``-wal`` or ``-shm`` deleted): the whole log is first copied into the database
+        file through the writer's connection, which still reads it, so that commit is kept; if a
+        reader holds part of it back, nothing is closed and the batch fails (delivered again).
+        DELETED (the database file deleted or replaced, its directory renamed or removed): a new
+        history is started at the path and the batch must be committed there.
+
+        Every old connection is closed before a new one is opened: SQLite's last connection to a
+        file deletes its ``-wal`` and ``-shm`` by name, which must not be the new history's.
+        """
+        loop, path = self._loop, self.path
+        async with self._thread.hold():
+            await loop.syncs.drain()  # the commits before this one: on disk first
+            await loop.checkpoints.disconnect()
+            kept = False
+            if kind == LOG and not self._thread.disconnected:
+                kept = await self._thread.call(checkpoints.copy_whole_log)
+                if not kept:
+                    raise FilesMoved(LOG, path)
+            await self._indexer.disconnect()
+            await self._reader.close()
+            await self._thread.disconnect()
+            loop.syncs.forget_file()
+            try:
+                await asyncio.to_thread(_clear_orphans, path)
+                ensure_private_dir(path.parent)
+                await self._thread.connect()
+                await self._indexer.connect()
+                self._reader = await Reader.open(path, self._busy_timeout_ms)
+            except Exception as exc:
+                cause = schema.explain(exc, path)
+                raise StoreError(
+                    f"The history database {path} was deleted while in use. {cause}"
+                ) from None
+        self.health.failed(
+            deleted_sentence(path) if kind == DELETED else log_deleted_sentence(path)
+        )
+        return kept
 
     async def close(self) -> None:
         """Commit everything queued, then close. Safe to call twice."""

@@ -32,6 +32,13 @@ def top_up_checkpoint(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
+def copy_whole_log(db: sqlite3.Connection) -> bool:
+    """On the writer's thread: copy every frame of the log into the database file (which is
+    fsynced); whether nothing is left only in the log."""
+    busy, frames, copied = db.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
+    return busy == 0 and frames == copied
+
+
 class Checkpointer:
     """PASSIVE checkpoints on a connection and thread of their own: they never take the write
     lock, so copying the log into the database never delays a delivery's commit."""
@@ -70,6 +77,22 @@ class Checkpointer:
                 self.top_up_due = True
         except (sqlite3.Error, OSError):
             pass  # a reader or another program in the way: the next one catches up
+
+    async def disconnect(self) -> None:
+        """Close the connection after the checkpoint under way (the history is started over);
+        the next checkpoint opens a new one."""
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        self.top_up_due = False
+
+        def close() -> None:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+
+        with contextlib.suppress(Exception):
+            await asyncio.get_running_loop().run_in_executor(self._executor, close)
 
     async def close(self) -> None:
         if self._task is not None:

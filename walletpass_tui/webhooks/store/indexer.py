@@ -157,7 +157,7 @@ class Indexer:
 
     def __init__(self, path: Path, db: sqlite3.Connection, busy_timeout_ms: int) -> None:
         self.path = path
-        self._db = db
+        self._db: sqlite3.Connection | None = db
         self._busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-indexer")
         self._wake = asyncio.Event()
@@ -203,7 +203,31 @@ class Indexer:
 
     async def _run_step(self) -> int:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, index_chunk, self._db, CHUNK)
+        return await loop.run_in_executor(self._executor, self._step)
+
+    def _step(self) -> int:
+        """One chunk, on the index's thread (with the connection it has then: see disconnect)."""
+        return index_chunk(self._db, CHUNK) if self._db is not None else 0
+
+    async def disconnect(self) -> None:
+        """Close the connection after the step under way (the history is started over)."""
+
+        def close() -> None:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+
+        with contextlib.suppress(Exception):
+            await asyncio.get_running_loop().run_in_executor(self._executor, close)
+
+    async def connect(self) -> None:
+        """Open the index of the history at the path again (it exists: the writer made it); an
+        index of the history that was deleted is started over (see ``_connect``)."""
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(
+            self._executor, connect, self.path, self._busy_timeout_ms
+        )
+        self.wake()
 
     async def _run(self) -> None:
         while True:
@@ -228,6 +252,8 @@ class Indexer:
     async def _recover(self) -> None:
         """A damaged index file is rebuilt; anything else (locked, a damaged history) waits."""
         loop = asyncio.get_running_loop()
+        if self._db is None or not self.path.exists():
+            return  # the history is being started over: it opens the index again
         try:
             await loop.run_in_executor(self._executor, check, self._db)
         except sqlite3.DatabaseError:
@@ -245,7 +271,5 @@ class Indexer:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(Exception):
-            await loop.run_in_executor(self._executor, self._db.close)
+        await self.disconnect()
         self._executor.shutdown(wait=False)

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.store import forwards, prune, rows, schema
 from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
+from walletpass_tui.webhooks.store.files import DELETED, FilesMoved, HistoryFiles
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.numbering import (
     Known,
@@ -62,30 +63,60 @@ class Pending:
 
 
 class WriteThread:
-    """The write connection and the one thread that uses it; calls run in order."""
+    """The write connection and the one thread that uses it; calls run in order.
 
-    def __init__(self, db: sqlite3.Connection, path: Path, executor: ThreadPoolExecutor) -> None:
+    ``files`` remembers the files the connection opened (files.py); after the history was
+    deleted the connection is closed and opened anew (``disconnect``, ``connect``, under
+    ``hold``), and between the two ``disconnected`` is true.
+    """
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        path: Path,
+        executor: ThreadPoolExecutor,
+        busy_timeout_ms: int,
+        files: HistoryFiles,
+    ) -> None:
         self.path = path
-        self._db = db
+        self.files = files
+        self._db: sqlite3.Connection | None = db
         self._executor = executor
+        self._busy_timeout_ms = busy_timeout_ms
         self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> WriteThread:
         executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         loop = asyncio.get_running_loop()
+        files = HistoryFiles(path)
         try:
-            db = await loop.run_in_executor(executor, schema.connect_writer, path, busy_timeout_ms)
+            db = await loop.run_in_executor(executor, _connect, path, busy_timeout_ms, files)
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(db, path, executor)
+        return cls(db, path, executor, busy_timeout_ms, files)
+
+    @property
+    def disconnected(self) -> bool:
+        return self._db is None
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` on the writer's thread, after every call made before it."""
         async with self._lock:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, fn, self._db, *args)
+            return await self.call(fn, *args)
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the writer's thread, without waiting for the lock: only
+        inside ``hold()``."""
+        db = self._db
+        if db is None:
+            raise StoreError(
+                f"The history database {self.path} is not open (it was deleted while in use and "
+                "could not be started again); deliver again."
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, db, *args)
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -93,12 +124,32 @@ class WriteThread:
         async with self._lock:
             yield
 
-    async def close(self) -> None:
-        async with self._lock:
+    async def disconnect(self) -> None:
+        """Close the connection (inside ``hold()``)."""
+        db, self._db = self._db, None
+        if db is not None:
             loop = asyncio.get_running_loop()
             with contextlib.suppress(Exception):
-                await loop.run_in_executor(self._executor, self._db.close)
+                await loop.run_in_executor(self._executor, db.close)
+
+    async def connect(self) -> None:
+        """Open the connection again, creating the history if it is missing (inside ``hold()``);
+        raises StoreError."""
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(
+            self._executor, _connect, self.path, self._busy_timeout_ms, self.files
+        )
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self.disconnect()
         self._executor.shutdown(wait=False)
+
+
+def _connect(path: Path, busy_timeout_ms: int, files: HistoryFiles) -> sqlite3.Connection:
+    db = schema.connect_writer(path, busy_timeout_ms)
+    files.remember()
+    return db
 
 
 # -- one batch, on the writer's thread ------------------------------------------------------------
@@ -110,6 +161,7 @@ def commit_batch(
     targets: Sequence[tuple[str, ...]],
     numbered_with: Known | None,
     sync: Callable[[], None] | None = None,
+    files: HistoryFiles | None = None,
 ) -> list[Attempt] | None:
     """Store the batch in one transaction; returns the attempts as stored.
 
@@ -117,6 +169,8 @@ def commit_batch(
     counts changed since, nothing is written and the result is None: number them again.
     ``sync``: called right after the commit (the log's fsync, when nothing else waits for the
     writer: one trip to its thread instead of two).
+    ``files``: checked right after the commit, before ``sync``: FilesMoved when the history's
+    files are no longer at their paths (see files.py); nobody has been answered yet.
     """
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -130,6 +184,8 @@ def commit_batch(
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
+        if files is not None and (moved := files.changed()) is not None:
+            raise FilesMoved(moved, files.path, stored)
         if sync is not None:
             sync()
     except BaseException:
@@ -238,6 +294,9 @@ class GroupCommit:
         self._hurried = False  # settled() waits: do the background work now
         self._waiter: asyncio.Future[None] | None = None  # a writer waiting for deliveries
         self.checkpoints.on_done = self._poke
+        # Set by the store: close everything and open the history again after its files were
+        # deleted (files.py); True when the commit that found it is kept (the log was copied).
+        self.start_over: Callable[[str], Awaitable[bool]] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="store-writer")
@@ -359,14 +418,24 @@ class GroupCommit:
             self._rejected_since_prune = 0
             self.health.failed(schema.explain(exc, self.thread.path))
 
-    async def _commit(self, batch: list[Pending]) -> None:
+    async def _commit(self, batch: list[Pending], again: bool = True) -> None:
         """Commit the batch in one transaction; attempts whose numbers another program changed
-        meanwhile are numbered again from the database (a few times at most)."""
+        meanwhile are numbered again from the database (a few times at most). When the history's
+        files were deleted under it, the history is started over and the batch stored there
+        (``again``: once)."""
         relayed = all(p.attempt.relay_cursor is not None for p in batch)
         # Nothing else waiting: the fsync right after the commit, on the writer's thread.
         inline = not relayed and self._queue.empty() and not self.syncs.busy
         try:
+            if self.thread.disconnected:  # deleted, and starting over failed last time
+                raise FilesMoved(DELETED, self.thread.path)
             stored = await self._write(batch, self.syncs.fsync_now if inline else None)
+        except FilesMoved as moved:
+            if again and self.start_over is not None:
+                await self._after_move(batch, moved)
+            else:
+                self._failed(batch, moved)
+            return
         except Exception as exc:  # anything: the writer must survive and every caller hear
             self._failed(batch, exc)
             return
@@ -386,6 +455,23 @@ class GroupCommit:
         self._syncing += 1
         earlier.add_done_callback(functools.partial(self._synced, batch, stored))
 
+    async def _after_move(self, batch: list[Pending], moved: FilesMoved) -> None:
+        """Start the history over (see files.py); the batch is answered once it is in the
+        database file at the path: copied there with the log, or committed again."""
+        assert self.start_over is not None
+        try:
+            kept = await self.start_over(moved.kind)
+        except Exception as exc:  # anything: the writer must survive and every caller hear
+            self._failed(batch, exc)
+            return
+        if moved.kind == DELETED:
+            self._remembered.clear()  # numbered from the new history from now on
+        if kept and moved.stored is not None:
+            self._remember(moved.stored)
+            self._stored(batch, moved.stored)
+            return
+        await self._commit(batch, again=False)
+
     def _synced(
         self, batch: Sequence[Pending], stored: Sequence[Attempt], sync: asyncio.Future[None]
     ) -> None:
@@ -402,8 +488,9 @@ class GroupCommit:
     ) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
         targets = [p.forward_to for p in batch]
+        files = self.thread.files
         if not any(p.finalize for p in batch):
-            done = await self.thread.run(commit_batch, attempts, targets, None, sync)
+            done = await self.thread.run(commit_batch, attempts, targets, None, sync, files)
             assert done is not None
             return done
         # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
@@ -417,7 +504,7 @@ class GroupCommit:
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, number(attempts, known), strict=True)
             ]
-            done = await self.thread.run(commit_batch, decided, targets, known, sync)
+            done = await self.thread.run(commit_batch, decided, targets, known, sync, files)
             if done is not None:
                 return done
         raise StoreError(
