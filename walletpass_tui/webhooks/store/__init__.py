@@ -59,6 +59,7 @@ from walletpass_tui.webhooks.models import (
     now_ms,
 )
 from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 from walletpass_tui.webhooks.store.files import (
     DELETED,
     LOG,
@@ -154,12 +155,14 @@ class Store(History):
         *,
         rejected_cap: int = DEFAULT_REJECTED_CAP,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
     ) -> Store:
         """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
 
         The file (and its ``-wal``/``-shm``) is created 0600, checked quickly (the cost does not
         grow with its size) and probed for writing here, so a read-only, locked or damaged file is
-        reported at open, never as a failure in the middle of a request.
+        reported at open, never as a failure in the middle of a request. ``log_bound_bytes``: the
+        size past which the writer starts the write-ahead log over (see checkpoints.py).
         """
         path = Path(path)
         try:
@@ -169,7 +172,7 @@ class Store(History):
                 f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
-        thread = await WriteThread.open(path, busy_timeout_ms)
+        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes)
         indexer: Indexer | None = None
         try:
             indexer = await Indexer.open(path, busy_timeout_ms)

@@ -69,22 +69,30 @@ class HistoryFiles:
         self.path = path
         self._paths = (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm")))
         self._ids: list[FileId | None] = [None, None, None]
+        self.log_bytes = 0  # the -wal's size at the last check (the writer keeps it bounded)
 
     def remember(self) -> None:
         """Right after the writer's connection is opened (it has made every one of them)."""
-        self._ids = [_identity(p) for p in self._paths]
+        self._ids = [_identity(_stat(p)) for p in self._paths]
 
     def changed(self) -> str | None:
-        """None while every file remembered is still at its path; else DELETED or LOG."""
+        """None while every file remembered is still at its path; else DELETED or LOG. Notes the
+        log's size on the way."""
         for number, (path, known) in enumerate(zip(self._paths, self._ids, strict=True)):
-            if known is not None and _identity(path) != known:
+            found = _stat(path)
+            if number == 1:
+                self.log_bytes = found.st_size if found is not None else 0
+            if known is not None and _identity(found) != known:
                 return DELETED if number == 0 else LOG
         return None
 
 
-def _identity(path: Path) -> FileId | None:
+def _stat(path: Path) -> os.stat_result | None:
     try:
-        found = os.stat(path)
+        return os.stat(path)
     except OSError:
         return None
-    return found.st_dev, found.st_ino
+
+
+def _identity(found: os.stat_result | None) -> FileId | None:
+    return (found.st_dev, found.st_ino) if found is not None else None

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from walletpass_tui.webhooks.models import StoreError
-from walletpass_tui.webhooks.store.checkpoints import LOG_SIZE_LIMIT
+from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 
 SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -177,7 +177,9 @@ def make_private(path: Path) -> None:
 # -- opening --------------------------------------------------------------------------------------
 
 
-def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+def connect_writer(
+    path: Path, busy_timeout_ms: int, log_limit_bytes: int = LOG_BOUND_BYTES // 2
+) -> sqlite3.Connection:
     """The one write connection: private file, WAL (synced by wal_sync), migrated, checked and probed.
 
     Raises StoreError (with what to do) for every problem, so none surfaces mid-request.
@@ -190,7 +192,7 @@ def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.create_function("wp_digest", 2, digest, deterministic=True)
-        configure(db, busy_timeout_ms)
+        configure(db, busy_timeout_ms, log_limit_bytes)
         migrate(db, path)
         quick_check(db)
         probe_write(db)
@@ -203,7 +205,9 @@ def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     return db
 
 
-def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+def configure(
+    db: sqlite3.Connection, busy_timeout_ms: int, log_limit_bytes: int = LOG_BOUND_BYTES // 2
+) -> None:
     db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     row = db.execute("PRAGMA journal_mode = WAL").fetchone()
     if row is None or str(row[0]).lower() != "wal":
@@ -215,7 +219,8 @@ def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     db.execute("PRAGMA foreign_keys = ON")
     # Checkpoints run on their own connection, off the acknowledgement path (see writer.py).
     db.execute("PRAGMA wal_autocheckpoint = 0")
-    db.execute(f"PRAGMA journal_size_limit = {LOG_SIZE_LIMIT}")
+    # A log started over is cut back to this size (see checkpoints.py).
+    db.execute(f"PRAGMA journal_size_limit = {int(log_limit_bytes)}")
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:

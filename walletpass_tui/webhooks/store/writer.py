@@ -9,9 +9,9 @@ feeds it.
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
 * The search index is not the writer's work: it lives in a file of its own, filled by its own
-  thread after each commit (see indexer.py). Other work kept out of the acknowledgement path runs
-  only when no delivery waits, in bounded steps: the rejected cap, and finishing a WAL checkpoint
-  (see checkpoints.py: a delivery's commit never copies the log into the database file).
+  thread after each commit (see indexer.py). The rejected cap is applied only when no delivery
+  waits, in bounded steps. A delivery's commit never copies the log into the database file; the
+  log is kept bounded between batches, deliveries waiting or not (see checkpoints.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,14 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 from walletpass_tui.webhooks.store import forwards, prune, rows, schema
-from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
+from walletpass_tui.webhooks.store.checkpoints import (
+    LOG_BOUND_BYTES,
+    RESTART_WAIT_MS,
+    Checkpointer,
+    LogBound,
+    restart_log,
+    top_up_checkpoint,
+)
 from walletpass_tui.webhooks.store.files import DELETED, FilesMoved, HistoryFiles
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.numbering import (
@@ -77,25 +84,31 @@ class WriteThread:
         executor: ThreadPoolExecutor,
         busy_timeout_ms: int,
         files: HistoryFiles,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
     ) -> None:
         self.path = path
         self.files = files
+        self.busy_timeout_ms = busy_timeout_ms
+        self.log_bound_bytes = log_bound_bytes
         self._db: sqlite3.Connection | None = db
         self._executor = executor
-        self._busy_timeout_ms = busy_timeout_ms
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path, busy_timeout_ms: int) -> WriteThread:
+    async def open(
+        cls, path: Path, busy_timeout_ms: int, log_bound_bytes: int = LOG_BOUND_BYTES
+    ) -> WriteThread:
         executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         loop = asyncio.get_running_loop()
         files = HistoryFiles(path)
         try:
-            db = await loop.run_in_executor(executor, _connect, path, busy_timeout_ms, files)
+            db = await loop.run_in_executor(
+                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes
+            )
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(db, path, executor, busy_timeout_ms, files)
+        return cls(db, path, executor, busy_timeout_ms, files, log_bound_bytes)
 
     @property
     def disconnected(self) -> bool:
@@ -137,7 +150,12 @@ class WriteThread:
         raises StoreError."""
         loop = asyncio.get_running_loop()
         self._db = await loop.run_in_executor(
-            self._executor, _connect, self.path, self._busy_timeout_ms, self.files
+            self._executor,
+            _connect,
+            self.path,
+            self.busy_timeout_ms,
+            self.files,
+            self.log_bound_bytes,
         )
 
     async def close(self) -> None:
@@ -146,8 +164,11 @@ class WriteThread:
         self._executor.shutdown(wait=False)
 
 
-def _connect(path: Path, busy_timeout_ms: int, files: HistoryFiles) -> sqlite3.Connection:
-    db = schema.connect_writer(path, busy_timeout_ms)
+def _connect(
+    path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
+) -> sqlite3.Connection:
+    # A log started over is cut back to half the bound (see checkpoints.py).
+    db = schema.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
     files.remember()
     return db
 
@@ -283,6 +304,7 @@ class GroupCommit:
         self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
         self.listeners: list[Listener] = []
         self.checkpoints = Checkpointer(thread.path)
+        self.log = LogBound(thread.log_bound_bytes)
         self.syncs = WalSync(thread.path)
         self._syncing = 0  # batches committed, waiting for their fsync
         self._notifying = 0  # commits whose listeners are still to hear of them
@@ -293,7 +315,6 @@ class GroupCommit:
         self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
         self._waiter: asyncio.Future[None] | None = None  # a writer waiting for deliveries
-        self.checkpoints.on_done = self._poke
         # Set by the store: close everything and open the history again after its files were
         # deleted (files.py); True when the commit that found it is kept (the log was copied).
         self.start_over: Callable[[str], Awaitable[bool]] | None = None
@@ -307,7 +328,7 @@ class GroupCommit:
 
     @property
     def idle(self) -> bool:
-        """Nothing queued, nothing being written, the rejected cap and checkpoint top-up done."""
+        """Nothing queued, nothing being written, the rejected cap applied."""
         busy = self._busy or self._syncing or self._notifying
         return not (self._queue.qsize() or busy or self._backlog())
 
@@ -342,6 +363,7 @@ class GroupCommit:
                     break
                 batch.append(item)
             await self._commit(batch)
+            await self._bound_log()
             if stop:
                 break
         self._busy = False
@@ -352,7 +374,7 @@ class GroupCommit:
         self._poke()
 
     def _poke(self) -> None:
-        """Wake a writer waiting in _wait (a delivery, a stop, a hurry or a finished checkpoint)."""
+        """Wake a writer waiting in _wait (a delivery, a stop or a hurry)."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -365,7 +387,7 @@ class GroupCommit:
             backlog = self._backlog()
             if not backlog:
                 self._hurried = False
-            elif step_now or self._hurried or not self._quiet():
+            elif step_now or self._hurried:
                 self._busy = True
                 await self._catch_up_step()
                 step_now = False
@@ -377,9 +399,6 @@ class GroupCommit:
             step_now = True  # idle long enough, or woken: a step if there is work
         self._busy = True
         return self._queue.get_nowait()
-
-    def _quiet(self) -> bool:
-        return not self.checkpoints.top_up_due
 
     async def _wait(self, timeout: float | None) -> object:
         """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING.
@@ -403,20 +422,34 @@ class GroupCommit:
         return self._queue.get_nowait() if not self._queue.empty() else _NOTHING
 
     def _backlog(self) -> bool:
-        prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
-        return prune_due or self.checkpoints.top_up_due
+        return self._rejected_since_prune >= max(1, self.rejected_cap // 10)
 
     async def _catch_up_step(self) -> None:
         try:
-            if self.checkpoints.top_up_due:
-                self.checkpoints.top_up_due = False
-                await self.thread.run(top_up_checkpoint)
-            else:
-                self._rejected_since_prune = 0
-                await self.thread.run(prune.rejected_beyond, self.rejected_cap)
-        except Exception as exc:  # nothing stored is at stake: retried after the next commit
             self._rejected_since_prune = 0
+            await self.thread.run(prune.rejected_beyond, self.rejected_cap)
+        except Exception as exc:  # nothing stored is at stake: retried after the next commit
             self.health.failed(schema.explain(exc, self.thread.path))
+
+    async def _bound_log(self) -> None:
+        """Between two batches, deliveries waiting or not: once the log file passed its bound,
+        finish the checkpoint so the next commit starts the log over (see checkpoints.py). The
+        size is the one the batch's commit found (files.py stats the log anyway)."""
+        size = self.thread.files.log_bytes
+        step = self.log.step(size)
+        if step is None or self.thread.disconnected:
+            return
+        try:
+            if step == LogBound.RESTART:
+                complete = await self.thread.run(
+                    restart_log, RESTART_WAIT_MS, self.thread.busy_timeout_ms
+                )
+            else:
+                complete = await self.thread.run(top_up_checkpoint)
+        except Exception as exc:  # nothing stored is at stake: tried again after the next batch
+            self.health.failed(schema.explain(exc, self.thread.path))
+            return
+        self.log.done(step, complete, size)
 
     async def _commit(self, batch: list[Pending], again: bool = True) -> None:
         """Commit the batch in one transaction; attempts whose numbers another program changed
