@@ -173,3 +173,63 @@ async def test_a_history_from_an_older_version_is_left_to_the_store(tmp_path: Pa
         db.execute("PRAGMA user_version = 6")
     with pytest.raises(Outdated):
         await open_history(path)
+
+
+FILL_UNTIL_FULL = """
+import asyncio, json, os, resource, signal, sys
+from pathlib import Path
+from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store, StoreError
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def make(i):
+    return Attempt(received_at_ms=1_795_000_000_000, method="POST", path="/webhooks",
+        headers=(), body=b"x" * 8000, verdict=VERIFIED, reason="verified", status=200,
+        webhook_id=f"msg_{i:04d}")
+
+
+async def main():
+    path = Path(sys.argv[1])
+    acked, failures = [], []
+    async with await Store.open(path) as store:
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        room = os.path.getsize(f"{path}-wal") + 200_000
+        resource.setrlimit(resource.RLIMIT_FSIZE, (room, hard))  # the disk is full from here
+        i = 0
+        while len(failures) < 3 and i < 1000:
+            try:
+                acked.append((await store.record(make(i))).webhook_id)
+            except StoreError as exc:
+                failures.append(str(exc))
+            i += 1
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # space freed
+        acked.append((await store.record(make(i))).webhook_id)
+    print(json.dumps({"acked": acked, "failures": failures}))
+
+
+asyncio.run(main())
+"""
+
+
+def test_a_full_disk_while_receiving_acknowledges_nothing_it_could_not_store(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deliveries.sqlite3"
+    done = subprocess.run(
+        [sys.executable, "-c", FILL_UNTIL_FULL, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert len(result["failures"]) == 3 and len(result["acked"]) > 1
+    assert all(
+        f.startswith(f"The history database {path}") and "check the disk" in f
+        for f in result["failures"]
+    )
+    assert "Traceback" not in done.stderr
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        stored = {r[0] for r in db.execute("SELECT webhook_id FROM attempts")}
+    assert set(result["acked"]) <= stored  # the last one after space was freed too

@@ -354,6 +354,11 @@ def explain(exc: BaseException, path: Path) -> str:
         return f"The history database {path} cannot be opened; check the directory exists and is writable."
     if "disk is full" in text or ("disk i/o error" in text and disk_is_full(path)):
         return f"The disk holding {path} is full; free some space, then try again."
+    if "disk i/o error" in text:
+        return (
+            f"The history database {path} could not be written or read ({exc}); check the disk "
+            "it is on (space, errors, a file size limit), then try again."
+        )
     if isinstance(exc, sqlite3.Error | ValueError):
         return f"The history database {path} failed ({exc})."
     return f"Storing into {path} failed ({type(exc).__name__}: {exc})."
