@@ -231,6 +231,11 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
+        # Another program (a second receiver started at the same moment) may have migrated
+        # while this one waited for the write lock: the version is read again under the lock.
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise too_new(version, path)
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in split_sql(MIGRATIONS[step]):
                 db.execute(statement)
