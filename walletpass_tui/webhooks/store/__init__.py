@@ -6,11 +6,15 @@
   damaged, read-only or newer database means to a person;
 * ``writer.py``  the one write connection on its own thread and the group-commit loop:
   ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
-  "stored"; ``numbering.py`` attempt numbers;
+  "stored"; ``numbering.py`` attempt numbers; ``wal_sync.py`` the log's fsync; ``checkpoints.py``
+  checkpoints off the acknowledgement path and a log that stays bounded; ``files.py`` a history
+  deleted under the writer is noticed before any answer, and started over;
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-* ``queries.py`` every read, on an aiosqlite connection of its own;
+* ``queries.py`` every read, on an aiosqlite connection of its own; ``reading.py`` ``History``,
+  the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
+  writes nothing (``events list``, ``show``, ``export`` on a full disk);
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
   any subscriber (the dashboard's header) can show.
 
