@@ -17,6 +17,7 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -55,31 +56,45 @@ def nobody_writes(path: Path) -> bool:
     return log_is_empty(path) and not path.with_name(path.name + "-shm").exists()
 
 
-async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
+def _probe(path: Path, busy_timeout_ms: int) -> str:
+    """The URI that reads the history at ``path`` (checked with a plain connection first: a
+    failed ``aiosqlite.connect`` leaves its thread to report to a loop that may be gone)."""
     immutable = nobody_writes(path)
     while True:
-        conn = await aiosqlite.connect(
-            uri(path, immutable=immutable), uri=True, isolation_level=None
-        )
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await conn.execute("PRAGMA query_only = ON")
-            version = await conn.execute_fetchall("PRAGMA user_version")
+            with contextlib.closing(
+                sqlite3.connect(uri(path, immutable=immutable), uri=True, isolation_level=None)
+            ) as db:
+                db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                found = int(db.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.Error as exc:
-            with contextlib.suppress(Exception):
-                await conn.close()
             if immutable or not log_is_empty(path):
                 raise StoreError(schema.explain(exc, path)) from None
             immutable = True  # -shm could not be read (a full disk?) and the log holds nothing
             continue
-        found = int(next(iter(version))[0])
-        if found == SCHEMA_VERSION:
-            return conn
-        with contextlib.suppress(Exception):
-            await conn.close()
         if found > SCHEMA_VERSION:
             raise schema.too_new(found, path)
-        raise Outdated(f"The history database {path} needs an upgrade (schema {found}).")
+        if found < SCHEMA_VERSION:
+            raise Outdated(f"The history database {path} needs an upgrade (schema {found}).")
+        return uri(path, immutable=immutable)
+
+
+async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
+    address = await asyncio.to_thread(_probe, path, busy_timeout_ms)
+    try:
+        conn = await aiosqlite.connect(address, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(schema.explain(exc, path)) from None
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await conn.execute("PRAGMA query_only = ON")
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(schema.explain(exc, path)) from None
+        raise
+    return conn
 
 
 async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexUse:
