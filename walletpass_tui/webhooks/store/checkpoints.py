@@ -9,13 +9,14 @@ Copied frames stay in the log file until a commit finds it entirely copied and s
 from the beginning; under a steady stream that never happens by itself (frames committed while
 the bulk copy runs are always left), and the log used to grow for as long as deliveries kept
 coming (141 MB after four saturated minutes). So the writer bounds it itself (``LogBound``):
-after each batch, deliveries waiting or not, once the log file is larger than ``bound`` it copies
-what the bulk copy left (a PASSIVE checkpoint on its own connection: a few ms, as the bulk copy
-keeps up), and the next commit starts the log over and cuts it back to ``bound / 2``
-(``journal_size_limit``). A reader in the middle of a read pins the frames it may need and so
-keeps the log from starting over: past twice the bound the writer waits for readers, at most
-RESTART_WAIT_MS (a RESTART checkpoint), and if one still holds on it waits again only once the
-log has grown by another ``bound``. The log file so stays under about ``2 * bound`` plus a batch.
+after each batch, deliveries waiting or not, once the log file is larger than ``bound`` it has a
+bulk copy run at once, and when that has finished it copies what was committed meanwhile (a
+PASSIVE checkpoint on its own connection: a few ms), and the next commit starts the log over and
+cuts it back to ``bound / 2`` (``journal_size_limit``). A reader in the middle of a read pins the
+frames it may need and so keeps the log from starting over: past twice the bound the writer
+waits for readers, at most RESTART_WAIT_MS (a RESTART checkpoint), and if one still holds on it
+waits again only once the log has grown by another ``bound``. The log file so stays under about
+``2 * bound`` plus a batch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
@@ -59,7 +61,13 @@ def copy_whole_log(db: sqlite3.Connection) -> bool:
 
 
 class LogBound:
-    """What the writer does about the log after a batch, given the log file's size."""
+    """What the writer does about the log after a batch, given the log file's size.
+
+    Past the bound it first has the bulk checkpoint run at once (on its own thread: the writer
+    goes on committing), and tops up only once a bulk run begun after that has finished, so the
+    writer copies only the frames committed meanwhile; past twice the bound it waits for
+    readers (RESTART) whatever the bulk copy is doing.
+    """
 
     TOP_UP = "top up"
     RESTART = "restart"
@@ -67,14 +75,21 @@ class LogBound:
     def __init__(self, bound_bytes: int = LOG_BOUND_BYTES) -> None:
         self.bound = max(1, bound_bytes)
         self._restart_above = 2 * self.bound
+        self._bulk: int | None = None  # the bulk run the top-up waits for
         self.top_ups = 0
         self.restarts = 0
 
-    def step(self, log_bytes: int) -> str | None:
+    def step(self, log_bytes: int, checkpoints: Checkpointer) -> str | None:
         if log_bytes <= self.bound:
             self._restart_above = 2 * self.bound
+            self._bulk = None
             return None
-        return self.RESTART if log_bytes > self._restart_above else self.TOP_UP
+        if log_bytes > self._restart_above:
+            return self.RESTART
+        if self._bulk is None:
+            self._bulk = checkpoints.run_soon()
+            return None
+        return self.TOP_UP if checkpoints.finished >= self._bulk else None
 
     def done(self, step: str, complete: bool, log_bytes: int) -> None:
         if step == self.RESTART:
@@ -96,22 +111,49 @@ class Checkpointer:
         self._task: asyncio.Future[None] | None = None
         self._commits = 0
         self._rows = 0
-        self.runs = 0
+        self._again = False  # another run right after the one under way
+        self._stopped = False  # closing: no run after the one under way
+        self.started = 0  # runs begun
+        self.finished = 0  # runs ended (the number of the last one)
+        self.runs = 0  # runs that succeeded
 
     def note(self, rows: int) -> None:
         self._commits += 1
         self._rows += rows
         due = self._commits >= CHECKPOINT_EVERY or self._rows >= CHECKPOINT_ROWS
         if due and (self._task is None or self._task.done()):
-            self._commits = self._rows = 0
-            loop = asyncio.get_running_loop()
-            self._task = loop.run_in_executor(self._executor, self._checkpoint)
+            self._start()
+
+    def run_soon(self) -> int:
+        """A run now, or right after the one under way; returns its number (``finished``
+        reaches it once it has ended)."""
+        if self._task is None or self._task.done():
+            self._start()
+            return self.started
+        self._again = True
+        return self.started + 1
+
+    def _start(self) -> None:
+        self._commits = self._rows = 0
+        self.started += 1
+        number = self.started
+        self._task = asyncio.get_running_loop().run_in_executor(self._executor, self._checkpoint)
+        self._task.add_done_callback(lambda _: self._ended(number))
+
+    def _ended(self, number: int) -> None:
+        self.finished = number
+        if self._again and not self._stopped:
+            self._again = False
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                self._start()
 
     def _checkpoint(self) -> None:
         try:
             if self._db is None:
+                # mode=rw: never creates the history (it may have just been deleted: files.py)
+                address = f"file:{quote(str(self._path.absolute()))}?mode=rw"
                 self._db = sqlite3.connect(
-                    self._path, isolation_level=None, check_same_thread=False
+                    address, uri=True, isolation_level=None, check_same_thread=False
                 )
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.runs += 1
@@ -121,6 +163,7 @@ class Checkpointer:
     async def disconnect(self) -> None:
         """Close the connection after the checkpoint under way (the history is started over);
         the next checkpoint opens a new one."""
+        self._again = False
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task
@@ -134,6 +177,7 @@ class Checkpointer:
             await asyncio.get_running_loop().run_in_executor(self._executor, close)
 
     async def close(self) -> None:
+        self._stopped = True
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task

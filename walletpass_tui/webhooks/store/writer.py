@@ -436,7 +436,7 @@ class GroupCommit:
         finish the checkpoint so the next commit starts the log over (see checkpoints.py). The
         size is the one the batch's commit found (files.py stats the log anyway)."""
         size = self.thread.files.log_bytes
-        step = self.log.step(size)
+        step = self.log.step(size, self.checkpoints)
         if step is None or self.thread.disconnected:
             return
         try:
