@@ -6,7 +6,7 @@
 #       --public-url https://relay.example.com
 #   docker exec relay walletpass-tui relay channel add team
 #
-# TLS is best terminated in front of it (Caddy, see "Run your own relay" in the README); then add
+# TLS is best terminated in front of it (Caddy, see docs/relay.md); then add
 # --trust-proxy with the proxy's address. Or mount a certificate and pass --tls-cert/--tls-key.
 FROM python:3.12-slim
 
@@ -23,9 +23,11 @@ RUN groupadd --system --gid 10001 relay \
     && install -d -m 0700 -o relay -g relay /data
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY walletpass_tui ./walletpass_tui
-RUN pip install --no-compile . && rm -rf /src
+# pip compiles the bytecode as it installs (the relay's user cannot write it later), so each
+# `docker exec relay walletpass-tui ...` starts without compiling the package first.
+RUN pip install . && rm -rf /src
 
 WORKDIR /data
 USER 10001:10001

@@ -56,8 +56,9 @@ def rss_mb(field: str = "VmRSS") -> float:
 
 async def populate(home: Path, count: int) -> None:
     from walletpass_tui.webhooks.body_fields import labels
-    from walletpass_tui.webhooks.endpoints import EndpointRegistry
-    from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+    from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     EndpointRegistry(home / "endpoints.json").import_endpoint(
         ENDPOINT, "https://bench.example/hooks", ["pass.activated", "pass.deactivated"], SECRET
@@ -173,8 +174,8 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
     from walletpass_tui.ui.screens.detail import DetailScreen
     from walletpass_tui.ui.screens.main import MainScreen
     from walletpass_tui.ui.widgets.log_view import LogView
-    from walletpass_tui.webhooks.endpoints import EndpointRegistry
-    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+    from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.store import Store
 

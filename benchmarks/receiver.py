@@ -27,7 +27,7 @@ aiosqlite, one INSERT and one ``commit()`` per request on one shared connection,
 calls in order on one thread, so concurrent requests' commits can already coalesce a little: the
 baseline is naive, not crippled.
 
-Figures, never assertions: see benchmarks/README.md for the last results.
+Figures, never assertions: see docs/performance.md for the last results.
 """
 
 from __future__ import annotations

@@ -20,6 +20,11 @@
 4. Catch-up: a relay process holds N deliveries a laptop slept through; a laptop side (runtime +
    relay link, own home, this process) starts and stores them all, verified: deliveries/s from
    its start to the last row committed.
+5. Stalled subscribers (``--only stalled``): a relay process holds a backlog of deliveries with
+   64 KiB bodies; 100 subscribers (raw sockets, a 4 KiB receive buffer) ask for it and never read.
+   RSS growth per stalled subscriber, once ``/healthz`` counts them all as stalled (or RSS has
+   not moved for 3 s), then again after 100 more deliveries arrive while they stall; the time
+   those 100 take, and the time 100 took before anyone subscribed.
 
 Figures, never assertions. The machine is shared: other processes may load it during a run.
 """
@@ -50,8 +55,8 @@ sys.path.insert(0, str(ROOT))
 
 from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url  # noqa: E402
-from walletpass_tui.relay.storage import RelayDB, database_path  # noqa: E402
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url  # noqa: E402
+from walletpass_tui.relay.server.storage import RelayDB, database_path  # noqa: E402
 
 
 def free_port() -> int:
@@ -335,8 +340,8 @@ async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tu
     import aiohttp
 
     from walletpass_tui.config import Settings
-    from walletpass_tui.relay.link import RelayLink
-    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -391,6 +396,86 @@ def catch_up(workdir: Path, count: int) -> None:
     )
 
 
+# -- stalled subscribers ---------------------------------------------------------------------------
+
+
+def _stalled_socket(port: int, path: str, token: str) -> socket.socket:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+    s.sendall(head.encode())
+    return s
+
+
+async def _post_padded(ingress: str, count: int, pad: int) -> float:
+    import aiohttp
+
+    from walletpass_tui.webhooks.verify import sign
+
+    body = b'{"type":"pass.activated","pad":"' + b"x" * pad + b'"}'
+    now = datetime.now(UTC)
+    began = time.monotonic()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16)) as session:
+
+        async def one(i: int) -> None:
+            headers = sign(SECRET, f"msg_st_{i:06d}_{began}", body, now)
+            async with session.post(ingress, data=body, headers=headers) as r:
+                assert r.status == 200, r.status
+
+        for start in range(0, count, 16):
+            await asyncio.gather(*(one(i) for i in range(start, min(count, start + 16))))
+    return time.monotonic() - began
+
+
+def _health(port: int) -> dict[str, int]:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:
+        return dict(json.loads(r.read()))
+
+
+def stalled(workdir: Path, count: int, backlog: int) -> None:
+    pad = 64 * 1024
+    print(f"5. relay RSS with {count} stalled subscribers, a backlog of {backlog} x 64 KiB bodies")
+    proc, ingress, sub_url, _ = start_relay(workdir, heartbeat=600.0)
+    token = os.environ["BENCH_RELAY_TOKEN"]
+    path = sub_url.split(str(proc.port), 1)[1]
+    socks: list[socket.socket] = []
+    try:
+        asyncio.run(_post_padded(ingress, backlog, pad))
+        alone = asyncio.run(_post_padded(ingress, 100, pad))
+        before = proc.rss_kib()
+        socks = [_stalled_socket(proc.port, path, token) for _ in range(count)]
+        began, last, still = time.monotonic(), -1, 0.0
+        while time.monotonic() - began < 120:
+            rss = proc.rss_kib()
+            if _health(proc.port).get("stalled", -1) >= count:
+                break
+            still = still + 0.5 if rss == last else 0.0
+            if still >= 3:
+                break
+            last = rss
+            time.sleep(0.5)
+        after = proc.rss_kib()
+        health = _health(proc.port)
+        seconds = asyncio.run(_post_padded(ingress, 100, pad))
+        later = proc.rss_kib()
+    finally:
+        for s in socks:
+            s.close()
+        proc.stop()
+    print(
+        f"   RSS {before / 1024:.1f} MiB -> {after / 1024:.1f} MiB with {count} stalled "
+        f"(+{(after - before) / count:.0f} KiB each; {health.get('stalled', '?')} counted stalled "
+        f"of {health['subscribers']})"
+    )
+    print(
+        f"   100 more deliveries while they stall: {seconds:.2f} s (without them: {alone:.2f} s), "
+        f"RSS {later / 1024:.1f} MiB (+{(later - before) / count:.0f} KiB each)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -399,8 +484,12 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--subscribers", type=int, default=10)
     parser.add_argument("--idle", type=int, default=100)
-    parser.add_argument("--only", choices=["throughput", "latency", "memory", "catch-up"])
+    parser.add_argument(
+        "--only", choices=["throughput", "latency", "memory", "catch-up", "stalled"]
+    )
     parser.add_argument("--missed", type=int, default=5000, help="deliveries to catch up on")
+    parser.add_argument("--stalled", type=int, default=100, help="subscribers that never read")
+    parser.add_argument("--backlog", type=int, default=200, help="deliveries they ask for")
     parser.add_argument(
         "--latency-to",
         choices=["store", "receipt"],
@@ -418,6 +507,8 @@ def main() -> None:
             memory(workdir, args.idle)
         if args.only in (None, "catch-up"):
             catch_up(workdir, args.missed)
+        if args.only in (None, "stalled"):
+            stalled(workdir, args.stalled, args.backlog)
 
 
 if __name__ == "__main__":

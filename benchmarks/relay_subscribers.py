@@ -29,7 +29,7 @@ from receiver import SECRET  # noqa: E402
 
 async def _subscribers_main(url: str, count: int, expect: int, out: Path) -> list[dict[str, float]]:
     from walletpass_tui.relay.events import RelayedDelivery
-    from walletpass_tui.relay.subscriber import RelaySubscriber
+    from walletpass_tui.relay.link.subscriber import RelaySubscriber
 
     token = os.environ["BENCH_RELAY_TOKEN"]
     times: list[dict[str, float]] = [{} for _ in range(count)]
@@ -71,10 +71,10 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
     from collections.abc import Sequence
 
     from walletpass_tui.config import Settings
-    from walletpass_tui.relay.link import LinkState, RelayLink
-    from walletpass_tui.webhooks.receiver import ReceiverOptions
+    from walletpass_tui.relay.link.feed import LinkState, RelayLink
+    from walletpass_tui.webhooks.listening import ReceiverOptions
+    from walletpass_tui.webhooks.models import Attempt
     from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
-    from walletpass_tui.webhooks.store import Attempt
     from walletpass_tui.webhooks.verify import SigningKey
 
     token = os.environ["BENCH_RELAY_TOKEN"]

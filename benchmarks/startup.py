@@ -47,7 +47,8 @@ COMMANDS: list[tuple[str, list[str], float | None]] = [
 
 
 async def populate(home: Path, count: int) -> float:
-    from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.models import VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
     store = await Store.open(home / "deliveries.sqlite3")

@@ -245,7 +245,12 @@ def build(host: Host) -> None:
         raise SmokeError(f"RUN {command} failed: {done.stderr.strip()[-2000:]}")
     if cwd.exists():
         raise SmokeError(f"RUN {command} left {workdir} behind")
-    say(f"RUN {command}")
+    compiled = list(
+        host.venv.glob("lib/python*/site-packages/walletpass_tui/cli/__pycache__/*.pyc")
+    )
+    if not compiled:
+        raise SmokeError(f"RUN {command} left walletpass_tui without compiled bytecode")
+    say(f"RUN {command} (bytecode compiled)")
 
 
 def data_directory(host: Host) -> Path:

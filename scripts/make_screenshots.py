@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots (SVG, and PNG with rsvg-convert when it is installed).
+"""Regenerate the screenshots of the README and docs/ (SVG, and PNG with rsvg-convert when it is installed).
 
     python scripts/make_screenshots.py                 # fixed sample data: reproducible pictures
     python scripts/make_screenshots.py --home DIR      # the history and endpoints already in DIR
@@ -37,10 +37,10 @@ from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
+from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
     REJECTED,
@@ -49,11 +49,13 @@ from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
     ForwardResult,
-    Store,
 )
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
+from walletpass_tui.webhooks.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 START_MS = 1_795_442_400_000  # 2026-11-23T14:00:00Z
+NOW_MS = START_MS + 6 * 60_000 + 40_000  # the pictures' clock: just after the sample history
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 RECEIVER = "127.0.0.1:8787/webhooks"
 APP_URL = "http://localhost:3000/webhooks"  # the user's own app, in the forwarding samples
@@ -229,6 +231,59 @@ def sample_history() -> list[Attempt]:
     return rows
 
 
+def hour_of_traffic() -> list[Attempt]:
+    """The hour before the sample history, for the Stats picture: steady deliveries of both
+    topics, a quiet spell, a burst of rejections (a rotated secret not yet imported) and the
+    service's retries after it."""
+    rows: list[Attempt] = []
+    n = 100
+    for minute in range(-53, 0):
+        if -31 <= minute < -24:
+            continue  # nothing arrived for seven minutes
+        busy = 6 if -21 <= minute <= -17 else 0
+        for k in range(3 + (minute * 7) % 5 + busy):
+            n += 1
+            at = START_MS + minute * 60_000 + k * 4_000
+            if minute in (-20, -19) and k < 5:
+                rows.append(
+                    _attempt(
+                        n,
+                        at,
+                        verdict=REJECTED,
+                        reason="no signature matches",
+                        detail="tried 2 secrets",
+                        status=401,
+                    )
+                )
+            elif -18 <= minute <= -15 and k < 2:
+                rows.append(_attempt(n, at, msg=f"msg_2KWP{n - 40:04d}BgLlAfxdpx2AI54p"))
+            else:
+                rows.append(_attempt(n, at))
+    return rows
+
+
+async def hour_of_forwards(store: Store, attempts: Sequence[Attempt]) -> None:
+    """Your app's answers to the hour's verified deliveries: about 15 ms, then slow for a few
+    minutes after the burst (one in three timing out)."""
+    real_now = store_module.now_ms
+    try:
+        for index, delivered in enumerate(a for a in attempts if a.verdict == VERIFIED):
+            minute = (delivered.received_at_ms - START_MS) // 60_000
+            slow = -18 <= minute <= -12
+            latency = 11.0 + (index % 5) * 2.5 + (170.0 + (index % 3) * 20 if slow else 0)
+            result = (
+                ForwardResult(None, 10_000.0, error="no answer within 10 s")
+                if slow and index % 3 == 0
+                else ForwardResult(200, latency, body=b'{"received":true}')
+            )
+            store_module.now_ms = lambda at=delivered.received_at_ms + 80: at  # type: ignore[misc]
+            await store.add_forward_result(
+                delivered, kind=FORWARD, mode=ORIGINAL, target=APP_URL, result=result
+            )
+    finally:
+        store_module.now_ms = real_now
+
+
 def sample_registry(home: Path) -> EndpointRegistry:
     registry = EndpointRegistry(home / "endpoints.json")
     registry.record_created(
@@ -292,7 +347,7 @@ class Source:
     transport: httpx.AsyncBaseTransport | None
 
 
-def sample_source(home: Path) -> Source:
+def sample_source(home: Path, *, hour: bool = False) -> Source:
     settings = Settings(
         home=home,
         base_url="https://api.wallet.example",
@@ -302,9 +357,11 @@ def sample_source(home: Path) -> Source:
     )
 
     async def fill(store: Store) -> None:
+        earlier = [await store.record(row) for row in (hour_of_traffic() if hour else ())]
         for row in sample_history():
             await store.record(row)
         await store.settled()
+        await hour_of_forwards(store, earlier)
         await sample_forwards(store)
 
     return Source(settings, sample_registry(home), fill, httpx.MockTransport(canned_service))
@@ -330,7 +387,10 @@ def make_app(source: Source) -> WalletPassApp:
             await source.fill(runtime.store)
         return runtime
 
-    return build_app(open_runtime, client, receiver_display=RECEIVER)
+    fixed = source.fill is not None  # sample data: a fixed clock; a real home: the real one
+    return build_app(
+        open_runtime, client, receiver_display=RECEIVER, clock=(lambda: NOW_MS) if fixed else None
+    )
 
 
 # -- the pictures ----------------------------------------------------------------------------------------
@@ -345,6 +405,9 @@ async def settle(pilot: Pilot[Any]) -> None:
     log = app.screen.query_one(EventLogPane)
     templates = app.screen.query_one(TemplatesPane)
     while log.total is None or templates.loading or "loading" in str(templates.border_title):
+        await pilot.pause(0.02)
+    # The header's sparkline is drawn once the last hour is read from the history, after paint.
+    while not app.screen.query_one(StatusBar).sparks:
         await pilot.pause(0.02)
     await pilot.pause(0.3)
 
@@ -409,6 +472,13 @@ async def narrow(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.2)
 
 
+async def stats(pilot: Pilot[Any]) -> None:
+    await pilot.press("s")
+    while type(pilot.app.screen).__name__ != "StatsScreen":
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
 Shot = tuple[str, tuple[int, int], Callable[[Pilot[Any]], Awaitable[None]]]
 SHOTS: tuple[Shot, ...] = (
     ("dashboard", (140, 40), main_screen),
@@ -418,6 +488,7 @@ SHOTS: tuple[Shot, ...] = (
     ("replay", (120, 36), replay_form),
     ("endpoint-secret", (120, 36), secret_modal),
     ("dashboard-80x24", (80, 24), narrow),
+    ("stats", (120, 36), stats),
 )
 
 
@@ -456,7 +527,7 @@ async def run(args: argparse.Namespace) -> list[Path]:
         if args.home:
             return home_source(args.home)
         shutil.rmtree(scratch, ignore_errors=True)
-        return sample_source(scratch)
+        return sample_source(scratch, hour=name in ("stats", "dashboard"))
 
     for shot in SHOTS:
         if args.only and shot[0] not in args.only:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -134,3 +135,187 @@ def test_ci_runs_the_readme_test_command() -> None:
     # The README creates .venv the same way .ci/run does; the install-and-test part is identical.
     tail = test_cmd.split("&&", 1)[1].strip()
     assert tail in ci
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.If):  # a name defined under a condition (a platform check)
+            names.update(_defined_names(ast.Module(body=node.body + node.orelse, type_ignores=[])))
+    return names
+
+
+def _modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in (ROOT / "walletpass_tui").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = ast.parse(path.read_text(encoding="utf-8"))
+    return found
+
+
+def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
+    """One import path per name: no module re-exports another's names, so a search for a name's
+    import finds its one home."""
+    modules = _modules()
+    defined = {name: _defined_names(tree) for name, tree in modules.items()}
+    wrong = []
+    for folder in ("walletpass_tui", "tests", "benchmarks", "scripts"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                if node.module.startswith("walletpass_tui.") and node.module not in modules:
+                    wrong.append(f"{path.relative_to(ROOT)}: no module {node.module}")
+                    continue
+                if node.module not in modules:
+                    continue
+                for alias in node.names:
+                    home = defined[node.module]
+                    if alias.name not in home and f"{node.module}.{alias.name}" not in modules:
+                        wrong.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name}")
+    assert not wrong, "imported from a module that does not define it:\n" + "\n".join(wrong)
+
+
+README_MAX_LINES = 250
+
+
+def test_the_readme_stays_short() -> None:
+    """The README says what the tool is and how to start; details live in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES}): move details to docs/"
+    )
+
+
+# Pages being written alongside the ones here; remove each line once its page exists.
+_PENDING_PAGES = {
+    "docs/threats/store.md",
+}
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def _doc_pages() -> list[Path]:
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    pages += sorted((ROOT / "docs").rglob("*.md"))
+    return [p for p in pages if p.exists()]
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks: what is there is shown, not linked."""
+    return _FENCE.sub("", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, -N on repeats."""
+    seen: dict[str, int] = {}
+    anchors: set[str] = set()
+    for heading in _HEADING.findall(_prose(page.read_text())):
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def _broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    broken = []
+    for target in _LINK.findall(_CODE_SPAN.sub("", _prose(page.read_text()))):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):
+            continue  # https:, mailto: ...: not a file of this repository
+        path_part, _, anchor = target.partition("#")
+        resolved = (page.parent / path_part).resolve() if path_part else page
+        name = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
+        if not resolved.exists():
+            if name not in _PENDING_PAGES:
+                broken.append(f"{target} (no such file)")
+            continue
+        if anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(f"{target} (no heading #{anchor})")
+    return broken
+
+
+def test_relative_links_in_the_docs_point_to_what_exists() -> None:
+    broken = {
+        page.relative_to(ROOT).as_posix(): found
+        for page in _doc_pages()
+        if (found := _broken_links(page))
+    }
+    assert broken == {}
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path: Path) -> None:
+    (tmp_path / "there.md").write_text("# A heading\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](there.md) [ok](there.md#a-heading) [web](https://example.com/x.md)\n"
+        "```sh\n[shown, not linked](nowhere.md)\n```\n"
+        "[gone](missing.md) ![gone](pics/none.svg) [bad anchor](there.md#no-such)\n"
+    )
+    assert _broken_links(page, root=tmp_path) == [
+        "missing.md (no such file)",
+        "pics/none.svg (no such file)",
+        "there.md#no-such (no heading #no-such)",
+    ]
+
+
+_INSTALL_BY_NAME = re.compile(
+    r"\b(?:pip|pipx|uv tool|uv pip)\s+install\s+(?:-\S+\s+)*walletpass-tui\b"
+)
+
+
+def test_the_docs_never_install_the_package_from_an_index() -> None:
+    """walletpass-tui is not published: every install goes through a checkout."""
+    offenders = [
+        f"{page.relative_to(ROOT)}: {line.strip()}"
+        for page in _doc_pages()
+        for line in page.read_text().splitlines()
+        if _INSTALL_BY_NAME.search(line)
+    ]
+    assert offenders == []
+
+
+# Exceptions that never reach a person: each is caught inside the layer that raises it.
+INTERNAL_EXCEPTIONS = {
+    "Rejected",  # webhooks.reasons: a request's refusal, answered with its status
+    "BodyTooLarge",  # webhooks.request_body: turned into a Rejected
+    "EventError",  # relay.events: an unreadable relayed event, recorded as rejected
+    "_HeadTooLarge",  # webhooks.http_server: answered 431
+    "_HandlerFailed",  # relay.link.subscriber: the handler's own error, re-raised
+    "_Invalid",  # sim.http_api: answered 400
+    "_Unsupported",  # sim.http_api: answered 415
+    "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
+    "WrongFormat",  # schemas.storage: the schema file is rebuilt
+    "NotJson",  # schemas.jsonscan: a body that teaches nothing
+    "PeerStalled",  # relay.server.stream: that subscriber is dropped
+    "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
+}
+
+
+def test_every_error_a_person_may_see_has_the_one_root() -> None:
+    """The command line maps an error to one line and an exit status with one isinstance check,
+    so every exception class the package defines inherits WalletpassError (or is internal)."""
+    import importlib
+
+    from walletpass_tui.errors import WalletpassError
+
+    outside = []
+    for name, tree in _modules().items():
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef) or node.name in INTERNAL_EXCEPTIONS:
+                continue
+            kind = getattr(importlib.import_module(name), node.name)
+            if issubclass(kind, BaseException) and not issubclass(kind, WalletpassError):
+                outside.append(f"{name}.{node.name}")
+    assert not outside, "errors outside the one root: " + ", ".join(outside)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 
 HEAVY = ("textual", "rich", "aiohttp", "httpx", "standardwebhooks")
 

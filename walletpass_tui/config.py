@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -33,7 +34,7 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
 
 
-class ConfigError(Exception):
+class ConfigError(WalletpassError):
     """A setting is missing or invalid; the message says what to do."""
 
 
@@ -208,6 +209,8 @@ _FIELDS: dict[str, type] = {
 
 # Tables the TOML file may group settings in; their keys are read as if at the top level.
 _TOML_TABLES = ("receiver", "service")
+# Tables of the dashboard's preferences (``load_ui_prefs``), not settings.
+_UI_TABLES = ("ui", "keys")
 
 # Friendlier TOML spellings, mapped to field names.
 _TOML_ALIASES = {
@@ -245,6 +248,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     unknown_tables: list[str] = []
     for key, value in raw.items():
         if isinstance(value, dict):  # allow [receiver] / [service] tables
+            if key in _UI_TABLES:
+                continue  # the dashboard's preferences: load_ui_prefs reads them
             if key not in _TOML_TABLES:
                 unknown_tables.append(f"[{key}]")
                 continue
@@ -383,6 +388,72 @@ def load_settings(
         config_file=config_path,
         sources=sources,
     )
+
+
+# -- the dashboard's preferences: [ui] and [keys] in the same file ------------------------------
+
+
+@dataclass(frozen=True)
+class UiPrefs:
+    """What the dashboard remembers between runs: its theme (``[ui] theme``) and keys remapped by
+    binding id (``[keys]``, checked by the dashboard, which knows the ids)."""
+
+    theme: str | None = None
+    keys: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_ui_prefs(path: Path | None) -> UiPrefs:
+    """The preferences in the config file at ``path`` (none when there is no file); ConfigError,
+    one sentence naming the file, when they are not of the right shape."""
+    if path is None or not path.exists():
+        return UiPrefs()
+    import tomllib
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(
+            f"The config file {path} cannot be read ({printable(str(exc), 200)}); fix or remove it."
+        ) from None
+    ui = raw.get("ui", {})
+    keys = raw.get("keys", {})
+    if not isinstance(ui, dict) or not isinstance(keys, dict):
+        raise ConfigError(f"In the config file {path}, [ui] and [keys] must be tables.")
+    unknown = sorted(set(ui) - {"theme"})
+    if unknown:
+        raise ConfigError(
+            f"The config file {path} has unknown [ui] setting(s): {', '.join(unknown)}; "
+            "the known one is theme."
+        )
+    theme = ui.get("theme")
+    if theme is not None and not isinstance(theme, str):
+        raise ConfigError(f"In the config file {path}, [ui] theme must be a string (a name).")
+    return UiPrefs(theme=theme, keys=keys)
+
+
+def save_ui_theme(path: Path, theme: str) -> None:
+    """Write ``[ui] theme = "..."`` into the config file at ``path`` (created if need be), keeping
+    everything else in it as it was, comments included; the file stays 0600."""
+    import tomlkit
+
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = tomlkit.parse(text)
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise ConfigError(
+            f"Cannot save the theme in {path} ({printable(str(exc), 200)}); fix or remove the file."
+        ) from None
+    ui = document.get("ui")
+    if ui is None:
+        ui = tomlkit.table()
+        document["ui"] = ui
+    elif not isinstance(ui, dict):
+        raise ConfigError(f"Cannot save the theme in {path}: its ui key is not a table.")
+    ui["theme"] = theme
+    try:
+        write_private_file(path, tomlkit.dumps(document).encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"Cannot save the theme in {path} ({exc.strerror or exc}).") from None
 
 
 def ensure_private_dir(path: Path) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "format_ms",
     "format_size",
     "one_line",
+    "parse_ascii_int",
     "parse_json_body",
     "pretty_json",
     "printable",
@@ -137,6 +138,22 @@ def compact_value(value: Any, width: int = 40) -> str:
 
 
 # -- times, durations, sizes ------------------------------------------------------------------
+
+
+def parse_ascii_int(text: str | bytes, *, max_digits: int = 19) -> int | None:
+    """A whole number written only with the ASCII digits 0-9, at most ``max_digits`` of them; None
+    for anything else.
+
+    The one way a number from the network, a file or another process is read. Python's ``int()``
+    also takes a sign (``+5``), surrounding spaces (``" 12 "``), underscores (``1_000``) and the
+    digits of every script (``"١٢٣"`` is 123); ``str.isdigit()`` also passes ``"²"``, which
+    ``int()`` then refuses. None of those is a number on the wire. The length is checked first, so
+    a megabyte of digits is refused at once instead of converted (``int()`` of more than 4300
+    digits raises).
+    """
+    if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
 
 
 def format_ms(ms: int, *, time_only: bool = False) -> str:

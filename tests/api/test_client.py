@@ -284,7 +284,7 @@ async def test_rate_limited_with_a_long_retry_after_is_reported_at_once(
         await client.list_pass_templates()
     exc = info.value
     assert (exc.kind, exc.status, exc.retry_after) == ("rate_limited", 429, 120.0)
-    assert "120 s" in str(exc)
+    assert "Try again in 2 min." in str(exc)
     assert len(api_service.requests) == 1
 
 

@@ -18,7 +18,7 @@ from client_helpers import BOTH, ENDPOINTS, HOOK_URL, TEMPLATES, assert_no_secre
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 # -- transport failures ------------------------------------------------------------------------
 
@@ -95,8 +95,10 @@ async def test_tls_handshake_failure_against_a_plain_http_server(
         with pytest.raises(ApiError) as info:
             await client.list_pass_templates()
     assert info.value.kind == "tls"
-    assert "TLS handshake with 127.0.0.1 failed" in str(info.value)
-    assert "certificate" in str(info.value)
+    assert "127.0.0.1 did not answer in TLS (does it serve http://, not https://?)" in str(
+        info.value
+    )
+    assert "Check the URL's scheme" in str(info.value)
 
 
 async def test_tls_certificate_failure(settings: Any) -> None:

@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 
 from walletpass_tui.api.errors import ApiError, excerpt, hint_for_status
 from walletpass_tui.api.models import (
-    TOPICS,
     WebhookEndpoint,
     format_created_at,
     parse_created_at,
     parse_template_list,
     template_title,
-    url_problem,
     validate_topics,
 )
+from walletpass_tui.api.topics import TOPICS
+from walletpass_tui.api.urls import url_problem
 
 
 def test_topics_are_the_two_documented_ones() -> None:

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from walletpass_tui.api.models import TOPICS
-from walletpass_tui.check import Expect, build_cases, target_problem
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.check.bodies import LARGE_BODY_BYTES, NON_ASCII_NAME
+from walletpass_tui.check.cases import Expect, build_cases
+from walletpass_tui.check.runner import target_problem
 from walletpass_tui.webhooks.verify import SigningKey, verify
 
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=UTC)

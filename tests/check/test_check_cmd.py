@@ -15,7 +15,7 @@ from sample_receivers import SECRET
 
 from walletpass_tui.cli import main
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 
 OTHER_SECRET = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"

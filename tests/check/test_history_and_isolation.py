@@ -9,8 +9,10 @@ import sample_receivers as samples
 from aiohttp import web
 from sample_receivers import SECRET
 
-from walletpass_tui.check import CheckOptions, Outcome, run_check
-from walletpass_tui.webhooks.store import REPLAY, Store
+from walletpass_tui.check.judge import Outcome
+from walletpass_tui.check.runner import CheckOptions, run_check
+from walletpass_tui.webhooks.models import REPLAY
+from walletpass_tui.webhooks.store import Store
 
 
 async def test_proxy_settings_in_the_environment_are_never_used(

@@ -9,8 +9,9 @@ import pytest
 import sample_receivers as samples
 from sample_receivers import SECRET
 
-from walletpass_tui.api.models import TOPICS
-from walletpass_tui.check import CheckOptions, Outcome, run_check
+from walletpass_tui.api.topics import TOPICS
+from walletpass_tui.check.judge import Outcome
+from walletpass_tui.check.runner import CheckOptions, run_check
 
 WARN, FAIL = Outcome.WARN, Outcome.FAIL
 FORGED = ("wrong-secret", "changed-byte", "missing-header", "empty-signature")

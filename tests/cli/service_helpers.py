@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 API_KEY = "wp_live_Q7f3kLm9Xc2Vb8Nn1Zr5Tt0Yw4Hh6Jd"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -22,7 +22,8 @@ from service_helpers import (
 )
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import print_table, printable
+from walletpass_tui.cli.common import print_table
+from walletpass_tui.text import printable
 
 # -- config show -------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import Settings, load_settings
 from walletpass_tui.sim.demo import DemoInjection
 from walletpass_tui.ui.widgets.log_view import LogView
-from walletpass_tui.webhooks.store import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
 
 
 def _settings(tmp_path: Path) -> Settings:

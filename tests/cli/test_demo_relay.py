@@ -9,9 +9,9 @@ from pathlib import Path
 
 from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import load_settings
-from walletpass_tui.ui.context import DashboardContext
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.store import Attempt
+from walletpass_tui.webhooks.models import Attempt
 
 
 async def test_demo_with_a_relay_delivers_everything_through_it(tmp_path: Path) -> None:

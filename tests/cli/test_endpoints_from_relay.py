@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from service_helpers import ENDPOINTS, Cli, created_answer
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
-from walletpass_tui.relay.server import RelayOptions, RelayServer
-from walletpass_tui.relay.storage import IssuedChannel, RelayDB, database_path
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.storage import IssuedChannel, RelayDB, database_path
 
 
 @pytest.fixture

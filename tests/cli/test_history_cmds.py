@@ -18,15 +18,8 @@ from aiohttp import web
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.store import (
-    DONE,
-    GIVEN_UP,
-    PENDING,
-    REPLAY,
-    VERIFIED,
-    Attempt,
-    Store,
-)
+from walletpass_tui.webhooks.models import DONE, GIVEN_UP, PENDING, REPLAY, VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 SECRET = "whsec_" + base64.b64encode(b"c" * 32).decode()
@@ -213,6 +206,22 @@ async def test_prune_older_than(home: Path, capsys: pytest.CaptureFixture[str]) 
 
     code, _, err = await cli(capsys, "events", "prune", "--older-than", "soon")
     assert code == 2 and "not a duration" in err
+
+
+async def test_list_on_a_fresh_home_is_an_empty_history(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script reading ``events list --json`` before anything arrived gets [] and exit 0."""
+    code, out, err = await cli(capsys, "events", "list", "--json")
+    assert (code, json.loads(out), err) == (0, [], "")
+    code, out, err = await cli(capsys, "events", "list", "--verdict", "rejected", "--json")
+    assert (code, json.loads(out)) == (0, [])
+    code, out, err = await cli(capsys, "events", "list")
+    assert (code, out, err) == (0, "No deliveries yet.\n", "")
+    assert not (home / "deliveries.sqlite3").exists()  # listing creates no history
+    await seed(home, make_attempt("msg_one", body_for("pass_1")))
+    code, out, _ = await cli(capsys, "events", "list", "--search", "nothing-like-it")
+    assert (code, out) == (0, "No messages match.\n")
 
 
 async def test_prune_without_history_says_so(

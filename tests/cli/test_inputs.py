@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from walletpass_tui.cli import main
 from walletpass_tui.cli.common import MAX_DURATION_S, bounded_int, duration_arg, forward_to_arg
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()
@@ -233,7 +233,9 @@ def test_listen_reports_an_unusable_history(
 def test_events_without_history_says_what_to_do(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "events", "list")
+    """Asked for one message, a home with no history says how to get one (a list is just empty:
+    tests/cli/test_history_cmds.py)."""
+    code, _, err = run(capsys, "events", "show", "msg_1")
     assert code == 1 and "walletpass-tui listen" in err
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from walletpass_tui.cli.listen_cmd import attempt_line
+from walletpass_tui.cli.attempt_lines import attempt_line
 from walletpass_tui.text import format_ms
-from walletpass_tui.webhooks.store import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
 
 NOW = 1_795_000_000_000
 times = st.integers(min_value=0, max_value=4_102_444_800_000)  # 1970 to 2100

@@ -304,7 +304,7 @@ async def test_create_shows_the_secret_when_storing_fails(
     def full_disk(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("walletpass_tui.webhooks.endpoints.write_private_file", full_disk)
+    monkeypatch.setattr("walletpass_tui.webhooks.endpoint_registry.write_private_file", full_disk)
     cli.hooks.answer("POST", ENDPOINTS, json=created_answer())
     result = await cli.run("endpoints", "create", "--url", HOOK_URL, "--topic", "pass.activated")
     assert SECRET in result.out

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from relay_helpers import RelayProcess
 
-from walletpass_tui.relay.ingress import IngressOptions
-from walletpass_tui.relay.server import RelayOptions, RelayServer
+from walletpass_tui.relay.server.ingress import IngressOptions
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 
 
 @pytest.fixture

@@ -22,11 +22,11 @@ from typing import Any
 import aiohttp
 from standardwebhooks import Webhook
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.events import RelayedDelivery
-from walletpass_tui.relay.server import RelayServer
-from walletpass_tui.relay.storage import IssuedChannel, RelayDB, database_path
-from walletpass_tui.relay.subscriber import RelaySubscriber, SubscriberState
+from walletpass_tui.relay.link.subscriber import RelaySubscriber, SubscriberState
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.serve import RelayServer
+from walletpass_tui.relay.server.storage import IssuedChannel, RelayDB, database_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_" + base64.b64encode(b"relay-test-secret-0123456789abcd").decode()

@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 from relay_helpers import OTHER_SECRET, ROOT, SECRET, add_channel, signed, stop_task, urls
 
-from walletpass_tui.relay.follow import Handed, RelayFollower, cursor_path
-from walletpass_tui.relay.server import RelayServer
+from walletpass_tui.relay.link.follow import Handed, RelayFollower, cursor_path
+from walletpass_tui.relay.server.serve import RelayServer
 
 pytestmark = pytest.mark.slow
 

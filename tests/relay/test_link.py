@@ -12,40 +12,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from relay_helpers import SECRET, add_channel, post_all, signed, urls
+from link_helpers import laptop, link_for, stored_until
+from relay_helpers import add_channel, post_all, signed, urls
 
-from walletpass_tui.config import Settings
-from walletpass_tui.relay.link import LinkState, RelayLink, StateLines
-from walletpass_tui.relay.server import RelayServer
-from walletpass_tui.relay.subscriber import RelayAuthError, RelayClientError
-from walletpass_tui.webhooks.receiver import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
-from walletpass_tui.webhooks.store import Attempt, wal_sync
-from walletpass_tui.webhooks.verify import SigningKey
-
-
-def laptop(home: Path, link: RelayLink) -> DeliveryRuntime:
-    options = ReceiverOptions(host="127.0.0.1", port=0, secrets=[SigningKey.from_secret(SECRET)])
-    return DeliveryRuntime(
-        Settings(home=home, receiver_port=0), DeliverySetup(options=options), feeds=[link]
-    )
-
-
-async def stored_until(runtime: DeliveryRuntime, count: int) -> list[Attempt]:
-    """The attempts stored so far, once there are ``count`` of them (30 s at most)."""
-    async with asyncio.timeout(30):
-        while True:
-            page = await runtime.store.log_page(
-                None, limit=10_000, before_id=None, after_id=None, oldest_first=True
-            )
-            if len(page) >= count:
-                found = [await runtime.store.attempt(row.id) for row in page]
-                return [a for a in found if a is not None]
-            await asyncio.sleep(0.02)
-
-
-def link_for(url: str, token: str) -> RelayLink:
-    return RelayLink(url, token, backoff_initial_s=0.05, backoff_max_s=0.2)
+from walletpass_tui.relay.link.feed import LinkState, StateLines
+from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError
+from walletpass_tui.relay.server.serve import RelayServer
+from walletpass_tui.webhooks.store import wal_sync
 
 
 async def test_relayed_deliveries_are_verified_stored_and_tell_where_they_came_from(
@@ -223,54 +196,6 @@ def test_listen_prints_a_line_per_change_of_connection_not_per_delivery() -> Non
         "relay connected, up to date (cursor 4)",
         "relay stopped: The relay refused the token (401)",
     ]
-
-
-@pytest.mark.parametrize("cursor", [2**63, 2**70])
-async def test_a_cursor_past_what_can_be_stored_stops_the_link(cursor: int, tmp_path: Path) -> None:
-    """A server on 127.0.0.1 that streams one delivery numbered past what SQLite can hold: the
-    link stops with a reason (this is not a relay) and nothing is stored."""
-    from aiohttp import web
-
-    from walletpass_tui.relay.events import delivery_data, sse_comment, sse_event
-
-    async def stream(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        data = delivery_data(
-            received_at_ms=0,
-            method="POST",
-            path="/in/x",
-            headers=(),
-            body=b"",
-            source=None,
-            forwarded_for=None,
-            client=None,
-            channel="x",
-        )
-        await response.write(sse_comment(f"connected head={cursor}") + sse_event(cursor, data))
-        await asyncio.Event().wait()  # held open: the link must stop on its own
-        return response
-
-    app = web.Application()
-    app.router.add_get("/channels/x/events", stream)
-    runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = runner.addresses[0][1]
-    link = link_for(f"http://127.0.0.1:{port}/channels/x/events", "wpr_token")
-    try:
-        async with laptop(tmp_path / "laptop", link) as runtime:
-            await runtime.serve()
-            async with asyncio.timeout(30):
-                why = await runtime.feed_stopped()
-            page = await runtime.store.log_page(
-                None, limit=10, before_id=None, after_id=None, oldest_first=True
-            )
-    finally:
-        await runner.cleanup()
-    assert isinstance(why, RelayClientError) and "not a relay" in str(why)
-    assert link.state.stopped and "not a relay" in (link.state.error or "")
-    assert list(page) == []
 
 
 async def test_the_detail_says_it_came_through_the_relay_and_from_where(

@@ -17,7 +17,7 @@ import pytest
 from laptop_process import Laptop, check_signatures, post_all, post_one
 from relay_helpers import RelayProcess, add_channel
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.webhooks.store import Store
 
 pytestmark = pytest.mark.slow

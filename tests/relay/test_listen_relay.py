@@ -12,7 +12,7 @@ import pytest
 from laptop_process import Laptop, check_signatures, post_all
 from relay_helpers import RelayProcess, add_channel
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from walletpass_tui.relay.low_water import LowWater
+from walletpass_tui.relay.link.low_water import LowWater
 
 # A step: receive the next delivery, or finish one of those waiting (by its position among them),
 # its write succeeding or failing (a failed one stays waiting and is retried later).

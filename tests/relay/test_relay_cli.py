@@ -15,7 +15,7 @@ import pytest
 from relay_helpers import SECRET, RelayProcess, signed
 
 from walletpass_tui.cli import main
-from walletpass_tui.relay.storage import RelayDB, database_path
+from walletpass_tui.relay.server.storage import RelayDB, database_path
 
 PUBLIC = "https://relay.example.com"
 
@@ -146,7 +146,7 @@ async def test_serve_runs_until_sigterm_and_list_says_when_a_channel_is_over_quo
     code = main(["--home", str(home), "relay", "channel", "add", "tiny", "--quota-mb", "1"])
     assert code == 0
     capsys.readouterr()
-    from walletpass_tui.relay.storage import RelayDB
+    from walletpass_tui.relay.server.storage import RelayDB
 
     db = RelayDB(database_path(home))
     channel = db.channel_by_name("tiny")

@@ -20,7 +20,7 @@ from relay_helpers import (
 )
 from standardwebhooks import Webhook
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
 pytestmark = pytest.mark.slow
 

@@ -21,10 +21,10 @@ from relay_helpers import (
 )
 from standardwebhooks import Webhook
 
-from walletpass_tui.relay.channels import subscribe_url
-from walletpass_tui.relay.server import RelayServer
-from walletpass_tui.relay.storage import RelayDB, database_path
-from walletpass_tui.relay.subscriber import RelayAuthError
+from walletpass_tui.relay.link.subscriber import RelayAuthError
+from walletpass_tui.relay.server.channels import subscribe_url
+from walletpass_tui.relay.server.serve import RelayServer
+from walletpass_tui.relay.server.storage import RelayDB, database_path
 from walletpass_tui.webhooks.verify import sign
 
 
@@ -321,7 +321,7 @@ async def test_revoking_cuts_a_busy_stream_too(
 
 
 async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> None:
-    from walletpass_tui.relay.writer import NewDelivery, RelayWriter
+    from walletpass_tui.relay.server.writer import NewDelivery, RelayWriter
 
     issued = add_channel(tmp_path, "team")
     writer = RelayWriter(database_path(tmp_path), lambda stored: None)
@@ -347,8 +347,8 @@ async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> 
 async def test_allow_source_trusts_x_forwarded_for_only_from_a_trusted_proxy(
     tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
-    from walletpass_tui.relay.ingress import IngressOptions
-    from walletpass_tui.relay.server import RelayOptions
+    from walletpass_tui.relay.server.ingress import IngressOptions
+    from walletpass_tui.relay.server.serve import RelayOptions
     from walletpass_tui.webhooks.sources import SourcePolicy
 
     home = tmp_path / "relay-home"

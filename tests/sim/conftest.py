@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from walletpass_tui.sim import SimulatedService
+from walletpass_tui.sim.service import SimulatedService
 
 SIM_KEY = "sk_sim_TestKey0123456789abcdefABCDEF"
 

@@ -15,21 +15,20 @@ import pytest
 from aiohttp import web
 from standardwebhooks import Webhook
 
-from walletpass_tui.sim import (
+from walletpass_tui.sim.clock import FakeClock, ScaledClock
+from walletpass_tui.sim.engine import (
     CONNECTION_ERROR,
     RETRY_WAITS,
     TIMEOUT,
     Attempt,
     DeliveryEngine,
     DeliveryResult,
-    FakeClock,
     Message,
-    ScaledClock,
     Target,
     format_offset,
     format_wait,
-    new_secret,
 )
+from walletpass_tui.sim.events import new_secret
 
 SECRET = new_secret()
 BODY = {"type": "pass.activated", "data": {"passId": "pass_1"}}

@@ -17,8 +17,9 @@ import pytest
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.sim import FakeClock, SimulatedService, UnknownEndpointError
-from walletpass_tui.sim.service import validate_create_body
+from walletpass_tui.sim.clock import FakeClock
+from walletpass_tui.sim.endpoints import UnknownEndpointError, validate_create_body
+from walletpass_tui.sim.service import SimulatedService
 
 SIM_KEY = "sk_sim_TestKey0123456789abcdefABCDEF"
 CREATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -378,3 +379,22 @@ async def test_the_delivery_log(
     assert filtered.json()["data"] == []
     status = (await http.get(service.url + "/_sim")).json()
     assert status["endpoints"] == 1 and status["attempts"] == 2
+
+
+@pytest.mark.parametrize(
+    "limit",
+    # 5,000 digits: past int()'s 4,300-digit limit, yet inside a request line (100,000 are refused
+    # by the HTTP layer before any handler runs).
+    ["²", "١٢٣", "1_0", " 5", "+5", "-1", "", "9" * 10, "9" * 5000],
+    ids=["superscript", "arabic", "underscore", "space", "plus", "minus", "empty", "10", "5000"],
+)
+async def test_a_delivery_log_limit_that_is_not_plain_digits_is_a_clear_400(
+    sim: Any, http: httpx.AsyncClient, limit: str
+) -> None:
+    """Each of these int() reads (or str.isdigit() passes, then int() refuses: a 500)."""
+    service = await sim()
+    response = await http.get(service.url + "/_sim/deliveries", params={"limit": limit})
+    assert response.status_code == 400
+    assert "limit must be a whole number" in _error_message(response)
+    fine = await http.get(service.url + "/_sim/deliveries", params={"limit": "5"})
+    assert fine.status_code == 200 and fine.json()["data"] == []

@@ -2,7 +2,7 @@
 
 The results are made up but judged by the real judge: a receiver that compares only the first
 signature entry, never checks the timestamp's age and answers slowly. ``python
-tests/ui/test_check_snapshot.py screenshots/check.svg`` saves the README's screenshot from the same
+tests/ui/test_check_snapshot.py screenshots/check.svg`` saves the docs' screenshot from the same
 app.
 """
 
@@ -20,12 +20,12 @@ from pathlib import Path
 from textual.app import App
 from textual.pilot import Pilot
 
-from walletpass_tui.check import CaseResult, build_cases
+from walletpass_tui.check.cases import build_cases
 from walletpass_tui.check.judge import Answer, judge
-from walletpass_tui.check.runner import CheckOptions, CheckReport
+from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
 from walletpass_tui.ui.screens.check import CheckScreen
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import ForwardResult
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.models import ForwardResult
 
 FIXED_NOW = datetime(2026, 11, 23, 14, 0, tzinfo=UTC)
 UI = Path(__file__).resolve().parents[2] / "walletpass_tui" / "ui"

@@ -12,7 +12,8 @@ from ui_helpers import attempt, record_all, wait_for
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.delivery_data import load_delivery
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.store import Store
 
 
 async def test_a_retried_megabyte_body_is_read_once_not_once_per_attempt(store: Store) -> None:

@@ -18,7 +18,7 @@ from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
 from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.notice import Notice
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 NEW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

@@ -17,15 +17,16 @@ from ui_helpers import (
 )
 
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.live_feed import DeliveriesStored
-from walletpass_tui.ui.log_window import PAGE
+from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.view.log_window import PAGE
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks.models import LogRow, StoreError
 from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.store import LogRow, Store, StoreError
+from walletpass_tui.webhooks.store import Store
 
 
 def log_of(app: WalletPassApp) -> EventLogPane:

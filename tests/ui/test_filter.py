@@ -9,7 +9,8 @@ from ui_helpers import SIZE, attempt, body_for, record_all, type_into, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.event_log import EventLogPane
-from walletpass_tui.webhooks.store import REJECTED, Store
+from walletpass_tui.webhooks.models import REJECTED
+from walletpass_tui.webhooks.store import Store
 
 
 def history() -> list:

@@ -22,7 +22,7 @@ from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import Receiver
 from walletpass_tui.webhooks.runtime import DeliveryRuntime

@@ -11,7 +11,7 @@ from ui_helpers import SIZE, type_into, wait_for
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 FIRST = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 SECOND = "whsec_C2FtcGxlIHNlY3JldCBmb3IgdGVzdGluZyE="

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ui_helpers import attempt, record_all, wait_for
 
-from walletpass_tui.ui.live_feed import DeliveriesStored, LiveFeed
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.messages import DeliveriesStored
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.store import Store
 
 NEVER = 3600.0  # a frame that does not end within a test: only flush() posts
 

@@ -9,9 +9,11 @@ from typing import Any
 from ui_helpers import attempt, record_all, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.live_feed import DeliveriesStored, LiveFeed
+from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.webhooks.store import Attempt, LogFilter, Store
+from walletpass_tui.webhooks.models import Attempt, LogFilter
+from walletpass_tui.webhooks.store import Store
 
 NEVER = 3600.0  # a frame that does not end within a test
 

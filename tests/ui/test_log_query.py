@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from tests.ui.ui_helpers import attempt
 from walletpass_tui.api.topics import TOPICS, UNKNOWN_TOPIC, TopicError, parse_topic
-from walletpass_tui.ui.log_columns import cell_text, row_from_attempt
-from walletpass_tui.ui.log_query import matches, parse_filter
+from walletpass_tui.ui.view.log_columns import cell_text, row_from_attempt
+from walletpass_tui.ui.view.log_query import matches, parse_filter
 
 
 def test_short_and_full_topic_names_filter_the_same_rows() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from walletpass_tui.ui.log_window import PAGE, LogWindow
-from walletpass_tui.webhooks.store import LogRow
+from walletpass_tui.ui.view.log_window import PAGE, LogWindow
+from walletpass_tui.webhooks.models import LogRow
 
 
 def rows(ids: range | list[int]) -> list[LogRow]:

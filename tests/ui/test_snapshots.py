@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from textual.pilot import Pilot
 from textual.widgets import Input
-from ui_helpers import API_KEY, scene
+from ui_helpers import API_KEY, BASE_MS, attempt, scene
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
@@ -26,8 +26,12 @@ from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.main import MainScreen
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks import store as store_module
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.models import FORWARD, ORIGINAL, Attempt, ForwardResult
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
+from walletpass_tui.webhooks.store import Store
 
 TEMPLATES = {
     "data": [
@@ -62,7 +66,44 @@ def fixed_home(name: str) -> Path:
     return home
 
 
-def make(name: str, *, with_key: bool = True) -> WalletPassApp:
+NOW = BASE_MS + 6 * 60_000 + 30_000  # 14:06:30 UTC, just after the scene's deliveries
+
+
+def traffic_scene() -> list[Attempt]:
+    """An hour of deliveries: steady traffic of both topics, a burst of rejections at 13:40,
+    redeliveries after it, and a quiet spell."""
+    rows = []
+    n = 0
+    for minute in range(-53, 7):
+        if -30 <= minute < -22:
+            continue  # nothing arrived for eight minutes
+        per_minute = 3 + (minute * 7) % 5 + (6 if -20 <= minute <= -17 else 0)
+        for k in range(per_minute):
+            n += 1
+            at_ms = BASE_MS + minute * 60_000 + k * 5_000
+            rejected = minute in (-20, -19) and k < 5
+            rows.append(
+                attempt(
+                    n,
+                    at_ms=at_ms,
+                    topic=("pass.activated", "pass.deactivated")[k % 3 == 0],
+                    verdict="rejected" if rejected else "verified",
+                    reason="no signature matches" if rejected else None,
+                    webhook_id=f"msg_{n:06d}"
+                    if not (-18 <= minute <= -16 and k < 2)
+                    else f"msg_{n - 1:06d}",
+                )
+            )
+    return rows
+
+
+def make(
+    name: str,
+    *,
+    with_key: bool = True,
+    rows: Callable[[], list[Attempt]] = scene,
+    forwards: bool = False,
+) -> WalletPassApp:
     settings = Settings(
         home=fixed_home(name),
         base_url="https://api.wallet.example" if with_key else None,
@@ -90,12 +131,34 @@ def make(name: str, *, with_key: bool = True) -> WalletPassApp:
     async def open_runtime() -> DeliveryRuntime:
         runtime = DeliveryRuntime(settings, registry=registry)
         await runtime.open()
-        for row in scene():
-            await runtime.store.record(row)
+        stored = [await runtime.store.record(row) for row in rows()]
         await runtime.store.settled()
+        if forwards:
+            await answered_forwards(runtime.store, stored)
         return runtime
 
-    return build_app(open_runtime, client, receiver_display="127.0.0.1:8787/webhooks")
+    return build_app(
+        open_runtime, client, receiver_display="127.0.0.1:8787/webhooks", clock=lambda: NOW
+    )
+
+
+async def answered_forwards(store: Store, stored: list[Attempt]) -> None:
+    """Your app's answers to the verified deliveries, slower after the burst, at fixed times."""
+    real_now = store_module.now_ms
+    try:
+        for index, delivered in enumerate(a for a in stored if a.verified):
+            minute = (delivered.received_at_ms - BASE_MS) // 60_000
+            latency = 12.0 + (index % 4) * 3 + (180.0 if -19 <= minute <= -12 else 0)
+            store_module.now_ms = lambda at=delivered.received_at_ms + 50: at  # type: ignore[misc]
+            await store.add_forward_result(
+                delivered,
+                kind=FORWARD,
+                mode=ORIGINAL,
+                target="http://localhost:3000/webhooks",
+                result=ForwardResult(200 if latency < 150 else 504, latency),
+            )
+    finally:
+        store_module.now_ms = real_now
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -109,6 +172,9 @@ async def settle(pilot: Pilot[Any]) -> None:
     log = app.screen.query_one(EventLogPane)
     templates = app.screen.query_one(TemplatesPane)
     while log.total is None or templates.loading or "loading" in str(templates.border_title):
+        await pilot.pause(0.02)
+    # The header's sparkline is drawn once the last hour is read from the history, after paint.
+    while not app.screen.query_one(StatusBar).sparks:
         await pilot.pause(0.02)
     await pilot.pause(0.2)
 
@@ -218,4 +284,22 @@ def test_replay_form(snap_compare: Callable[..., bool]) -> None:
 
     assert snap(
         snap_compare, make("test_replay_form"), terminal_size=(100, 34), run_before=open_form
+    )
+
+
+def test_stats_screen(snap_compare: Callable[..., bool]) -> None:
+    async def open_stats(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("s")
+        for _ in range(100):
+            if pilot.app.screen.__class__.__name__ == "StatsScreen":
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.2)
+
+    assert snap(
+        snap_compare,
+        make("test_stats_screen", rows=traffic_scene, forwards=True),
+        terminal_size=(120, 36),
+        run_before=open_stats,
     )

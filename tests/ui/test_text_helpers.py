@@ -7,11 +7,12 @@ from pathlib import Path
 
 from ui_helpers import attempt, body_for
 
-from walletpass_tui.ui.log_columns import COLUMNS, cell_text, layout, row_from_attempt
-from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
-from walletpass_tui.ui.template_columns import template_cell, template_columns
-from walletpass_tui.ui.untrusted import body_text, compact_value, one_line, pretty_json, visible
-from walletpass_tui.webhooks.store import LogFilter, Store
+from walletpass_tui.text import body_text, compact_value, one_line, pretty_json, visible
+from walletpass_tui.ui.view.log_columns import COLUMNS, cell_text, layout, row_from_attempt
+from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
+from walletpass_tui.ui.view.template_columns import template_cell, template_columns
+from walletpass_tui.webhooks.models import LogFilter
+from walletpass_tui.webhooks.store import Store
 
 
 def test_visible_escapes_controls_format_characters_and_keeps_text() -> None:

@@ -13,7 +13,8 @@ from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.widgets.notice import Notice
 from walletpass_tui.ui.worker_errors import failure_text
-from walletpass_tui.webhooks.store import Store, StoreError
+from walletpass_tui.webhooks.models import StoreError
+from walletpass_tui.webhooks.store import Store
 
 
 def damage(path: Path) -> None:

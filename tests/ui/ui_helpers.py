@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 API_KEY = "wp_test_4f9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c"

@@ -20,12 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.receiver import (
-    Receiver,
-    ReceiverOptions,
-)
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.receiver import Receiver
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()

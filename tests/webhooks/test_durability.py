@@ -19,7 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from walletpass_tui.webhooks.store import LogFilter, Store
+from walletpass_tui.webhooks.models import LogFilter
+from walletpass_tui.webhooks.store import Store
 
 SECRET = "whsec_" + base64.b64encode(b"d" * 32).decode()
 CLIENTS = 8

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
-from walletpass_tui.webhooks.store import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import VERIFIED, Attempt
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 

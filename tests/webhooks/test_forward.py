@@ -26,13 +26,8 @@ from walletpass_tui.webhooks.forward import (
     parse_route,
     targets_for,
 )
-from walletpass_tui.webhooks.store import (
-    DONE,
-    FORWARD,
-    ORIGINAL,
-    PENDING,
-    Store,
-)
+from walletpass_tui.webhooks.models import DONE, FORWARD, ORIGINAL, PENDING
+from walletpass_tui.webhooks.store import Store
 
 # -- routes ---------------------------------------------------------------------------------------
 

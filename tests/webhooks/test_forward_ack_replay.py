@@ -31,7 +31,7 @@ from walletpass_tui.webhooks.forward import (
     replay,
     replay_request,
 )
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     DONE,
     FAILED,
     FORWARD,
@@ -41,8 +41,8 @@ from walletpass_tui.webhooks.store import (
     VERIFIED,
     Attempt,
     ForwardResult,
-    Store,
 )
+from walletpass_tui.webhooks.store import Store
 
 # -- --ack target ---------------------------------------------------------------------------------
 
@@ -116,7 +116,9 @@ async def test_ack_target_budget_covers_a_trickling_answer(env: Env) -> None:
 
 def test_ack_status_mapping() -> None:
     assert ack_status(ForwardResult(status=201, latency_ms=1), 10)[0] == 201
-    assert ack_status(ForwardResult(None, 1, error="no answer within 10 s"), 10)[0] == 504
+    assert (
+        ack_status(ForwardResult(None, 1, error="timed out: no answer within 10 s"), 10)[0] == 504
+    )
     assert ack_status(ForwardResult(None, 1, error="connection refused"), 10)[0] == 502
 
 

@@ -4,109 +4,21 @@ bounds on the head, malformed HTTP, ``Expect: 100-continue``, timeouts and stopp
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import AsyncIterator
 
 import pytest
+from http_helpers import (
+    SHORT_TIMEOUT_S,
+    Served,
+    closed_by_server,
+    complete_answers,
+    exchange,
+    http_served,  # noqa: F401  (the "served" fixture)
+    post,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from walletpass_tui.webhooks.http_server import (
-    MAX_FIELD_BYTES,
-    MAX_HEADERS,
-    HttpServer,
-    Request,
-    Response,
-)
-from walletpass_tui.webhooks.request_body import read_body
-
-
-class Echo:
-    """A handler that reads the body (within 1,000 bytes) and answers what it saw."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str, bytes]] = []
-        self.gate: asyncio.Event | None = None
-
-    async def __call__(self, request: Request) -> Response:
-        if request.path == "/boom":
-            raise RuntimeError("a bug in the handler")
-        if self.gate is not None:
-            await self.gate.wait()
-        body = await read_body(request, 1000, 2.0)
-        self.seen.append((request.method, request.path_qs, body))
-        return Response(200, f"{request.method} {request.path} {len(body)}\n", [("X-Seen", "1")])
-
-
-Served = tuple[HttpServer, Echo, int]
-
-
-@pytest.fixture
-async def served() -> AsyncIterator[Served]:
-    echo = Echo()
-    server = HttpServer(echo, read_timeout_s=0.5)
-    sock = socket.create_server(("127.0.0.1", 0))
-    sock.setblocking(False)
-    listening = await server.bind(sock)
-    await listening.start_serving()
-    try:
-        yield server, echo, sock.getsockname()[1]
-    finally:
-        await server.stop()
-
-
-async def exchange(
-    port: int, data: bytes, *, answers: int = 1, wait: float = 5.0, eof: bool = False
-) -> bytes:
-    """Send ``data`` (then end the sending side, with ``eof``); read until ``answers`` complete
-    answers came or the server closed."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(data)
-        await writer.drain()
-        if eof:
-            writer.write_eof()
-        got = b""
-        with contextlib.suppress(ConnectionError, TimeoutError):
-            async with asyncio.timeout(wait):
-                while complete_answers(got) < answers:
-                    chunk = await reader.read(65536)
-                    if not chunk:
-                        break
-                    got += chunk
-        return got
-    finally:
-        writer.close()
-
-
-def complete_answers(got: bytes) -> int:
-    """How many whole final answers (head and Content-Length body) ``got`` holds."""
-    count = 0
-    while (end := got.find(b"\r\n\r\n")) >= 0:
-        head = got[:end].split(b"\r\n")
-        length = next(
-            (int(h.split(b":")[1]) for h in head if h.lower().startswith(b"content-length:")), 0
-        )
-        if len(got) < end + 4 + length:
-            break
-        if not head[0].startswith(b"HTTP/1.1 100 "):
-            count += 1
-        got = got[end + 4 + length :]
-    return count
-
-
-async def closed_by_server(reader: asyncio.StreamReader, wait: float = 5.0) -> bool:
-    with contextlib.suppress(ConnectionError):
-        async with asyncio.timeout(wait):
-            while await reader.read(65536):
-                pass
-    return True
-
-
-def post(path: str = "/hook", body: bytes = b"{}", extra: str = "") -> bytes:
-    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
-    return head.encode() + body
+from walletpass_tui.webhooks.http_server import MAX_FIELD_BYTES, MAX_HEADERS, Request, Response
 
 
 async def test_pipelined_requests_are_answered_in_order_on_one_connection(served: Served) -> None:
@@ -164,6 +76,10 @@ async def test_a_head_that_never_ends_is_cut_off_at_its_bound(served: Served) ->
         b"NOT A REQUEST\r\n\r\n",
         b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
         b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        "POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: ²\r\n\r\n".encode(),
+        "POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: ١٢\r\n\r\n{}".encode(),
+        b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}",
+        b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: 1_0\r\n\r\n{}",
         b"POST /hook HTTP/1.1\r\nHo st: x\r\n\r\n",
         b"POST /hook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     ],
@@ -190,12 +106,6 @@ async def test_expect_100_continue_gets_its_interim_answer_before_the_body(serve
     assert echo.seen == [("POST", "/hook", b"abcd")]
 
 
-async def test_http_1_0_is_answered_and_closed(served: Served) -> None:
-    _, _, port = served
-    got = await exchange(port, b"POST /hook HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}")
-    assert got.startswith(b"HTTP/1.1 200") and b"Connection: close" in got
-
-
 async def test_head_answers_carry_no_body(served: Served) -> None:
     _, _, port = served
     got = await exchange(port, b"HEAD /hook HTTP/1.1\r\nHost: x\r\n\r\n", eof=True, answers=2)
@@ -203,6 +113,7 @@ async def test_head_answers_carry_no_body(served: Served) -> None:
     assert b"Content-Length: 0" not in got  # the length of the answer a POST would get
 
 
+@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)
 async def test_an_idle_kept_alive_connection_is_closed_after_the_read_timeout(
     served: Served,
 ) -> None:
@@ -210,10 +121,11 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_read_timeout(
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(post())
     await reader.readuntil(b"\r\n\r\n")
-    assert await closed_by_server(reader)  # read_timeout_s=0.5; the helper waits up to 5 s
+    assert await closed_by_server(reader)  # read_timeout_s=0.5 s; the helper waits up to 5 s
     writer.close()
 
 
+@pytest.mark.parametrize("served", [SHORT_TIMEOUT_S], indirect=True)
 async def test_a_partial_head_gets_408_when_it_stalls(served: Served) -> None:
     _, _, port = served
     got = await exchange(port, b"POST /hook HTTP/1.1\r\nHost: x\r\nX-Par")

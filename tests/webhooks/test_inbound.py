@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.inbound import Inbound
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
 from walletpass_tui.webhooks.reasons import Reason
-from walletpass_tui.webhooks.receiver import ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store, StoreError
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
 SECRET = "whsec_" + base64.b64encode(b"i" * 32).decode()

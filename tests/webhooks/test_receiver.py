@@ -27,11 +27,9 @@ from receiver_helpers import (
     signed,
 )
 
-from walletpass_tui.webhooks.receiver import (
-    Injection,
-    ReceiverError,
-)
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import ReceiverError
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED
 from walletpass_tui.webhooks.verify import SigningKey
 
 # -- verified deliveries -------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from receiver_helpers import (
     signed,
 )
 
+from walletpass_tui.webhooks.models import REJECTED
 from walletpass_tui.webhooks.sources import SourcePolicy
-from walletpass_tui.webhooks.store import REJECTED
 
 # -- rejections ------------------------------------------------------------------------------------
 

@@ -17,9 +17,10 @@ from aiohttp import web
 from walletpass_tui.config import ConfigError, Settings
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.inbound import Inbound
-from walletpass_tui.webhooks.receiver import ReceiverError, ReceiverOptions
+from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
 SECRET = "whsec_" + base64.b64encode(b"r" * 32).decode()

@@ -13,18 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     REJECTED,
     REJECTED_BODY_LIMIT,
-    SCHEMA_VERSION,
     VERIFIED,
     Attempt,
     LogFilter,
-    Store,
     StoreError,
 )
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.indexer import index_path
-from walletpass_tui.webhooks.store.schema import MIGRATIONS
+from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 T0 = 1_795_000_000_000
 

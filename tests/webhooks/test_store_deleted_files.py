@@ -23,7 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from walletpass_tui.webhooks.store import PENDING, VERIFIED, Attempt, ForwardResult, Store, evolve
+from walletpass_tui.webhooks.models import PENDING, VERIFIED, Attempt, ForwardResult, evolve
+from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
 DELETED = "was deleted (or moved) while in use; a new, empty history was started in its place."

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.read_only import Outdated, open_history
 from walletpass_tui.webhooks.store.schema import MIGRATIONS
@@ -178,7 +179,8 @@ async def test_a_history_from_an_older_version_is_left_to_the_store(tmp_path: Pa
 FILL_UNTIL_FULL = """
 import asyncio, json, os, resource, signal, sys
 from pathlib import Path
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store, StoreError
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
+from walletpass_tui.webhooks.store import Store
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store, StoreError
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
+from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
 ROWS = 3000

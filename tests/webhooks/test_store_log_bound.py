@@ -10,7 +10,8 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
 BOUND = 256 * 1024

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.webhooks.test_store_writer import make
-from walletpass_tui.webhooks.store import evolve
+from walletpass_tui.webhooks.models import evolve
 from walletpass_tui.webhooks.store.rows import attempt_from_row, attempt_values, headers_json
 
 header_text = st.text(

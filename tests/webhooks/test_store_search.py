@@ -11,9 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, indexer, matches_text
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.store import Store, indexer
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
+from walletpass_tui.webhooks.store.search import matches_text
 
 T0 = 1_795_000_000_000
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, LogFilter, Store, matches_text
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.store.search import matches_text
 
 T0 = 1_795_000_000_000
 

@@ -18,8 +18,8 @@ RECEIVER = """
 import asyncio, json, sys
 from pathlib import Path
 
-from walletpass_tui.webhooks.store import schema
-from walletpass_tui.webhooks.store import VERIFIED, Attempt, Store, StoreError
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
+from walletpass_tui.webhooks.store import Store
 
 
 async def main():

@@ -10,7 +10,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, Store, evolve
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter, evolve
+from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
 

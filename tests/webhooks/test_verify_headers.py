@@ -9,13 +9,8 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from tests.webhooks.test_verify import SPEC_BODY, SPEC_ID, SPEC_NOW, SPEC_SECRET, SPEC_TS
-from walletpass_tui.webhooks.verify import (
-    Reason,
-    SigningKey,
-    compute_signature,
-    parse_secret,
-    verify,
-)
+from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.verify import SigningKey, compute_signature, parse_secret, verify
 
 KEY = SigningKey(parse_secret(SPEC_SECRET))
 SIGNATURE = compute_signature(KEY.key, SPEC_ID, str(SPEC_TS), SPEC_BODY)

@@ -14,7 +14,8 @@ import pytest
 
 from tests.webhooks.forward_helpers import eventually
 from tests.webhooks.test_store import make
-from walletpass_tui.webhooks.store import Store, StoreError
+from walletpass_tui.webhooks.models import StoreError
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store import wal_sync as wal_sync_module
 
 

@@ -3,40 +3,74 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
-import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC
 from typing import Any
 
 import httpx
 
 from walletpass_tui import __version__
 from walletpass_tui.api.errors import ApiError, excerpt, hint_for_status
+from walletpass_tui.api.http_failures import (
+    Failure,
+    NoAnswer,
+    received,
+    watched_transport,
+    why_no_answer,
+)
 from walletpass_tui.api.models import (
     TemplateList,
     WebhookEndpoint,
     parse_template_list,
-    url_problem,
     validate_topics,
 )
-from walletpass_tui.api.urls import UrlError, check_url
+from walletpass_tui.api.urls import UrlError, check_url, url_problem
 from walletpass_tui.config import ENV_API_KEY, Secret, Settings
-from walletpass_tui.text import format_duration
+from walletpass_tui.text import format_duration, format_size, parse_ascii_int
 
 USER_AGENT = f"walletpass-tui/{__version__} (+https://pypi.org/project/walletpass-tui/)"
 GET_ATTEMPTS = 3
+# The longest wait the client sits through before trying again, whatever the status and however
+# Retry-After is written; a service that asks for longer gets an answer at once saying when.
 RETRY_AFTER_CAP_S = 10.0
+RETRY_AFTER_DIGITS = 9  # delta-seconds past 31 years are not a wait
+ANSWER_LIMIT = 16 * 1024 * 1024  # bytes of one answer read, decoded; the service's are small JSON
+# Failures worth another try of a GET: the service may be restarting or the network blinked.
+_RETRIED = {
+    Failure.TIMEOUT,
+    Failure.REFUSED,
+    Failure.UNREACHABLE,
+    Failure.CLOSED,
+    Failure.CUT,
+    Failure.RESET,
+    Failure.NOT_HTTP,
+}
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
+def retry_after_s(value: str | None, now_s: float) -> float | None:
+    """The wait a ``Retry-After`` header asks for, in seconds from ``now_s`` (epoch seconds), or
+    None when there is none or it is neither form RFC 9110 allows: delta-seconds (ASCII digits)
+    or an HTTP-date (one in the past asks for no wait). ``inf``, ``nan``, ``-5``, ``1.5`` and
+    garbage are None: the caller then waits its own backoff, never the service's idea of forever.
+    """
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
+    text = value.strip()
+    seconds = parse_ascii_int(text, max_digits=RETRY_AFTER_DIGITS)
+    if seconds is not None:
+        return float(seconds)
+    if not text[:1].isalpha() or len(text) > 64:  # an HTTP-date starts with the day's name
         return None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now_s)
 
 
 class WalletPassClient:
@@ -44,6 +78,8 @@ class WalletPassClient:
 
     ``on_endpoint_created`` is called with each created endpoint the moment its answer is parsed,
     before anything else can fail, so its secret (returned only once) is stored at once.
+    ``sleep`` and ``clock`` (epoch seconds) are how it waits between tries and reads an HTTP-date
+    in ``Retry-After``.
     """
 
     def __init__(
@@ -53,14 +89,25 @@ class WalletPassClient:
         transport: httpx.AsyncBaseTransport | None = None,
         on_endpoint_created: Callable[[WebhookEndpoint], None] | None = None,
         retry_base_delay: float = 0.5,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self._on_created = on_endpoint_created
         self._retry_base_delay = retry_base_delay
+        self._sleep = sleep
+        self._clock = clock
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout_s),
-            transport=transport,
-            headers={"Accept": "application/json", "User-Agent": USER_AGENT},
+            # httpx's own transport, keeping the first bytes of an answer that is not HTTP.
+            transport=transport or watched_transport(),
+            headers={
+                "Accept": "application/json",
+                # Nothing compressed to inflate: what is counted against ANSWER_LIMIT is what
+                # arrived.
+                "Accept-Encoding": "identity",
+                "User-Agent": USER_AGENT,
+            },
             follow_redirects=False,
         )
 
@@ -177,69 +224,26 @@ class WalletPassClient:
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
             try:
-                response = await self._http.request(method, url, headers=headers, content=content)
-            except httpx.TimeoutException:
-                if not last:
-                    await self._backoff(attempt)
+                with received() as first:
+                    response, text = await self._exchange(method, url, headers, content)
+            except (httpx.HTTPError, TimeoutError) as exc:
+                failure = why_no_answer(exc, url, self.settings.timeout_s, bytes(first))
+                if failure.kind in _RETRIED and not last:
+                    await self._sleep(self._backoff_delay(attempt))
                     continue
-                hint = "Check your network, or raise timeout_s in the config file."
-                if method == "POST":
-                    # The service may have acted on it; sending it again could create a duplicate.
-                    hint = (
-                        "It may still have been carried out: check the service's web settings "
-                        f"before trying again. {hint}"
-                    )
-                raise ApiError(
-                    f"The service did not answer within {self.settings.timeout_s:g} s{tries(attempt)} "
-                    f"({url}).",
-                    kind="timeout",
-                    hint=hint,
-                ) from None
-            except httpx.ConnectError as exc:
-                if _is_tls_error(exc):
-                    raise ApiError(
-                        f"The TLS handshake with {_host(url)} failed.",
-                        kind="tls",
-                        hint="Check the URL's scheme and the server's certificate.",
-                    ) from None
-                if not last:
-                    await self._backoff(attempt)
-                    continue
-                raise ApiError(
-                    f"Could not connect to {_host(url)}{tries(attempt)}.",
-                    kind="connection",
-                    hint="Check the URL and that the service is reachable.",
-                ) from None
-            except httpx.RemoteProtocolError:
-                if not last:
-                    await self._backoff(attempt)
-                    continue
-                raise ApiError(
-                    f"The connection to {_host(url)} closed before a full answer arrived"
-                    f"{tries(attempt)}.",
-                    kind="connection",
-                    hint="Try again; if it persists, the service may be down.",
-                ) from None
-            except httpx.HTTPError as exc:
-                raise ApiError(
-                    f"The request to {_host(url)} failed ({type(exc).__name__}).",
-                    kind="connection",
-                    hint="Check the URL and your network.",
-                ) from None
-            text = await _read_text(response)
+                raise self._no_answer(failure, method, url, tries(attempt)) from None
             if 200 <= response.status_code < 300:
                 return text
-            retry_after = _retry_after(response)
+            asked = retry_after_s(response.headers.get("Retry-After"), self._clock())
             retryable = response.status_code >= 500 or (
-                response.status_code == 429
-                and retry_after is not None
-                and retry_after <= RETRY_AFTER_CAP_S
+                response.status_code == 429 and asked is not None
             )
+            if asked is not None and asked > RETRY_AFTER_CAP_S:
+                retryable = False  # told when to come back: say so now rather than wait
             if retryable and not last:
-                await asyncio.sleep(retry_after if retry_after is not None else 0)
-                await self._backoff(attempt)
+                await self._sleep(asked if asked is not None else self._backoff_delay(attempt))
                 continue
-            kind, hint = hint_for_status(response.status_code, retry_after)
+            kind, hint = hint_for_status(response.status_code, asked)
             status_text = f"{response.status_code} {response.reason_phrase}".strip()
             raise ApiError(
                 f"The service answered {status_text} to {method} {_path(url)}{tries(attempt)}.",
@@ -247,28 +251,102 @@ class WalletPassClient:
                 status=response.status_code,
                 body=excerpt(self._scrub(text)),
                 hint=hint,
-                retry_after=retry_after,
+                retry_after=asked,
             )
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _backoff(self, attempt: int) -> None:
-        await asyncio.sleep(self._retry_base_delay * (2 ** (attempt - 1)))
+    async def _exchange(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> tuple[httpx.Response, str]:
+        """One request and its answer, read whole within the timeout and up to ANSWER_LIMIT
+        bytes: a service that trickles or never ends its answer cannot hold the caller."""
+        limit = ANSWER_LIMIT
+        async with (
+            asyncio.timeout(self.settings.timeout_s),
+            self._http.stream(method, url, headers=headers, content=content) as response,
+        ):
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ApiError(
+                        f"The service's answer to {method} {_path(url)} is larger than "
+                        f"{format_size(limit)}; it was not read further.",
+                        kind="too_large",
+                        status=response.status_code,
+                        hint="Check the base and registration URLs point at the service's API.",
+                    )
+                chunks.append(chunk)
+        return response, _decode_text(b"".join(chunks), response.encoding)
+
+    def _no_answer(self, failure: NoAnswer, method: str, url: str, tries: str) -> ApiError:
+        """The ApiError for a request that got no answer, worded for the service."""
+        host = _host(url)
+        if failure.kind is Failure.TIMEOUT:
+            hint = "Check your network, or raise timeout_s in the config file."
+            if method == "POST":
+                # The service may have acted on it; sending it again could create a duplicate.
+                hint = (
+                    "It may still have been carried out: check the service's web settings "
+                    f"before trying again. {hint}"
+                )
+            return ApiError(
+                f"The service did not answer within {self.settings.timeout_s:g} s{tries} ({url}).",
+                kind="timeout",
+                hint=hint,
+            )
+        if failure.kind.is_tls:
+            return ApiError(
+                f"{_sentence(failure.text)}.",
+                kind="tls",
+                hint="Check the URL's scheme and the server's certificate.",
+            )
+        if failure.kind is Failure.NO_SUCH_HOST:
+            return ApiError(
+                f"{_sentence(failure.text)}{tries}.",
+                kind="connection",
+                hint="Check the base and registration URLs for a typo, and your network.",
+            )
+        if failure.kind in (Failure.REFUSED, Failure.UNREACHABLE):
+            why = "connection refused" if failure.kind is Failure.REFUSED else "no route to it"
+            return ApiError(
+                f"Could not connect to {host}{tries}: {why}.",
+                kind="connection",
+                hint="Check the URL and that the service is reachable.",
+            )
+        if failure.kind is Failure.NOT_HTTP:
+            return ApiError(
+                f"{_sentence(failure.text)}{tries}.",
+                kind="connection",
+                hint="Check the base and registration URLs point at the service's API.",
+            )
+        if failure.kind in (Failure.CLOSED, Failure.CUT, Failure.RESET):
+            return ApiError(
+                f"The connection to {host} closed before a full answer arrived{tries}.",
+                kind="connection",
+                hint="Try again; if it persists, the service may be down.",
+            )
+        return ApiError(
+            f"The request to {host} failed ({failure.text}).",
+            kind="connection",
+            hint="Check the URL and your network.",
+        )
+
+    def _backoff_delay(self, attempt: int) -> float:
+        return self._retry_base_delay * (2 ** (attempt - 1))
 
 
-async def _read_text(response: httpx.Response) -> str:
+def _decode_text(data: bytes, encoding: str | None) -> str:
     try:
-        return response.text
-    except UnicodeDecodeError:
-        return response.content.decode("utf-8", errors="replace")
+        return data.decode(encoding or "utf-8")
+    except (LookupError, UnicodeDecodeError):
+        return data.decode("utf-8", errors="replace")
 
 
-def _is_tls_error(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return "SSL" in str(exc) or "CERTIFICATE" in str(exc).upper()
+def _sentence(text: str) -> str:
+    """``text`` as the start of a sentence; a host name that begins it is left as it is."""
+    return "The " + text[4:] if text.startswith("the ") else text
 
 
 def _host(url: str) -> str:

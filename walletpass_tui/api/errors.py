@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from walletpass_tui.errors import WalletpassError
+from walletpass_tui.text import format_duration
+
 BODY_EXCERPT_LIMIT = 2000
 
 
@@ -11,12 +14,12 @@ def excerpt(text: str, limit: int = BODY_EXCERPT_LIMIT) -> str:
     return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-class ApiError(Exception):
+class ApiError(WalletpassError):
     """A failed call. ``str()`` is one sentence a person can act on.
 
     ``kind`` names the class of failure (``missing_key``, ``invalid_request``, ``auth``, ``not_found``,
-    ``rate_limited``, ``server``, ``http``, ``timeout``, ``connection``, ``tls``, ``bad_json``,
-    ``bad_shape``); ``status`` is the HTTP status when there was one; ``body`` is the service's
+    ``rate_limited``, ``server``, ``http``, ``timeout``, ``connection``, ``tls``, ``too_large``,
+    ``bad_json``, ``bad_shape``); ``status`` is the HTTP status when there was one; ``body`` is the service's
     answer, kept so the user can see it (``body_excerpt`` is the truncated form for display).
     """
 
@@ -56,9 +59,12 @@ def hint_for_status(status: int, retry_after: float | None) -> tuple[str, str]:
             "Check the base URL (WALLETPASS_BASE_URL) and registration URL "
             "(WALLETPASS_REGISTRATION_URL).",
         )
+    later = format_duration(retry_after, fine=False) if retry_after is not None else None
     if status == 429:
-        wait = f" Try again in {retry_after:g} s." if retry_after is not None else ""
+        wait = f" Try again in {later}." if later else ""
         return "rate_limited", f"The service is rate limiting this key.{wait}"
     if status >= 500:
+        if later:
+            return "server", f"The service failed; it asks to be tried again in {later}."
         return "server", "The service failed; try again later."
     return "http", "The service refused the request; see its answer below."

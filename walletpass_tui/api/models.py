@@ -8,13 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.api.topics import TOPICS as TOPICS  # re-exported: older imports
 from walletpass_tui.api.topics import TopicError, parse_topics
-from walletpass_tui.api.urls import url_problem as url_problem  # re-exported: older imports
 from walletpass_tui.config import Secret
-
-# A pass template is an open mapping: the service does not document its fields.
-PassTemplate = Mapping[str, Any]
 
 _LIST_KEYS = ("data", "items", "templates", "passTemplates", "results")
 

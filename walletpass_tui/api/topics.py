@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 __all__ = [
@@ -26,7 +27,7 @@ TOPICS: tuple[str, ...] = ("pass.activated", "pass.deactivated")
 _PREFIX = "pass."
 
 
-class TopicError(ValueError):
+class TopicError(UsageError, ValueError):
     """A topic name the service does not know; ``str()`` says which ones it does."""
 
 

@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ _LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
 _SHOWN_CHARS = 120
 
 
-class UrlError(ValueError):
+class UrlError(UsageError, ValueError):
     """A URL that cannot be used; ``str()`` is one sentence saying what to fix."""
 
 

@@ -69,14 +69,13 @@ def summary(report: CheckReport) -> list[str]:
             f"{counts}: nothing answered at {printable(report.options.target, 200)} ({first}). "
             "Start your app, or check the URL, and run the check again."
         ]
-    lines = [
-        counts
-        + (
-            ": every must-pass case passed."
-            if report.passed
-            else ": your receiver needs fixing before it meets the service."
-        )
-    ]
+    if report.failed_on_warnings:
+        verdict = ": every must-pass case passed, but --strict fails on warnings."
+    elif report.passed:
+        verdict = ": every must-pass case passed."
+    else:
+        verdict = ": your receiver needs fixing before it meets the service."
+    lines = [counts + verdict]
     for r in report.results:
         if r.outcome is not Outcome.PASS:
             lines.append(f"  {r.outcome.value} {r.case.id}: {printable(r.judgement.reason, 300)}")
@@ -86,14 +85,6 @@ def summary(report: CheckReport) -> list[str]:
             f"See exactly what was sent: walletpass-tui events show {first_bad.case.webhook_id}"
         )
     return lines
-
-
-def text_report(report: CheckReport) -> str:
-    table = Table([r.case for r in report.results])
-    lines = [heading(report.options, len(report.results)), "", table.header()]
-    lines += [table.row(r) for r in report.results]
-    lines += ["", *summary(report)]
-    return "\n".join(lines) + "\n"
 
 
 def _answer_json(result: CaseResult) -> dict[str, Any]:
@@ -138,6 +129,7 @@ def json_report(report: CheckReport) -> dict[str, Any]:
         "topics": list(o.topics),
         "timeout_s": o.timeout_s,
         "passed": report.passed,
+        "strict": o.strict,
         "exit_code": report.exit_code,
         "counts": {outcome.value: report.count(outcome) for outcome in Outcome},
         "cases": [case_json(r) for r in report.results],

@@ -26,14 +26,16 @@ from walletpass_tui.check.judge import (
 )
 from walletpass_tui.check.send import new_client, post, sent_headers
 from walletpass_tui.config import mask_secret
+from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
-from walletpass_tui.webhooks.store import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult, Store
+from walletpass_tui.webhooks.models import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
 
 RECORD_MODE = "check"  # the mode of the recorded replay rows
 
 
-class CheckError(ValueError):
+class CheckError(UsageError, ValueError):
     """The check cannot run as asked (a bad URL, secret or topic); the message says what to do."""
 
 
@@ -51,6 +53,7 @@ class CheckOptions:
     timeout_s: float = SERVICE_DEADLINE_S
     warn_after_s: float = WARN_AFTER_S
     endpoint_id: str | None = None  # the endpoint the secret came from, recorded with each case
+    strict: bool = False  # a warning fails the check too (for CI)
 
     @property
     def masked_secret(self) -> str:
@@ -89,8 +92,14 @@ class CheckReport:
         return bool(self.results) and all(r.answer.status is None for r in self.results)
 
     @property
+    def failed_on_warnings(self) -> bool:
+        """Every must-pass case passed, but the check is strict and some case warned."""
+        return self.passed and self.options.strict and self.count(Outcome.WARN) > 0
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 when every must-pass case passed (and, when strict, nothing warned), else 1."""
+        return 0 if self.passed and not self.failed_on_warnings else 1
 
 
 def validate(options: CheckOptions) -> None:

@@ -14,16 +14,16 @@ import httpx
 
 from walletpass_tui import __version__
 from walletpass_tui.check.cases import Request
-from walletpass_tui.webhooks.forward import send
-from walletpass_tui.webhooks.store import ForwardResult
+from walletpass_tui.webhooks.forward import send, target_client
+from walletpass_tui.webhooks.models import ForwardResult
 
 USER_AGENT = f"walletpass-tui/{__version__} (check)"
 
 
 def new_client() -> httpx.AsyncClient:
     """A client that talks only to the URL it is given: no proxies from the environment, no
-    redirects followed, no cookies carried between cases."""
-    return httpx.AsyncClient(trust_env=False, follow_redirects=False)
+    redirects followed, no cookies carried between cases (the forwards' own client)."""
+    return target_client()
 
 
 def sent_headers(request: Request) -> tuple[tuple[str, str], ...]:

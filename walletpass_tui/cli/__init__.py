@@ -16,25 +16,27 @@ import os
 import sys
 from collections.abc import Sequence
 
-from walletpass_tui import __version__
-from walletpass_tui.cli.common import PROG, CommandError, UsageError, add_settings_flags
+from walletpass_tui import __version__, logs
+from walletpass_tui.cli.common import PROG, add_settings_flags
+from walletpass_tui.errors import UsageError, WalletpassError
+from walletpass_tui.text import printable
 
 # Top-level command -> (module that registers it, one line for --help). A module's
 # register(subparsers, parents) adds every command it lists here.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "templates": ("walletpass_tui.cli.service_cmds", "list the workspace's pass templates"),
-    "endpoints": ("walletpass_tui.cli.service_cmds", "create, list and import webhook endpoints"),
-    "config": ("walletpass_tui.cli.service_cmds", "show the effective settings"),
+    "templates": ("walletpass_tui.cli.templates_cmd", "list the workspace's pass templates"),
+    "endpoints": ("walletpass_tui.cli.endpoints_cmd", "create, list and import webhook endpoints"),
+    "config": ("walletpass_tui.cli.config_cmd", "show the effective settings"),
     "listen": (
         "walletpass_tui.cli.listen_cmd",
         "receive and verify webhooks without the dashboard",
     ),
     "events": (
-        "walletpass_tui.cli.events",
-        "the delivery history: list, show, replay, export, prune",
+        "walletpass_tui.cli.events_cmd",
+        "the delivery history: list, show, tail, stats, replay, export, prune",
     ),
-    "sim": ("walletpass_tui.cli.sim", "run or drive the simulated Wallet Pass Service"),
-    "trigger": ("walletpass_tui.cli.sim", "sign and send one webhook to a receiver"),
+    "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
+    "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
     "demo": (
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",
@@ -47,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.relay_cmd",
         "run your own relay: one stable URL for the service, deliveries fanned out to laptops",
     ),
+    "completion": (
+        "walletpass_tui.cli.completion_cmd",
+        "print a shell completion script (bash, zsh or fish)",
+    ),
 }
 
 DESCRIPTION = """\
@@ -57,6 +63,22 @@ With no command, opens the dashboard with its receiver on --host/--port/--path.
 Try 'walletpass-tui demo' to see everything work against a built-in simulated service."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog (the examples) is shown exactly as written, one per line and
+    never wrapped to the terminal's width, so each can be copied and run as it is. Every command's
+    parser is one: subparsers take their parent's class."""
+
+    def format_help(self) -> str:
+        epilog, self.epilog = self.epilog, None
+        try:
+            text = super().format_help()
+        finally:
+            self.epilog = epilog
+        if not epilog:
+            return text
+        return text + "\n" + epilog.strip("\n") + "\n"
+
+
 def chosen_command(argv: Sequence[str]) -> str | None:
     """The first argument that names a command, or None (the dashboard)."""
     return next((arg for arg in argv if arg in COMMANDS), None)
@@ -65,12 +87,11 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``argv``: the chosen command's module registers its full parser; the other
     commands are listed by name only. Without ``argv`` every module is registered."""
-    from walletpass_tui.cli.common import add_receiver_flags
-    from walletpass_tui.cli.delivery_flags import add_delivery_flags
+    from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 
     common = argparse.ArgumentParser(add_help=False)
     add_settings_flags(common)
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,6 +100,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_receiver_flags(parser)
     add_delivery_flags(parser)
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="the dashboard's theme for this run, whatever [ui] theme in the config file says",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = None if argv is None else chosen_command(argv)
     if argv is None:
@@ -94,6 +120,22 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(name, help=summary, add_help=False)
     return parser
+
+
+def _start_log(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """``--log-file`` / WALLETPASS_LOG: the debug log, before the command runs."""
+    path = logs.log_path(getattr(args, "log_file", None))
+    if path is None:
+        return
+    for name in ("api_key", "relay_token"):  # flags whose values have no recognisable shape
+        logs.redact(getattr(args, name, None))
+    try:
+        logs.configure(path, command=chosen_command(argv) or "the dashboard")
+    except OSError as exc:
+        raise UsageError(
+            f"Cannot write the log file {printable(str(path), 200)} ({exc.strerror or exc}); "
+            "give a path in a directory you can write."
+        ) from None
 
 
 def _default_handler(args: argparse.Namespace) -> int:
@@ -121,42 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help, --version, or a usage error argparse reported
             return exc.code if isinstance(exc.code, int) else 2
+        _start_log(args, argv)
         handler = getattr(args, "handler", None) or _default_handler
         return handler(args)
     except BrokenPipeError:
         return _quiet_after_broken_pipe()
-    except UsageError as exc:
+    except WalletpassError as exc:  # a failure of the world, not a bug: one line, its status
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        if not _expected(exc):
-            raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-
-
-# Where the expected failures are defined; a module is looked up only if it was imported (an
-# exception from it cannot have been raised otherwise), so this module imports none of them.
-_EXPECTED = (
-    ("walletpass_tui.config", "ConfigError"),
-    ("walletpass_tui.api.errors", "ApiError"),
-    ("walletpass_tui.api.urls", "UrlError"),
-    ("walletpass_tui.api.topics", "TopicError"),
-    ("walletpass_tui.webhooks.models", "StoreError"),
-    ("walletpass_tui.webhooks.store", "StoreError"),
-    ("walletpass_tui.webhooks.listening", "ReceiverError"),
-)
-
-
-def _expected(exc: Exception) -> bool:
-    """Failures of the world, not bugs: one line and exit 1, whichever module raised them."""
-    if isinstance(exc, CommandError):
-        return True
-    for module, name in _EXPECTED:
-        kind = getattr(sys.modules.get(module), name, None)
-        if isinstance(kind, type) and isinstance(exc, kind):
-            return True
-    return False

@@ -1,7 +1,7 @@
 """``check``: send the battery of signed requests to the user's own receiver and judge its answers.
 
-Exit status: 0 when every must-pass case passed (warnings allowed), 1 otherwise, 2 for usage errors
-(a malformed URL, secret or topic, an unknown endpoint) before anything is sent.
+Exit status: 0 when every must-pass case passed (warnings allowed, unless --strict), 1 otherwise, 2
+for usage errors (a malformed URL, secret or topic, an unknown endpoint) before anything is sent.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import (
-    UsageError,
     bounded_float,
     print_json,
     settings_from_args,
     target_url_arg,
     topic_arg,
 )
+from walletpass_tui.errors import UsageError
 
 if TYPE_CHECKING:
-    from walletpass_tui.check import CaseResult, CheckOptions, CheckReport
+    from walletpass_tui.check.runner import CaseResult, CheckOptions, CheckReport
     from walletpass_tui.config import Settings
 
 DEFAULT_TIMEOUT_S = 15.0
@@ -36,6 +36,7 @@ examples:
   walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET"
   walletpass-tui check http://localhost:3000/webhooks --endpoint ep_3f2a9c --json > check.json
   walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated
+  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET" --strict  # in CI
 """
 
 
@@ -76,6 +77,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument("--json", action="store_true", help="print the results as a JSON document")
     p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a warning fails the check too (exit 1): for CI that wants every case to pass",
+    )
+    p.add_argument(
         "--no-history",
         action="store_true",
         help="do not record the requests and answers in the history",
@@ -85,8 +91,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     from walletpass_tui.api.topics import TOPICS
-    from walletpass_tui.check import CheckOptions
-    from walletpass_tui.webhooks.endpoints import EndpointRegistry
+    from walletpass_tui.check.runner import CheckOptions
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
     from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
     if bool(args.secret) == bool(args.endpoint):
@@ -119,14 +125,16 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
         topics=tuple(topics or TOPICS),
         timeout_s=args.timeout,
         endpoint_id=endpoint_id,
+        strict=args.strict,
     )
 
 
 async def _run(
     options: CheckOptions, settings: Settings, *, record: bool, live: bool
 ) -> CheckReport:
-    from walletpass_tui.check import build_cases, run_check
+    from walletpass_tui.check.cases import build_cases
     from walletpass_tui.check.report import Table, heading
+    from walletpass_tui.check.runner import run_check
     from walletpass_tui.webhooks.store import Store
 
     cases = build_cases(options.secret, options.topics)

@@ -16,8 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from walletpass_tui import logs
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
+from walletpass_tui.errors import UsageError, WalletpassError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandError",
-    "UsageError",
     "bounded_float",
     "bounded_int",
     "duration_arg",
@@ -33,7 +34,6 @@ __all__ = [
     "lazy_handler",
     "print_json",
     "print_table",
-    "printable",
     "read_bounded_file",
     "settings_from_args",
     "target_url_arg",
@@ -44,12 +44,8 @@ __all__ = [
 PROG = "walletpass-tui"
 
 
-class CommandError(Exception):
+class CommandError(WalletpassError):
     """An expected failure of a command: printed as one line on stderr, exit status 1."""
-
-
-class UsageError(CommandError):
-    """The command was asked something it cannot do as given: one line on stderr, exit status 2."""
 
 
 # -- argument types: argparse turns ArgumentTypeError into "error: argument X: ..." and exit 2 ----
@@ -149,7 +145,13 @@ def duration_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def read_bounded_file(path: str, limit: int, *, what: str = "The file") -> bytes:
+def read_bounded_file(
+    path: str,
+    limit: int,
+    *,
+    what: str = "The file",
+    limit_name: str = "the receiver's body limit (max_body)",
+) -> bytes:
     """At most ``limit`` bytes of ``path`` (``-`` is standard input); a longer one is refused.
 
     Reads ``limit + 1`` bytes at most, so ``/dev/urandom`` or a huge file costs nothing.
@@ -164,8 +166,8 @@ def read_bounded_file(path: str, limit: int, *, what: str = "The file") -> bytes
         raise CommandError(f"Cannot read {printable(path, 200)} ({exc.strerror or exc}).") from None
     if len(data) > limit:
         raise UsageError(
-            f"{what} {printable(path, 200)} is larger than {limit} bytes, the receiver's body "
-            "limit (max_body); give a smaller one."
+            f"{what} {printable(path, 200)} is larger than {limit} bytes, {limit_name}; give a "
+            "smaller one."
         )
     return data
 
@@ -207,25 +209,19 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         help="API key; prefer WALLETPASS_API_KEY, a flag shows up in your shell history",
     )
     group.add_argument(
+        "--log-file",
+        metavar="PATH",
+        default=s,
+        help=f"append a debug log to PATH (env {logs.ENV_LOG}), private (0600), secrets removed: "
+        "attach it to a bug report",
+    )
+    group.add_argument(
         "--allow-http",
         action="store_const",
         const=True,
         default=s,
         help="allow http:// endpoint URLs (only for a local simulated service)",
     )
-
-
-def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True) -> None:
-    s = argparse.SUPPRESS
-    group = parser.add_argument_group("receiver")
-    group.add_argument("--host", default=s, help="address to listen on (default 127.0.0.1)")
-    group.add_argument(
-        "--port",
-        type=bounded_int(0, 65535),
-        default=s,
-        help="port to listen on (default 8787; 0 picks a free one)",
-    )
-    group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
 
 
 _FLAG_TO_SETTING = {
@@ -255,6 +251,8 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     }
     config = getattr(args, "config", None)
     settings = load_settings(flags, env=env, config_file=Path(config) if config else None)
+    for secret in (settings.api_key, settings.relay_token):  # never in a --log-file
+        logs.redact(secret.reveal() if secret else None)
     try:
         check_settings_urls(settings)
     except UrlError as exc:

@@ -23,19 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.receiver_flags import (
-    DeliverySetup,
-    delivery_setup,
-    receiver_options,
-    relay_link,
-)
+from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, Feed
+from walletpass_tui.errors import UsageError
+from walletpass_tui.text import printable
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 
 if TYPE_CHECKING:
     from walletpass_tui.api.client import WalletPassClient
     from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.webhooks.store import LogRow
+    from walletpass_tui.webhooks.models import LogRow
 
 
 class LazyServiceClient:
@@ -69,7 +66,10 @@ class LazyServiceClient:
 
 
 async def run_dashboard_async(
-    settings: Settings, setup: DeliverySetup | None = None, feeds: Sequence[Feed] = ()
+    settings: Settings,
+    setup: DeliverySetup | None = None,
+    feeds: Sequence[Feed] = (),
+    theme: str | None = None,
 ) -> int:
     setup = setup or DeliverySetup(options=receiver_options(settings))
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
@@ -79,7 +79,7 @@ async def run_dashboard_async(
 
         client = LazyServiceClient(settings, runtime.registry.record_created)
         try:
-            app = build_app(runtime, client, first_page=first_page)
+            app = build_app(runtime, client, first_page=first_page, theme=theme)
             await app.run_async()
         finally:
             await client.aclose()
@@ -92,12 +92,28 @@ def read_first_page(runtime: DeliveryRuntime) -> asyncio.Future[list[LogRow]] | 
     feed: deliveries it stores before the log subscribes would fall between page and feed."""
     if runtime.feeds:
         return None
-    from walletpass_tui.ui.log_window import PAGE
+    from walletpass_tui.ui.view.log_window import PAGE
 
     return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
 
 
+def theme_arg(name: str | None) -> str | None:
+    """``--theme NAME``: one of Textual's themes; UsageError listing them otherwise."""
+    if name is None:
+        return None
+    from textual.theme import BUILTIN_THEMES  # loaded by the dashboard anyway
+
+    if name not in BUILTIN_THEMES:
+        raise UsageError(
+            f"argument --theme: unknown theme {printable(name, 40)!r}; choose one of "
+            + ", ".join(sorted(BUILTIN_THEMES))
+            + "."
+        )
+    return name
+
+
 def run_dashboard(args: argparse.Namespace) -> int:
+    theme = theme_arg(getattr(args, "theme", None))
     settings = settings_from_args(args)
     setup = delivery_setup(args, settings)
     link = relay_link(args, settings)
@@ -106,6 +122,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
     # on after its first frame.
     gc.disable()
     try:
-        return asyncio.run(run_dashboard_async(settings, setup, (link,) if link else ()))
+        return asyncio.run(
+            run_dashboard_async(settings, setup, (link,) if link else (), theme=theme)
+        )
     finally:
         gc.enable()

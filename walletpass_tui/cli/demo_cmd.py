@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.sim.demo import DEMO_TIME_SCALE, DemoError, RelayStarter, running_demo
+from walletpass_tui.sim.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
 from walletpass_tui.webhooks.runtime import Feed
 
 if TYPE_CHECKING:
@@ -75,12 +75,9 @@ async def demo_session(
     the same object with ``App.run_test()``."""
     from walletpass_tui.ui.app import build_app
 
-    try:
-        starter: RelayStarter | None = _relay_for_demo if relay else None
-        async with running_demo(settings, port, interval, starter) as demo:
-            yield build_app(demo.runtime, demo.client, mode="demo")
-    except DemoError as exc:
-        raise CommandError(str(exc)) from None
+    starter: RelayStarter | None = _relay_for_demo if relay else None
+    async with running_demo(settings, port, interval, starter) as demo:
+        yield build_app(demo.runtime, demo.client, mode="demo")
 
 
 async def run_demo(settings: Settings, port: int, interval: float, relay: bool = False) -> int:

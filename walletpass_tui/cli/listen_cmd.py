@@ -7,32 +7,22 @@ import asyncio
 import importlib
 import json
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TextIO
 
-from walletpass_tui.api.topics import topic_label
-from walletpass_tui.cli.common import (
-    CommandError,
-    add_receiver_flags,
-    printable,
-    settings_from_args,
-)
-from walletpass_tui.cli.receiver_flags import (
-    DeliverySetup,
-    add_delivery_flags,
-    delivery_setup,
-    relay_link,
-)
+from walletpass_tui.cli.attempt_lines import AttemptPrinter
+from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
+from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
-from walletpass_tui.formatting import format_ms
+from walletpass_tui.text import printable
 from walletpass_tui.tunnel import discover_ngrok
-from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
+from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 
 if TYPE_CHECKING:
-    from walletpass_tui.relay.link import LinkState, RelayLink
+    from walletpass_tui.relay.link.feed import LinkState, RelayLink
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -59,54 +49,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.set_defaults(handler=cmd_listen)
 
 
-def body_differs(a: Attempt) -> bool:
-    """The body (or topic) differs from an earlier attempt with the same webhook-id."""
-    return bool(getattr(a, "body_differs", False))
-
-
-def attempt_line(a: Attempt) -> str:
-    reason = a.reason if not a.detail else f"{a.reason} ({a.detail})"
-    if a.note:
-        reason += f" [{a.note}]"
-    if body_differs(a):
-        reason += " [body differs from an earlier attempt with this webhook-id]"
-    return "  ".join(
-        (
-            _time_of_day(a.received_at_ms),
-            printable(a.webhook_id or "-", 40).ljust(30),
-            topic_label(a.topic).ljust(18),
-            f"#{a.attempt_no}",
-            "verified" if a.verified else "REJECTED",
-            str(a.status),
-            printable(reason, 120),
-        )
-    )
-
-
-_second: list[Any] = [None, ""]  # the last whole second formatted, and its "HH:MM:SS."
-
-
-def _time_of_day(ms: int) -> str:
-    """``format_ms(ms, time_only=True)``, the second's part formatted once per second (a line is
-    printed for every delivery, on the event loop that answers them)."""
-    second, milli = divmod(ms, 1000)
-    if second != _second[0]:
-        _second[0], _second[1] = second, format_ms(second * 1000, time_only=True)[:-3]
-    return f"{_second[1]}{milli:03d}"
-
-
-class Printer:
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out = out
-        self.as_json = as_json
-
-    def __call__(self, batch: Sequence[Attempt]) -> None:
-        for a in batch:
-            line = json.dumps(attempt_json(a)) if self.as_json else attempt_line(a)
-            self.out.write(line + "\n")
-        self.out.flush()
-
-
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     setup = delivery_setup(args, settings)
@@ -128,7 +70,7 @@ class RelayStatePrinter:
     """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
 
     def __init__(self, out: TextIO) -> None:
-        from walletpass_tui.relay.link import StateLines
+        from walletpass_tui.relay.link.feed import StateLines
 
         self.out = out
         self.lines = StateLines()
@@ -187,7 +129,9 @@ async def _listen(
         public_url = settings.public_url or (await discover_ngrok(port) if port else None)
         feeds = (relay,) if relay is not None else ()
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
-            runtime.subscribe(Printer(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json))
+            runtime.subscribe(
+                AttemptPrinter(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json)
+            )
             await runtime.serve()
             if not (settings.public_url or port):  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)

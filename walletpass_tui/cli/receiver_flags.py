@@ -1,135 +1,131 @@
-"""What the receiver does with deliveries, shared by ``listen`` and the dashboard: the flags for
-extra secrets, the public URL, forwarding, allowed sources and failure injection, and what they
-build: the receiver's options and a ``DeliverySetup`` for the delivery runtime, and the relay
-link ``--relay`` asks for (a feed of the runtime)."""
+"""The receiver's flags, shared by ``listen`` and the dashboard: where it listens, and how it
+verifies, forwards, filters and fails deliveries. Argument definitions only, so the top-level
+parser can offer them without importing the receiver; what they build is in
+:mod:`walletpass_tui.cli.receiver_setup`."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import CommandError, UsageError
-from walletpass_tui.cli.delivery_flags import add_delivery_flags as add_delivery_flags
-from walletpass_tui.config import Settings, mask_secret
-from walletpass_tui.webhooks.injection import Injection
-from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliverySetup
-from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+from walletpass_tui.cli.common import bounded_float, bounded_int, forward_to_arg, url_arg
 
-if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given
-    from walletpass_tui.relay.link import RelayLink
-    from walletpass_tui.webhooks.forward import Route
-    from walletpass_tui.webhooks.verify import SigningKey
-
-__all__ = [
-    "DeliverySetup",
-    "add_delivery_flags",
-    "delivery_setup",
-    "receiver_options",
-    "relay_link",
-]
+MAX_BODY_LIMIT = 64 * 1024 * 1024  # the largest --max-body accepted
+MAX_TOLERANCE_S = 7 * 86400
 
 
-def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
-    if not secrets:
-        return []
-    from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
-
-    keys = []
-    for secret in secrets:
-        try:
-            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
-        except SecretError as exc:
-            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
-    return keys
-
-
-def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
-    respond = getattr(args, "respond", None)
-    fail_first = getattr(args, "fail_first", 0)
-    delay = getattr(args, "delay", 0.0)
-    if respond is not None and not 100 <= respond <= 599:
-        raise CommandError("--respond takes an HTTP status between 100 and 599.")
-    if fail_first < 0 or delay < 0:
-        raise CommandError("--fail-first and --delay take zero or more.")
-    if delay >= 15:
-        print(
-            "warning: a delay of 15 s or more makes every delivery fail at the service.",
-            file=sys.stderr,
-        )
-    try:
-        sources = SourcePolicy.build(
-            getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
-        )
-    except SourceError as exc:
-        raise CommandError(str(exc)) from None
-    return replace(
-        receiver_options(settings),
-        secrets=signing_keys(getattr(args, "secret", [])),
-        sources=sources,
-        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True) -> None:
+    s = argparse.SUPPRESS
+    group = parser.add_argument_group("receiver")
+    group.add_argument("--host", default=s, help="address to listen on (default 127.0.0.1)")
+    group.add_argument(
+        "--port",
+        type=bounded_int(0, 65535),
+        default=s,
+        help="port to listen on (default 8787; 0 picks a free one)",
     )
+    group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
 
 
-def receiver_options(settings: Settings) -> ReceiverOptions:
-    """The receiver as the settings describe it, with no extra secrets, sources or failures."""
-    return ReceiverOptions(
-        host=settings.receiver_host,
-        port=settings.receiver_port,
-        path=settings.receiver_path,
-        tolerance_s=settings.tolerance_s,
-        max_body=settings.max_body,
+def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags for verifying, forwarding, filtering and failing deliveries."""
+    s = argparse.SUPPRESS
+    ver = parser.add_argument_group("verification")
+    ver.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="WHSEC",
+        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
     )
-
-
-def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
-    options = build_receiver_options(args, settings)
-    routes: tuple[Route, ...] = ()
-    if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
-        from walletpass_tui.webhooks.forward import ForwardError, parse_route
-
-        try:
-            routes = tuple(parse_route(text) for text in args.forward_to)
-        except ForwardError as exc:
-            raise CommandError(str(exc)) from None
-    ack_target = getattr(args, "ack", "stored") == "target"
-    if ack_target and not routes:
-        raise CommandError("--ack target needs a --forward-to URL to take the status from.")
-    return DeliverySetup(
-        options=options,
-        routes=routes,
-        ack_target=ack_target,
-        explicit_secrets=tuple(getattr(args, "secret", [])),
+    ver.add_argument(
+        "--tolerance",
+        type=bounded_int(0, MAX_TOLERANCE_S),
+        default=s,
+        metavar="SECONDS",
+        help="timestamp tolerance (default 300)",
     )
-
-
-def relay_link(args: argparse.Namespace, settings: Settings) -> RelayLink | None:
-    """The relay link ``--relay`` asks for (None without it); the token from --relay-token,
-    WALLETPASS_RELAY_TOKEN or relay_token in the config file."""
-    url = getattr(args, "relay", None)
-    if not url:
-        return None
-    from walletpass_tui.relay.link import RelayLink
-
-    return RelayLink(url, relay_token(args, settings, "--relay"))
-
-
-def relay_token(args: argparse.Namespace, settings: Settings, flag: str) -> str:
-    """The subscriber token: --relay-token, else WALLETPASS_RELAY_TOKEN or relay_token in the
-    config file; refused (exit 2) when missing or not a token."""
-    token = getattr(args, "relay_token", None) or (
-        settings.relay_token.reveal() if settings.relay_token else None
+    ver.add_argument(
+        "--max-body",
+        type=bounded_int(1, MAX_BODY_LIMIT),
+        default=s,
+        metavar="BYTES",
+        help="largest body accepted (default 1 MiB)",
     )
-    if not token:
-        raise UsageError(
-            f"{flag} needs the channel's subscriber token: set WALLETPASS_RELAY_TOKEN=wpr_... "
-            "(or --relay-token); 'walletpass-tui relay channel add' printed it."
-        )
-    if not token.isascii() or not token.isprintable() or " " in token:
-        raise UsageError(
-            "The relay token contains spaces, control or non-ASCII characters; copy it again."
-        )
-    return token
+    ver.add_argument(
+        "--public-url",
+        type=url_arg,
+        default=s,
+        metavar="URL",
+        help="the tunnel's public URL, to show",
+    )
+    fwd = parser.add_argument_group("forwarding (to your app)")
+    fwd.add_argument(
+        "--forward-to",
+        action="append",
+        type=forward_to_arg,
+        default=[],
+        metavar="[TOPIC=]URL",
+        help="forward each verified delivery, raw bytes and original signature, to URL "
+        "(repeatable; TOPIC=URL forwards only that topic)",
+    )
+    fwd.add_argument(
+        "--ack",
+        choices=("stored", "target"),
+        default="stored",
+        help="stored (default): answer 200 once stored, forward after, queue while your app is "
+        "down; target: answer with your app's status (within 10 s)",
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument(
+        "--allow-source",
+        action="append",
+        default=[],
+        metavar="CIDR|service",
+        help="accept only these client addresses ('service' = the service's published ones); "
+        "others get 403",
+    )
+    src.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=None,
+        metavar="CIDR",
+        help="peers whose X-Forwarded-For is believed (default: loopback, where tunnels connect)",
+    )
+    relay = parser.add_argument_group("relay (deliveries through your own relay, no tunnel)")
+    relay.add_argument(
+        "--relay",
+        type=url_arg,
+        default=None,
+        metavar="SUBSCRIBE_URL",
+        help="also receive a relay channel's deliveries (from 'relay channel add'); verified, "
+        "stored and forwarded as if posted here, resumed after the last one stored",
+    )
+    relay.add_argument(
+        "--relay-token",
+        default=None,
+        metavar="TOKEN",
+        help="the channel's subscriber token; prefer WALLETPASS_RELAY_TOKEN or relay_token in "
+        "the config file (a flag shows in the process list)",
+    )
+    inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
+    inj.add_argument(
+        "--fail-first",
+        type=bounded_int(0, 1000),
+        default=0,
+        metavar="N",
+        help="answer 500 to the first N attempts of each message",
+    )
+    inj.add_argument(
+        "--respond",
+        type=bounded_int(100, 599),
+        default=None,
+        metavar="STATUS",
+        help="answer every verified delivery with STATUS",
+    )
+    inj.add_argument(
+        "--delay",
+        type=bounded_float(0, 60, low_inclusive=True),
+        default=0.0,
+        metavar="SECONDS",
+        help="wait before answering",
+    )

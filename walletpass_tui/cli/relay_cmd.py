@@ -11,13 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.cli.common import (
-    CommandError,
-    print_json,
-    print_table,
-    printable,
-    settings_from_args,
-)
+from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+from walletpass_tui.text import printable
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
@@ -176,22 +171,18 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.channels import ChannelError, public_base
-    from walletpass_tui.relay.ingress import IngressOptions
-    from walletpass_tui.relay.server import RelayError, RelayOptions, RelayServer
-    from walletpass_tui.relay.storage import RelayStoreError
-    from walletpass_tui.webhooks.sources import SourceError, SourcePolicy
+    from walletpass_tui.relay.server.channels import public_base
+    from walletpass_tui.relay.server.ingress import IngressOptions
+    from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+    from walletpass_tui.webhooks.sources import SourcePolicy
 
     settings = settings_from_args(args)
     if args.retention_days <= 0:
         raise CommandError("--retention-days must be more than 0.")
     if args.heartbeat <= 0:
         raise CommandError("--heartbeat must be more than 0 seconds.")
-    try:
-        sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
-        public_url = public_base(args.relay_public_url) if args.relay_public_url else None
-    except (SourceError, ChannelError) as exc:
-        raise CommandError(str(exc)) from None
+    sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
+    public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
         home=settings.home,
         host=args.relay_host,
@@ -207,10 +198,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     from walletpass_tui.cli.listen_cmd import run_loop  # uvloop where installed, as listen
 
-    try:
-        run_loop(_serve(RelayServer(options)))
-    except (RelayError, RelayStoreError) as exc:
-        raise CommandError(str(exc)) from None
+    run_loop(_serve(RelayServer(options)))
     return 0
 
 
@@ -237,8 +225,7 @@ async def _serve(server: Any) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.follow import RelayFollower, cursor_path
-    from walletpass_tui.relay.subscriber import RelayClientError
+    from walletpass_tui.relay.link.follow import RelayFollower, cursor_path
 
     settings = settings_from_args(args)
     token = args.relay_token or (settings.relay_token.reveal() if settings.relay_token else None)
@@ -255,13 +242,17 @@ def cmd_follow(args: argparse.Namespace) -> int:
     if args.from_start:
         cursor_file.unlink(missing_ok=True)
     follower = RelayFollower(
-        url, token, target, cursor_file, on_handed=_HandedPrinter(), on_state=_StatePrinter()
+        url,
+        token,
+        target,
+        cursor_file,
+        on_handed=_HandedPrinter(),
+        on_skipped=_print_skipped,
+        on_state=_StatePrinter(),
+        max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
-    try:
-        asyncio.run(_follow(follower))
-    except RelayClientError as exc:
-        raise CommandError(str(exc)) from None
+    asyncio.run(_follow(follower))
     return 0
 
 
@@ -282,6 +273,15 @@ class _StatePrinter:
         self.last: tuple[bool, str | None] | None = None
 
     def __call__(self, state: Any) -> None:
+        if state.misbehaving:  # one line, then quiet while it retries the same refusal
+            if self.last != (False, "misbehaving"):
+                self.last = (False, "misbehaving")
+                print(
+                    f"relay: misbehaving ({printable(state.error or '', 200)}; {state.refusals} "
+                    "times in a row); retrying with backoff, skipping nothing",
+                    flush=True,
+                )
+            return
         key = (state.connected, None if state.connected else state.error)
         if key == self.last or (not state.connected and not state.error):
             return
@@ -290,6 +290,14 @@ class _StatePrinter:
             print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
         else:
             print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
+
+
+def _print_skipped(skipped: Any) -> None:
+    why = printable(skipped.why, 200)
+    print(
+        f"{skipped.cursor:>8}  skipped: the relay sent an event that cannot be read ({why})",
+        flush=True,
+    )
 
 
 class _HandedPrinter:
@@ -317,43 +325,30 @@ class _HandedPrinter:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from walletpass_tui.relay.storage import RelayDB, RelayStoreError, database_path
+    from walletpass_tui.relay.server.storage import RelayDB, database_path
 
     settings = settings_from_args(args)
-    try:
-        return RelayDB(database_path(settings.home))
-    except RelayStoreError as exc:
-        raise CommandError(str(exc)) from None
+    return RelayDB(database_path(settings.home))
 
 
 def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     """The public URL for printed links, and whether it was only a guess."""
-    from walletpass_tui.relay.channels import ChannelError, public_base
-    from walletpass_tui.relay.server import PUBLIC_URL_META
+    from walletpass_tui.relay.server.channels import public_base
+    from walletpass_tui.relay.server.serve import PUBLIC_URL_META
 
     flag = getattr(args, "relay_public_url", None)
     stored = db.get_meta(PUBLIC_URL_META)
     given = flag or stored
     if not given:
         return DEFAULT_LOCAL_URL, True
-    try:
-        base = public_base(given)
-    except ChannelError as exc:
-        raise CommandError(str(exc)) from None
+    base = public_base(given)
     if flag and not stored:
         db.set_meta(PUBLIC_URL_META, base)  # later commands print the same URLs
     return base, False
 
 
-def _channel_errors() -> tuple[type[Exception], ...]:
-    from walletpass_tui.relay.channels import ChannelError
-    from walletpass_tui.relay.storage import RelayStoreError
-
-    return (ChannelError, RelayStoreError)
-
-
 def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
-    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+    from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
     base, guessed = _base(args, db)
     channel = issued.channel
@@ -380,13 +375,10 @@ def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> 
 
 
 def cmd_channel_add(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.verify import SecretError, parse_secret
+    from walletpass_tui.webhooks.verify import parse_secret
 
     if args.secret:
-        try:
-            parse_secret(args.secret)
-        except SecretError as exc:
-            raise CommandError(str(exc)) from None
+        parse_secret(args.secret)
     if args.quota_mb <= 0:
         raise CommandError("--quota-mb must be more than 0.")
     db = _open(args)
@@ -395,8 +387,6 @@ def cmd_channel_add(args: argparse.Namespace) -> int:
             args.name, secret=args.secret or None, quota_bytes=args.quota_mb * 1024 * 1024
         )
         _print_issued(args, db, issued, "created")
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     return 0
@@ -406,23 +396,19 @@ def cmd_channel_token(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         _print_issued(args, db, db.issue_token(args.name), "has a new token")
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     return 0
 
 
 def cmd_channel_list(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.channels import ingress_url, subscribe_url
+    from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
     from walletpass_tui.text import format_size
 
     db = _open(args)
     try:
         base, _ = _base(args, db)
         channels = db.channels()
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     if args.json:
@@ -470,8 +456,6 @@ def cmd_channel_revoke(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         count = db.revoke(args.target)
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
@@ -482,8 +466,6 @@ def cmd_channel_remove(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         channel = db.remove(args.name)
-    except _channel_errors() as exc:
-        raise CommandError(str(exc)) from None
     finally:
         db.close()
     print(

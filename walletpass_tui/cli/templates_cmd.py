@@ -7,8 +7,22 @@ import asyncio
 import json
 from typing import Any
 
-from walletpass_tui.cli.common import print_json, print_table, printable, settings_from_args
+from walletpass_tui.cli.common import print_json, print_table, settings_from_args
 from walletpass_tui.cli.service_errors import api_failure
+from walletpass_tui.text import printable
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "templates",
+        parents=parents,
+        help="list the workspace's pass templates",
+        description="List pass templates (GET {base_url}/api/v0/passTemplates). The service does not "
+        "document a template's fields, so every field is kept; --json prints them all.",
+        epilog="example: walletpass-tui templates --json | jq '.[0]'",
+    )
+    p.add_argument("--json", action="store_true", help="print the templates as a JSON array")
+    p.set_defaults(handler=cmd_templates)
 
 
 def cmd_templates(args: argparse.Namespace) -> int:

@@ -1,12 +1,9 @@
 """The self-hosted relay: one stable HTTPS URL registered with the service, deliveries fanned out.
 
-* ``channels``: channel names, 128-bit ingress slugs, 256-bit subscriber tokens (kept as hashes).
-* ``storage``: the relay's own SQLite database (WAL): schema, channels, reads.
-* ``writer``: the one writer thread (group commit; 2xx only after COMMIT).
-* ``ingress``: ``POST /in/{slug}``: limits -> optional edge verification -> commit -> 2xx.
-* ``events``: the wire format of one relayed delivery (Server-Sent Events, JSON data).
-* ``subscribe``: ``GET /channels/{slug}/events``: every stored delivery after a cursor, then live.
-* ``server``: the aiohttp application, ``/healthz``, retention pruning, TLS.
-* ``subscriber``: the laptop side's client: parse the stream, resume, reconnect with backoff.
-* ``follow``: hand each relayed delivery to a local receiver (``relay follow``).
+* ``server/``: the separately deployed relay (``relay serve``): ingress, channels and tokens,
+  storage, Server-Sent Events out.
+* ``link/``: the laptop side: the Server-Sent Events client, the low-water mark, the feed of the
+  local delivery runtime, and ``relay follow``.
+* ``events``: the wire format of one relayed delivery, the one module both sides share.
+* ``local``: a relay and its link in one process, for ``demo --relay`` and the benchmarks.
 """

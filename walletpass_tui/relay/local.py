@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from walletpass_tui.relay.channels import ingress_url, subscribe_url
-from walletpass_tui.relay.link import RelayLink
-from walletpass_tui.relay.server import RelayOptions, RelayServer
-from walletpass_tui.relay.storage import RelayDB, database_path
+from walletpass_tui.relay.link.feed import RelayLink
+from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.storage import RelayDB, database_path
 
 
 @dataclass(frozen=True)

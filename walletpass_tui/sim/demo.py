@@ -26,24 +26,25 @@ from pathlib import Path
 import httpx
 
 from walletpass_tui.api.client import WalletPassClient
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import Secret, Settings
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.sim.service import SimulatedService
-from walletpass_tui.webhooks.receiver import Injection, ReceiverOptions
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
-from walletpass_tui.webhooks.store import Attempt
 from walletpass_tui.webhooks.verify import sign
 
 DEMO_TIME_SCALE = 0.01  # 5 s -> 50 ms, 5 min -> 3 s, 30 min -> 18 s
 WRONG_SECRET = "whsec_ZGVtbzogYSBzZWNyZXQgdGhhdCBtYXRjaGVzIG5vdGhpbmc="
-LOCK_NAME = "demo.lock"
 
 # Starts a relay with its data in the given directory: yields its ingress URL and the feed that
 # follows it (built by the command line, which may import the relay).
 RelayStarter = Callable[[Path], contextlib.AbstractAsyncContextManager[tuple[str, Feed]]]
 
 
-class DemoError(Exception):
+class DemoError(WalletpassError):
     """The demo cannot start as asked; the message says what to do."""
 
 
@@ -147,7 +148,6 @@ class Demo:
     runtime: DeliveryRuntime
     client: WalletPassClient
     settings: Settings
-    endpoint_url: str = ""  # where the service posts: the receiver, or the relay's ingress
 
 
 @contextlib.asynccontextmanager
@@ -192,7 +192,7 @@ async def running_demo(
                         name="demo trickle",
                     )
                     try:
-                        yield Demo(sim, runtime, client, demo, target)
+                        yield Demo(sim, runtime, client, demo)
                     finally:
                         driver.cancel()
                         with contextlib.suppress(asyncio.CancelledError):

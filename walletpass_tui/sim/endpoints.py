@@ -13,13 +13,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from walletpass_tui.config import mask_secret
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.sim.events import TOPICS
 
 CREATE_FIELDS = ("enabledTopics", "enabled", "url")
 MAX_URL_LENGTH = 2048
 
 
-class SimError(Exception):
+class SimError(WalletpassError):
     """The simulator cannot do what was asked; the message says why."""
 
 

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from walletpass_tui.sim.endpoints import UnknownEndpointError, validate_create_body
 from walletpass_tui.sim.events import TOPICS, templates_response
+from walletpass_tui.text import parse_ascii_int
 
 if TYPE_CHECKING:
     from walletpass_tui.sim.service import SimulatedService
@@ -246,9 +247,12 @@ class _Routes:
             attempts = [a for a in attempts if a.message_id == message]
         if endpoint:
             attempts = [a for a in attempts if a.endpoint_id == endpoint]
-        limit_text = request.query.get("limit", "1000")
-        if not limit_text.isdigit():
-            return _error(400, "invalid_request", "limit must be a whole number.")
-        limit = int(limit_text)
+        limit = parse_ascii_int(request.query.get("limit", "1000"), max_digits=9)
+        if limit is None:
+            return _error(
+                400,
+                "invalid_request",
+                "limit must be a whole number (the digits 0-9, at most 9 of them).",
+            )
         shown = attempts[-limit:] if limit else []
         return web.json_response({"data": [a.to_json() for a in shown], "total": len(attempts)})

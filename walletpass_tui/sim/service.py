@@ -29,13 +29,9 @@ from aiohttp import web
 
 from walletpass_tui.sim.clock import Clock
 from walletpass_tui.sim.endpoints import (
-    CREATE_FIELDS,
-    MAX_URL_LENGTH,
     SimEndpoint,
     SimError,
     UnknownEndpointError,
-    url_problem,
-    validate_create_body,
 )
 from walletpass_tui.sim.engine import (
     DeliveryEngine,
@@ -52,27 +48,11 @@ from walletpass_tui.sim.events import (
     new_secret,
 )
 from walletpass_tui.sim.http_api import (
-    CONTROL_PREFIX,
-    ENDPOINTS_PATH,
     MAX_BODY,
-    TEMPLATES_PATH,
     make_app,
 )
 
-__all__ = [
-    "CONTROL_PREFIX",
-    "CREATE_FIELDS",
-    "ENDPOINTS_PATH",
-    "MAX_BODY",
-    "MAX_URL_LENGTH",
-    "TEMPLATES_PATH",
-    "SimEndpoint",
-    "SimError",
-    "SimulatedService",
-    "UnknownEndpointError",
-    "url_problem",
-    "validate_create_body",
-]
+__all__ = ["SimulatedService"]
 
 log = logging.getLogger(__name__)
 

@@ -13,17 +13,19 @@ import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.theme import Theme
 
+from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
+from walletpass_tui.text import printable
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
-from walletpass_tui.ui.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.live_feed import LiveFeed
-from walletpass_tui.ui.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
     ForwardAnswered,
@@ -33,20 +35,18 @@ from walletpass_tui.ui.messages import (
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
+from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
+from walletpass_tui.webhooks.models import FORWARD, VERIFIED, Attempt, LogRow, Stats, now_ms
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
-from walletpass_tui.webhooks.store import (
-    VERIFIED,
-    Attempt,
-    LogRow,
-    Stats,
-)
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
-    from walletpass_tui.relay.link import RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
+    from walletpass_tui.ui.view.traffic import Traffic
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -63,6 +63,11 @@ class AppParts:
     mode: str | None = None
     log_capacity: int = DEFAULT_CAPACITY
     first_page: asyncio.Future[list[LogRow]] | None = None
+    # Where [ui] theme and [keys] are read and the theme saved: None, the runtime's settings'
+    # config file (the command line's, the demo's); tests and pictures have none.
+    config_file: Path | None = None
+    # Epoch milliseconds now, for the traffic charts (fixed in pictures and tests).
+    clock: Callable[[], int] = now_ms
 
 
 class WalletPassApp(ReportsWorkerErrors, App[int]):
@@ -70,20 +75,42 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     TITLE = "walletpass-tui"
     COMMANDS = App.COMMANDS | {DashboardCommands}
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding("question_mark", "help", "Keys"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("question_mark", "help", "Keys", id="app.help"),
         Binding(
             "p",
             "toggle_pause",
             "Pause acks",
+            id="app.pause_acks",
             tooltip="Pause or resume acknowledgements (verified deliveries answered 503)",
         ),
-        Binding("d", "toggle_theme", "Dark/light", show=False, tooltip="Dark or light theme"),
+        Binding(
+            "d",
+            "toggle_theme",
+            "Dark/light",
+            show=False,
+            id="app.toggle_theme",
+            tooltip="Dark or light theme",
+        ),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            show=False,
+            priority=True,
+            id="app.command_palette",
+            tooltip="Every action by name, and the theme picker",
+        ),
     ]
 
-    def __init__(self, parts: AppParts, *, theme: str = DARK_THEME) -> None:
+    def __init__(self, parts: AppParts, *, theme: str | None = None) -> None:
         super().__init__()
         self.parts = parts
+        self.theme_given = theme is not None  # --theme: the saved theme does not apply
+        self.config_file: Path | None = None
+        self._saved_theme: str | None = None
+        self._keys_unchecked: dict[str, str] = {}
+        theme = theme or DARK_THEME
         self.pending_forwards = 0
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
@@ -120,6 +147,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         )
         if settings.public_url:
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
+        self._load_preferences(parts.config_file or settings.config_file)
         # The runtime's subscribe() is a Store's; the log's new rows are posted without a wait.
         self._feed = LiveFeed(runtime, self, shown=self.live.shown)  # type: ignore[arg-type]
         self._feed.start()
@@ -130,7 +158,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unwatch_health = runtime.store.on_health(self._history_health)
         self._relay: RelayLink | None = None
         if runtime.feeds:  # --relay: its module (aiohttp) is loaded already
-            from walletpass_tui.ui.relay_header import relay_link_of, watch_relay
+            from walletpass_tui.ui.view.relay_header import relay_link_of, watch_relay
 
             self._relay = relay_link_of(runtime)
             self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
@@ -145,9 +173,76 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         # mounted after that frame (MountLater) comes after it on the terminal too.
         self.call_later(self._open_main_screen)
 
+    # -- preferences: the theme and the keys, from the config file -------------------------------
+
+    def _load_preferences(self, path: Path | None) -> None:
+        """The saved theme (unless --theme chose one) and the keys remapped in ``[keys]``; a
+        problem with either is said in one line and the defaults stay."""
+        self.config_file = path
+        try:
+            prefs = load_ui_prefs(path)
+        except ConfigError as exc:
+            self.notify(str(exc), title="Preferences not read", severity="error", markup=False)
+            prefs = UiPrefs()
+        if prefs.theme and not self.theme_given:
+            if self.get_theme(prefs.theme) is not None:
+                self.theme = prefs.theme
+                chosen = self.get_theme(prefs.theme)
+                if chosen is not None and chosen.dark:
+                    self._dark_theme = prefs.theme
+            else:
+                self.notify(
+                    f"The config file {path} names the theme {printable(prefs.theme, 40)!r}, "
+                    "which is not one of this version's (ctrl+p, then Theme, lists them).",
+                    severity="warning",
+                    markup=False,
+                )
+        # Only a theme chosen from now on is saved (not one given with --theme).
+        self._saved_theme = self.theme
+        if prefs.keys:
+            from walletpass_tui.ui.keymap import check_keymap
+
+            # Applied now; whether each id names a binding is checked after the first frame (the
+            # screens that hold the bindings load then), see _check_key_ids.
+            checked = check_keymap(prefs.keys, prefs.keys, path)
+            for problem in checked.problems:
+                self.notify(problem, title="Keys", severity="error", timeout=20, markup=False)
+            self._keys_unchecked = checked.keymap
+            self.set_keymap(checked.keymap)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _check_key_ids(self) -> None:
+        """Entries of [keys] naming no binding are said (they do nothing)."""
+        keys, self._keys_unchecked = self._keys_unchecked, {}
+        if not keys:
+            return
+        from walletpass_tui.ui.keymap import binding_ids, check_keymap
+
+        checked = check_keymap(keys, binding_ids(self.key_groups()), self.config_file)
+        for problem in checked.problems:
+            self.notify(problem, title="Keys", severity="error", timeout=20, markup=False)
+        if len(checked.keymap) != len(keys):
+            self.set_keymap(checked.keymap)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """A theme chosen (the palette's picker, or d) is saved for the next run."""
+        path = self.config_file
+        if path is None or theme.name == self._saved_theme:
+            return
+        self._saved_theme = theme.name
+
+        async def save() -> None:
+            try:
+                await asyncio.to_thread(save_ui_theme, path, theme.name)
+            except ConfigError as exc:
+                self.notify(str(exc), title="Theme not saved", severity="error", markup=False)
+
+        self.run_worker(save(), group="save-theme", exclusive=True, exit_on_error=False)
+
     async def _open_main_screen(self) -> None:
         await self.push_screen(MainScreen(self.context, log_capacity=self.parts.log_capacity))
         self._recount()  # the header's totals: a count of the whole history, not before paint
+        self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
         self.call_after_refresh(_collect_again)
 
@@ -171,6 +266,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
         a moment the first paint should not wait for)."""
         self._start_receiving()
+        if self._keys_unchecked:
+            self.call_after_refresh(self._check_key_ids)
         runtime = self._runtime
         if self._tunnel_sought or runtime is None or runtime.bound is None:
             return
@@ -215,13 +312,20 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
         """One message per frame from the live feed: counted here, shown by the panes."""
         self._count(message.attempts)
+        self.traffic.add_attempts(message.attempts)
         self.live.deliveries.publish(message)
         if message.dropped and self.context is not None:
             self._recount()
+            self._load_traffic()  # some were never seen here: counted from the history again
         if self._runtime is not None and self._runtime.forwarding:
             self._count_pending()
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
+        if message.row.kind == FORWARD:
+            result = message.result
+            self.traffic.add_forward(
+                message.row.id, self.parts.clock(), result.latency_ms, result.ok
+            )
         self._count_pending()
         if message.row.webhook_id:
             self.live.history.publish(message.row.webhook_id)
@@ -248,6 +352,28 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             redeliveries=s.redeliveries + sum(1 for a in attempts if a.attempt_no > 1),
         )
         self.live.publish_stats(self.stats)
+
+    @cached_property
+    def traffic(self) -> Traffic:
+        """The last hour by minute, made (and its module loaded) after the first frame: with the
+        history's read, or the first deliveries, whichever comes first."""
+        from walletpass_tui.ui.view.traffic import Traffic
+
+        traffic = Traffic(self.parts.clock)
+        self.live.traffic = traffic
+        return traffic
+
+    def _load_traffic(self) -> None:
+        """The last hour by minute from the history (the header's sparkline, the Stats
+        screen); from then on only what arrives is counted."""
+
+        async def load() -> None:
+            assert self.context is not None
+            traffic = self.traffic
+            traffic.reset()
+            self.traffic.load(await self.context.store.traffic_by_minute(traffic.since_ms()))
+
+        self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
 
     def _recount(self) -> None:
         async def recount() -> None:
@@ -291,7 +417,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         link = getattr(self, "_relay", None)
         if link is None:
             return {}
-        from walletpass_tui.ui.relay_header import relay_fields
+        from walletpass_tui.ui.view.relay_header import relay_fields
 
         return relay_fields(link)
 
@@ -393,6 +519,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         else:
             self.theme = self._dark_theme
 
+    def action_stats(self) -> None:
+        """The Stats screen: the last hour as charts (its module loads when first opened)."""
+        from walletpass_tui.ui.screens.stats import StatsScreen
+
+        if not isinstance(self.screen, StatsScreen):
+            self.push_screen(StatsScreen(self.traffic))
+
     def action_help(self) -> None:
         from walletpass_tui.ui.screens.help import HelpScreen
 
@@ -400,19 +533,32 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.push_screen(HelpScreen(self.key_groups()))
 
     def key_groups(self) -> list[KeyGroup]:
+        """Every binding of the dashboard, by where it works (the help screen's sections)."""
+        from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+        from walletpass_tui.ui.panes.templates import TemplatesPane
+        from walletpass_tui.ui.screens.check import CheckScreen
         from walletpass_tui.ui.screens.create_endpoint import CreateEndpointScreen
         from walletpass_tui.ui.screens.detail import DetailScreen
+        from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
+        from walletpass_tui.ui.screens.help import HelpScreen
+        from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
         from walletpass_tui.ui.screens.replay import ReplayScreen
+        from walletpass_tui.ui.screens.stats import StatsScreen
         from walletpass_tui.ui.screens.template_json import TemplateScreen
 
         return [
-            ("Everywhere", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Commands")]),
+            ("Everywhere", self.BINDINGS),
             ("Main screen", MainScreen.BINDINGS),
             ("Event log", [*EventLogPane.BINDINGS, *LogView.BINDINGS]),
-            ("Delivery detail", DetailScreen.BINDINGS),
+            ("Templates", TemplatesPane.BINDINGS),
+            ("Delivery detail", [*DetailScreen.BINDINGS, *DeliveryDetail.BINDINGS]),
             ("Template JSON", TemplateScreen.BINDINGS),
-            ("Forms", CreateEndpointScreen.BINDINGS),
+            ("Forms", [*CreateEndpointScreen.BINDINGS, *ImportEndpointScreen.BINDINGS]),
             ("Replay", ReplayScreen.BINDINGS),
+            ("Check my app", CheckScreen.BINDINGS),
+            ("Stats", StatsScreen.BINDINGS),
+            ("New endpoint's secret", EndpointSecretScreen.BINDINGS),
+            ("This list", HelpScreen.BINDINGS),
         ]
 
 
@@ -431,8 +577,10 @@ def build_app(
     receiver_display: str | None = None,
     mode: str | None = None,
     log_capacity: int = DEFAULT_CAPACITY,
-    theme: str = DARK_THEME,
+    theme: str | None = None,
     first_page: asyncio.Future[list[LogRow]] | None = None,
+    config_file: Path | None = None,
+    clock: Callable[[], int] | None = None,
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
@@ -443,6 +591,18 @@ def build_app(
     API key is set: templates then say how to set one. ``receiver_display``: the address shown
     when there is no receiver (screenshots). ``mode``: a word shown in the header (``demo``).
     ``first_page``: the log's first page (no filter), already being read from the store.
+    ``theme``: the theme to use whatever the config file says (``--theme``). ``config_file``:
+    where the saved theme and ``[keys]`` are read (default: the runtime's settings' file).
+    ``clock``: epoch milliseconds now, for the traffic charts (fixed in pictures).
     """
-    parts = AppParts(runtime, client, receiver_display, mode, log_capacity, first_page)
+    parts = AppParts(
+        runtime,
+        client,
+        receiver_display,
+        mode,
+        log_capacity,
+        first_page,
+        config_file,
+        clock or now_ms,
+    )
     return WalletPassApp(parts, theme=theme)

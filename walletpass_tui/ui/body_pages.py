@@ -25,6 +25,7 @@ HIGHLIGHT_CHARS = 16 * 1024  # a page up to this size is coloured; bigger ones s
 NOTE_STYLE = "italic"  # where a page sits in the body, and the keys that turn it
 
 NOT_JSON = "Not JSON; shown as received.\n\n"
+TOO_DEEP = "JSON, too deep to show as a tree; shown as received.\n\n"
 
 
 @dataclass(frozen=True)
@@ -44,20 +45,58 @@ class BodyPage:
 
 
 _NOT_JSON = object()
+_TOO_DEEP = object()  # valid JSON nested deeper than the parser (or the pretty printer) goes
+
+
+class NumberLiteral(float):
+    """A number of the body as it was written (``1e999``, ``1.0``, ``-0``, a 5,000-digit
+    integer), shown so rather than as Python reads it (``Infinity``, ``0``)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> NumberLiteral:
+        number = super().__new__(cls, float(text))
+        number.text = text
+        return number
+
+
+def _int(text: str) -> int | NumberLiteral:
+    """An integer as Python reads it when that writes it back the same, else as written."""
+    if len(text) > 4000 or text == "-0":
+        return NumberLiteral(text)
+    return int(text)
 
 
 def _parse(body: bytes) -> Any:
-    """The body as JSON (``null`` included), or ``_NOT_JSON``."""
+    """The body as JSON (``null`` included, every number kept as written), ``_TOO_DEEP`` or
+    ``_NOT_JSON``."""
     if not body.strip():
         return _NOT_JSON
     try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_JSON
+    try:
+        return json.loads(text, parse_float=NumberLiteral, parse_int=_int)
+    except RecursionError:
+        return _too_deep(text)
+    except ValueError:
         return _NOT_JSON
 
 
+def _too_deep(text: str) -> Any:
+    """``_TOO_DEEP`` when ``text`` is JSON after all (scanned whole), else ``_NOT_JSON``."""
+    from walletpass_tui.webhooks.body_fields import scan  # for such bodies only
+
+    found = scan(text, budget=len(text) + 1)
+    return _TOO_DEEP if found is not None and found.valid else _NOT_JSON
+
+
 def _float_text(value: float) -> str:
-    """A float as ``json.dumps`` writes it (``allow_nan``: NaN and the infinities by name)."""
+    """A float as the body wrote it, else as ``json.dumps`` writes it (``allow_nan``: NaN and
+    the infinities by name)."""
+    if isinstance(value, NumberLiteral):
+        return value.text
     if value != value:
         return "NaN"
     if value in (math.inf, -math.inf):
@@ -129,8 +168,12 @@ def body_page(
     index = max(0, index)
     start = index * size
     doc = _NOT_JSON if raw else _parse(body)
-    if doc is not _NOT_JSON:
-        text, more = _slice_pretty(doc, start, size)
+    if doc is not _NOT_JSON and doc is not _TOO_DEEP:
+        try:
+            text, more = _slice_pretty(doc, start, size)
+        except RecursionError:  # within the parser's depth, beyond the pretty printer's
+            doc = _TOO_DEEP
+    if doc is not _NOT_JSON and doc is not _TOO_DEEP:
         shown = visible(text, keep_newlines=True)
         content = (
             highlight(shown, language="json") if len(shown) <= highlight_limit else Content(shown)
@@ -140,7 +183,8 @@ def body_page(
     text, more = _slice_raw(body, start, size)
     content = Content(visible(text, keep_newlines=True))
     if not raw and body.strip():
-        content = Content.assemble(Content.styled(NOT_JSON, "dim"), content)
+        label = TOO_DEEP if doc is _TOO_DEEP else NOT_JSON
+        content = Content.assemble(Content.styled(label, "dim"), content)
     page = BodyPage(content, index, more, start, start + len(text), json=False)
     return _with_note(page, len(body))
 

@@ -49,6 +49,16 @@ COMMANDS: tuple[PaletteCommand, ...] = (
     PaletteCommand(
         "Show only verified deliveries", "Filter the log on verdict:verified", "only('verified')"
     ),
+    PaletteCommand(
+        "Hide check requests",
+        "Only what senders posted: the requests Check my app sent are left out (source:received)",
+        "only_source('received')",
+    ),
+    PaletteCommand(
+        "Show only check requests",
+        "The requests Check my app sent to your app, with its verdicts (source:check)",
+        "only_source('check')",
+    ),
     PaletteCommand("Follow new deliveries", "Jump to the newest delivery and stay there", "follow"),
     PaletteCommand(
         "Open the selected delivery", "Its verdict, attempts, headers and body", "open_detail"
@@ -57,6 +67,15 @@ COMMANDS: tuple[PaletteCommand, ...] = (
         "Replay the selected delivery",
         "Send it to your app again: re-signed or as stored, the body editable",
         "replay",
+    ),
+    PaletteCommand(
+        "Copy the selected delivery as curl",
+        "A curl command that sends the same bytes and headers (as events export --format curl)",
+        "copy('curl')",
+    ),
+    PaletteCommand("Copy the selected delivery's body", "The body as received", "copy('body')"),
+    PaletteCommand(
+        "Copy the selected delivery's headers", "Every header, one per line", "copy('headers')"
     ),
     PaletteCommand(
         "Check my app", "Test your own receiver as the service and an attacker would", "check_app"
@@ -77,6 +96,11 @@ COMMANDS: tuple[PaletteCommand, ...] = (
     ),
     PaletteCommand("Show the Endpoints pane", "Jump to the endpoints", "show_pane('endpoints')"),
     PaletteCommand("Show the Events pane", "Jump to the event log", "show_pane('events')"),
+    PaletteCommand(
+        "Stats: the last hour",
+        "Deliveries per minute by topic, rejections, redeliveries and your app's answer times",
+        "stats",
+    ),
     PaletteCommand("Keys", "Every key of the dashboard", "help"),
     PaletteCommand("Quit", "Stop the receiver and leave", "quit"),
 )

@@ -23,7 +23,7 @@ from typing import Protocol
 from textual.message_pump import MessagePump
 
 from walletpass_tui.ui.messages import DeliveriesStored
-from walletpass_tui.webhooks.store import Attempt
+from walletpass_tui.webhooks.models import Attempt
 
 FRAME_S = 1 / 30  # while a person interacts
 IDLE_FRAME_S = 1 / 4  # while only new rows arrive

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.dom import DOMNode
 from textual.message import Message
 from textual.signal import Signal
 
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Stats
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, Stats
+
+if TYPE_CHECKING:
+    from walletpass_tui.ui.view.traffic import Traffic
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class LiveSignals:
         self.last_receiver = ReceiverState()
         # Which deliveries the event log shows as new rows (its filter); set by the log.
         self.log_shows: Callable[[Attempt], bool] | None = None
+        # The last hour per minute (the header's sparkline, the Stats screen); set by the app.
+        self.traffic: Traffic | None = None
 
     def shown(self, attempt: Attempt) -> bool:
         """Whether ``attempt`` becomes a row of the event log (the live feed posts the first

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from textual.worker import Worker, WorkerState
 
-from walletpass_tui.webhooks.store import StoreError
+from walletpass_tui.webhooks.models import StoreError
 
 
 def failure_text(error: BaseException | None) -> str:

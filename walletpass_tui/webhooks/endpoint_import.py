@@ -15,7 +15,7 @@ from pathlib import Path
 
 from walletpass_tui.api.urls import ENDPOINT_SCHEMES, UrlError, check_url
 from walletpass_tui.config import ConfigError, write_private_file
-from walletpass_tui.webhooks.endpoints import EndpointRegistry, LocalEndpoint
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry, LocalEndpoint
 
 __all__ = ["EndpointExists", "backup_endpoint", "import_endpoint"]
 

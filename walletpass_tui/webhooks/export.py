@@ -2,7 +2,7 @@
 
 :func:`attempt_json` is the only place that decides what an attempt looks like as JSON: ``listen
 --json`` prints it per attempt, ``events show --json`` lists it per message and ``events export``
-writes it per line. The README's "JSON of an attempt" section documents every key.
+writes it per line. docs/history.md ("The JSON of an attempt") documents every key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from walletpass_tui.text import format_ms
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.store import Attempt
+    from walletpass_tui.webhooks.models import Attempt
 
 __all__ = ["attempt_json", "attempt_record", "to_curl", "to_jsonl"]
 

@@ -20,13 +20,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
 from walletpass_tui import __version__
+from walletpass_tui.api.http_failures import (
+    TIMED_OUT,
+    received,
+    watched_transport,
+    why_no_answer,
+)
 from walletpass_tui.api.urls import UrlError, check_url
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.errors import WalletpassError
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.models import (
     ORIGINAL,
     REPLAY,
     RESIGN,
@@ -34,8 +42,8 @@ from walletpass_tui.webhooks.store import (
     Attempt,
     ForwardResult,
     ForwardRow,
-    Store,
 )
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import sign
 
 USER_AGENT = f"walletpass-tui/{__version__} (forwarding)"
@@ -51,7 +59,7 @@ BACKOFF_CAP_S = 3.0
 RESIGN_AFTER_S = 240
 
 
-class ForwardError(ValueError):
+class ForwardError(WalletpassError, ValueError):
     """A forward or replay cannot be made as asked; the message says why."""
 
 
@@ -88,6 +96,18 @@ def targets_for(routes: Iterable[Route], topic: str | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def target_client() -> httpx.AsyncClient:
+    """The client for the user's own app: it talks only to the URL it is given (no proxy from the
+    environment, no redirect followed: a 3xx is recorded as the answer) and keeps no cookie an
+    answer sets, so one request never carries what another's answer left."""
+    return httpx.AsyncClient(
+        transport=watched_transport(trust_env=False),
+        trust_env=False,
+        follow_redirects=False,
+        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+    )
+
+
 def original_headers(attempt: Attempt) -> dict[str, str]:
     headers = {"User-Agent": USER_AGENT}
     for key, value in attempt.headers:
@@ -109,33 +129,28 @@ async def send(
     try:
         # httpx's timeout applies to each read; the deadline covers the whole answer, so an app
         # that trickles its response cannot hold --ack target past its budget.
-        async with (
-            asyncio.timeout(timeout_s),
-            client.stream(
-                "POST", target, content=body, headers=headers, timeout=timeout_s
-            ) as response,
-        ):
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_raw():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= RESPONSE_BODY_LIMIT:
-                    break
-            return ForwardResult(
-                status=response.status_code,
-                latency_ms=(time.perf_counter() - started) * 1000,
-                headers=tuple(response.headers.items()),
-                body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
-            )
-    except (httpx.TimeoutException, TimeoutError):
-        error = f"no answer within {timeout_s:g} s"
-    except httpx.ConnectError:
-        error = "connection refused (is your app running at that address?)"
-    except httpx.RemoteProtocolError:
-        error = "the connection was closed without an answer"
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:300]
+        with received() as first:
+            async with (
+                asyncio.timeout(timeout_s),
+                client.stream(
+                    "POST", target, content=body, headers=headers, timeout=timeout_s
+                ) as response,
+            ):
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_raw():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= RESPONSE_BODY_LIMIT:
+                        break
+                return ForwardResult(
+                    status=response.status_code,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                    headers=tuple(response.headers.items()),
+                    body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
+                )
+    except (httpx.HTTPError, TimeoutError) as exc:
+        error = why_no_answer(exc, target, timeout_s, bytes(first)).text
     return ForwardResult(
         status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
     )
@@ -189,7 +204,7 @@ async def replay(
     """Send ``attempt`` again to ``target`` and record it in the message's history."""
     payload, headers, used = replay_request(attempt, mode=mode, secret=secret, body=body)
     own = client is None
-    client = client or httpx.AsyncClient()
+    client = client or target_client()
     try:
         result = await send(client, target, payload, headers, timeout_s)
     finally:
@@ -240,7 +255,7 @@ class Forwarder:
         self.timeout_s = timeout_s
         self.backoff_cap_s = backoff_cap_s
         self.on_result = on_result
-        self._client = httpx.AsyncClient()
+        self._client = target_client()
         self._wake: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._unsubscribe: Callable[[], None] | None = None
@@ -340,6 +355,6 @@ def ack_status(result: ForwardResult, budget_s: float) -> tuple[int, str]:
     """The status the service gets under ``--ack target``, and a note saying why."""
     if result.status is not None:
         return result.status, f"ack target: the app answered {result.status}"
-    if result.error and "no answer" in result.error:
+    if result.error and result.error.startswith(TIMED_OUT):
         return 504, f"ack target: the app did not answer within {budget_s:g} s"
     return 502, f"ack target: {result.error}"

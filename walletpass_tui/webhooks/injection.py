@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from walletpass_tui.webhooks.store import Attempt
+from walletpass_tui.webhooks.models import Attempt
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.sources import SourcePolicy
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 DEFAULT_READ_TIMEOUT_S = 10.0
 
 
-class ReceiverError(Exception):
+class ReceiverError(WalletpassError):
     """The receiver cannot start (the port is taken, say); the message says what to do."""
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from walletpass_tui.errors import WalletpassError
+
 # Verdicts.
 VERIFIED = "verified"
 REJECTED = "rejected"
@@ -25,13 +27,26 @@ DONE = "done"
 FAILED = "failed"
 GIVEN_UP = "given up"
 
+# Where an attempt came from: a sender (the service, or anyone posting to the receiver), or the
+# ``check`` battery, which records each request it sends to the user's app with a note that
+# starts with one of these (``check pass: <case> → <answer>``).
+RECEIVED = "received"
+CHECK = "check"
+CHECK_NOTE_PREFIXES = ("check pass:", "check fail:", "check warn:")
+
+
+def is_check_note(note: str | None) -> bool:
+    """Whether an attempt with this note is a request the check sent (not a delivery)."""
+    return note is not None and note.startswith(CHECK_NOTE_PREFIXES)
+
+
 # Limits on what is kept.
 RESPONSE_BODY_LIMIT = 64 * 1024  # of a forward target's answer
 REJECTED_BODY_LIMIT = 64 * 1024  # of a rejected attempt's body
 DEFAULT_REJECTED_CAP = 10_000  # rejected attempts kept (the oldest are pruned)
 
 
-class StoreError(Exception):
+class StoreError(WalletpassError):
     """The history database cannot be used; the message says why and what to do."""
 
 
@@ -172,11 +187,16 @@ class LogFilter:
     verdict: str | None = None  # "verified" | "rejected"
     text: str | None = None
     since_ms: int | None = None
+    source: str | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
 
     @property
     def empty(self) -> bool:
         return not (
-            self.topic or self.verdict or (self.text and self.text.strip()) or self.since_ms
+            self.topic
+            or self.verdict
+            or (self.text and self.text.strip())
+            or self.since_ms
+            or self.source
         )
 
 

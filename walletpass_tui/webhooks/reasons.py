@@ -42,6 +42,9 @@ class Reason(StrEnum):
     BODY_TOO_LARGE = "body too large", 413, "too large"
     REQUEST_TIMED_OUT = "request timed out", 408, "timed out"
     MALFORMED_HEADER = "malformed header", 400, "malformed header"
+    # A delivery that came through a relay (the relay link decides these).
+    RELAY_EVENT_UNREADABLE = "unreadable relay event", 400, "bad relay event"
+    RELAY_TIME = "relay time not credible", 401, "bad relay time"
 
     @property
     def phrase(self) -> str:

@@ -19,44 +19,35 @@ from typing import Any
 from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
 from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
-    DEFAULT_READ_TIMEOUT_S,
     ReceiverError,
     ReceiverOptions,
     bind_error,
     listening_socket,
     receiver_url,
 )
-from walletpass_tui.webhooks.reasons import Reason, Rejected
-from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
-from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
-from walletpass_tui.webhooks.store import (
+from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
     REJECTED,
     VERIFIED,
     Attempt,
     ForwardResult,
-    Store,
     StoreError,
     evolve,
 )
+from walletpass_tui.webhooks.reasons import Reason, Rejected
+from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
+from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
+from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, Verdict, verify
 
-__all__ = [
-    "DEFAULT_READ_TIMEOUT_S",
-    "Inbound",
-    "Injection",
-    "Receiver",
-    "ReceiverError",
-    "ReceiverOptions",
-    "Rejected",
-]
+__all__ = ["Receiver"]
 
 REGISTRY_CHECK_S = 1.0
 

@@ -12,7 +12,7 @@ accepts nothing until ``serve()``: the dashboard subscribes and paints its first
 Failure injection is a setting of the runtime, changed through its methods (``pause_acks``...).
 
 Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
-``relay/link.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
+``relay/link/feed.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
 which runs the receiver's own verify -> store -> forward steps. A feed that stops for good (a relay
 refusing the token) is reported through ``feed_stopped()``.
 """
@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
     ReceiverOptions,
@@ -38,7 +38,8 @@ from walletpass_tui.webhooks.listening import (
     listening_socket,
     receiver_url,
 )
-from walletpass_tui.webhooks.store import Attempt, ForwardResult, ForwardRow, Store
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup

@@ -14,6 +14,8 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from walletpass_tui.errors import WalletpassError
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -27,7 +29,7 @@ SERVICE_SOURCES: tuple[str, ...] = (
 LOOPBACK: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
 
 
-class SourceError(ValueError):
+class SourceError(WalletpassError, ValueError):
     """An allow-list entry that is not an address range; the message says which."""
 
 

@@ -27,10 +27,11 @@ from datetime import UTC, datetime
 from multidict import CIMultiDict, CIMultiDictProxy
 from standardwebhooks.webhooks import Webhook, hmac_data
 
+from walletpass_tui.errors import WalletpassError
+from walletpass_tui.text import parse_ascii_int
 from walletpass_tui.webhooks.reasons import Reason
 
 __all__ = [
-    "Reason",
     "SecretError",
     "SigningKey",
     "Verdict",
@@ -48,7 +49,7 @@ REQUIRED_HEADERS = (HEADER_ID, HEADER_TIMESTAMP, HEADER_SIGNATURE)
 _CASE_INSENSITIVE = (CIMultiDictProxy, CIMultiDict)
 
 
-class SecretError(ValueError):
+class SecretError(WalletpassError, ValueError):
     """A configured signing secret is not usable; the message says why."""
 
 
@@ -173,9 +174,10 @@ def verify(
         return Verdict(False, Reason.MISSING_HEADERS, ", ".join(missing))
     ts_text = ts_text.strip()
 
-    if not ts_text.isascii() or not ts_text.isdigit() or len(ts_text) > 12:
+    timestamp = parse_ascii_int(ts_text, max_digits=12)
+    if timestamp is None:
         return Verdict(False, Reason.MALFORMED_TIMESTAMP, "expected whole seconds since the epoch")
-    age = now.timestamp() - int(ts_text)
+    age = now.timestamp() - timestamp
     if age > tolerance_s:
         return Verdict(
             False, Reason.TIMESTAMP_TOO_OLD, f"{age:.0f} s old, tolerance {tolerance_s:g} s"

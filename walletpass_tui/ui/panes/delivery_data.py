@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 
 from walletpass_tui.ui.body_pages import BodyPage, body_page
 from walletpass_tui.ui.widgets.body_text import Wrapped, wrap_lines
-from walletpass_tui.webhooks.store import Attempt, ForwardRow, Store
+from walletpass_tui.webhooks.models import Attempt, ForwardRow
+from walletpass_tui.webhooks.store import Store
 
 __all__ = ["AHEAD_BYTES", "Ahead", "BodyView", "DeliveryData", "load_delivery", "load_pages"]
 

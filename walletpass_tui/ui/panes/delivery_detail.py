@@ -46,7 +46,8 @@ from walletpass_tui.ui.panes.delivery_parts import (
 from walletpass_tui.ui.widgets.body_text import BodyText
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.store import Attempt, Store
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.store import Store
 
 BODY_TABS = ("body", "raw")  # drawn by BodyText: only the lines in view
 LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often
@@ -56,6 +57,36 @@ TABS = (
     ("raw", "Raw"),
     ("forwards", "Forwards & replays"),
 )
+
+
+def copy_bindings(*, show: bool) -> list[Binding]:
+    """The keys that copy a delivery (``ui.copying`` does it, loaded when first pressed); ``show``: curl and body in the key line (the headers only in ``?``)."""
+    return [
+        Binding(
+            "x",
+            "copy('curl')",
+            "Copy curl",
+            show=show,
+            id="copy.curl",
+            tooltip="Copy the delivery as a curl command (the bytes and headers it came with)",
+        ),
+        Binding(
+            "y",
+            "copy('body')",
+            "Copy body",
+            show=show,
+            id="copy.body",
+            tooltip="Copy the body as received",
+        ),
+        Binding(
+            "Y",
+            "copy('headers')",
+            "Copy headers",
+            show=False,
+            id="copy.headers",
+            tooltip="Copy the headers",
+        ),
+    ]
 
 
 class DeliveryDetail(ReportsWorkerErrors, Vertical):
@@ -80,8 +111,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
             self.data = data
 
     BINDINGS = [
-        Binding("right_square_bracket", "page(1)", "Next part", show=False),
-        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
+        Binding("right_square_bracket", "page(1)", "Next part", show=False, id="body.next_part"),
+        Binding(
+            "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
+        ),
     ]
 
     def __init__(

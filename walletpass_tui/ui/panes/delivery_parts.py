@@ -13,9 +13,10 @@ from rich.text import Text
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
-from walletpass_tui.ui.log_columns import REJECTED_MARK, SHORT_REASONS, VERIFIED_MARK
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
-from walletpass_tui.webhooks.store import PENDING, Attempt, ForwardRow
+from walletpass_tui.ui.view.log_columns import REJECTED_MARK, VERIFIED_MARK
+from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardRow, is_check_note
+from walletpass_tui.webhooks.reasons import SHORT_REASONS
 
 __all__ = [
     "ANSWER_PREVIEW",
@@ -57,11 +58,16 @@ def summary_text(a: Attempt, s: StyleOf) -> Text:
     text.append("received ", s("label"))
     text.append(format_ms(a.received_at_ms))
     text.append("  topic ", s("label"))
-    text.append(one_line(topic_label(a.topic)))
+    # topic_label says "topic unknown" when the body named none: "topic" is the label here.
+    text.append(one_line(topic_label(a.topic)) if a.topic else "unknown")
     text.append("  pass ", s("label"))
     text.append(one_line(a.pass_id))
-    text.append("  from ", s("label"))
-    text.append(one_line(a.remote_addr))
+    if is_check_note(a.note):
+        text.append("  sent by ", s("label"))
+        text.append("Check my app, to your app (not a delivery)", s("note"))
+    else:
+        text.append("  from ", s("label"))
+        text.append(one_line(a.remote_addr))
     if a.forwarded_for:
         text.append(f" (X-Forwarded-For {one_line(a.forwarded_for, 60)})", s("dim"))
     if a.relay_url:

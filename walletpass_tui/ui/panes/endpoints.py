@@ -8,11 +8,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable
 
 from walletpass_tui.config import ConfigError
-from walletpass_tui.ui.context import DashboardContext
-from walletpass_tui.ui.endpoints_text import created_text, topics_text
-from walletpass_tui.ui.untrusted import one_line, visible
+from walletpass_tui.text import one_line, visible
+from walletpass_tui.ui.view.context import DashboardContext
+from walletpass_tui.ui.view.endpoints_text import created_text, topics_text
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
-from walletpass_tui.webhooks.endpoints import LocalEndpoint
+from walletpass_tui.webhooks.endpoint_registry import LocalEndpoint
 
 URL_WIDTH = 48
 

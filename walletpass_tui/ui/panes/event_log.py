@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.text import Text
 from textual import on, work
@@ -20,20 +21,21 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input
 
-from walletpass_tui.ui.context import DashboardContext
-from walletpass_tui.ui.log_columns import row_from_attempt
-from walletpass_tui.ui.log_query import filter_text, matches, parse_filter
-from walletpass_tui.ui.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
+from walletpass_tui.text import clip, visible
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
-from walletpass_tui.ui.untrusted import clip, visible
+from walletpass_tui.ui.view.context import DashboardContext
+from walletpass_tui.ui.view.log_columns import row_from_attempt
+from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
+from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected   (Enter: done · Esc: clear)"
+    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "   (Enter: done · Esc: clear)"
 )
 
 
@@ -41,15 +43,37 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     """The event log with its filter bar."""
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter", tooltip="Filter: words, topic:…, verdict:…"),
-        Binding("f", "follow", "Follow", tooltip="Jump to the newest and follow new deliveries"),
         Binding(
-            "v", "cycle_verdict", "Verdict", show=False, tooltip="Filter: all, verified, rejected"
+            "slash",
+            "filter",
+            "Filter",
+            id="log.filter",
+            tooltip="Filter: words, topic:…, verdict:…, source:…",
         ),
         Binding(
-            "t", "cycle_topic", "Topic", show=False, tooltip="Filter: every topic, then each one"
+            "f",
+            "follow",
+            "Follow",
+            id="log.follow",
+            tooltip="Jump to the newest and follow new deliveries",
         ),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding(
+            "v",
+            "cycle_verdict",
+            "Verdict",
+            show=False,
+            id="log.cycle_verdict",
+            tooltip="Filter: all, verified, rejected",
+        ),
+        Binding(
+            "t",
+            "cycle_topic",
+            "Topic",
+            show=False,
+            id="log.cycle_topic",
+            tooltip="Filter: every topic, then each one",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="log.clear_filter"),
     ]
 
     class Ready(Message):
@@ -285,15 +309,15 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     def action_cycle_verdict(self) -> None:
         order = [None, VERIFIED, REJECTED]
         following = order[(order.index(self.filter.verdict) + 1) % len(order)]
-        self.set_terms(LogFilter(self.filter.topic, following, self.filter.text))
+        self.set_terms(replace(self.filter, verdict=following))
 
     def action_cycle_topic(self) -> None:
-        from walletpass_tui.api.models import TOPICS
+        from walletpass_tui.api.topics import TOPICS
 
         order: list[str | None] = [None, *TOPICS]
         current = self.filter.topic if self.filter.topic in order else None
         following = order[(order.index(current) + 1) % len(order)]
-        self.set_terms(LogFilter(following, self.filter.verdict, self.filter.text))
+        self.set_terms(replace(self.filter, topic=following))
 
     def set_terms(self, flt: LogFilter) -> None:
         self.set_filter(flt)

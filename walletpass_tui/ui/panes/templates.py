@@ -2,31 +2,57 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import TemplateList
-from walletpass_tui.ui.context import DashboardContext
-from walletpass_tui.ui.template_columns import template_cell, template_columns
-from walletpass_tui.ui.untrusted import compact_value
+from walletpass_tui.text import compact_value
+from walletpass_tui.ui.view.context import DashboardContext
+from walletpass_tui.ui.view.template_columns import template_cell, template_columns
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 
 
+def answer_document(result: TemplateList) -> Any:
+    """The list answer as JSON: parsed from its raw text, else rebuilt from what was kept."""
+    if result.raw_text:
+        try:
+            return json.loads(result.raw_text)
+        except (ValueError, RecursionError):
+            pass
+    if result.container is None:
+        return result.templates
+    return {result.container: result.templates, **result.extra}
+
+
 class TemplatesPane(ReportsWorkerErrors, Vertical):
-    """Lists pass templates; Enter shows one as JSON; ``r`` (on the main screen) refreshes."""
+    """Lists pass templates; Enter shows one as JSON, ``a`` the service's whole answer (paging
+    fields and every other key it holds); ``r`` (on the main screen) refreshes."""
+
+    BINDINGS = [
+        Binding(
+            "a",
+            "show_answer",
+            "Whole answer",
+            id="templates.answer",
+            tooltip="The template list as the service answered it, every key, as JSON",
+        ),
+    ]
 
     class ShowTemplate(Message):
-        def __init__(self, template: dict[str, Any]) -> None:
+        def __init__(self, template: Any, title: str | None = None) -> None:
             super().__init__()
             self.template = template
+            self.title = title
 
     def __init__(self, context: DashboardContext, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -109,7 +135,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         table.clear(columns=True)
         count = len(self.templates)
         self.border_title = f"Templates {count}"
-        self.border_subtitle = self._extra_text(result)
+        self.border_subtitle = "⏎ JSON · a whole answer"
         if not count:
             self._show_notice(NoticeText("The service has no pass templates yet."))
             self.border_title = "Templates 0"
@@ -122,13 +148,13 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         self.notice.show(None)
         table.display = True
 
-    @staticmethod
-    def _extra_text(result: TemplateList) -> Text | None:
-        """The answer's other keys (paging fields, say), so nothing is silently dropped."""
-        if not result.extra:
-            return None
-        shown = ", ".join(f"{k}: {compact_value(v, 16)}" for k, v in list(result.extra.items())[:3])
-        return Text(compact_value(shown, 60))
+    def action_show_answer(self) -> None:
+        """The answer as the service sent it (its other keys, paging fields say, included)."""
+        result = self.result
+        if result is None:
+            self.notify("No template list has been received yet.", markup=False)
+            return
+        self.post_message(self.ShowTemplate(answer_document(result), "The template list answer"))
 
     @on(DataTable.RowSelected, "#templates-table")
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -20,23 +20,22 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.check import (
-    Case,
+from walletpass_tui.check.cases import Case, build_cases
+from walletpass_tui.check.judge import Outcome
+from walletpass_tui.check.report import got
+from walletpass_tui.check.runner import (
     CaseResult,
     CheckError,
     CheckOptions,
     CheckReport,
-    Outcome,
-    build_cases,
     run_check,
     target_problem,
 )
-from walletpass_tui.check.report import got
 from walletpass_tui.text import body_text, one_line
-from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.screens.detail import DetailScreen
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
@@ -56,9 +55,9 @@ SHORT_ROWS = 30  # below this height the form's fields lose their borders
 class CheckScreen(Screen[None]):
     CSS_PATH = "check.tcss"
     BINDINGS = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+r", "run", "Run the check", priority=True),
-        Binding("enter", "open_case", "What was sent"),
+        Binding("escape", "close", "Back", id="check.close"),
+        Binding("ctrl+r", "run", "Run the check", priority=True, id="check.run"),
+        Binding("enter", "open_case", "What was sent", id="check.open_case"),
     ]
 
     def __init__(
@@ -232,11 +231,13 @@ class CheckScreen(Screen[None]):
         self.results[result.case.id] = result
         outcome = result.outcome
         table = self.table
-        table.update_cell(result.case.id, "got", Text(got(result)))
+        # The columns widen to the answer: they were laid out for "waiting" and "sending…".
+        table.update_cell(result.case.id, "got", Text(got(result)), update_width=True)
         table.update_cell(
             result.case.id,
             "verdict",
             Text(f"{MARK[outcome]} {outcome.value}", style=VERDICT_STYLE[outcome]),
+            update_width=True,
         )
         row = table.cursor_row
         if 0 <= row < len(self.cases) and self.cases[row].id == result.case.id:

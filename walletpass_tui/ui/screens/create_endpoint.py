@@ -19,10 +19,12 @@ from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.api.models import TOPICS, WebhookEndpoint, url_problem
+from walletpass_tui.api.models import WebhookEndpoint
+from walletpass_tui.api.topics import TOPICS
+from walletpass_tui.api.urls import url_problem
 from walletpass_tui.config import ConfigError
-from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.screens.worker_form import WorkerForm
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
 
 
@@ -54,8 +56,8 @@ class CreateEndpointScreen(WorkerForm[Created | None]):
     WORKER_GROUP = "create-endpoint"
     FAILURE = "Creating the endpoint failed"
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "create", "Create"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "create", "Create", id="form.submit"),
     ]
 
     def __init__(self, context: DashboardContext) -> None:

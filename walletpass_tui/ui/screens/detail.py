@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from walletpass_tui.ui.messages import ReplayRequested
-from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.webhooks.store import Store
 
@@ -22,18 +22,38 @@ class DetailScreen(Screen[None]):
     of tabs anew on every Enter would cost a few hundred milliseconds)."""
 
     BINDINGS = [
-        Binding("escape,q", "close", "Back"),
-        Binding("j", "step(1)", "Older", tooltip="The next (older) delivery in the log"),
-        Binding("k", "step(-1)", "Newer", tooltip="The previous (newer) delivery in the log"),
-        Binding("b", "tab('body')", "Body"),
-        Binding("h", "tab('headers')", "Headers"),
-        Binding("w", "tab('raw')", "Raw"),
-        Binding("o", "tab('forwards')", "Forwards", tooltip="Forwards & replays"),
-        Binding("R", "replay", "Replay", tooltip="Send this delivery to your app again"),
-        Binding("right_square_bracket", "page(1)", "Next part", show=False),
-        Binding("left_square_bracket", "page(-1)", "Previous part", show=False),
-        Binding("c", "copy_id", "Copy id", tooltip="Copy the webhook-id"),
-        Binding("y", "copy_body", "Copy body", tooltip="Copy the raw body"),
+        Binding("escape,q", "close", "Back", id="detail.close"),
+        Binding(
+            "j",
+            "step(1)",
+            "Older",
+            show=False,
+            id="detail.older",
+            tooltip="The next (older) delivery in the log",
+        ),
+        Binding(
+            "k",
+            "step(-1)",
+            "Newer",
+            show=False,
+            id="detail.newer",
+            tooltip="The previous (newer) delivery in the log",
+        ),
+        Binding("b", "tab('body')", "Body", id="detail.body"),
+        Binding("h", "tab('headers')", "Headers", id="detail.headers"),
+        Binding("w", "tab('raw')", "Raw", id="detail.raw"),
+        Binding(
+            "o", "tab('forwards')", "Forwards", id="detail.forwards", tooltip="Forwards & replays"
+        ),
+        Binding(
+            "R", "replay", "Replay", id="replay", tooltip="Send this delivery to your app again"
+        ),
+        Binding("right_square_bracket", "page(1)", "Next part", show=False, id="body.next_part"),
+        Binding(
+            "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
+        ),
+        Binding("c", "copy_id", "Copy id", id="detail.copy_id", tooltip="Copy the webhook-id"),
+        *copy_bindings(show=True),
     ]
 
     def __init__(
@@ -106,8 +126,10 @@ class DetailScreen(Screen[None]):
             self.app.copy_to_clipboard(data.attempt.webhook_id)
             self.notify("webhook-id copied to the clipboard.", markup=False)
 
-    def action_copy_body(self) -> None:
+    def action_copy(self, what: str) -> None:
+        """The delivery on screen as curl, its body or its headers, on the clipboard."""
+        from walletpass_tui.ui.copying import copy_attempt
+
         data = self.detail.data
         if data is not None:
-            self.app.copy_to_clipboard(data.attempt.body.decode("utf-8", errors="replace"))
-            self.notify("Body copied to the clipboard.", markup=False)
+            copy_attempt(self.app, data.attempt, what)

@@ -13,14 +13,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.endpoints_text import topics_text
-from walletpass_tui.ui.untrusted import one_line, visible
+from walletpass_tui.text import one_line, visible
+from walletpass_tui.ui.view.endpoints_text import topics_text
 
 
 class EndpointSecretScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("c", "copy", "Copy secret"),
-        Binding("escape", "close", "Done"),
+        Binding("c", "copy", "Copy secret", id="secret.copy"),
+        Binding("escape", "close", "Done", id="secret.close"),
     ]
 
     def __init__(

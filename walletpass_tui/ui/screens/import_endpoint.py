@@ -11,18 +11,18 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
-from walletpass_tui.api.models import TOPICS
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import ConfigError
 from walletpass_tui.webhooks.endpoint_import import import_endpoint
-from walletpass_tui.webhooks.endpoints import EndpointRegistry
+from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 
 
 class ImportEndpointScreen(ModalScreen[str | None]):
     """Dismisses with the imported endpoint's id, or None when cancelled."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "save", "Import"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "save", "Import", id="form.submit"),
     ]
 
     def __init__(self, registry: EndpointRegistry) -> None:

@@ -7,6 +7,7 @@ opens as a screen of its own; on short terminals the detail pane gives its room 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual import events, on
@@ -18,17 +19,16 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.context import DashboardContext
 from walletpass_tui.ui.messages import ReplayRequested
-from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
+from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
+from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.store import LogFilter
 
 if TYPE_CHECKING:  # the other screens are imported when opened, after the first paint
     from walletpass_tui.ui.screens.create_endpoint import Created
@@ -45,14 +45,57 @@ class MainScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
 
     BINDINGS = [
-        Binding("n", "new_endpoint", "New", tooltip="New webhook endpoint (at the service)"),
-        Binding("i", "import_endpoint", "Import", tooltip="Import an endpoint created elsewhere"),
-        Binding("R", "replay", "Replay", tooltip="Send the selected delivery to your app again"),
-        Binding("c", "check_app", "Check", tooltip="Check my app: test your own receiver"),
-        Binding("r", "refresh_templates", "Refresh templates", show=False),
-        Binding("1", "show_pane('templates')", "Templates", show=False),
-        Binding("2", "show_pane('endpoints')", "Endpoints", show=False),
-        Binding("3", "show_pane('events')", "Events", show=False),
+        Binding(
+            "n",
+            "new_endpoint",
+            "New",
+            id="main.new_endpoint",
+            tooltip="New webhook endpoint (at the service)",
+        ),
+        Binding(
+            "i",
+            "import_endpoint",
+            "Import",
+            show=False,  # the Endpoints pane says n new · i import
+            id="main.import_endpoint",
+            tooltip="Import an endpoint created elsewhere",
+        ),
+        Binding(
+            "R",
+            "replay",
+            "Replay",
+            id="replay",
+            tooltip="Send the selected delivery to your app again",
+        ),
+        Binding(
+            "c",
+            "check_app",
+            "Check",
+            id="main.check_app",
+            tooltip="Check my app: test your own receiver",
+        ),
+        Binding(
+            "s",
+            "app.stats",
+            "Stats",
+            id="main.stats",
+            tooltip="The last hour as charts: traffic, rejections, redeliveries, answer times",
+        ),
+        Binding(
+            "r", "refresh_templates", "Refresh templates", show=False, id="main.refresh_templates"
+        ),
+        Binding("1", "show_pane('templates')", "Templates", show=False, id="main.templates"),
+        Binding("2", "show_pane('endpoints')", "Endpoints", show=False, id="main.endpoints"),
+        Binding("3", "show_pane('events')", "Events", show=False, id="main.events"),
+        Binding(
+            "ctrl+b",
+            "toggle_left",
+            "Full width",
+            show=False,
+            id="main.toggle_left",
+            tooltip="Hide or show the Templates and Endpoints column: the log takes the width",
+        ),
+        *copy_bindings(show=False),
     ]
 
     def __init__(self, context: DashboardContext, *, log_capacity: int) -> None:
@@ -180,6 +223,18 @@ class MainScreen(Screen[None]):
         else:
             self.event_log.focus_log()
 
+    def action_toggle_left(self) -> None:
+        """Hide the left column (templates, endpoints) so the log has the whole width, or bring
+        it back. Below 110 columns the panes are tabs already: nothing to hide."""
+        if self.narrow:
+            self.notify("At this width the panes are tabs already (1 2 3).", markup=False)
+            return
+        hidden = not self.has_class("-no-left")
+        self.set_class(hidden, "-no-left")
+        focused = self.focused
+        if hidden and focused is not None and self.query_one("#left") in focused.ancestors:
+            self.event_log.focus_log()
+
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:
         if event.tab.id:
@@ -254,6 +309,24 @@ class MainScreen(Screen[None]):
             return
         self.post_message(ReplayRequested(row.id))
 
+    def action_copy(self, what: str) -> None:
+        """The delivery selected in the log as curl, its body or its headers, on the clipboard
+        (read from the history: the log holds no bodies)."""
+        row = self.event_log.window.current
+        if row is None:
+            self.notify("Select a delivery in the event log to copy it.", markup=False)
+            return
+        self.run_worker(self._copy(row.id, what), group="copy", exclusive=True)
+
+    async def _copy(self, attempt_id: int, what: str) -> None:
+        from walletpass_tui.ui.copying import copy_attempt
+
+        attempt = await self.context.store.attempt(attempt_id)
+        if attempt is None:
+            self.notify("That delivery is no longer in the history.", markup=False)
+            return
+        copy_attempt(self.app, attempt, what)
+
     def action_filter_log(self) -> None:
         self.action_show_pane("events")
         self.event_log.action_filter()
@@ -264,7 +337,14 @@ class MainScreen(Screen[None]):
     def action_only(self, verdict: str) -> None:
         self.action_show_pane("events")
         log = self.event_log
-        log.set_terms(LogFilter(log.filter.topic, verdict, log.filter.text))
+        log.set_terms(replace(log.filter, verdict=verdict))
+
+    def action_only_source(self, source: str) -> None:
+        """Only what senders posted (``received``: the check's requests hidden), or only the
+        check's requests (``check``)."""
+        self.action_show_pane("events")
+        log = self.event_log
+        log.set_terms(replace(log.filter, source=source))
 
     def action_follow(self) -> None:
         self.action_show_pane("events")
@@ -300,7 +380,7 @@ class MainScreen(Screen[None]):
     def _show_template(self, event: TemplatesPane.ShowTemplate) -> None:
         from walletpass_tui.ui.screens.template_json import TemplateScreen
 
-        self.app.push_screen(TemplateScreen(event.template))
+        self.app.push_screen(TemplateScreen(event.template, title=event.title))
 
     # -- endpoints -------------------------------------------------------------------------------
 

@@ -21,12 +21,13 @@ from textual.containers import Horizontal, Vertical
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static, TextArea
 
-from walletpass_tui.api.models import url_problem
+from walletpass_tui.api.urls import url_problem
+from walletpass_tui.text import one_line
 from walletpass_tui.ui.screens.worker_form import WorkerForm
-from walletpass_tui.ui.untrusted import one_line
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.webhooks.forward import ForwardError, SecretLookup, replay
-from walletpass_tui.webhooks.store import ORIGINAL, RESIGN, Attempt, ForwardResult, Store
+from walletpass_tui.webhooks.models import ORIGINAL, RESIGN, Attempt, ForwardResult
+from walletpass_tui.webhooks.store import Store
 
 EDITABLE_LIMIT = 256 * 1024  # larger bodies are replayed as stored, not loaded into the editor
 
@@ -68,8 +69,8 @@ class ReplayScreen(WorkerForm[Replayed | None]):
     FAILURE = "The replay failed"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "send", "Send"),
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "send", "Send", id="form.submit"),
     ]
 
     def __init__(

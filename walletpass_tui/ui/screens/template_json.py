@@ -1,4 +1,5 @@
-"""One pass template, whole, as highlighted JSON (Enter in the Templates pane)."""
+"""One pass template, or the service's whole answer listing them, as highlighted JSON (Enter, or
+``a``, in the Templates pane)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,29 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from walletpass_tui.api.models import template_title
-from walletpass_tui.ui.untrusted import one_line, pretty_json
+from walletpass_tui.text import one_line, pretty_json
 
 
 class TemplateScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("escape,q", "close", "Close"),
-        Binding("c", "copy", "Copy JSON"),
+        Binding("escape,q", "close", "Close", id="json.close"),
+        Binding("c", "copy", "Copy JSON", id="json.copy"),
     ]
 
-    def __init__(self, template: dict[str, Any]) -> None:
+    def __init__(self, template: Any, *, title: str | None = None) -> None:
+        """``template``: one template (its id and name are the title), or any JSON document
+        with its ``title``."""
         super().__init__(classes="json-screen")
         self.template = template
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
-        title = template_title(self.template)
-        ident = self.template.get("id")
-        name = " · ".join(one_line(str(v), 50) for v in (ident, title) if v)
+        if self.title_text is not None:
+            name = self.title_text
+        else:
+            title = template_title(self.template)
+            ident = self.template.get("id")
+            name = " · ".join(one_line(str(v), 50) for v in (ident, title) if v)
         pretty, _cut = pretty_json(self.template)
         with Vertical(id="template-dialog") as dialog:
             dialog.border_title = Text(name or "Pass template")

@@ -21,9 +21,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from walletpass_tui.ui.log_columns import GAP, Column, acknowledged, cell_text, layout
-from walletpass_tui.ui.log_window import LogWindow
-from walletpass_tui.webhooks.store import VERIFIED, LogRow
+from walletpass_tui.ui.view.log_columns import (
+    GAP,
+    Column,
+    acknowledged,
+    cell_text,
+    is_check,
+    layout,
+)
+from walletpass_tui.ui.view.log_window import LogWindow
+from walletpass_tui.webhooks.models import VERIFIED, LogRow
 
 PaintObserver = Callable[[LogRow], None]
 
@@ -32,13 +39,13 @@ class LogView(ScrollView, can_focus=True):
     """Rows of the event log, newest on top, with a cursor."""
 
     BINDINGS = [
-        Binding("j,down", "cursor_down", "Down", show=False),
-        Binding("k,up", "cursor_up", "Up", show=False),
-        Binding("pagedown,ctrl+d", "page_down", "Page down", show=False),
-        Binding("pageup,ctrl+u", "page_up", "Page up", show=False),
-        Binding("g,home", "first", "Newest", show=False),
-        Binding("G,end", "last", "Oldest loaded", show=False),
-        Binding("enter", "open", "Detail"),
+        Binding("j,down", "cursor_down", "Down", show=False, id="log.down"),
+        Binding("k,up", "cursor_up", "Up", show=False, id="log.up"),
+        Binding("pagedown,ctrl+d", "page_down", "Page down", show=False, id="log.page_down"),
+        Binding("pageup,ctrl+u", "page_up", "Page up", show=False, id="log.page_up"),
+        Binding("g,home", "first", "Newest", show=False, id="log.newest"),
+        Binding("G,end", "last", "Oldest loaded", show=False, id="log.oldest"),
+        Binding("enter", "open", "Detail", id="log.open"),
     ]
 
     COMPONENT_CLASSES = {
@@ -51,6 +58,7 @@ class LogView(ScrollView, can_focus=True):
         "log-view--ack-failed",
         "log-view--dim",
         "log-view--redelivery",
+        "log-view--check",
     }
 
     # Benchmarks set this to learn when a row first reaches the screen; None costs nothing.
@@ -91,6 +99,7 @@ class LogView(ScrollView, can_focus=True):
         self._lines: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(512)
         self._columns: list[tuple[Column, int]] = []
         self._columns_width = -1
+        self._columns_measured = -1  # the window's widths_seen the columns were laid out for
         self._last_reported: int | None = None
         self.header: LogHeader | None = None
 
@@ -153,11 +162,16 @@ class LogView(ScrollView, can_focus=True):
     def columns(self) -> list[tuple[Column, int]]:
         """The columns for the width the rows are drawn at (recomputed when it changes)."""
         width = self.scrollable_content_region.width
-        if width != self._columns_width:
+        measured = self.window.widths_seen
+        if width != self._columns_width or measured != self._columns_measured:
             self._columns_width = width
-            self._columns = layout(width)
-            if self.header is not None:
-                self.header.refresh()
+            self._columns_measured = measured
+            columns = layout(width, self.window.widest if len(self.window) else None)
+            if columns != self._columns:
+                self._columns = columns
+                self._lines.clear()
+                if self.header is not None:
+                    self.header.refresh()
         return self._columns
 
     def render_line(self, y: int) -> Strip:
@@ -168,6 +182,7 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         row = rows[index]
         selected = index == self.window.cursor
+        self.columns  # noqa: B018 - laid out again (and the cache dropped) when the widths change
         key = (row.id, selected, self.has_focus, width)
         strip = self._lines.get(key)
         if strip is None:
@@ -206,6 +221,8 @@ class LogView(ScrollView, can_focus=True):
 
     def _cell_style(self, row: LogRow, key: str) -> Style:
         if key == "verdict":
+            if is_check(row):
+                return self._style("log-view--check")
             return self._style(
                 "log-view--verified" if row.verdict == VERIFIED else "log-view--rejected"
             )

@@ -1,31 +1,25 @@
-"""A stand-in that mounts a widget in its place right after the first frame.
+"""Textual's ``Lazy``, for parts that can wait for the frame after the first one.
 
-Like Textual's ``Lazy``, used in ``compose`` (``yield MountLater(Pane())`` or
-``with MountLater(TabbedContent()):``), so the first frame goes out without the parts that can
-wait for the next one. Unlike it, the deferred mount gives up quietly when its parent is no
-longer mounted by then (the app quit at once), instead of raising in the middle of the exit.
+``Lazy`` itself (Textual 8) raises ``MountError`` when the app quits before its deferred mount
+runs, since the mount no longer has a parent to go into; ``tests/ui/test_event_log.py`` quits at
+the first frame to hold it to that. This subclass only skips the mount in that case; everything
+else is ``Lazy``'s own.
 """
 
 from __future__ import annotations
 
+from textual.lazy import Lazy
 from textual.widget import MountError, Widget
 
 
-class MountLater(Widget):
+class MountLater(Lazy):
     DEFAULT_CSS = """
     MountLater {
         display: none;
     }
     """
 
-    def __init__(self, widget: Widget) -> None:
-        super().__init__()
-        self._later = widget
-
-    def compose_add_child(self, widget: Widget) -> None:
-        self._later.compose_add_child(widget)  # ``with MountLater(...):`` composes into it
-
-    def on_mount(self) -> None:
+    async def mount_composed_widgets(self, widgets: list[Widget]) -> None:
         self.call_after_refresh(self._mount_in_place)
 
     async def _mount_in_place(self) -> None:
@@ -33,7 +27,7 @@ class MountLater(Widget):
         if not isinstance(parent, Widget) or not parent.is_mounted or not self.is_attached:
             return  # the screen is going away: nothing to show any more
         try:
-            await parent.mount(self._later, after=self)
+            await parent.mount(self._replace_widget, after=self)
         except MountError:
             if parent.is_mounted and parent.is_attached:
                 raise

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.ui.untrusted import visible
+from walletpass_tui.text import visible
 
 
 @dataclass(frozen=True)

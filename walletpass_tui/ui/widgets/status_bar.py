@@ -1,18 +1,27 @@
-"""The header line: where the receiver listens, the public URL, live counts, paused acks.
+"""The header line: where the receiver listens, the public URL, deliveries per minute over the
+last hour (a sparkline), live counts, paused acks.
 
-It follows the app's ``LiveSignals`` by itself; ``ReceiverState`` is re-exported from here.
+It follows the app's ``LiveSignals`` by itself; ``ReceiverState`` is re-exported from here. The
+sparkline is drawn again at most once a second (the live path stays cheap at 100 deliveries a
+second), and only when the counts changed or a minute went by.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from walletpass_tui.text import one_line
 from walletpass_tui.ui.messages import ReceiverState, live_signals
-from walletpass_tui.ui.untrusted import one_line
-from walletpass_tui.webhooks.store import Stats
+from walletpass_tui.webhooks.models import Stats
+
+SPARK_S = 1.0  # the sparkline is drawn again at most this often
+QUIET_CELL = "·"  # charts.QUIET: a minute with nothing in it (that module loads after paint)
+SPARK_WIDTHS = (30, 12)  # cells for the hour: 2 minutes a cell, or 5 when room is short
 
 __all__ = ["ReceiverState", "StatusBar"]
 
@@ -32,6 +41,7 @@ class StatusBar(Widget):
         "status-bar--redelivered",
         "status-bar--paused",
         "status-bar--pending",
+        "status-bar--spark",
     }
 
     stats: reactive[Stats | None] = reactive(None, layout=False)  # None: still counting
@@ -40,6 +50,9 @@ class StatusBar(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._styles: dict[str, Style] = {}
+        self.sparks: dict[int, str] = {}  # the sparkline at each width (empty: not read yet)
+        self.per_minute = 0  # deliveries in the last whole minute
+        self._spark_state: tuple[int, int] | None = None  # (traffic version, minute) drawn
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -47,6 +60,24 @@ class StatusBar(Widget):
         self.receiver = signals.last_receiver
         signals.stats.subscribe(self, self._set_stats, immediate=True)
         signals.receiver.subscribe(self, self._set_receiver, immediate=True)
+        self._update_spark()
+        self.set_interval(SPARK_S, self._update_spark)
+
+    def _update_spark(self) -> None:
+        """The sparkline from the app's traffic, if it changed or a minute went by."""
+        traffic = live_signals(self).traffic
+        if traffic is None or not traffic.loaded:
+            return
+        state = (traffic.version, traffic.minute())
+        if state == self._spark_state:
+            return
+        self._spark_state = state
+        from walletpass_tui.ui.view.charts import spark  # with the history, after paint
+
+        series = traffic.series(lambda m: m.deliveries)
+        self.sparks = {width: spark(series, width) for width in SPARK_WIDTHS}
+        self.per_minute = traffic.last_minute()
+        self.refresh()
 
     def _set_stats(self, stats: Stats | None) -> None:
         self.stats = stats
@@ -66,13 +97,37 @@ class StatusBar(Widget):
         self._styles.clear()
 
     def render(self) -> Text:
+        """The receiver's state on the left, the counts on the right; when room is short the
+        counts lose their words, then the sparkline narrows, then it goes before the public URL
+        does (where the service should post matters more than the last hour's shape)."""
         width = self.size.width
-        left = self._left(full_public=True)
-        for right in (self._counts(words=True), self._counts(words=False)):
+        full, bare = self._left(full_public=True), self._left(full_public=False)
+        host = self._left(full_public=True, public_host=True)
+        words, short = self._counts(words=True), self._counts(words=False)
+        wide, narrow = (self._spark(w) for w in SPARK_WIDTHS)
+        for left, right in (
+            (full, wide + words),
+            (full, wide + short),
+            (full, narrow + short),
+            (host, narrow + short),
+            (full, short),
+            (bare, wide + short),
+            (bare, narrow + short),
+        ):
             if left.cell_len + right.cell_len + 2 <= width:
                 return self._join(left, right, width)
-        left = self._left(full_public=False)
-        return self._join(left, self._counts(words=False), width)
+        return self._join(bare, short, width)
+
+    def _spark(self, width: int) -> Text:
+        """The last hour's deliveries per minute, and the last whole minute's count."""
+        line = Text(no_wrap=True)
+        cells = self.sparks.get(width)
+        if cells:
+            quiet, bar = self._s("status-bar--label"), self._s("status-bar--spark")
+            for run in _runs(cells):
+                line.append(run, quiet if run[0] == QUIET_CELL else bar)
+            line.append(f" {self.per_minute:,}/min  ", self._s("status-bar--label"))
+        return line
 
     def _join(self, left: Text, right: Text, width: int) -> Text:
         gap = max(2, width - left.cell_len - right.cell_len)
@@ -80,7 +135,9 @@ class StatusBar(Widget):
         line.truncate(width, overflow="ellipsis")
         return line
 
-    def _left(self, *, full_public: bool) -> Text:
+    def _left(self, *, full_public: bool, public_host: bool = False) -> Text:
+        """``full_public``: with the public URL and forward target; ``public_host``: the public
+        URL without its path (the receiver's own, shown after "listening")."""
         state = self.receiver
         line = Text(no_wrap=True)
         line.append(" walletpass-tui ", self._s("status-bar--title"))
@@ -115,8 +172,12 @@ class StatusBar(Widget):
             if more:
                 line.append(f" +{more}", self._s("status-bar--label"))
         if state.public_url and full_public:
+            public = state.public_url
+            if public_host:
+                parts = urlsplit(public)
+                public = f"{parts.scheme}://{parts.netloc}" if parts.netloc else public
             line.append("  public ", self._s("status-bar--label"))
-            line.append(one_line(state.public_url, 48), self._s("status-bar--value"))
+            line.append(one_line(public, 48), self._s("status-bar--value"))
         return line
 
     def _counts(self, *, words: bool) -> Text:
@@ -138,3 +199,14 @@ class StatusBar(Widget):
             line.append(label, self._s(style))
         line.append(" ")
         return line
+
+
+def _runs(cells: str) -> list[str]:
+    """``cells`` cut where quiet minutes (``·``) start or end, each run styled once."""
+    runs: list[str] = []
+    for ch in cells:
+        if runs and (runs[-1][0] == QUIET_CELL) == (ch == QUIET_CELL):
+            runs[-1] += ch
+        else:
+            runs.append(ch)
+    return runs

@@ -36,30 +36,13 @@ from typing import Any, TypeVar
 from walletpass_tui.config import ensure_private_dir
 from walletpass_tui.webhooks.models import (
     DEFAULT_REJECTED_CAP,
-    DONE,
-    FAILED,
-    FORWARD,
-    GIVEN_UP,
-    ORIGINAL,
-    PENDING,
-    REJECTED,
-    REJECTED_BODY_LIMIT,
-    REPLAY,
-    RESIGN,
-    RESPONSE_BODY_LIMIT,
-    VERIFIED,
     Attempt,
     Finalizer,
     ForwardResult,
     ForwardRow,
     HealthListener,
     Listener,
-    LogFilter,
-    LogRow,
-    MessageRow,
-    Stats,
     StoreError,
-    evolve,
     now_ms,
 )
 from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, schema
@@ -75,45 +58,10 @@ from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
-from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
-from walletpass_tui.webhooks.store.search import fts_query, matches_text
-from walletpass_tui.webhooks.store.writer import MAX_BATCH, GroupCommit, Pending, WriteThread
+from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS
+from walletpass_tui.webhooks.store.writer import GroupCommit, Pending, WriteThread
 
-__all__ = [
-    "DEFAULT_BUSY_TIMEOUT_MS",
-    "DEFAULT_REJECTED_CAP",
-    "DONE",
-    "FAILED",
-    "FORWARD",
-    "GIVEN_UP",
-    "MAX_BATCH",
-    "ORIGINAL",
-    "PENDING",
-    "REJECTED",
-    "REJECTED_BODY_LIMIT",
-    "REPLAY",
-    "RESIGN",
-    "RESPONSE_BODY_LIMIT",
-    "SCHEMA_VERSION",
-    "VERIFIED",
-    "Attempt",
-    "Finalizer",
-    "ForwardResult",
-    "ForwardRow",
-    "HealthListener",
-    "History",
-    "Listener",
-    "LogFilter",
-    "LogRow",
-    "MessageRow",
-    "Stats",
-    "Store",
-    "StoreError",
-    "evolve",
-    "fts_query",
-    "matches_text",
-    "now_ms",
-]
+__all__ = ["Store"]
 
 T = TypeVar("T")
 

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.webhooks.models import (
+    CHECK,
+    CHECK_NOTE_PREFIXES,
+    FORWARD,
     PENDING,
+    RECEIVED,
     REJECTED,
     VERIFIED,
     Attempt,
@@ -27,6 +34,39 @@ from walletpass_tui.webhooks.store import rows, schema, search
 from walletpass_tui.webhooks.store.indexer import index_path
 
 T = TypeVar("T")
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class MinuteCount:
+    """Attempts of one topic received in one minute (check requests left out)."""
+
+    minute: int  # epoch milliseconds // MINUTE_MS
+    topic: str | None
+    deliveries: int
+    rejected: int
+    redelivered: int
+
+
+@dataclass(frozen=True)
+class MinuteForwards:
+    """Forwards (not replays) finished in one minute, with your app's answer times."""
+
+    minute: int
+    forwards: int
+    total_ms: float
+    max_ms: float
+    failed: int  # no answer, or not a 2xx
+
+
+@dataclass(frozen=True)
+class TrafficHistory:
+    """``traffic_by_minute``'s answer, and the newest attempt and forward ids it saw."""
+
+    attempts: Sequence[MinuteCount]
+    forwards: Sequence[MinuteForwards]
+    last_attempt_id: int | None
+    last_forward_id: int | None
 
 
 class Reader:
@@ -80,6 +120,15 @@ class Reader:
     async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
         sql = "SELECT 1 FROM attempts WHERE relay_url = ? AND relay_cursor = ?"
         return await self.one(sql, (relay_url, cursor)) is not None
+
+    async def relay_received_at(self, relay_url: str) -> int | None:
+        """When the relay received the verified delivery stored with its newest cursor."""
+        sql = (
+            "SELECT received_at_ms FROM attempts WHERE relay_url = ? AND relay_cursor >= 0 "
+            f"AND verdict = '{VERIFIED}' ORDER BY relay_cursor DESC LIMIT 1"
+        )
+        found = await self.one(sql, (relay_url,))
+        return None if found is None else int(found)
 
     # -- the event log -----------------------------------------------------------------------
 
@@ -182,6 +231,40 @@ class Reader:
     async def last_id(self) -> int:
         return int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
 
+    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
+        """Attempts by minute and topic, and forwards by minute, from ``since_ms`` on: one
+        aggregate query each (the attempts through their time index). Each row carries the
+        newest id of its table, read in the same statement, so attempts stored after it can be
+        told from those it counted."""
+        attempts = await self.fetch(
+            "SELECT a.received_at_ms / ? AS minute, a.topic, COUNT(*), "
+            f"COALESCE(SUM(a.verdict != '{VERIFIED}'), 0), COALESCE(SUM(a.attempt_no > 1), 0), "
+            "(SELECT MAX(id) FROM attempts) "
+            f"FROM attempts a WHERE a.received_at_ms >= ? AND NOT {_CHECK_ROW} "
+            "GROUP BY minute, a.topic",
+            [MINUTE_MS, since_ms, *CHECK_NOTE_PREFIXES],
+            lambda r: (MinuteCount(int(r[0]), r[1], int(r[2]), int(r[3]), int(r[4])), r[5]),
+        )
+        forwards = await self.fetch(
+            "SELECT finished_at_ms / ? AS minute, COUNT(*), COALESCE(SUM(latency_ms), 0), "
+            "COALESCE(MAX(latency_ms), 0), "
+            "COALESCE(SUM(status IS NULL OR status < 200 OR status >= 300), 0), "
+            "(SELECT MAX(id) FROM forwards) "
+            "FROM forwards WHERE kind = ? AND finished_at_ms >= ? AND latency_ms IS NOT NULL "
+            "GROUP BY minute",
+            [MINUTE_MS, FORWARD, since_ms],
+            lambda r: (
+                MinuteForwards(int(r[0]), int(r[1]), float(r[2]), float(r[3]), int(r[4])),
+                r[5],
+            ),
+        )
+        return TrafficHistory(
+            [row for row, _ in attempts],
+            [row for row, _ in forwards],
+            attempts[0][1] if attempts else None,
+            forwards[0][1] if forwards else None,
+        )
+
     # -- the forward queue -------------------------------------------------------------------
 
     async def next_pending_forward(self, target: str) -> ForwardRow | None:
@@ -217,6 +300,9 @@ class Reader:
 
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
+# A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
+_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
+assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
 # Driven by the index in rowid order, so the newest matches of a common word come at once.
 _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
@@ -258,7 +344,153 @@ def _where(
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.source in (CHECK, RECEIVED):
+            clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
+            params.extend(CHECK_NOTE_PREFIXES)
     clauses.extend(text_where)
     params.extend(text_params)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     return (_JOINED if joined else "attempts a"), key, where
+
+
+# -- following and counting from another process (``events tail``, ``events stats``) -------------
+# Plain sqlite3 on a read-only connection: it can never write, take a write lock, migrate or create
+# the database (SQLite answers "unable to open" when the file is missing). WAL lets it read the
+# last commit while a receiver writes.
+
+
+def connect_read_only(
+    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
+    SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
+    with :func:`readable_schema` before reading."""
+    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def readable_schema(db: sqlite3.Connection, path: Path) -> int:
+    """The schema version of the history (below ``SCHEMA_VERSION``: being created, or not yet
+    upgraded by a process that writes it); StoreError when a newer walletpass-tui wrote it."""
+    version = schema_version(db)
+    if version > schema.SCHEMA_VERSION:
+        raise StoreError(
+            f"The history database {path} was written by a newer walletpass-tui (schema "
+            f"{version}, this one knows {schema.SCHEMA_VERSION}); upgrade walletpass-tui or use "
+            "another --home."
+        )
+    return version
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def data_version(db: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits: polling it costs no table read."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0])
+
+
+def newest_attempt_id(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0])
+
+
+def attempts_after(
+    db: sqlite3.Connection,
+    after_id: int,
+    *,
+    upto_id: int,
+    topic: str | None = None,
+    verdict: str | None = None,
+    received_since_ms: int | None = None,
+    limit: int = 200,
+    with_bodies: bool = True,
+) -> list[Attempt]:
+    """Attempts with ``after_id < id <= upto_id`` (oldest first, at most ``limit``), of one topic
+    or verdict when given, received at or after ``received_since_ms`` when given. Without
+    ``with_bodies`` each ``body`` is empty (its size kept), so a page costs no body reads."""
+    clauses = ["id > ?", "id <= ?"]
+    params: list[Any] = [after_id, upto_id]
+    if topic:
+        clauses.append("topic = ?")
+        params.append(topic)
+    if verdict == VERIFIED:
+        clauses.append("verdict = ?")
+        params.append(VERIFIED)
+    elif verdict == REJECTED:
+        clauses.append("verdict != ?")
+        params.append(VERIFIED)
+    if received_since_ms is not None:
+        clauses.append("received_at_ms >= ?")
+        params.append(received_since_ms)
+    params.append(limit)
+    sql = (
+        f"SELECT {rows.ATTEMPT_COLUMNS if with_bodies else _NO_BODY} FROM attempts "
+        f"WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?"
+    )
+    return [rows.attempt_from_row(r) for r in db.execute(sql, params).fetchall()]
+
+
+def attempt_activity(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int
+) -> list[tuple[int, str | None, bool, int, int]]:
+    """Attempts received since ``since_ms`` by time bucket: ``(bucket, topic, verified, attempts,
+    redeliveries)``. A bucket is ``received_at_ms // bucket_ms``; the topic is None for every name
+    the service does not know (or none). Redeliveries: attempt number above 1."""
+    known = ", ".join("?" for _ in KNOWN_TOPICS)
+    sql = (
+        f"SELECT received_at_ms / ?, CASE WHEN topic IN ({known}) THEN topic END, "
+        "verdict = ?, COUNT(*), COALESCE(SUM(attempt_no > 1), 0) FROM attempts "
+        "WHERE received_at_ms >= ? GROUP BY 1, 2, 3"
+    )
+    params = [bucket_ms, *KNOWN_TOPICS, VERIFIED, since_ms]
+    return [
+        (int(b), t, bool(v), int(n), int(r)) for b, t, v, n, r in db.execute(sql, params).fetchall()
+    ]
+
+
+def forward_counts(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int
+) -> list[tuple[int, int, int, int]]:
+    """Forwards to your app (not replays) queued since ``since_ms``, by the same buckets as
+    :func:`attempt_activity`: ``(bucket, forwards, answered, failed)``. Answered: the last try
+    got an answer; failed: it was tried and the last try got no 2xx (or no answer)."""
+    sql = (
+        "SELECT created_at_ms / ?, COUNT(*), "
+        "COALESCE(SUM(tries > 0 AND status IS NOT NULL), 0), "
+        "COALESCE(SUM(tries > 0 AND (status IS NULL OR status NOT BETWEEN 200 AND 299)), 0) "
+        "FROM forwards WHERE kind = ? AND created_at_ms >= ? GROUP BY 1"
+    )
+    found = db.execute(sql, [bucket_ms, FORWARD, since_ms]).fetchall()
+    return [(int(b), int(n), int(a), int(f)) for b, n, a, f in found]
+
+
+def forward_percentiles(
+    db: sqlite3.Connection, since_ms: int, bucket_ms: int | None, percents: Sequence[int]
+) -> dict[int, dict[int, float]]:
+    """Your app's answer time (ms) at each of ``percents`` (nearest rank), per bucket of
+    :func:`forward_counts` (``bucket_ms`` None: one group, bucket 0), over the forwards it
+    answered. SQLite sorts and ranks them, so no list of times is held here."""
+    group = "created_at_ms / ?" if bucket_ms is not None else "0"
+    group_params = [bucket_ms] if bucket_ms is not None else []
+    ranks = " OR ".join(f"rn = ({int(p)} * n + 99) / 100" for p in percents)
+    sql = (
+        f"SELECT b, rn, n, latency_ms FROM (SELECT {group} AS b, latency_ms, "
+        f"ROW_NUMBER() OVER (PARTITION BY {group} ORDER BY latency_ms) AS rn, "
+        f"COUNT(*) OVER (PARTITION BY {group}) AS n FROM forwards "
+        "WHERE kind = ? AND created_at_ms >= ? AND tries > 0 AND status IS NOT NULL "
+        f"AND latency_ms IS NOT NULL) WHERE {ranks}"
+    )
+    params = [*group_params, *group_params, *group_params, FORWARD, since_ms]
+    found: dict[int, dict[int, float]] = {}
+    for b, rn, n, latency in db.execute(sql, params).fetchall():
+        for p in percents:
+            if rn == (p * n + 99) // 100:
+                found.setdefault(int(b), {})[p] = float(latency)
+    return found

@@ -17,7 +17,7 @@ from walletpass_tui.webhooks.models import (
     MessageRow,
     Stats,
 )
-from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
 
 
 class History:
@@ -115,5 +115,14 @@ class History:
         index on the pair makes this one lookup)."""
         return await self._reader.has_relay_cursor(relay_url, cursor)
 
+    async def relay_received_at(self, relay_url: str) -> int | None:
+        """When the relay at ``relay_url`` received the newest verified delivery stored from it
+        (None: none yet): a relay link refuses received times going back far before it."""
+        return await self._reader.relay_received_at(relay_url)
+
     async def last_id(self) -> int:
         return await self._reader.last_id()
+
+    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
+        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
+        return await self._reader.traffic_by_minute(since_ms)

@@ -1,0 +1,164 @@
+"""What a hostile sender can make the relay's ingress hold, over raw sockets: bodies that stall or
+overflow, headers that are not text, rejections kept bounded in count and size."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from relay_helpers import OTHER_SECRET, SECRET, add_channel, signed, urls
+
+from walletpass_tui.relay.server import writer
+from walletpass_tui.relay.server.ingress import REJECTED_HEADERS_LIMIT, IngressOptions
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.storage import database_path
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, **ingress: Any) -> AsyncIterator[RelayServer]:
+    server = RelayServer(
+        RelayOptions(
+            home=tmp_path / "relay-home",
+            host="127.0.0.1",
+            port=0,
+            ingress=IngressOptions(**ingress),
+        )
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def exchange(
+    server: RelayServer, raw: bytes, *, then: bytes = b"", closes: bool = False
+) -> tuple[bytes, bool]:
+    """Send ``raw`` (and later ``then``); the whole answer and, asked with ``closes``, whether
+    the relay then closed the connection."""
+    assert server.bound is not None
+    reader, w = await asyncio.open_connection("127.0.0.1", server.bound[1])
+    try:
+        w.write(raw)
+        if then:
+            await asyncio.sleep(0.05)
+            w.write(then)
+        async with asyncio.timeout(30):  # "did not hang"
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            body = await reader.readexactly(length)
+            closed = False
+            if closes:
+                with contextlib.suppress(ConnectionError):
+                    closed = await reader.read(1) == b""
+        return head + body, closed
+    finally:
+        w.close()
+
+
+def post_head(path: str, headers: dict[str, str], extra: bytes = b"") -> bytes:
+    lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}".encode() + extra + b"\r\n"
+
+
+def rejected(server: RelayServer) -> list[tuple[int, str, str, int]]:
+    db = sqlite3.connect(database_path(server.options.home))
+    try:
+        return db.execute(
+            "SELECT status, reason, headers, length(body) FROM rejected ORDER BY id"
+        ).fetchall()
+    finally:
+        db.close()
+
+
+async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, read_timeout_s=0.5) as relay:
+        issued = add_channel(relay.options.home, "team")
+        path = urls(relay, issued)[0].removeprefix(relay.url)
+        _, headers = signed()
+        answer, closed = await exchange(
+            relay, post_head(path, {**headers, "Content-Length": "1000"}) + b'{"type":', closes=True
+        )
+    assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive in time" in answer
+    assert closed
+    assert [r[:2] for r in rejected(relay)] == [(408, "request timed out")]
+
+
+async def test_a_declared_length_over_the_limit_is_refused_before_any_body(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, max_body=64 * 1024) as relay:
+        issued = add_channel(relay.options.home, "team")
+        path = urls(relay, issued)[0].removeprefix(relay.url)
+        _, headers = signed()
+        # Nothing of the ten megabytes is ever sent: the answer comes anyway, and closes.
+        answer, closed = await exchange(
+            relay,
+            post_head(path, {**headers, "Content-Length": str(10 * 1024 * 1024)}),
+            closes=True,
+        )
+    assert answer.startswith(b"HTTP/1.1 413") and b"the limit is 65536 bytes" in answer
+    assert closed
+
+
+async def test_a_chunked_body_past_the_limit_gets_413_without_reading_on(tmp_path: Path) -> None:
+    async with running(tmp_path, max_body=64 * 1024) as relay:
+        issued = add_channel(relay.options.home, "team")
+        path = urls(relay, issued)[0].removeprefix(relay.url)
+        _, headers = signed()
+        chunk = b"%x\r\n%s\r\n" % (32 * 1024, b"x" * 32 * 1024)
+        answer, closed = await exchange(
+            relay,
+            post_head(path, {**headers, "Transfer-Encoding": "chunked"}),
+            then=chunk * 3,  # and never a last chunk
+            closes=True,
+        )
+    assert answer.startswith(b"HTTP/1.1 413") and closed
+
+
+async def test_a_header_that_is_not_utf8_gets_400_and_is_not_relayed(tmp_path: Path) -> None:
+    async with running(tmp_path) as relay:
+        issued = add_channel(relay.options.home, "team")
+        path = urls(relay, issued)[0].removeprefix(relay.url)
+        body, headers = signed()
+        raw = post_head(path, {**headers, "Content-Length": str(len(body))}, b"X-Odd: \xff\xfe\r\n")
+        answer, _ = await exchange(relay, raw + body)
+    assert answer.startswith(b"HTTP/1.1 400") and b"not UTF-8" in answer
+    assert [r[:2] for r in rejected(relay)] == [(400, "malformed header")]
+
+
+async def test_rejections_are_kept_bounded_in_count_body_and_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "REJECTED_CAP", 5)
+    async with running(tmp_path, max_body=200 * 1024) as relay:
+        issued = add_channel(relay.options.home, "verified", secret=SECRET)
+        path = urls(relay, issued)[0].removeprefix(relay.url)
+        pads = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 8000) for i in range(100))
+        for i in range(8):
+            body, headers = signed(OTHER_SECRET, body=b'{"n":%d,"pad":"%s"}' % (i, b"x" * 100_000))
+            raw = post_head(path, {**headers, "Content-Length": str(len(body))}, pads)
+            answer, _ = await exchange(relay, raw + body)
+            assert answer.startswith(b"HTTP/1.1 401")
+        kept = rejected(relay)
+    assert len(kept) == 5  # the newest five
+    for status, _, headers_json, body_len in kept:
+        assert status == 401
+        assert body_len == writer.REJECTED_BODY_LIMIT
+        assert len(headers_json) < REJECTED_HEADERS_LIMIT + 1024
+        pairs = json.loads(headers_json)
+        assert pairs[0][0].lower() == "host"  # kept in the order received
+        sent = 100 + 1 + len(headers) + 1  # the pads, Host, the signed ones, Content-Length
+        assert pairs[-1] == ["...", f"{sent - (len(pairs) - 1)} more headers not kept"]

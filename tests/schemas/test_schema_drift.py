@@ -1,0 +1,126 @@
+"""Drift: each kind found once per path, counted on repeats, and never from a steady shape."""
+
+from __future__ import annotations
+
+from schema_helpers import activated, delivery, learned
+
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.model import GroupKey
+from walletpass_tui.schemas.records import DriftRecord
+from walletpass_tui.webhooks.models import REJECTED
+
+ACTIVATED = GroupKey.of_topic("pass.activated")
+
+
+def steady(count: int = DRIFT_AFTER) -> Catalog:
+    return learned([activated(n) for n in range(count)])
+
+
+def summary(catalog: Catalog) -> dict[tuple[str, str], tuple[str | None, str | None, int]]:
+    group = catalog.groups[ACTIVATED]
+    return {(f.path, f.kind.value): (f.was, f.now, f.count) for f in group.findings.values()}
+
+
+def test_a_steady_shape_shows_no_drift() -> None:
+    catalog = steady(200)  # optional tags[] and alternating values included
+    assert catalog.groups[ACTIVATED].findings == {}
+
+
+def test_no_drift_before_20_samples() -> None:
+    catalog = steady(DRIFT_AFTER - 1)
+    assert catalog.learn(delivery(99, activated(99, serialNumber=1, platform=None, extra=1))) == []
+
+
+def test_each_kind_is_found_once_and_counted_on_repeats() -> None:
+    catalog = steady()
+    odd = activated(100, serialNumber=12345, platform=None, channel="web")
+    found = catalog.learn(delivery(100, odd))
+    assert sorted((f.kind.value, f.path, f.was, f.now) for f in found) == [
+        ("field_added", "data.channel", None, "string"),
+        ("field_missing", "data.platform", "string", None),
+        ("type_changed", "data.serialNumber", "string", "integer"),
+    ]
+    assert {f.kind.severity for f in found} == {"info", "warning", "breaking"}
+    assert {(f.source.attempt_id, f.source.webhook_id) for f in found} == {(100, "msg_00100")}
+    for n in range(101, 104):  # the same change again: counted, not reported again
+        assert (
+            catalog.learn(delivery(n, activated(n, serialNumber=n, platform=None, channel="x")))
+            == []
+        )
+    assert summary(catalog) == {
+        ("data.channel", "field_added"): (None, "string", 4),
+        ("data.platform", "field_missing"): ("string", None, 4),
+        ("data.serialNumber", "type_changed"): ("string", "integer", 4),
+    }
+    # A steady body again shows none of them, so counts stay.
+    catalog.learn(delivery(200, activated(200)))
+    assert summary(catalog)[("data.serialNumber", "type_changed")][2] == 4
+    # A third type at the same path is the same kind at the same path: counted.
+    null = activated(201)
+    null["data"]["serialNumber"] = None
+    assert catalog.learn(delivery(201, null)) == []
+    assert summary(catalog)[("data.serialNumber", "type_changed")][2] == 5
+
+
+def test_the_record_reads_as_one_line_and_one_json_shape() -> None:
+    catalog = steady()
+    (finding,) = catalog.learn(delivery(100, activated(100, serialNumber=7)))
+    record = DriftRecord.of(finding)
+    assert record.describe() == "pass.activated data.serialNumber: string -> integer"
+    assert set(record.to_json()) >= {
+        "topic",
+        "path",
+        "kind",
+        "was",
+        "now",
+        "webhook_id",
+        "seen_at",
+        "count",
+    }
+    assert record.to_json()["topic"] == "pass.activated"
+
+
+def test_an_integer_where_numbers_were_seen_is_no_drift_but_a_number_where_integers_were_is() -> (
+    None
+):
+    catalog = learned([{"price": 1.5 + n, "count": n} for n in range(DRIFT_AFTER)])
+    assert catalog.learn(delivery(50, {"price": 2, "count": 1})) == []
+    (finding,) = catalog.learn(delivery(51, {"price": 2.5, "count": 1.5}))
+    assert (finding.path, finding.was, finding.now) == ("count", "integer", "number")
+
+
+def test_a_new_object_is_one_finding_not_one_per_field() -> None:
+    catalog = steady()
+    found = catalog.learn(delivery(100, {**activated(100), "meta": {"a": 1, "b": {"c": 2}}}))
+    assert [(f.kind.value, f.path) for f in found] == [("field_added", "meta")]
+    # A field that became an object: its type changed; its new children are not listed apart.
+    found = catalog.learn(delivery(101, activated(101, passId={"id": "pass_1", "v": 2})))
+    assert [(f.kind.value, f.path) for f in found] == [("type_changed", "data.passId")]
+
+
+def test_missing_counts_only_where_the_parent_was_present() -> None:
+    bodies = [activated(n) for n in range(DRIFT_AFTER)]
+    for n, body in enumerate(bodies):
+        if n % 2:
+            body["meta"] = {"source": "api"}  # meta optional, source always in it
+    catalog = learned(bodies)
+    assert catalog.learn(delivery(100, activated(100))) == []  # no meta: nothing missing
+    found = catalog.learn(delivery(101, {**activated(101), "meta": {"other": 1}}))
+    assert sorted((f.kind.value, f.path) for f in found) == [
+        ("field_added", "meta.other"),
+        ("field_missing", "meta.source"),
+    ]
+
+
+def test_an_item_missing_from_every_array_is_missing_once_arrays_always_had_one() -> None:
+    catalog = learned([{"tags": ["a", "b"]} for _ in range(DRIFT_AFTER)])
+    (finding,) = catalog.learn(delivery(100, {"tags": []}))
+    assert (finding.kind.value, finding.path) == ("field_missing", "tags[]")
+
+
+def test_a_rejected_delivery_shows_no_drift_and_changes_no_count() -> None:
+    catalog = steady()
+    assert catalog.learn(delivery(100, activated(100, serialNumber=1), verdict=REJECTED)) == []
+    assert catalog.groups[ACTIVATED].findings == {}
+    assert catalog.groups[ACTIVATED].samples == DRIFT_AFTER

@@ -1,0 +1,73 @@
+"""How one attempt is printed as it arrives: a line for people, a JSON object for programs.
+
+``listen`` prints each attempt it receives this way and ``events tail`` each one another process
+stored, so the two read the same. Light on purpose (``events tail`` starts from it): nothing
+heavier than the standard library and the text helpers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from walletpass_tui.api.topics import topic_label
+from walletpass_tui.text import format_ms, printable
+from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
+from walletpass_tui.webhooks.models import Attempt
+
+__all__ = ["AttemptPrinter", "attempt_line", "attempt_text", "body_differs"]
+
+
+def body_differs(a: Attempt) -> bool:
+    """The body (or topic) differs from an earlier attempt with the same webhook-id."""
+    return bool(getattr(a, "body_differs", False))
+
+
+def attempt_line(a: Attempt) -> str:
+    reason = a.reason if not a.detail else f"{a.reason} ({a.detail})"
+    if a.note:
+        reason += f" [{a.note}]"
+    if body_differs(a):
+        reason += " [body differs from an earlier attempt with this webhook-id]"
+    return "  ".join(
+        (
+            _time_of_day(a.received_at_ms),
+            printable(a.webhook_id or "-", 40).ljust(30),
+            topic_label(a.topic).ljust(18),
+            f"#{a.attempt_no}",
+            "verified" if a.verified else "REJECTED",
+            str(a.status),
+            printable(reason, 120),
+        )
+    )
+
+
+def attempt_text(a: Attempt, *, as_json: bool) -> str:
+    """The attempt as ``listen`` prints it: :func:`attempt_line`, or its JSON on one line."""
+    return json.dumps(attempt_json(a)) if as_json else attempt_line(a)
+
+
+_second: list[Any] = [None, ""]  # the last whole second formatted, and its "HH:MM:SS."
+
+
+def _time_of_day(ms: int) -> str:
+    """``format_ms(ms, time_only=True)``, the second's part formatted once per second (a line is
+    printed for every delivery, on the event loop that answers them)."""
+    second, milli = divmod(ms, 1000)
+    if second != _second[0]:
+        _second[0], _second[1] = second, format_ms(second * 1000, time_only=True)[:-3]
+    return f"{_second[1]}{milli:03d}"
+
+
+class AttemptPrinter:
+    """Prints each batch of attempts, one line each, and flushes once per batch."""
+
+    def __init__(self, out: TextIO, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+
+    def __call__(self, batch: Sequence[Attempt]) -> None:
+        for a in batch:
+            self.out.write(attempt_text(a, as_json=self.as_json) + "\n")
+        self.out.flush()

@@ -1,0 +1,220 @@
+"""``events``: the delivery history: list, show, tail, stats, replay, export, prune, pending.
+
+This module only defines the arguments; each action's module (and the store, the HTTP client...)
+is imported when that action runs, so ``events list`` loads neither Textual, aiohttp nor httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from walletpass_tui.cli.common import (
+    bounded_int,
+    duration_arg,
+    lazy_handler,
+    target_url_arg,
+    topic_arg,
+)
+from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+
+_HERE = "walletpass_tui.cli.events_cmd"
+
+
+def add_filter_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        type=topic_arg,
+        help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
+    )
+    parser.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    parser.add_argument(
+        "--since", metavar="ISO", help="only messages seen since this time (ISO 8601)"
+    )
+    parser.add_argument("--search", metavar="TEXT", help="full-text search over bodies and ids")
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    ev = sub.add_parser(
+        "events",
+        parents=parents,
+        help="the delivery history: list, show, tail, stats, replay, export, prune",
+        description="Every attempt the receiver got is in the history database of the data directory "
+        "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
+    )
+    ev_sub = ev.add_subparsers(dest="events_command", metavar="ACTION", required=True)
+    raw = argparse.RawDescriptionHelpFormatter
+
+    lst = ev_sub.add_parser(
+        "list",
+        parents=parents,
+        help="messages, newest first",
+        epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
+        "  walletpass-tui events list --search pass_0042 --json",
+        formatter_class=raw,
+    )
+    add_filter_flags(lst)
+    lst.add_argument(
+        "--limit",
+        type=bounded_int(1, LIST_LIMIT_MAX),
+        default=50,
+        metavar="N",
+        help=f"at most N messages, 1 to {LIST_LIMIT_MAX} (default 50)",
+    )
+    lst.add_argument("--json", action="store_true", help="print a JSON array")
+    lst.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_list"))
+
+    show = ev_sub.add_parser(
+        "show",
+        parents=parents,
+        help="every attempt of one message, with headers and raw body",
+        epilog="example: walletpass-tui events show msg_2KWPBgLlAfxdpx2AI54pPJ85f4W --json",
+    )
+    show.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    show.add_argument(
+        "--json", action="store_true", help="print JSON (body as text when UTF-8, always base64)"
+    )
+    show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
+
+    tail = ev_sub.add_parser(
+        "tail",
+        parents=parents,
+        help="print each new attempt as it is stored, like tail -f",
+        description="Follow the history while another process receives (listen, the dashboard, "
+        "relay follow): each attempt is printed a moment after it is stored, the line (or JSON "
+        "object) listen prints. Reads only: the history is never written nor created; tail waits "
+        "for it to appear and reopens it when it is replaced. Ctrl-C ends it (status 0).",
+        epilog="examples:\n"
+        "  walletpass-tui events tail\n"
+        "  walletpass-tui events tail --verdict rejected\n"
+        "  walletpass-tui events tail --topic activated --json | jq .pass_id",
+        formatter_class=raw,
+    )
+    tail.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        type=topic_arg,
+        help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
+    )
+    tail.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    tail.add_argument(
+        "--json", action="store_true", help="one JSON object per attempt (as listen --json)"
+    )
+    tail.set_defaults(handler=lazy_handler(f"{_HERE}.tail", "cmd_tail"))
+
+    st = ev_sub.add_parser(
+        "stats",
+        parents=parents,
+        help="deliveries, redeliveries, forwards and failures per minute, hour or day",
+        description="Count the history per time bucket: attempts by topic and verdict, "
+        "redeliveries (attempt 2 or later), forwards to your app with its median (p50) and p95 "
+        "answer time, and failures (forwards that got no 2xx, rejected attempts). A table with a "
+        "bar per bucket on a terminal, or a JSON document (see docs/daily.md).",
+        epilog="examples:\n"
+        "  walletpass-tui events stats\n"
+        "  walletpass-tui events stats --since 1h --by minute\n"
+        "  walletpass-tui events stats --since 7d --by day --json",
+        formatter_class=raw,
+    )
+    st.add_argument(
+        "--since",
+        metavar="WHEN",
+        default="24h",
+        help="a duration back from now (90m, 12h, 7d) or an ISO 8601 time (default 24h)",
+    )
+    st.add_argument(
+        "--by",
+        choices=("minute", "hour", "day"),
+        help="bucket size (default: minute up to 2 h, hour up to 3 days, else day)",
+    )
+    st.add_argument("--json", action="store_true", help="print a JSON document")
+    st.set_defaults(handler=lazy_handler(f"{_HERE}.stats", "cmd_stats"))
+
+    rp = ev_sub.add_parser(
+        "replay",
+        parents=parents,
+        help="send a stored message again to a URL",
+        description="Send a stored message to URL and record the answer in its history. "
+        "resign (default): same webhook-id, a fresh timestamp, signed with the endpoint's stored "
+        "secret, as the service would send a retry. original: the stored bytes and headers "
+        "exactly, old timestamp included (to test replay protection). An edited body "
+        "(--body-file, at most max_body bytes) is always re-signed.",
+        epilog="examples:\n"
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json",
+        formatter_class=raw,
+    )
+    rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    rp.add_argument(
+        "--to", required=True, metavar="URL", type=target_url_arg, help="where to send it"
+    )
+    rp.add_argument("--mode", choices=("resign", "original"), default="resign")
+    rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
+    rp.add_argument(
+        "--secret",
+        metavar="WHSEC",
+        help="secret to re-sign with when the endpoint is not known locally",
+    )
+    rp.add_argument(
+        "--attempt",
+        type=bounded_int(1, 1_000_000),
+        metavar="N",
+        help="replay attempt N (default: the last verified)",
+    )
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(handler=lazy_handler(f"{_HERE}.replay", "cmd_replay"))
+
+    ex = ev_sub.add_parser(
+        "export",
+        parents=parents,
+        help="attempts as JSON Lines or curl commands",
+        description="Write attempts, oldest first, as JSON Lines (one object per attempt, the shape "
+        "of 'events show --json') or as curl commands that reproduce each delivery exactly.",
+        epilog="examples:\n"
+        "  walletpass-tui events export --verdict verified > deliveries.jsonl\n"
+        "  walletpass-tui events export --format curl --search pass_0042 --to http://localhost:3000/webhooks",
+        formatter_class=raw,
+    )
+    ex.add_argument("--format", choices=("jsonl", "curl"), default="jsonl")
+    ex.add_argument(
+        "--to",
+        metavar="URL",
+        type=target_url_arg,
+        help="curl target (default: this receiver's local URL)",
+    )
+    ex.add_argument("--webhook-id", metavar="ID", help="only this message")
+    ex.add_argument(
+        "--limit",
+        type=bounded_int(1, 10_000_000),
+        default=None,
+        metavar="N",
+        help="only the newest N attempts",
+    )
+    add_filter_flags(ex)
+    ex.set_defaults(handler=lazy_handler(f"{_HERE}.export", "cmd_export"))
+
+    pr = ev_sub.add_parser(
+        "prune",
+        parents=parents,
+        help="delete old history",
+        description="Delete attempts received before a time (and their forwards). Without "
+        "--older-than, the retention setting (retention_days) is used. A prune that would delete "
+        "every attempt asks first; without a terminal it needs --yes.",
+        epilog="example: walletpass-tui events prune --older-than 7d",
+    )
+    pr.add_argument(
+        "--older-than", metavar="DURATION", type=duration_arg, help="e.g. 12h, 7d, 2w (0 = all)"
+    )
+    pr.add_argument("--yes", action="store_true", help="do not ask, even when deleting everything")
+    pr.set_defaults(handler=lazy_handler(f"{_HERE}.maintenance", "cmd_prune"))
+
+    pe = ev_sub.add_parser(
+        "pending",
+        parents=parents,
+        help="forwards waiting for your app; give up on them",
+        epilog="example: walletpass-tui events pending --give-up",
+    )
+    pe.add_argument("--give-up", action="store_true", help="stop retrying the pending forwards")
+    pe.add_argument("--target", metavar="URL", help="only those to this target")
+    pe.set_defaults(handler=lazy_handler(f"{_HERE}.maintenance", "cmd_pending"))

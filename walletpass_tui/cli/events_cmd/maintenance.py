@@ -1,0 +1,119 @@
+"""``events prune`` and ``events pending``: delete old history, see or give up waiting forwards."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from walletpass_tui.cli.common import settings_from_args
+from walletpass_tui.cli.events_cmd.shared import with_store
+from walletpass_tui.cli.progress import Progress
+from walletpass_tui.errors import UsageError
+from walletpass_tui.text import printable
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.store import Store
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal; False when there is none (a script must pass --yes)."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+PRUNE_STEP = 5_000  # attempts deleted per transaction
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+
+    settings = settings_from_args(args)
+    if args.older_than is not None:
+        seconds = args.older_than
+        label = f"older than {_duration_label(seconds)}"
+    elif settings.retention_days > 0:
+        seconds = settings.retention_days * 86400
+        label = f"older than {settings.retention_days} days"
+    else:
+        raise UsageError(
+            "Give --older-than (e.g. 7d); retention_days is 0, which keeps everything."
+        )
+    cutoff = int((time.time() - seconds) * 1000)
+
+    async def count(store: Store) -> tuple[int, int]:
+        from walletpass_tui.webhooks.models import LogFilter
+
+        return await store.count(LogFilter(since_ms=cutoff)), await store.count()
+
+    kept, total = with_store(settings, count)
+    if not args.yes and total and not kept:
+        question = f"This deletes all {total} attempt(s) in {settings.database_path}. Continue?"
+        if not _confirm(question):
+            raise UsageError(
+                f"Not pruning: it would delete all {total} attempt(s) of the history. "
+                "Pass --yes to do it anyway (e.g. from a script)."
+            )
+
+    with Progress("pruned", total - kept) as progress:
+        removed = with_store(settings, lambda store: prune_in_steps(store, cutoff, progress))
+    print(f"Removed {removed} attempt(s) {label}.")
+    return 0
+
+
+async def prune_in_steps(store: Store, cutoff_ms: int, progress: Progress) -> int:
+    """Delete every attempt received before ``cutoff_ms``, oldest first, about ``PRUNE_STEP`` per
+    transaction: a running receiver commits between the steps instead of waiting for one long
+    delete, and a terminal shows how far it got. Returns how many were deleted."""
+    removed = 0
+    progress.update(0)
+    while True:
+        oldest = await store.log_page(None, limit=PRUNE_STEP, oldest_first=True)
+        step = cutoff_ms
+        if len(oldest) == PRUNE_STEP:
+            step = min(cutoff_ms, oldest[-1].received_at_ms)
+        deleted = await store.prune_older_than(step)
+        if deleted == 0 and step < cutoff_ms:
+            # Every one of the oldest rows shares one time: take them all in this step.
+            step = min(cutoff_ms, step + 1)
+            deleted = await store.prune_older_than(step)
+        removed += deleted
+        progress.update(removed)
+        if step >= cutoff_ms:
+            return removed
+
+
+def _duration_label(seconds: float) -> str:
+    from walletpass_tui.text import format_duration
+
+    return format_duration(seconds, fine=False)
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+
+    async def work(store: Store) -> tuple[int, list[tuple[str, int]]]:
+        if args.give_up:
+            return await store.give_up_pending(args.target), []
+        by_target = await store.pending_forwards_by_target()
+        if args.target is not None:
+            by_target = [(t, n) for t, n in by_target if t == args.target]
+        return sum(n for _, n in by_target), by_target
+
+    count, by_target = with_store(settings, work)
+    if args.give_up:
+        print(f"Gave up on {count} pending forward(s); they stay in the history as 'given up'.")
+    elif count:
+        print(f"{count} forward(s) pending:")
+        for target, n in by_target:
+            print(f"  {n:>6}  {printable(target, 200)}")
+        print("They go out when 'walletpass-tui listen --forward-to ...' or the dashboard runs.")
+    else:
+        where = f" to {printable(args.target, 200)}" if args.target else ""
+        print(f"No forwards pending{where}.")
+    return 0

@@ -1,0 +1,99 @@
+"""What the ``events`` actions share: the store opened for one command, time filters, not-found."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
+
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
+from walletpass_tui.text import printable
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.models import Attempt
+    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.reading import History
+
+T = TypeVar("T")
+
+VERDICTS = ("verified", "rejected")
+LIST_LIMIT_MAX = 100_000
+
+
+def parse_since(text: str | None) -> int | None:
+    """``--since``: an ISO 8601 time (a local one when it has no zone) in epoch milliseconds."""
+    if not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if stamp.tzinfo is None:
+            stamp = stamp.astimezone()  # a local time, as people type it
+        return int(stamp.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        raise UsageError(
+            f"--since {printable(text, 60)!r} is not an ISO 8601 time, e.g. 2026-11-23T14:00:00Z."
+        ) from None
+
+
+def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    """Run ``work`` on the history database, opened for this command and closed after."""
+    from walletpass_tui.webhooks.store import Store
+
+    async def run() -> T:
+        if not settings.database_path.exists():
+            raise CommandError(
+                f"No history yet in {settings.home}; run 'walletpass-tui listen' (or the dashboard) "
+                "to receive webhooks."
+            )
+        async with await Store.open(settings.database_path) as store:
+            return await work(store)
+
+    return asyncio.run(run())
+
+
+def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) -> T:
+    """Run ``work`` on the history opened only to look: nothing is written, so it works on a full
+    disk (see webhooks/store/read_only.py). A history an older version wrote is migrated first."""
+    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.read_only import Outdated, open_history
+
+    async def run() -> T:
+        if not settings.database_path.exists():
+            raise CommandError(
+                f"No history yet in {settings.home}; run 'walletpass-tui listen' (or the dashboard) "
+                "to receive webhooks."
+            )
+        history: History
+        try:
+            history = await open_history(settings.database_path)
+        except Outdated:
+            history = await Store.open(settings.database_path)
+        async with history:
+            return await work(history)
+
+    return asyncio.run(run())
+
+
+def no_such_message(webhook_id: str) -> CommandError:
+    return CommandError(
+        f"No message {printable(webhook_id, 80)!r} in the history; "
+        "'walletpass-tui events list' shows them."
+    )
+
+
+def pick_attempt(attempts: list[Attempt], number: int | None, webhook_id: str) -> Attempt:
+    """Attempt ``number`` of a message, or by default its last verified POST (else its last)."""
+    if not attempts:
+        raise no_such_message(webhook_id)
+    if number is not None:
+        found = next((a for a in attempts if a.attempt_no == number), None)
+        if found is None:
+            raise CommandError(
+                f"{printable(webhook_id, 80)} has no attempt #{number} (it has {len(attempts)})."
+            )
+        return found
+    verified = [a for a in attempts if a.verified and a.method == "POST"]
+    return (verified or attempts)[-1]

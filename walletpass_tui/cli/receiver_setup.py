@@ -1,0 +1,123 @@
+"""What the receiver's flags (:mod:`walletpass_tui.cli.receiver_flags`) build, for ``listen`` and
+the dashboard: the receiver's options, a ``DeliverySetup`` for the delivery runtime (extra
+secrets, forwarding, allowed sources, failure injection), and the relay link ``--relay`` asks
+for (a feed of the runtime)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.errors import UsageError
+from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.runtime import DeliverySetup
+from walletpass_tui.webhooks.sources import SourcePolicy
+
+if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.webhooks.forward import Route
+    from walletpass_tui.webhooks.verify import SigningKey
+
+__all__ = ["delivery_setup", "receiver_options", "relay_link"]
+
+
+def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
+    if not secrets:
+        return []
+    from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+
+    keys = []
+    for secret in secrets:
+        try:
+            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
+        except SecretError as exc:
+            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
+    return keys
+
+
+def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
+    respond = getattr(args, "respond", None)
+    fail_first = getattr(args, "fail_first", 0)
+    delay = getattr(args, "delay", 0.0)
+    if respond is not None and not 100 <= respond <= 599:
+        raise CommandError("--respond takes an HTTP status between 100 and 599.")
+    if fail_first < 0 or delay < 0:
+        raise CommandError("--fail-first and --delay take zero or more.")
+    if delay >= 15:
+        print(
+            "warning: a delay of 15 s or more makes every delivery fail at the service.",
+            file=sys.stderr,
+        )
+    sources = SourcePolicy.build(
+        getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
+    )
+    return replace(
+        receiver_options(settings),
+        secrets=signing_keys(getattr(args, "secret", [])),
+        sources=sources,
+        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+    )
+
+
+def receiver_options(settings: Settings) -> ReceiverOptions:
+    """The receiver as the settings describe it, with no extra secrets, sources or failures."""
+    return ReceiverOptions(
+        host=settings.receiver_host,
+        port=settings.receiver_port,
+        path=settings.receiver_path,
+        tolerance_s=settings.tolerance_s,
+        max_body=settings.max_body,
+    )
+
+
+def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
+    options = build_receiver_options(args, settings)
+    routes: tuple[Route, ...] = ()
+    if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
+        from walletpass_tui.webhooks.forward import parse_route
+
+        routes = tuple(parse_route(text) for text in args.forward_to)
+    ack_target = getattr(args, "ack", "stored") == "target"
+    if ack_target and not routes:
+        raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    return DeliverySetup(
+        options=options,
+        routes=routes,
+        ack_target=ack_target,
+        explicit_secrets=tuple(getattr(args, "secret", [])),
+    )
+
+
+def relay_link(args: argparse.Namespace, settings: Settings) -> RelayLink | None:
+    """The relay link ``--relay`` asks for (None without it); the token from --relay-token,
+    WALLETPASS_RELAY_TOKEN or relay_token in the config file."""
+    url = getattr(args, "relay", None)
+    if not url:
+        return None
+    from walletpass_tui.relay.link.feed import RelayLink
+
+    return RelayLink(url, relay_token(args, settings, "--relay"))
+
+
+def relay_token(args: argparse.Namespace, settings: Settings, flag: str) -> str:
+    """The subscriber token: --relay-token, else WALLETPASS_RELAY_TOKEN or relay_token in the
+    config file; refused (exit 2) when missing or not a token."""
+    token = getattr(args, "relay_token", None) or (
+        settings.relay_token.reveal() if settings.relay_token else None
+    )
+    if not token:
+        raise UsageError(
+            f"{flag} needs the channel's subscriber token: set WALLETPASS_RELAY_TOKEN=wpr_... "
+            "(or --relay-token); 'walletpass-tui relay channel add' printed it."
+        )
+    if not token.isascii() or not token.isprintable() or " " in token:
+        raise UsageError(
+            "The relay token contains spaces, control or non-ASCII characters; copy it again."
+        )
+    return token

@@ -1,0 +1,142 @@
+"""``sim deliver`` (one message through the full retry schedule) and ``trigger`` (one signed
+post)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from datetime import UTC, datetime
+
+import httpx
+
+from walletpass_tui.api.topics import topic_label
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.sim_cmd.checks import (
+    EXCERPT_CHARS,
+    USER_AGENT,
+    body_for,
+    checked_message_id,
+    checked_secret,
+    checked_target_url,
+    checked_time_scale,
+    fixture_events,
+    print_attempt,
+    scale_note,
+)
+from walletpass_tui.sim.engine import (
+    RETRY_WAITS,
+    Attempt,
+    DeliveryEngine,
+    DeliveryResult,
+    Message,
+    Target,
+    format_wait,
+)
+from walletpass_tui.sim.events import message_id
+from walletpass_tui.text import printable
+from walletpass_tui.webhooks.verify import sign
+
+
+def cmd_sim_deliver(args: argparse.Namespace) -> int:
+    scale = checked_time_scale(args.time_scale)
+    url = checked_target_url(args.to)
+    secret = checked_secret(args.secret)
+    msg_id = checked_message_id(args.message_id)
+    body = body_for(args, args.topic)
+    message = Message(id=msg_id, topic=args.topic, body=body)
+    print(
+        f"Delivering {msg_id} ({args.topic}, {len(body)} bytes) to {url}: up to "
+        f"{len(RETRY_WAITS)} attempts ({scale_note(scale)}).",
+        flush=True,
+    )
+    result = asyncio.run(_deliver(url, secret, message, scale))
+    if result is None or result.state == "stopped":
+        raise CommandError("The delivery was stopped before it finished.")
+    if result.state == "delivered":
+        print(f"Delivered on attempt {result.attempts}.")
+        return 0
+    raise CommandError(
+        f"Gave up after {result.attempts} failed attempts, as the service would: the message is "
+        "not delivered."
+    )
+
+
+async def _deliver(url: str, secret: str, message: Message, scale: float) -> DeliveryResult | None:
+    engine = DeliveryEngine(time_scale=scale)
+    engine.subscribe(lambda e: print_attempt(e) if isinstance(e, Attempt) else None)
+    try:
+        delivery = engine.deliver(Target(url, secret), message)
+        return await delivery.wait()
+    finally:
+        await engine.aclose()
+
+
+# -- trigger ----------------------------------------------------------------------------------------
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    url = checked_target_url(args.to)
+    secret = checked_secret(args.secret)
+    if not 0 < args.timeout <= 3600:
+        raise CommandError(f"--timeout must be between 0 and 3600 seconds, got {args.timeout:g}.")
+    events = fixture_events(args, need_topic=False)
+    with httpx.Client(timeout=args.timeout, trust_env=False, follow_redirects=False) as client:
+        if events is None:
+            msg_id = checked_message_id(args.message_id)
+            status = _post(client, url, secret, msg_id, args.topic, body_for(args, args.topic))
+            if 200 <= status <= 299:
+                return 0
+            raise CommandError(
+                f"The receiver answered {status}, not 2xx: the service would count this as a "
+                f"failed attempt and retry in {format_wait(RETRY_WAITS[1])}."
+            )
+        refused = 0
+        for index, event in enumerate(events):
+            body = event.render(datetime.now(UTC))
+            status = _post(client, url, secret, message_id(), event.topic, body, index=index)
+            refused += not 200 <= status <= 299
+    print(f"Sent {len(events)} event(s) in order: {len(events) - refused} answered 2xx.")
+    if refused:
+        raise CommandError(
+            f"{refused} of {len(events)} event(s) got no 2xx answer: the service would count "
+            "each as a failed attempt and retry it."
+        )
+    return 0
+
+
+def _post(
+    client: httpx.Client,
+    url: str,
+    secret: str,
+    msg_id: str,
+    topic: str | None,
+    body: bytes,
+    *,
+    index: int | None = None,
+) -> int:
+    """Sign and POST one body; print what was sent and the answer; return its status."""
+    headers = sign(secret, msg_id, body, datetime.now(UTC))
+    headers["Content-Type"] = "application/json"
+    headers["User-Agent"] = USER_AGENT
+    which = "" if index is None else f" (fixture item [{index}])"
+    timeout = client.timeout.read
+    started = time.perf_counter()
+    try:
+        response = client.post(url, content=body, headers=headers)
+    except httpx.TimeoutException:
+        raise CommandError(
+            f"No answer from {url} within {timeout:g} s{which}: the service would count this as "
+            "a failed attempt."
+        ) from None
+    except httpx.HTTPError as exc:
+        raise CommandError(
+            f"Could not deliver to {url}{which} ({type(exc).__name__}: {printable(str(exc), 120)})."
+        ) from None
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    print(f"POST {url}  webhook-id {msg_id}  ({topic_label(topic)}, {len(body)} bytes)")
+    print(f"-> {response.status_code} {response.reason_phrase} in {elapsed_ms:.0f} ms", flush=True)
+    text = response.content[:4096].decode("utf-8", errors="replace")
+    if text.strip():
+        print(f"   answer: {printable(text, EXCERPT_CHARS)}", flush=True)
+    return response.status_code

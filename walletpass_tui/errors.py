@@ -1,0 +1,47 @@
+"""The one root of every error a person may see, and how the command line reports it.
+
+Every failure of the world (a setting, the service, the disk, the network, what a user typed) is
+raised as a subclass of :class:`WalletpassError`, whose message is one sentence that says what
+to do. The command line prints ``walletpass-tui: error: <message>`` and exits with the error's
+``exit_status``; anything else that escapes is a bug and keeps its traceback.
+
+::
+
+    WalletpassError                      exit 1: a failure, one sentence on stderr
+    ├── UsageError                       exit 2: what was asked cannot be done as given
+    │   ├── api.topics.TopicError        a topic name that is not one of the service's
+    │   ├── api.urls.UrlError            a URL outside the one URL rule
+    │   ├── webhooks.sources.SourceError an --allow-source or --trust-proxy that does not parse
+    │   ├── webhooks.verify.SecretError  a signing secret that is not whsec_ + base64
+    │   ├── webhooks.forward.ForwardError a --forward-to route that does not parse
+    │   ├── check.runner.CheckError      a check that cannot be run as asked
+    │   └── relay.server.channels.ChannelError  a channel name or token that is not one
+    ├── config.ConfigError               a setting or a private file that cannot be used
+    │   └── webhooks.endpoint_import.EndpointExists
+    ├── api.errors.ApiError              the service refused, failed or did not answer
+    ├── webhooks.models.StoreError       the history cannot be read or written
+    ├── webhooks.listening.ReceiverError the receiver's port cannot be had
+    ├── relay.server.serve.RelayError    the relay cannot start
+    ├── relay.server.storage.RelayStoreError  the relay's database cannot be used
+    ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
+    ├── sim.endpoints.SimError           the simulated service refused
+    └── sim.demo.DemoError               the demo cannot start
+
+A usage error raised while the arguments are checked is exit 2 whichever module raised it; a
+module that reads the same kind of value from a file or the environment raises it as a failure
+(``ConfigError``), since the user's command line was not at fault.
+"""
+
+from __future__ import annotations
+
+
+class WalletpassError(Exception):
+    """A failure a person can act on; ``str()`` is one sentence that says what to do."""
+
+    exit_status = 1
+
+
+class UsageError(WalletpassError):
+    """The command was asked something it cannot do as given (exit status 2)."""
+
+    exit_status = 2

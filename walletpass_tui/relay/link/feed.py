@@ -1,0 +1,498 @@
+"""The laptop side of a relay: a channel's deliveries fed into the local delivery runtime.
+
+``RelayLink(subscribe_url, token)`` is a feed of ``DeliveryRuntime``: ``run(runtime)`` follows
+the channel (``RelaySubscriber``: capped backoff, a 401 or 404 stops) and hands every delivery to
+``runtime.accept()``, which verifies it with the local secrets, stores it together with its
+cursor in one commit and queues its forwards, exactly as for a POST to the local receiver.
+
+Deliveries are handed over without waiting for their commit, and one whose write fails is retried
+until stored while later ones commit, so the newest stored cursor does not say every older one is
+stored. The link keeps a low-water mark instead (``LowWater``: every cursor at or below it is
+stored) and writes it to the store once the rows it covers have committed, at most once every
+MARK_EVERY_S and when the link stops. A restart resumes after the durable mark and skips, with one
+indexed lookup each, the cursors stored above it: a crash at any moment loses no delivery and
+stores none twice.
+
+An event the relay sent with a good cursor that cannot be read is stored as a rejected attempt
+("unreadable relay event", its bytes cut as any rejected body) with that cursor, so the mark
+passes it and the deliveries after it are not held up. What the subscriber refuses (a cursor that
+does not increase, a stream past its bounds) is not stored: the link says why and retries.
+
+The link's state (connected or not, how far behind, why it stopped, how many identical refusals
+in a row) is offered to the dashboard's header and to ``listen``, which prints a line when it
+changes, and one line for a relay that keeps misbehaving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hashlib
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
+from walletpass_tui.relay.events import RelayedDelivery, readable_parts
+from walletpass_tui.relay.link.channel_info import fetch_channel
+from walletpass_tui.relay.link.low_water import LowWater
+from walletpass_tui.relay.link.received_times import ReceivedTimes
+from walletpass_tui.relay.link.subscriber import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    MISBEHAVING_AFTER,
+    RelayAuthError,
+    RelayClientError,
+    RelaySubscriber,
+    RelayUrlError,
+    SubscriberState,
+    backoff_delay,
+)
+from walletpass_tui.text import printable
+from walletpass_tui.webhooks.body_fields import labels
+from walletpass_tui.webhooks.inbound import MAX_ID_CHARS, Inbound
+from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
+from walletpass_tui.webhooks.reasons import Reason
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+# How long the link waits, before following, for the relay to say when the channel was created.
+CHANNEL_WAIT_S = 10.0
+# Deliveries handed to the store before the first of them is committed: the store's group commit
+# puts them in one transaction, so catching up costs one disk sync per batch, not per delivery.
+MAX_IN_FLIGHT = 128
+MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024  # and their bodies together
+# The durable mark trails the stored deliveries by at most this long (one small write each time):
+# after a crash, what was stored since is fetched again and skipped.
+MARK_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class LinkState:
+    """What the header and ``listen`` show about the relay."""
+
+    url: str
+    connected: bool = False
+    cursor: int = 0
+    head: int = 0
+    error: str | None = None  # why the last connection ended (None: it did not)
+    stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
+    started: bool = False  # a connection was tried
+    refusals: int = 0  # the relay broke the rules this many times in a row, identically
+
+    @property
+    def behind(self) -> int:
+        return max(0, self.head - self.cursor)
+
+    @property
+    def misbehaving(self) -> bool:
+        return self.refusals >= MISBEHAVING_AFTER and not self.stopped
+
+    def describe(self) -> str:
+        """One short sentence, for the header and for ``listen``'s lines."""
+        if self.stopped:
+            return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.misbehaving and not self.connected:
+            return (
+                f"relay misbehaving ({printable(self.error or 'refused', 200)}; "
+                f"{self.refusals} times in a row); retrying with backoff, skipping nothing"
+            )
+        if self.connected:
+            if self.behind:
+                return f"relay connected, {self.behind} behind (cursor {self.cursor})"
+            return f"relay connected, up to date (cursor {self.cursor})"
+        if self.error:
+            return f"relay disconnected ({printable(self.error, 200)}); retrying"
+        return "relay connecting"
+
+    @property
+    def headline(self) -> str:
+        """The header's words: like ``describe()`` without the cursor, so it changes only when
+        the connection does or the backlog shrinks."""
+        if self.stopped:
+            return f"relay stopped: {printable(self.error or 'refused', 200)}"
+        if self.misbehaving:
+            return "relay misbehaving, retrying"
+        if self.connected:
+            return f"relay {self.behind:,} behind" if self.behind else "relay up to date"
+        return "relay disconnected, retrying" if self.error else "relay connecting"
+
+    @property
+    def healthy(self) -> bool:
+        return self.connected and not self.stopped
+
+
+StateListener = Callable[[LinkState], None]
+DeliveryListener = Callable[[RelayedDelivery, Attempt], None]
+
+
+class RelayLink:
+    """A feed for ``DeliveryRuntime(feeds=[link])``; the token is never shown."""
+
+    def __init__(
+        self,
+        subscribe_url: str,
+        token: str,
+        *,
+        backoff_initial_s: float = BACKOFF_INITIAL_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
+        idle_timeout_s: float | None = None,
+    ) -> None:
+        self.url = subscribe_url.split("?", 1)[0]
+        self._token = token
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.idle_timeout_s = idle_timeout_s
+        self.state = LinkState(self.url)
+        self.subscriber: RelaySubscriber | None = None
+        self._state_listeners: list[StateListener] = []
+        self._delivery_listeners: list[DeliveryListener] = []
+        self._rng = random.Random()
+        self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
+        self._in_flight_bytes = 0
+        self._marks = LowWater()
+        self._mark_written = 0
+        self._mark_moved = asyncio.Event()
+        self._stored_above = 0  # cursors up to this one may be stored already (a restart)
+        self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
+
+    def __repr__(self) -> str:  # the token never appears
+        return f"RelayLink({self.url!r}, cursor={self.state.cursor})"
+
+    def subscribe(
+        self, state: StateListener | None = None, deliveries: DeliveryListener | None = None
+    ) -> Callable[[], None]:
+        """``state(LinkState)`` on every change, ``deliveries(relayed, stored)`` after each
+        commit (both on the event loop); returns a function that unsubscribes."""
+        if state is not None:
+            self._state_listeners.append(state)
+        if deliveries is not None:
+            self._delivery_listeners.append(deliveries)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                if state is not None:
+                    self._state_listeners.remove(state)
+            with contextlib.suppress(ValueError):
+                if deliveries is not None:
+                    self._delivery_listeners.remove(deliveries)
+
+        return unsubscribe
+
+    async def run(self, runtime: DeliveryRuntime) -> None:
+        """Follow the channel into ``runtime`` until cancelled; raises RelayClientError when
+        the relay refuses (401, 404) or another process follows it into the same home."""
+        with _following(runtime.settings.home, self.url):
+            await self._run(runtime)
+
+    async def _run(self, runtime: DeliveryRuntime) -> None:
+        after, self._stored_above = await runtime.store.start_relay_mark(self.url)
+        self._marks = LowWater(after)
+        self._mark_written = after
+        self._set(cursor=after, head=max(after, self.state.head))
+        options = runtime.setup.options
+        tolerance_s = options.tolerance_s if options is not None else DEFAULT_TOLERANCE_S
+        self.times = ReceivedTimes(
+            tolerance_ms=int(tolerance_s * 1000),
+            newest_ms=await runtime.store.relay_received_at(self.url),
+        )
+        extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
+        self.subscriber = RelaySubscriber(
+            self.url,
+            self._token,
+            after=after,
+            on_delivery=lambda delivery: self._deliver(runtime, delivery),
+            on_unreadable=lambda cursor, raw, why: self._unreadable(runtime, cursor, raw, why),
+            on_state=self._on_subscriber,
+            backoff_initial_s=self.backoff_initial_s,
+            backoff_max_s=self.backoff_max_s,
+            max_body=options.max_body if options is not None else DEFAULT_MAX_BODY,
+            **extra,
+        )
+        channel = asyncio.create_task(self._learn_channel(), name="relay-channel")
+        channel.add_done_callback(lambda task: task.cancelled() or task.exception())  # seen
+        marks = asyncio.create_task(self._write_marks(runtime), name="relay-mark")
+        try:
+            # The channel's creation bounds the received times: asked before the first delivery
+            # (a relay that does not answer soon is followed all the same, and asked again).
+            await asyncio.wait({channel}, timeout=CHANNEL_WAIT_S)
+            await self.subscriber.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._drain()  # what was received is stored before the link stops
+            self._set(connected=False, stopped=True, error=str(exc))
+            raise
+        finally:
+            for task in self._in_flight:  # cancelled: the next run fetches them again
+                task.cancel()
+            self._in_flight.clear()
+            channel.cancel()
+            marks.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError):
+                await marks
+            with contextlib.suppress(StoreError):  # if not, the next run skips what is stored
+                await self._write_mark(runtime)
+
+    async def _learn_channel(self) -> None:
+        """When the channel was created, from the relay (retried with backoff until it answers;
+        a relay that does not say leaves the received times without that bound)."""
+        failures = 0
+        while True:
+            try:
+                info = await fetch_channel(self.url, self._token)
+            except (RelayAuthError, RelayUrlError):
+                return  # the stream itself says why
+            except RelayClientError:  # not reachable now, or not answering as a relay does
+                delay = backoff_delay(
+                    failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                )
+                failures += 1
+                await asyncio.sleep(delay)
+                continue
+            self.times.created_ms = info.created_at_ms
+            return
+
+    async def _write_marks(self, runtime: DeliveryRuntime) -> None:
+        """The mark to the store whenever it moved, at most once every MARK_EVERY_S."""
+        while True:
+            await self._mark_moved.wait()
+            self._mark_moved.clear()
+            with contextlib.suppress(StoreError):  # the store says why; tried again next time
+                await self._write_mark(runtime)
+            await asyncio.sleep(MARK_EVERY_S)
+
+    async def _write_mark(self, runtime: DeliveryRuntime) -> None:
+        mark = self._marks.mark
+        if mark > self._mark_written:
+            await runtime.store.advance_relay_mark(self.url, mark)
+            self._mark_written = mark
+
+    def _stored(self, cursor: int) -> None:
+        self._marks.stored(cursor)
+        if self._marks.mark > self._mark_written:
+            self._mark_moved.set()
+
+    async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
+        """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
+        rejected when the relay's received time is not credible."""
+        inbound = Inbound.relayed(
+            relay_url=self.url,
+            cursor=delivery.cursor,
+            received_at_ms=delivery.received_at_ms,
+            method=delivery.method,
+            path=delivery.path,
+            headers=delivery.headers,
+            body=delivery.body,
+            source=delivery.client or delivery.source,
+            forwarded_for=delivery.forwarded_for,
+        )
+        problem = self.times.problem(delivery.received_at_ms)
+        if problem is None:
+            self.times.accepted(delivery.received_at_ms)
+            await self._hand_over(
+                runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
+            )
+            return
+        # Kept under this machine's time: the relay's is not credible (it is in the detail), and
+        # the history's order, --since and pruning go by it.
+        inbound = replace(inbound, received_at=datetime.now(UTC))
+        topic, pass_id = labels(delivery.body)
+        fields = {"body": delivery.body, "body_size": len(delivery.body)}
+        rejected = inbound.attempt(
+            Reason.RELAY_TIME,
+            problem,
+            started=time.perf_counter(),
+            topic=topic,
+            pass_id=pass_id,
+            **fields,
+        )
+        await self._hand_over(
+            runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
+        )
+
+    async def _unreadable(
+        self, runtime: DeliveryRuntime, cursor: int, raw: bytes, why: str
+    ) -> None:
+        """An event the relay sent that is not a delivery: recorded as rejected, with its cursor
+        (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
+        its head (with a webhook-id, it is listed with its message)."""
+        method, path, headers = readable_parts(raw)
+        webhook_id = next((v for k, v in headers if k.lower() == "webhook-id"), None)
+        rejected = Attempt(
+            received_at_ms=now_ms(),
+            method=method,
+            path=path,
+            headers=headers,
+            webhook_id=webhook_id[:MAX_ID_CHARS] if webhook_id else None,
+            body=raw,
+            body_size=len(raw),
+            verdict=REJECTED,
+            reason=Reason.RELAY_EVENT_UNREADABLE.value,
+            status=Reason.RELAY_EVENT_UNREADABLE.status,
+            detail=f"the relay sent an event that cannot be read: {why}",
+            relay_url=self.url,
+            relay_cursor=cursor,
+        )
+        await self._hand_over(runtime, cursor, lambda: runtime.store.record(rejected), None)
+
+    async def _hand_over(
+        self,
+        runtime: DeliveryRuntime,
+        cursor: int,
+        write: Callable[[], Awaitable[Attempt]],
+        delivery: RelayedDelivery | None,
+    ) -> None:
+        """Start ``write()`` (stores the attempt of ``cursor``) without waiting for its commit
+        (up to MAX_IN_FLIGHT, of MAX_IN_FLIGHT_BYTES together, wait at once, committed in order);
+        ``_drain`` waits for them all."""
+        self._marks.received(cursor)
+        if cursor <= self._stored_above and await self._is_stored(runtime, cursor):
+            # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
+            self._stored(cursor)
+            if cursor > self.state.cursor:
+                self._set(cursor=cursor, head=max(self.state.head, cursor))
+            return
+        size = len(delivery.body) if delivery is not None else 0
+        task = asyncio.create_task(self._store(runtime, cursor, write, delivery))
+        self._in_flight_bytes += size
+        task.add_done_callback(lambda _: self._release(size))
+        self._in_flight.append(task)
+        while self._in_flight and (
+            self._in_flight[0].done()
+            or len(self._in_flight) > MAX_IN_FLIGHT
+            or self._in_flight_bytes > MAX_IN_FLIGHT_BYTES
+        ):
+            await self._in_flight.popleft()
+
+    def _release(self, size: int) -> None:
+        self._in_flight_bytes -= size
+
+    async def _is_stored(self, runtime: DeliveryRuntime, cursor: int) -> bool:
+        try:
+            return await runtime.store.has_relay_cursor(self.url, cursor)
+        except StoreError:  # then the store refuses a second copy, and _store looks again
+            return False
+
+    async def _drain(self) -> None:
+        while self._in_flight:
+            with contextlib.suppress(Exception):
+                await self._in_flight.popleft()
+
+    async def _store(
+        self,
+        runtime: DeliveryRuntime,
+        cursor: int,
+        write: Callable[[], Awaitable[Attempt]],
+        delivery: RelayedDelivery | None,
+    ) -> None:
+        failures = 0
+        while True:
+            try:
+                stored = await write()
+                break
+            except StoreError:
+                # The store says why on its own (its health line); the delivery waits at the
+                # relay meanwhile, and the mark stays below it, so a restart fetches it again. One
+                # already stored (its write failed after the commit) is not stored again.
+                with contextlib.suppress(StoreError):
+                    if await runtime.store.has_relay_cursor(self.url, cursor):
+                        self._stored(cursor)
+                        return
+                delay = backoff_delay(
+                    failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                )
+                failures += 1
+                await asyncio.sleep(delay)
+        self._stored(cursor)
+        if cursor > self.state.cursor:
+            self._set(cursor=cursor, head=max(self.state.head, cursor))
+        if delivery is None:
+            return
+        for listener in list(self._delivery_listeners):
+            with contextlib.suppress(Exception):
+                listener(delivery, stored)
+
+    def _on_subscriber(self, state: SubscriberState) -> None:
+        # The cursor shown is the last one stored (set when its commit returns), not the last
+        # one received.
+        self._set(
+            connected=state.connected,
+            head=max(state.head, self.state.cursor),
+            error=state.error,
+            started=True,
+            refusals=state.refusals,
+        )
+
+    def _set(self, **changes: object) -> None:
+        new = replace(self.state, **changes)  # type: ignore[arg-type]
+        if new == self.state:
+            return
+        self.state = new
+        for listener in list(self._state_listeners):
+            with contextlib.suppress(Exception):
+                listener(new)
+
+
+class StateLines:
+    """The lines ``listen`` prints about the relay: one when the connection comes (saying how far
+    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery. A
+    relay that keeps breaking the rules the same way gets one line until it stops."""
+
+    def __init__(self) -> None:
+        self.last: LinkState | None = None
+        self.catching_up = False
+
+    def __call__(self, new: LinkState) -> str | None:
+        old, self.last = self.last, new
+        if new.stopped:
+            return new.describe()
+        if new.misbehaving:  # one line when it starts; quiet while the link retries
+            return None if old is not None and old.misbehaving else new.describe()
+        if not new.connected and not new.error:
+            return None  # still connecting: the line comes when it connects or fails
+        changed = (
+            old is None
+            or old.misbehaving
+            or (old.connected, old.error) != (new.connected, new.error)
+        )
+        if changed:
+            self.catching_up = new.connected and new.behind > 0
+            return new.describe()
+        if self.catching_up and new.connected and new.behind == 0:
+            self.catching_up = False
+            return new.describe()
+        return None
+
+
+@contextlib.contextmanager
+def _following(home: Path, url: str) -> Iterator[None]:
+    """One process per home follows a given relay: a second one would store every delivery
+    twice (the store refuses the second copy). Held with an advisory lock in the home."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: the store's unique index still guards
+        yield
+        return
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    path = Path(home) / f"relay-{digest}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RelayClientError(
+                f"Another walletpass-tui already follows {url} into {home}; stop it, or use "
+                "another --home."
+            ) from None
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,165 @@
+"""``relay follow``: hand each relayed delivery to a local receiver as the service would have.
+
+Every delivery from the relay is POSTed to ``--to`` (``walletpass-tui listen``, the dashboard's
+receiver, or your own app) with its raw body and its headers exactly as the relay received them,
+so the receiver verifies the real signature with the real secret, stores and forwards as for a
+direct POST. Two headers are added: ``X-Forwarded-For`` (the client the relay saw; a receiver on
+loopback trusts it) and ``X-Walletpass-Relay`` (the channel and the relay cursor).
+
+The cursor is saved (0600) after the receiver answered, so a restart resumes after the last
+delivery handed over. A 2xx or a 4xx (a verdict: the receiver recorded it) advances it; a 5xx or
+no answer is retried with capped backoff, as the service would retry. An event the relay sent
+that cannot be read (not a delivery, or larger than one can be) is skipped, with a line saying
+why (``on_skipped``), and its cursor saved: it does not block the ones after it. The cursor saved
+is only ever one the subscriber accepted (increasing, near the relay's announced head).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from walletpass_tui.config import DEFAULT_MAX_BODY, write_private_file
+from walletpass_tui.relay.events import RelayedDelivery
+from walletpass_tui.relay.link.subscriber import (
+    BACKOFF_MAX_S,
+    RelaySubscriber,
+    SubscriberState,
+    backoff_delay,
+)
+from walletpass_tui.text import parse_ascii_int
+
+CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
+RELAY_HEADER = "X-Walletpass-Relay"
+# Hop-by-hop and framing headers are the local connection's own, never copied.
+_NOT_COPIED = {
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "x-forwarded-for",
+    RELAY_HEADER.lower(),
+}
+
+
+def cursor_path(home: Path, subscribe_url: str) -> Path:
+    """Where the cursor of one subscribe URL is kept (the URL itself is not secret)."""
+    digest = hashlib.sha256(subscribe_url.split("?", 1)[0].encode()).hexdigest()[:16]
+    return Path(home) / "relay-cursors" / f"{digest}.cursor"
+
+
+def load_cursor(path: Path) -> int:
+    """The saved cursor; 0 (start over) when there is none or the file is not one we wrote."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(CURSOR_DIGITS + 2)  # a cursor and its newline, and one byte to spare
+    except OSError:
+        return 0
+    return parse_ascii_int(data.removesuffix(b"\n"), max_digits=CURSOR_DIGITS) or 0
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An event at ``cursor`` the relay sent that cannot be read, and why."""
+
+    cursor: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Handed:
+    """One delivery handed to the local receiver, and its answer."""
+
+    delivery: RelayedDelivery
+    status: int
+    tries: int
+
+
+class RelayFollower:
+    def __init__(
+        self,
+        subscribe_url: str,
+        token: str,
+        target: str,
+        cursor_file: Path,
+        *,
+        on_handed: Callable[[Handed], None] | None = None,
+        on_skipped: Callable[[Skipped], None] | None = None,
+        on_state: Callable[[SubscriberState], None] | None = None,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = BACKOFF_MAX_S,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        self.target = target
+        self.cursor_file = cursor_file
+        self._on_handed = on_handed
+        self._on_skipped = on_skipped
+        self._rng = random.Random()
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self._session: aiohttp.ClientSession | None = None
+        self.subscriber = RelaySubscriber(
+            subscribe_url,
+            token,
+            after=load_cursor(cursor_file),
+            on_delivery=self._hand_over,
+            on_unreadable=self._skip,
+            on_state=on_state,
+            backoff_initial_s=backoff_initial_s,
+            backoff_max_s=backoff_max_s,
+            max_body=max_body,
+        )
+
+    async def run(self) -> None:
+        """Until cancelled; raises RelayClientError on a 401/404 from the relay."""
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=30), auto_decompress=False
+        ) as session:
+            self._session = session
+            try:
+                await self.subscriber.run()
+            finally:
+                self._session = None
+
+    async def _hand_over(self, delivery: RelayedDelivery) -> None:
+        assert self._session is not None
+        headers: list[tuple[str, str]] = [
+            (k, v) for k, v in delivery.headers if k.lower() not in _NOT_COPIED
+        ]
+        if delivery.client or delivery.source:
+            headers.append(("X-Forwarded-For", delivery.client or delivery.source or ""))
+        headers.append((RELAY_HEADER, f"channel={delivery.channel}; cursor={delivery.cursor}"))
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                async with self._session.post(
+                    self.target, data=delivery.body, headers=headers, allow_redirects=False
+                ) as response:
+                    await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                status = 0
+            if 200 <= status < 500:
+                break
+            await asyncio.sleep(
+                backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
+            )
+        await self._save(delivery.cursor)
+        if self._on_handed is not None:
+            self._on_handed(Handed(delivery, status, tries))
+
+    async def _skip(self, cursor: int, raw: bytes, why: str) -> None:
+        await self._save(cursor)
+        if self._on_skipped is not None:
+            self._on_skipped(Skipped(cursor, why))
+
+    async def _save(self, cursor: int) -> None:
+        await asyncio.to_thread(write_private_file, self.cursor_file, f"{cursor}\n".encode())

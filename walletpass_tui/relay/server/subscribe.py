@@ -1,0 +1,250 @@
+"""``GET /channels/{slug}/events``: Server-Sent Events for a subscriber holding a channel token.
+
+Every stored delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then
+new ones as they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
+newest cursor) when nothing else was sent for a while. The token is checked again at every
+heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name,
+URLs and creation time as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
+
+Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
+``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
+written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
+reading holds at most one event and is dropped after two heartbeats without progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import time
+from collections.abc import Callable
+
+from aiohttp import web
+
+from walletpass_tui import __version__
+from walletpass_tui.relay.events import sse_comment
+from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
+from walletpass_tui.relay.server.fanout import Feed, Feeds
+from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError
+from walletpass_tui.relay.server.stream import EventStream, PeerStalled
+from walletpass_tui.text import parse_ascii_int
+
+CHANNELS_PREFIX = "/channels/"
+DEFAULT_HEARTBEAT_S = 15.0
+DEFAULT_MAX_SUBSCRIBERS = 1000  # streams on the whole relay
+DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
+FULL_RETRY_AFTER_S = 30
+RETRY_MS = 2000
+MAX_CURSOR = 2**63 - 1
+
+_UNAUTHORIZED = "Unauthorized: the token is wrong or revoked"
+
+
+class Subscriptions:
+    def __init__(
+        self,
+        feeds: Feeds,
+        db: RelayDB,
+        *,
+        public_url: Callable[[web.Request], str],
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
+        max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
+    ) -> None:
+        self.feeds = feeds
+        self.db = db
+        self.public_url = public_url
+        self.heartbeat_s = heartbeat_s
+        self.max_subscribers = max_subscribers
+        self.max_channel_subscribers = max_channel_subscribers
+        self.streams = 0  # open streams on every channel
+        self.stopping = asyncio.Event()
+        self._stopped: asyncio.Future[None] | None = None
+
+    @property
+    def stopped(self) -> asyncio.Future[None]:
+        """Done once the relay stops: ends the streams waiting for a slow peer too."""
+        if self._stopped is None:
+            self._stopped = asyncio.get_running_loop().create_future()
+            if self.stopping.is_set():
+                self._stopped.set_result(None)
+        return self._stopped
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        rest = request.path[len(CHANNELS_PREFIX) :].rstrip("/")
+        slug, _, tail = rest.partition("/")
+        if not slug or tail not in ("", "events"):
+            return _text(404, "Not found")
+        if request.method != "GET":
+            return _text(405, "Method not allowed: use GET", headers={"Allow": "GET"})
+        channel = await self._authorize(request, slug)
+        if channel is None:
+            return _text(401, _UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+        if tail == "":
+            base = self.public_url(request)
+            return web.json_response(
+                {
+                    "name": channel.name,
+                    "ingress_url": ingress_url(base, channel.slug),
+                    "subscribe_url": subscribe_url(base, channel.slug),
+                    "verifies_at_edge": channel.verifies_at_edge,
+                    "created_at_ms": channel.created_at_ms,
+                    "version": __version__,
+                }
+            )
+        after = _cursor(request)
+        if after is None:
+            return _text(400, "Bad request: Last-Event-ID and ?after= take a cursor (0 or more)")
+        return await self._stream(request, channel, after)
+
+    async def _authorize(self, request: web.Request, slug: str) -> Channel | None:
+        token = bearer_token(request.headers.get("Authorization"))
+        if token is None:
+            return None
+        try:
+            channel = await asyncio.to_thread(self.db.channel_for_token, token)
+        except RelayStoreError:
+            return None
+        if channel is None or not hmac.compare_digest(channel.slug.encode(), slug.encode()):
+            return None
+        return channel
+
+    async def _still_valid(self, token: str | None, channel: Channel) -> bool:
+        if token is None:
+            return False
+        try:
+            current = await asyncio.to_thread(self.db.channel_for_token, token)
+        except RelayStoreError:
+            return True  # a busy database is not a revocation
+        return current is not None and current.id == channel.id
+
+    async def _stream(
+        self, request: web.Request, channel: Channel, after: int
+    ) -> web.StreamResponse:
+        feed = self.feeds.by_id(channel)
+        if feed.subscribers >= self.max_channel_subscribers:
+            return _text(
+                429,
+                f"Too many requests: this channel already has {feed.subscribers} open streams, "
+                "the relay's limit; close one or retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
+        if self.streams >= self.max_subscribers:
+            return _text(
+                503,
+                f"Service unavailable: the relay already serves {self.streams} streams, "
+                "its limit; retry later",
+                headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
+            )
+        feed.subscribers += 1
+        self.streams += 1
+        try:
+            return await self._serve(request, feed, channel, after)
+        finally:
+            feed.subscribers -= 1
+            self.streams -= 1
+
+    async def _serve(
+        self, request: web.Request, feed: Feed, channel: Channel, after: int
+    ) -> web.StreamResponse:
+        token = bearer_token(request.headers.get("Authorization"))
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",  # nginx and friends: do not buffer the stream
+            }
+        )
+
+        async def still_valid() -> bool:
+            return await self._still_valid(token, channel)
+
+        cursor = after
+        try:
+            out = EventStream(
+                request,
+                await response.prepare(request),
+                feed,
+                heartbeat_s=self.heartbeat_s,
+                stopped=self.stopped,
+            )
+            head = await asyncio.to_thread(self.db.head, channel.id)
+            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
+            checked = time.monotonic()
+            while not self.stopping.is_set():
+                if time.monotonic() - checked >= self.heartbeat_s:
+                    # A busy stream is re-checked as often as an idle one: revoking cuts both.
+                    if not await still_valid():
+                        break
+                    checked = time.monotonic()
+                changed = feed.changed
+                sent = await _send_page(out, feed, self.db, cursor)
+                if sent != cursor:
+                    cursor = sent
+                    if not await out.drained(still_valid):
+                        return response
+                    continue
+                done, _ = await asyncio.wait(
+                    {changed, self.stopped},
+                    timeout=self.heartbeat_s,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done and not self.stopping.is_set():
+                    if not await still_valid():
+                        break
+                    checked = time.monotonic()
+                    head = max(cursor, feed.head_hint)
+                    await out.write(sse_comment(f"heartbeat head={head}"))
+                    if not await out.drained(still_valid):
+                        return response
+        except (ConnectionError, PeerStalled):  # the subscriber went away, or read nothing
+            return response
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await response.write_eof()
+        return response
+
+    async def close(self) -> None:
+        """End every stream, those waiting for new events and those waiting for a slow peer."""
+        self.stopping.set()
+        if not self.stopped.done():
+            self.stopped.set_result(None)
+        for feed in self.feeds:
+            feed.wake()
+
+
+async def _send_page(out: EventStream, feed: Feed, db: RelayDB, cursor: int) -> int:
+    """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
+    the last event written. The rest of the page is let go of here, read again once drained."""
+    for next_cursor, event in await feed.read_after(db, cursor):
+        await out.write(event)
+        cursor = next_cursor
+        if out.full:
+            break
+    return cursor
+
+
+def _cursor(request: web.Request) -> int | None:
+    text = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+    value = parse_ascii_int(text, max_digits=19)
+    return value if value is not None and value <= MAX_CURSOR else None
+
+
+def _text(status: int, text: str, *, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=text + "\n", headers=headers)
+
+
+def health(feeds: Feeds) -> web.Response:
+    return web.Response(
+        text=json.dumps(
+            {
+                "status": "ok",
+                "version": __version__,
+                "channels": len(feeds),
+                "subscribers": feeds.subscribers,
+                "stalled": feeds.stalled,
+            }
+        ),
+        content_type="application/json",
+    )

@@ -1,0 +1,193 @@
+"""The relay server's one writer: a thread that commits whatever waits in one transaction.
+
+``submit`` returns a future resolved only after COMMIT (or with the error that prevented it), so
+ingress answers 2xx only for what is on disk; many concurrent deliveries share one commit (group
+commit) and one fsync. ``on_commit`` hears every stored delivery in commit order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from walletpass_tui.relay.server.storage import RelayStoreError, connect
+
+MAX_BATCH = 512
+REJECTED_CAP = 1000  # kept per channel; the oldest go first
+REJECTED_BODY_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    channel_id: int
+    received_at_ms: int
+    webhook_id: str | None
+    data: bytes  # the JSON sent to subscribers, exactly as stored
+
+
+@dataclass(frozen=True)
+class NewRejection:
+    channel_id: int
+    received_at_ms: int
+    status: int
+    reason: str
+    webhook_id: str | None
+    source: str | None
+    headers: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Stored:
+    cursor: int
+    channel_id: int
+    used_bytes: int  # the channel's usage after this commit
+    data: bytes
+
+
+Job = NewDelivery | NewRejection | Callable[[sqlite3.Connection], Any]
+
+
+class RelayWriter:
+    """One thread, one connection: every job waiting is committed in one transaction.
+
+    ``submit`` returns a future resolved only after COMMIT (or with the error that prevented it).
+    """
+
+    def __init__(self, path: Path, on_commit: Callable[[list[Stored]], None]) -> None:
+        self.path = path
+        self._db = connect(path)
+        self._jobs: queue.SimpleQueue[tuple[Job, Future[Any]] | None] = queue.SimpleQueue()
+        self._on_commit = on_commit
+        self.commits = 0
+        self._thread = threading.Thread(target=self._loop, name="relay-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> asyncio.Future[Any]:
+        future: Future[Any] = Future()
+        self._jobs.put((job, future))
+        return asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the thread."""
+        self._jobs.put(None)
+        self._thread.join()
+        self._db.close()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            batch = [item]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[tuple[Job, Future[Any]]]) -> None:
+        db = self._db
+        results: list[Any] = []
+        stored: list[Stored] = []
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for job, _ in batch:
+                    result = self._apply(db, job)
+                    results.append(result)
+                    if isinstance(result, Stored):
+                        stored.append(result)
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+        except Exception as exc:
+            error = RelayStoreError(f"Not stored: the relay database failed ({exc}).")
+            for _, future in batch:
+                with contextlib.suppress(InvalidStateError):  # the caller gave up waiting
+                    future.set_exception(error)
+            return
+        self.commits += 1
+        if stored:
+            with contextlib.suppress(Exception):  # the loop is closing: nobody to tell
+                self._on_commit(stored)
+        for (_, future), result in zip(batch, results, strict=True):
+            with contextlib.suppress(InvalidStateError):
+                future.set_result(result)
+
+    def _apply(self, db: sqlite3.Connection, job: Job) -> Any:
+        if isinstance(job, NewDelivery):
+            size = len(job.data)
+            cur = db.execute(
+                "INSERT INTO deliveries(channel_id, received_at_ms, webhook_id, size, data) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (job.channel_id, job.received_at_ms, job.webhook_id, size, job.data),
+            )
+            row = db.execute(
+                "UPDATE channels SET used_bytes = used_bytes + ? WHERE id=? RETURNING used_bytes",
+                (size, job.channel_id),
+            ).fetchone()
+            return Stored(
+                int(cur.lastrowid or 0), job.channel_id, int(row[0]) if row else 0, job.data
+            )
+        if isinstance(job, NewRejection):
+            db.execute(
+                "INSERT INTO rejected(channel_id, received_at_ms, status, reason, webhook_id, "
+                "source, headers, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.channel_id,
+                    job.received_at_ms,
+                    job.status,
+                    job.reason,
+                    job.webhook_id,
+                    job.source,
+                    job.headers,
+                    job.body[:REJECTED_BODY_LIMIT],
+                ),
+            )
+            db.execute(
+                "DELETE FROM rejected WHERE channel_id=? AND id <= "
+                "(SELECT id FROM rejected WHERE channel_id=? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                (job.channel_id, job.channel_id, REJECTED_CAP),
+            )
+            return None
+        return job(db)
+
+
+def prune_before(cutoff_ms: int) -> Callable[[sqlite3.Connection], int]:
+    """A writer job: delete deliveries received before ``cutoff_ms``, give back their quota."""
+
+    def prune(db: sqlite3.Connection) -> int:
+        freed = db.execute(
+            "SELECT channel_id, SUM(size), COUNT(*) FROM deliveries WHERE received_at_ms < ? "
+            "GROUP BY channel_id",
+            (cutoff_ms,),
+        ).fetchall()
+        for channel_id, size, _ in freed:
+            db.execute(
+                "UPDATE channels SET used_bytes = MAX(0, used_bytes - ?) WHERE id=?",
+                (size, channel_id),
+            )
+        db.execute("DELETE FROM deliveries WHERE received_at_ms < ?", (cutoff_ms,))
+        db.execute("DELETE FROM rejected WHERE received_at_ms < ?", (cutoff_ms,))
+        return sum(int(n) for _, _, n in freed)
+
+    return prune

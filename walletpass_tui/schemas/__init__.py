@@ -1,0 +1,68 @@
+"""Payload schemas learned from verified deliveries, and drift flagged the moment it arrives.
+
+The service documents neither a webhook body nor a pass template. This package learns, per topic
+(``pass.activated``; ``topic unknown`` is its own group) and for the pass templates, every field
+path with its JSON types, presence, first value and first/last sighting, from verified deliveries
+only, and records drift (``field_added``, ``field_missing``, ``type_changed``) once a topic has 20
+samples. It is kept in ``<history>-schemas`` beside the history (0600), learned off the commit
+path, and can always be deleted: it is learned again from the history.
+
+Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
+
+    from walletpass_tui.schemas.learner import SchemaLearner
+
+    learner = SchemaLearner(store.path).start()   # call on the event loop: listeners run there
+    unfollow = learner.follow(store)              # wake after each commit (store.subscribe)
+    learner.on_drift(lambda attempt_id, findings: ...)   # DriftRecord-able Findings, see below
+    ...
+    unfollow(); await learner.aclose()            # or learner.stop() from plain code
+
+``on_drift`` listeners get ``(attempt_id, findings)`` for each new delivery that showed drift
+first, right after its batch is learned (within ``COALESCE_S`` + one step of the commit); turn a
+finding into its public record with ``DriftRecord.of(finding)`` (``.describe()`` gives
+``pass.activated data.serialNumber: string -> integer``; escape it with ``text.printable``).
+``on_learned(step)`` tells a view to refresh. ``learner.learn_templates(objects)`` feeds the
+template objects of ``GET passTemplates`` (the ``templates`` group).
+
+Reading (any process, any thread; a missing file reads as nothing learned)::
+
+    reader = SchemaReader(history_path)
+    reader.groups()                       # [GroupSummary]: topic, samples, paths, drift, last seen
+    reader.fields(GroupKey.of_topic("pass.activated"))   # [FieldInfo], tree order, root "$" first
+    reader.drift(key=None, since_ms=None)                # [DriftRecord], newest first
+    reader.drift_for_attempt(attempt_id)                 # events show --json's "drift" array
+    reader.attempts_with_drift(limit=50)                 # events list --drift
+    reader.export(key, "jsonschema" | "typescript" | "pydantic")
+
+Each record has ``to_json()`` (the one JSON shape). Rebuilding (``schema rebuild``):
+``rebuild(history_path, progress)`` without a running learner, or ``learner.rebuild(progress)``
+with one; ``progress(done, total)`` counts verified deliveries.
+
+Pure learning, no file (tests, one-off tools): ``Catalog().learn(Delivery.from_attempt(a))``;
+a delivery whose verdict is not ``verified`` teaches nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from walletpass_tui.schemas.book import Progress
+from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.storage import schemas_path
+
+
+def rebuild(history_path: Path, progress: Progress | None = None) -> int:
+    """Learn every topic again from the stored history (no learner needs to run; one that runs
+    in another program notices and follows). Returns the deliveries learned."""
+    import sqlite3
+
+    from walletpass_tui.schemas.book import Book
+
+    book = Book(Path(history_path))
+    try:
+        book.open()
+        return book.rebuild(progress)
+    except sqlite3.Error as exc:
+        raise SchemaError.of(exc, schemas_path(Path(history_path))) from None
+    finally:
+        book.close()

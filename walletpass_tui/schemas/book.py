@@ -1,0 +1,224 @@
+"""The catalog kept in step with the schema file and with the history it learns from.
+
+One ``Book`` per connection, used from one thread at a time. ``step()`` learns the next rows of
+the history (by row id) in one transaction of the schema file; the history is only read, through
+WAL, so a delivery's commit never waits for learning. Every write transaction starts by writing
+the file's ``version`` and checks it against the one this book last wrote: when another program
+(a second learner on the same history, ``rebuild`` from the command line) changed the file, the
+catalog is loaded again first, so two programs never learn a row twice or lose each other's work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from walletpass_tui.schemas import storage
+from walletpass_tui.schemas.catalog import Catalog, Delivery
+from walletpass_tui.schemas.model import Finding
+from walletpass_tui.webhooks.models import VERIFIED, now_ms
+
+CHUNK = 512  # history rows per learning transaction
+REBUILD_CHUNK = 4096
+
+Progress = Callable[[int, int], None]
+
+# Each attempt after the last one learned, in row-id order. Only a verified attempt's body is
+# read, and not that of a redelivery (same webhook-id, same body as an earlier verified attempt):
+# it would teach nothing new and count one message twice.
+_NEXT_ROWS = f"""
+SELECT a.id, a.webhook_id, a.received_at_ms, a.topic, a.verdict,
+    CASE WHEN a.verdict = '{VERIFIED}' AND NOT (a.attempt_no > 1 AND a.body_differs = 0
+        AND EXISTS (SELECT 1 FROM history.attempts b WHERE b.webhook_id = a.webhook_id
+            AND b.id < a.id AND b.verdict = '{VERIFIED}'))
+    THEN a.body END
+FROM history.attempts a WHERE a.id > ? ORDER BY a.id LIMIT ?
+"""
+
+
+@dataclass
+class Step:
+    rows: int = 0  # history rows read (every verdict)
+    verified: int = 0  # ... of them verified
+    learned: int = 0  # verified deliveries learned from (a redelivery of a body is not)
+    findings: list[tuple[int | None, list[Finding]]] = field(default_factory=list)
+    upto: int = 0
+
+
+class Book:
+    def __init__(self, history: Path, busy_timeout_ms: int = 5000) -> None:
+        self.history = Path(history)
+        self.busy_timeout_ms = busy_timeout_ms
+        self.db: sqlite3.Connection | None = None
+        self.catalog = Catalog()
+        self.version = -1
+        self.upto = 0
+        self._identity: tuple[int, int] | None = None
+
+    # -- the file ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (or make) the schema file and load what it holds."""
+        self.close()
+        self.db = storage.connect(self.history, self.busy_timeout_ms)
+        self._identity = storage.identity(self.history)
+        self._transaction(self._check_history)
+
+    def close(self) -> None:
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+
+    def ensure_open(self) -> sqlite3.Connection:
+        """The connection; a schema file deleted or replaced meanwhile is made anew."""
+        if self.db is None or storage.identity(self.history) != self._identity:
+            self.open()
+        assert self.db is not None
+        return self.db
+
+    def recover(self) -> None:
+        """After a failed step: a damaged file is deleted and made anew; anything else (the
+        history locked by another program) is tried again later."""
+        try:
+            if self.db is not None:
+                storage.check(self.db)
+        except sqlite3.DatabaseError:
+            self.close()
+            storage.discard(self.history)
+        self.version = -1  # whatever was half learned in memory is loaded again
+
+    def _reload(self, db: sqlite3.Connection) -> None:
+        self.catalog = storage.load(db)
+        self.upto = storage.meta(db, "learned_upto")
+        self.version = storage.meta(db, "version")
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``work`` in one write transaction of the schema file, the catalog loaded again
+        first if anybody else wrote the file since; on failure the catalog is loaded again."""
+        db = self.ensure_open()
+        db.execute("BEGIN")
+        try:
+            # The first statement writes: the file's write lock is taken now (the history's
+            # never is), so the version read next cannot change before the commit.
+            db.execute("UPDATE main.meta SET value = value WHERE key = 'version'")
+            if storage.meta(db, "version") != self.version:
+                self._reload(db)
+            result = work(db)
+            self.version += 1
+            storage.set_meta(db, "version", self.version)
+            storage.save(db, self.catalog)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            self.version = -1
+            raise
+        return result
+
+    def _check_history(self, db: sqlite3.Connection) -> None:
+        """A schema file learned from rows this history never had (the history was moved
+        aside and a new one started): start over."""
+        if self.upto > storage.history_top(db):
+            self._forget_topics(db)
+
+    def _forget_topics(self, db: sqlite3.Connection) -> None:
+        storage.clear_topics(db)
+        templates = {k: g for k, g in self.catalog.groups.items() if k.templates}
+        self.catalog.groups = templates
+        self.catalog.topics_not_learned = 0
+        self.upto = 0
+
+    # -- learning ----------------------------------------------------------------------------
+
+    def step(self, limit: int = CHUNK) -> Step:
+        """Learn up to ``limit`` history rows past the last one learned."""
+        return self._transaction(lambda db: self._learn_rows(db, limit))  # type: ignore[no-any-return]
+
+    def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
+        step = Step(upto=self.upto)
+        for attempt_id, webhook_id, at_ms, topic, verdict, body in db.execute(
+            _NEXT_ROWS, (self.upto, limit)
+        ):
+            step.rows += 1
+            step.upto = attempt_id
+            step.verified += verdict == VERIFIED
+            if body is None:
+                continue  # rejected, or a redelivery of a body already learned
+            delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
+            found = self.catalog.learn(delivery)
+            step.learned += 1
+            if found:
+                step.findings.append((attempt_id, found))
+        self.upto = step.upto
+        storage.set_meta(db, "learned_upto", self.upto)
+        return step
+
+    def catch_up(self, limit: int = CHUNK) -> Step:
+        """Learn every row committed so far."""
+        total = Step(upto=self.upto)
+        while True:
+            step = self.step(limit)
+            total.rows += step.rows
+            total.verified += step.verified
+            total.learned += step.learned
+            total.findings += step.findings
+            total.upto = step.upto
+            if step.rows < limit:
+                return total
+
+    def rebuild(self, progress: Progress | None = None) -> int:
+        """Forget every topic and learn the whole history again; returns the deliveries learned.
+
+        ``progress(done, total)`` is called after each chunk: verified deliveries read so far,
+        and the verified deliveries in the history when the rebuild started (``done`` reaches
+        ``total``, and passes it when more arrived meanwhile).
+        """
+
+        def start(db: sqlite3.Connection) -> int:
+            self._forget_topics(db)
+            row = db.execute(
+                f"SELECT COUNT(*) FROM history.attempts WHERE verdict = '{VERIFIED}'"
+            ).fetchone()
+            return int(row[0])
+
+        total = int(self._transaction(start))
+        done = learned = 0
+        if progress is not None:
+            progress(0, total)
+        while True:
+            step = self.step(REBUILD_CHUNK)
+            done += step.verified
+            learned += step.learned
+            if progress is not None:
+                progress(done, total)
+            if step.rows < REBUILD_CHUNK:
+                return learned
+
+    def learn_templates(
+        self, templates: Iterable[Any], seen_at_ms: int | None = None
+    ) -> list[Finding]:
+        """Learn from the template objects of ``GET passTemplates``."""
+        when = now_ms() if seen_at_ms is None else seen_at_ms
+        items = list(templates)
+        return self._transaction(  # type: ignore[no-any-return]
+            lambda db: self.catalog.learn_templates(items, when)
+        )
+
+    def top(self) -> int:
+        """The history's highest row id now."""
+        db = self.ensure_open()
+        return storage.history_top(db)
+
+
+def settle_sleep(started: float, share: float) -> None:
+    """Sleep so that work begun at ``started`` used at most ``share`` of the time since."""
+    spent = time.perf_counter() - started
+    if 0 < share < 1:
+        time.sleep(spent * (1 - share) / share)

@@ -1,0 +1,318 @@
+"""Pure learning: one body -> what it shows at each path, bounded whatever it holds.
+
+``observe(body, group)`` reads the body with the non-recursive reader (``jsonscan.py``) and
+returns its paths in document order, parents first, with their types, counts and first value. The
+group is only read (which paths it knows, which of its objects are maps), so a body that turns
+out not to be JSON halfway through changes nothing. Bounds (``paths.py``): 64 levels, 2,000 paths
+per group (the rest counted by digest), keys up to 128 characters, id-like keys folded into
+``{*}`` past 50 at one path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from walletpass_tui.schemas.jsonscan import (
+    ARRAY,
+    BOOLEAN,
+    FAST_BYTES,
+    INTEGER,
+    NULL,
+    NUMBER,
+    OBJECT,
+    STRING,
+    NotJson,
+    decode,
+    scan,
+    text_of,
+)
+from walletpass_tui.schemas.model import GroupSchema, PathStats
+from walletpass_tui.schemas.paths import (
+    MAP,
+    MAP_KEYS,
+    MAX_DEPTH,
+    MAX_KEY_CHARS,
+    MAX_PATHS,
+    ROOT,
+    UNTRACKED_CAP,
+    Segment,
+    child,
+    digest,
+    example,
+    looks_like_id,
+)
+
+
+@dataclass
+class Observation:
+    """What one body showed: its paths (document order, parents first) and the paths it had
+    beyond the group's bounds (as digests)."""
+
+    paths: dict[str, PathStats]
+    untracked: set[bytes] = field(default_factory=set)
+    untracked_more: bool = False
+
+
+_PENDING = object()  # an array's item path, resolved when its first item arrives
+
+
+class _Frame:
+    __slots__ = ("held", "is_object", "slot", "stats")
+
+    def __init__(self, stats: PathStats | None, is_object: bool) -> None:
+        self.stats = stats  # None: a value not learned (too deep, untracked), skipped whole
+        self.is_object = is_object
+        self.slot: Any = None if is_object or stats is None else _PENDING
+        self.held: set[str] | None = None
+
+
+class Observer:
+    """The reader's sink: keeps a path per value, never more than the bounds allow."""
+
+    def __init__(self, group: GroupSchema) -> None:
+        self.group = group
+        self.paths: dict[str, PathStats] = {}
+        self.frames: list[_Frame] = []
+        self.new_paths = 0
+        self.new_idlike: dict[str, int] = {}
+        self.named_idlike: set[tuple[str, str]] = set()  # id-like keys named in this body
+        self.maps: dict[str, str] = {}  # parent path -> its map path, once it is a map
+        self.untracked: set[bytes] = set()
+        self.untracked_more = False
+        self.root = PathStats(ROOT, None, Segment.ROOT, "", 0)
+        self.paths[ROOT] = self.root
+        known_root = group.paths.get(ROOT)
+        if known_root is None:
+            self.new_paths = 1
+        else:
+            self.root.example = known_root.example
+
+    # -- the reader's events -----------------------------------------------------------------
+
+    def begin_object(self) -> None:
+        slot = self._slot()
+        if slot is not None:
+            slot.seen += 1
+            slot.types[OBJECT] = slot.types.get(OBJECT, 0) + 1
+            slot.objects += 1
+        self.frames.append(_Frame(slot, True))
+
+    def key(self, name: str) -> None:
+        frame = self.frames[-1]
+        if frame.stats is None:
+            return
+        found = self._key_child(frame.stats, name)
+        frame.slot = found
+        if found is not None:
+            held = frame.held
+            if held is None:
+                held = frame.held = set()
+            if found.path not in held:  # once per object: a duplicate key, or a map's keys
+                held.add(found.path)
+                found.holders += 1
+
+    def end_object(self) -> None:
+        self.frames.pop()
+
+    def begin_array(self) -> None:
+        slot = self._slot()
+        if slot is not None:
+            slot.seen += 1
+            slot.types[ARRAY] = slot.types.get(ARRAY, 0) + 1
+            slot.arrays += 1
+        self.frames.append(_Frame(slot, False))
+
+    def end_array(self) -> None:
+        self.frames.pop()
+
+    def scalar(self, kind: str, value: Any) -> None:
+        slot = self._slot()
+        if slot is not None:
+            slot.seen += 1
+            slot.types[kind] = slot.types.get(kind, 0) + 1
+            if slot.example is None:
+                slot.example = example(text_of(value))
+
+    # -- a parsed document, walked directly ----------------------------------------------------
+
+    def take(self, slot: PathStats, value: Any) -> Any:
+        """Record ``value`` at ``slot``; an iterator over its children when it is a container."""
+        kind = type(value)
+        types = slot.types
+        slot.seen += 1
+        if kind is dict:
+            types[OBJECT] = types.get(OBJECT, 0) + 1
+            slot.objects += 1
+            return iter(value.items())
+        if kind is list:
+            types[ARRAY] = types.get(ARRAY, 0) + 1
+            slot.arrays += 1
+            return iter(value)
+        if kind is str:
+            name = STRING
+        elif value is None:
+            name = NULL
+        elif kind is bool:
+            name = BOOLEAN
+        elif kind is int:
+            name = INTEGER
+        else:
+            name = NUMBER
+        types[name] = types.get(name, 0) + 1
+        if slot.example is None:
+            slot.example = example(text_of(value))
+        return None
+
+    def observe_doc(self, doc: Any) -> None:
+        """The same as the reader's events for ``doc`` (what ``json.loads`` made), without them:
+        depth first, document order, and a subtree that is not learned is not visited."""
+        root = self.root
+        root.holders = 1
+        children = self.take(root, doc)
+        if children is None:
+            return
+        frames: list[list[Any]] = [[children, root, type(doc) is dict, _PENDING]]
+        key_child, take, item_kind = self._key_child, self.take, Segment.ITEM
+        while frames:
+            frame = frames[-1]
+            entries, parent, is_object = frame[0], frame[1], frame[2]
+            for entry in entries:
+                if is_object:
+                    key, value = entry
+                    slot = key_child(parent, key)
+                    if slot is None:
+                        continue
+                    if slot.segment is Segment.MAP:  # several keys, one path: held once
+                        if len(frame) == 4:
+                            frame.append(set())
+                        if slot.path not in frame[4]:
+                            frame[4].add(slot.path)
+                            slot.holders += 1
+                    else:
+                        slot.holders += 1  # a parsed object's keys are unique
+                else:
+                    value = entry
+                    slot = frame[3]
+                    if slot is _PENDING:
+                        slot = self._child(parent, item_kind, "", child(parent.path, item_kind))
+                        frame[3] = slot
+                        if slot is not None:
+                            slot.holders += 1
+                    if slot is None:
+                        continue
+                kids = take(slot, value)
+                if kids is not None:
+                    frames.append([kids, slot, type(value) is dict, _PENDING])
+                    break
+            else:
+                frames.pop()
+
+    # -- where a value goes ------------------------------------------------------------------
+
+    def _slot(self) -> PathStats | None:
+        if not self.frames:
+            self.root.holders = 1
+            return self.root
+        frame = self.frames[-1]
+        if frame.slot is _PENDING:
+            assert frame.stats is not None
+            frame.slot = self._child(
+                frame.stats, Segment.ITEM, "", child(frame.stats.path, Segment.ITEM)
+            )
+            if frame.slot is not None:
+                frame.slot.holders += 1  # once per non-empty array
+        slot: PathStats | None = frame.slot
+        return slot
+
+    def _key_child(self, parent: PathStats, name: str) -> PathStats | None:
+        known = self.group.by_key.get((parent.path, name))
+        if known is not None:  # the common case: a key the group knows
+            found = self.paths.get(known.path)
+            if found is None:
+                found = PathStats(known.path, parent.path, Segment.KEY, name, known.depth)
+                found.example = known.example  # only a new path needs its first value
+                self.paths[known.path] = found
+            return found
+        if len(name) > MAX_KEY_CHARS:
+            parent.open = True
+            self._untrack(child(parent.path, Segment.KEY, name[: MAX_KEY_CHARS + 1]))
+            return None
+        if looks_like_id(name) and (parent.path, name) not in self.named_idlike:
+            map_path = self._map_path(parent.path)
+            if map_path is not None:
+                return self._child(parent, Segment.MAP, MAP, map_path)
+        return self._child(parent, Segment.KEY, name, child(parent.path, Segment.KEY, name))
+
+    def _child(self, parent: PathStats, segment: Segment, key: str, path: str) -> PathStats | None:
+        found = self.paths.get(path)
+        if found is not None:
+            return found
+        if parent.depth >= MAX_DEPTH:
+            parent.open = True
+            return None
+        known = self.group.paths.get(path)
+        if known is None:
+            if len(self.group.paths) + self.new_paths >= MAX_PATHS:
+                parent.open = True
+                self._untrack(path)
+                return None
+            self.new_paths += 1
+            if segment is Segment.KEY and looks_like_id(key):
+                self.new_idlike[parent.path] = self.new_idlike.get(parent.path, 0) + 1
+                self.named_idlike.add((parent.path, key))
+        stats = PathStats(path, parent.path, segment, key, parent.depth + 1)
+        if known is not None:
+            stats.example = known.example
+        self.paths[path] = stats
+        return stats
+
+    def _map_path(self, parent: str) -> str | None:
+        """Where a new id-like key at ``parent`` goes when the parent is a map: a map is there,
+        or the key would be its (MAP_KEYS + 1)th id-like key. None: it keeps its name."""
+        found = self.maps.get(parent)
+        if found is not None:
+            return found
+        map_path = child(parent, Segment.MAP)
+        known = self.group.idlike.get(parent, 0) + self.new_idlike.get(parent, 0)
+        if map_path in self.paths or map_path in self.group.paths or known >= MAP_KEYS:
+            self.maps[parent] = map_path
+            return map_path
+        return None
+
+    def _untrack(self, path: str) -> None:
+        if len(self.untracked) < UNTRACKED_CAP:
+            self.untracked.add(digest(path))
+        else:
+            self.untracked_more = True
+
+    def result(self) -> Observation:
+        return Observation(self.paths, self.untracked, self.untracked_more)
+
+
+def observe(body: bytes, group: GroupSchema) -> Observation | None:
+    """What ``body`` shows, or None when it is not UTF-8 JSON. Never raises for any body."""
+    observer = Observer(group)
+    try:
+        text = decode(body)
+        if len(body) <= FAST_BYTES:
+            try:
+                doc = json.loads(text)
+            except (ValueError, RecursionError):
+                pass  # not JSON, or more than json.loads takes: the scanner decides
+            else:
+                observer.observe_doc(doc)
+                return observer.result()
+        scan(text, observer)
+    except NotJson:
+        return None
+    return observer.result()
+
+
+def template_body(template: Any) -> bytes | None:
+    """A template object (already parsed by the API client) as JSON text to learn from."""
+    try:
+        return json.dumps(template, ensure_ascii=True).encode("ascii")
+    except (TypeError, ValueError, RecursionError):
+        return None

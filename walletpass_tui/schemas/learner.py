@@ -1,0 +1,264 @@
+"""``SchemaLearner``: follows the history by row id on a thread of its own, off the commit path.
+
+After a commit (``wake()``, a listener of the store) the learner waits COALESCE_S for more
+commits, then learns every new row in one transaction of the schema file, and tells its drift
+subscribers what the rows showed first. Without a wake-up it looks for new rows every POLL_S (a
+history written by another program). Everything touching the file runs on its thread; the public
+methods hand work to it and are safe to call from any thread or from the event loop.
+
+A backlog (the first start on a long history, a rebuild) is learned in chunks that leave the
+interpreter to the receiver at least half of the time (BACKLOG_SHARE), so a start-up catch-up
+does not stall deliveries arriving meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step, settle_sleep
+from walletpass_tui.schemas.model import Finding
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.store import Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
+POLL_S = 0.5  # look for rows committed by another program this often
+RETRY_S = 0.5  # after a failed step (the file locked by another program)
+BACKLOG_SHARE = 0.5  # of the time a backlog may take
+
+DriftListener = Callable[[int | None, Sequence[Finding]], None]
+LearnedListener = Callable[[Step], None]
+
+
+class SchemaLearner:
+    """Learn the schema of every topic from the history at ``history_path``.
+
+    ``start()`` opens the schema file on the learner's thread and begins following the history;
+    ``stop()`` ends it (safe to call twice). Listeners registered with ``on_drift`` are called
+    with ``(attempt_id, findings)`` for each delivery that showed a drift first, on the event
+    loop that was running when ``start()`` was called (on the learner's thread when none was).
+    Only rows committed after ``start()`` are announced; drift found while catching up with
+    older rows, or while rebuilding, is stored and queryable but not announced.
+    """
+
+    def __init__(
+        self,
+        history_path: Path,
+        *,
+        busy_timeout_ms: int = 5000,
+        coalesce_s: float = COALESCE_S,
+        poll_s: float = POLL_S,
+    ) -> None:
+        self.history_path = Path(history_path)
+        self._book = Book(self.history_path, busy_timeout_ms)
+        self._coalesce_s = coalesce_s
+        self._poll_s = poll_s
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
+        self._jobs = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drift: list[DriftListener] = []
+        self._learned: list[LearnedListener] = []
+        self._announce_after = 0
+        self.failures = 0
+        self.problem: str | None = None  # why learning stopped for now (None: it works)
+
+    # -- life --------------------------------------------------------------------------------
+
+    def start(self) -> SchemaLearner:
+        """Start following the history (returns at once; the file is opened on the thread)."""
+        if self._thread is not None:
+            raise RuntimeError("This SchemaLearner was already started.")
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
+        self._thread.start()
+        self.wake()
+        return self
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Finish the step under way and close the file."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def wake(self, *_: object) -> None:
+        """New rows were committed: learn them soon. A store listener (``store.subscribe``)."""
+        self._wake.set()
+
+    def follow(self, store: Store) -> Callable[[], None]:
+        """Wake after each of ``store``'s commits; returns a function that stops that."""
+        return store.subscribe(self.wake)
+
+    # -- listeners ---------------------------------------------------------------------------
+
+    def on_drift(self, listener: DriftListener) -> Callable[[], None]:
+        """Call ``listener(attempt_id, findings)`` for each new delivery that showed drift first
+        (right after its batch is learned); returns a function that unsubscribes."""
+        self._drift.append(listener)
+        return lambda: self._drift.remove(listener) if listener in self._drift else None
+
+    def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
+        """Call ``listener(step)`` after each batch that learned anything (a view of the
+        schemas can refresh then); returns a function that unsubscribes."""
+        self._learned.append(listener)
+        return lambda: self._learned.remove(listener) if listener in self._learned else None
+
+    # -- work handed to the thread -----------------------------------------------------------
+
+    def _submit(self, job: Callable[[], T]) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        if self._thread is None or self._stopping.is_set():
+            future.set_exception(RuntimeError("The schema learner is not running."))
+            return future
+        self._jobs.put((job, future))
+        self._wake.set()
+        return future
+
+    def settled(self, timeout: float | None = None) -> Step:
+        """Block until every row committed before this call is learned; returns what that took."""
+        return self._submit(self._book.catch_up).result(timeout)
+
+    async def asettled(self) -> Step:
+        return await asyncio.wrap_future(self._submit(self._book.catch_up))
+
+    def rebuild(self, progress: Progress | None = None) -> int:
+        """Forget every topic and learn the whole stored history again (blocks; ``progress(done,
+        total)`` is called on the learner's thread). Returns the deliveries learned."""
+
+        def job() -> int:
+            learned = self._book.rebuild(progress)
+            for listener in list(self._learned):  # a view of the schemas refreshes; no drift is
+                self._call(listener, Step(learned=learned))  # announced for old deliveries
+            return learned
+
+        return self._submit(job).result()
+
+    def learn_templates(
+        self, templates: Iterable[Any], seen_at_ms: int | None = None
+    ) -> concurrent.futures.Future[list[Finding]]:
+        """Learn the template objects of ``GET passTemplates``; the future holds the drift they
+        showed (``await asyncio.wrap_future(...)`` from the event loop)."""
+        items = list(templates)
+        return self._submit(lambda: self._book.learn_templates(items, seen_at_ms))
+
+    # -- the thread --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._open()
+            while not self._stopping.is_set():
+                woken = self._wake.wait(self._poll_s)
+                if self._stopping.is_set():
+                    break
+                if woken and self._jobs.empty():
+                    time.sleep(self._coalesce_s)  # gather the commits that follow
+                self._wake.clear()
+                self._run_jobs()
+                self._follow()
+        finally:
+            self._run_jobs(refuse=True)
+            self._book.close()
+
+    def _open(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._book.open()
+                self._announce_after = self._book.top()
+                self.problem = None
+                return
+            except Exception as exc:
+                self._failed(exc)
+                self._stopping.wait(RETRY_S)
+
+    def _run_jobs(self, *, refuse: bool = False) -> None:
+        while True:
+            try:
+                job, future = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            if refuse:
+                future.set_exception(RuntimeError("The schema learner stopped."))
+                continue
+            try:
+                result = job()
+            except BaseException as exc:
+                self._failed(exc)
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+                if isinstance(result, Step):
+                    self._tell(result)
+
+    def _follow(self) -> None:
+        """Learn every new row: one step after a commit; a backlog in chunks, yielding."""
+        while not self._stopping.is_set():
+            started = time.perf_counter()
+            try:
+                step = self._book.step(CHUNK)
+            except Exception as exc:
+                self._failed(exc)
+                self._stopping.wait(RETRY_S)
+                self._wake.set()
+                return
+            self.problem = None
+            self._tell(step)
+            if step.rows < CHUNK:
+                return
+            self._run_jobs()
+            settle_sleep(started, BACKLOG_SHARE)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        self.problem = (
+            f"Learning payload schemas from {self.history_path} failed ({type(exc).__name__}: "
+            f"{exc}); it is tried again, and deliveries are not affected."
+        )
+        log.warning("%s", self.problem)
+        with contextlib.suppress(Exception):
+            self._book.recover()
+
+    def _tell(self, step: Step) -> None:
+        if step.learned == 0:
+            return
+        news = [(a, f) for a, f in step.findings if a is None or a > self._announce_after]
+        for listener in list(self._learned):
+            self._call(listener, step)
+        for attempt_id, found in news:
+            for drift_listener in list(self._drift):
+                self._call(drift_listener, attempt_id, found)
+
+    def _call(self, listener: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(_guarded, listener, *args)
+            return
+        _guarded(listener, *args)
+
+
+def _guarded(listener: Callable[..., None], *args: Any) -> None:
+    try:
+        listener(*args)
+    except Exception:
+        log.exception("A schema listener failed")

@@ -1,0 +1,380 @@
+"""What is learned about one group: its paths with their counts, and its drift findings.
+
+A group is a topic (``pass.activated``; ``None`` is "topic unknown") or the pass templates. Pure
+data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``storage.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from walletpass_tui.schemas.jsonscan import ARRAY, INTEGER, NUMBER, OBJECT, TYPES
+from walletpass_tui.schemas.paths import MAP, MAP_KEYS, UNTRACKED_CAP, Segment, child, looks_like_id
+
+# -- groups ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class GroupKey:
+    """Which group: the templates, or one topic (``topic=None``: deliveries with no topic)."""
+
+    templates: bool = False
+    topic: str | None = None
+
+    @classmethod
+    def of_topic(cls, topic: str | None) -> GroupKey:
+        return cls(False, topic)
+
+    @property
+    def label(self) -> str:
+        """As the log shows it: the topic, ``topic unknown``, or ``templates``."""
+        if self.templates:
+            return "templates"
+        return self.topic if self.topic is not None else "topic unknown"
+
+    @property
+    def stored(self) -> str:
+        """The key in the schema file (a topic named ``templates`` stays a topic)."""
+        if self.templates:
+            return "templates"
+        return "topic" if self.topic is None else "topic:" + self.topic
+
+    @classmethod
+    def from_stored(cls, text: str) -> GroupKey:
+        if text == "templates":
+            return TEMPLATES
+        if text == "topic":
+            return cls(False, None)
+        if text.startswith("topic:"):
+            return cls(False, text[len("topic:") :])
+        raise ValueError(f"not a group key: {text!r}")
+
+
+TEMPLATES = GroupKey(True, None)
+
+
+# -- where a value came from ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """The delivery (or the template list) a sample came from."""
+
+    seen_at_ms: int
+    webhook_id: str | None = None
+    attempt_id: int | None = None
+
+
+# -- paths ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PathStats:
+    """Everything learned at one path of one group.
+
+    ``seen``: values found there; ``holders``: parent objects (or non-empty parent arrays) that
+    held it, so presence is ``holders`` over the parent's ``objects`` (or ``arrays``);
+    ``open``: some of its children were not learned (too deep, too many paths, an over-long key).
+    """
+
+    path: str
+    parent: str | None
+    segment: Segment
+    key: str
+    depth: int
+    seq: int = 0
+    types: dict[str, int] = field(default_factory=dict)
+    seen: int = 0
+    holders: int = 0
+    objects: int = 0
+    arrays: int = 0
+    example: str | None = None
+    open: bool = False
+    first_seen_ms: int = 0
+    first_webhook_id: str | None = None
+    first_attempt_id: int | None = None
+    last_seen_ms: int = 0
+    last_webhook_id: str | None = None
+
+    def absorb(self, other: PathStats, *, as_map_node: bool = False) -> None:
+        """Add ``other``'s counts (a body's observation, or a path folded into this one)."""
+        for kind, n in other.types.items():
+            self.types[kind] = self.types.get(kind, 0) + n
+        self.seen += other.seen
+        # Folding: several keys of one object become one map path; an object holding two of them
+        # still holds the map once, so the larger count is the closest one can tell.
+        self.holders = (
+            max(self.holders, other.holders) if as_map_node else self.holders + other.holders
+        )
+        self.objects += other.objects
+        self.arrays += other.arrays
+        self.open = self.open or other.open
+        if other.first_seen_ms and (not self.first_seen_ms or other.seq < self.seq):
+            self.example = other.example if other.example is not None else self.example
+            self.first_seen_ms = other.first_seen_ms
+            self.first_webhook_id = other.first_webhook_id
+            self.first_attempt_id = other.first_attempt_id
+            self.seq = other.seq
+        elif self.example is None:
+            self.example = other.example
+        if other.last_seen_ms >= self.last_seen_ms:
+            self.last_seen_ms = other.last_seen_ms
+            self.last_webhook_id = other.last_webhook_id
+
+    @property
+    def is_object(self) -> bool:
+        return OBJECT in self.types
+
+    @property
+    def is_array(self) -> bool:
+        return ARRAY in self.types
+
+
+def type_order(types: dict[str, int]) -> list[str]:
+    """Types by count, most seen first (ties in the JSON order string..array)."""
+    return sorted(types, key=lambda t: (-types[t], TYPES.index(t)))
+
+
+def types_text(types: dict[str, int] | list[str]) -> str:
+    names = type_order(types) if isinstance(types, dict) else sorted(types, key=TYPES.index)
+    return "|".join(names)
+
+
+def is_new_type(kind: str, known: dict[str, int] | list[str]) -> bool:
+    """Whether ``kind`` was never seen where ``known`` were: an integer where numbers were seen
+    is one of them (JSON has one number type)."""
+    return kind not in known and not (kind == INTEGER and NUMBER in known)
+
+
+# -- findings -------------------------------------------------------------------------------------
+
+
+class Kind(Enum):
+    FIELD_ADDED = "field_added"
+    FIELD_MISSING = "field_missing"
+    TYPE_CHANGED = "type_changed"
+
+    @property
+    def severity(self) -> str:
+        return {"field_added": "info", "field_missing": "warning", "type_changed": "breaking"}[
+            self.value
+        ]
+
+
+@dataclass(slots=True)
+class Finding:
+    """One drift: the first delivery that showed it, and how many have shown it since."""
+
+    group: GroupKey
+    path: str
+    kind: Kind
+    was: str | None
+    now: str | None
+    baseline: tuple[str, ...]  # the types known at the path when it was found
+    source: Source
+    count: int = 1
+    last_seen_ms: int = 0
+    id: int = 0  # its row in the schema file (0: not stored yet)
+
+
+# -- a group --------------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupSchema:
+    key: GroupKey
+    samples: int = 0
+    not_json: int = 0  # verified bodies that are not JSON: counted, nothing learned
+    paths: dict[str, PathStats] = field(default_factory=dict)
+    next_seq: int = 1
+    untracked: set[bytes] = field(default_factory=set)
+    untracked_more: bool = False
+    first_seen_ms: int = 0
+    last_seen_ms: int = 0
+    last_webhook_id: str | None = None
+    findings: dict[tuple[str, Kind], Finding] = field(default_factory=dict)
+    # Indexes of ``paths``: named id-like keys per parent path (more than MAP_KEYS: the parent
+    # is a map), and each named key's path by (parent path, key).
+    idlike: dict[str, int] = field(default_factory=dict)
+    by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
+    always: list[PathStats] | None = None  # see always_present_paths()
+    # What changed since the last save (storage.py writes only these).
+    dirty: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+    dirty_findings: list[Finding] = field(default_factory=list)
+    changed: bool = False
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def denominator(self, stats: PathStats) -> int:
+        """How many times the parent could have held ``stats``: its objects (or arrays)."""
+        if stats.parent is None:
+            return self.samples
+        parent = self.paths.get(stats.parent)
+        if parent is None:
+            return 0
+        return parent.arrays if stats.segment is Segment.ITEM else parent.objects
+
+    def presence(self, stats: PathStats) -> float:
+        denominator = self.denominator(stats)
+        return min(1.0, stats.holders / denominator) if denominator else 0.0
+
+    def always_present(self, stats: PathStats) -> bool:
+        denominator = self.denominator(stats)
+        return denominator > 0 and stats.holders >= denominator
+
+    def children(self) -> dict[str | None, list[PathStats]]:
+        """Each path's children, in the order they were first seen."""
+        out: dict[str | None, list[PathStats]] = {}
+        for stats in sorted(self.paths.values(), key=lambda s: s.seq):
+            out.setdefault(stats.parent, []).append(stats)
+        return out
+
+    def tree(self) -> list[PathStats]:
+        """Every path, parents before children, siblings in the order first seen."""
+        kids = self.children()
+        out: list[PathStats] = []
+        stack = list(reversed(kids.get(None, [])))
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(reversed(kids.get(node.path, [])))
+        return out
+
+    def reindex(self) -> None:
+        """Rebuild the indexes of ``paths`` (after loading, after a fold)."""
+        self.always = None
+        self.idlike = {}
+        self.by_key = {}
+        for s in self.paths.values():
+            if s.parent is not None and s.segment is Segment.KEY:
+                self.by_key[(s.parent, s.key)] = s
+                if looks_like_id(s.key):
+                    self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+
+    @property
+    def untracked_count(self) -> int:
+        return len(self.untracked)
+
+    # -- learning ----------------------------------------------------------------------------
+
+    def add_untracked(self, digests: set[bytes], more: bool) -> None:
+        for d in digests:
+            if len(self.untracked) >= UNTRACKED_CAP:
+                self.untracked_more = True
+                break
+            if d not in self.untracked:
+                self.untracked.add(d)
+                self.changed = True
+        if more and not self.untracked_more:
+            self.untracked_more = True
+            self.changed = True
+
+    def merge(self, seen: list[PathStats], source: Source) -> None:
+        """Add one sample's observation (paths in document order, parents first)."""
+        paths, dirty = self.paths, self.dirty
+        at_ms, webhook_id = source.seen_at_ms, source.webhook_id
+        for obs in seen:
+            path = obs.path
+            stats = paths.get(path)
+            if stats is None:
+                stats = PathStats(path, obs.parent, obs.segment, obs.key, obs.depth)
+                stats.seq = self.next_seq
+                self.next_seq += 1
+                stats.first_seen_ms = at_ms
+                stats.first_webhook_id = webhook_id
+                stats.first_attempt_id = source.attempt_id
+                paths[path] = stats
+                self.removed.discard(path)
+                self.always = None
+                if obs.segment is Segment.KEY and obs.parent is not None:
+                    self.by_key[(obs.parent, obs.key)] = stats
+                    if looks_like_id(obs.key):
+                        self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
+            types = stats.types
+            for kind, n in obs.types.items():
+                types[kind] = types.get(kind, 0) + n
+            stats.seen += obs.seen
+            stats.holders += obs.holders
+            stats.objects += obs.objects
+            stats.arrays += obs.arrays
+            if obs.open:
+                stats.open = True
+            if stats.example is None:
+                stats.example = obs.example
+            stats.last_seen_ms = at_ms
+            stats.last_webhook_id = webhook_id
+            dirty.add(path)
+        self.samples += 1
+        if not self.first_seen_ms:
+            self.first_seen_ms = at_ms
+        self.last_seen_ms = at_ms
+        self.last_webhook_id = webhook_id
+        self.changed = True
+        folded = False
+        for parent, count in list(self.idlike.items()):
+            if count:
+                folded = self._fold_if_map(parent) or folded
+        if folded:
+            self.reindex()
+            self.always = None
+
+    def always_present_paths(self) -> list[PathStats]:
+        """The paths every parent that could hold them held (maps and the body aside). Once a
+        path misses it never comes back, so the list is kept until a path is added or folded,
+        or one goes missing (``forget_always``)."""
+        if self.always is None:
+            self.always = [
+                s
+                for s in self.paths.values()
+                if s.segment not in (Segment.MAP, Segment.ROOT) and self.always_present(s)
+            ]
+        return self.always
+
+    def _fold_if_map(self, parent: str) -> bool:
+        """More than MAP_KEYS id-like keys at ``parent`` (or a map already there): fold every
+        id-like key, with everything below it, into ``parent{*}``."""
+        count = self.idlike.get(parent, 0)
+        map_path = child(parent, Segment.MAP)
+        if not count or (map_path not in self.paths and count <= MAP_KEYS):
+            return False
+        named = [
+            s
+            for s in self.paths.values()
+            if s.parent == parent and s.segment is Segment.KEY and looks_like_id(s.key)
+        ]
+        kids = self.children()
+        if map_path not in self.paths:
+            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, named[0].depth)
+        for node in sorted(named, key=lambda s: s.seq):
+            self._fold(node, map_path, kids)
+        return True
+
+    def _fold(
+        self, node: PathStats, map_path: str, kids: dict[str | None, list[PathStats]]
+    ) -> None:
+        """Move ``node`` and everything below it to ``map_path`` and the same paths below it."""
+        cut = len(node.path)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            stack.extend(kids.get(current.path, []))
+            target_path = map_path + current.path[cut:]
+            target = self.paths.get(target_path)
+            if target is None:
+                assert current.parent is not None  # below the folded key
+                target = replace(
+                    current,
+                    path=target_path,
+                    parent=map_path + current.parent[cut:],
+                    types=dict(current.types),
+                )
+                self.paths[target_path] = target
+            else:
+                target.absorb(current, as_map_node=current is node)
+            del self.paths[current.path]
+            self.dirty.discard(current.path)
+            self.removed.add(current.path)
+            self.removed.discard(target_path)
+            self.dirty.add(target_path)

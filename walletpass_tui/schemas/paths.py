@@ -1,0 +1,89 @@
+"""Field paths as a person reads them, and the bounds on what is learned.
+
+A path names where a value sits in a body: ``data.passId``, ``data.tags[]`` (every item of an
+array), ``data.balances{*}`` (every value of an object used as a map, keyed by ids), and ``$`` for
+the body itself. A key that is not a plain identifier is quoted as JSON: ``data["a.b"]``,
+``["__proto__"]``, so two different keys never share a path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from enum import Enum
+
+# Bounds: what one group (a topic, or the pass templates) learns, whatever arrives.
+MAX_DEPTH = 64  # path segments below the body; deeper values are not learned
+MAX_PATHS = 2_000  # paths per group; the rest are counted as not tracked
+MAP_KEYS = 50  # more id-like keys than this at one path fold them into `{*}`
+MAX_KEY_CHARS = 128  # a longer key is not learned (its object is marked open)
+EXAMPLE_CHARS = 80  # of the first value seen at a path
+UNTRACKED_CAP = 4_096  # distinct untracked paths counted exactly per group, then "or more"
+
+ROOT = "$"
+ITEM = "[]"
+MAP = "{*}"
+
+
+class Segment(Enum):
+    """How a path continues its parent: a key of an object, any item of an array, any id-like
+    key of an object used as a map (the body itself is the root)."""
+
+    ROOT = "root"
+    KEY = "key"
+    ITEM = "item"
+    MAP = "map"
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A key that looks like an id: a UUID or hex run, or a word of id characters with a digit in it
+# (pass_0042, tpl_7HqYb2LmN4, 1042). The same text is used as an ECMA-262 pattern in the JSON Schema
+# export, so it keeps to the syntax both engines share.
+ID_PATTERN = (
+    r"^(?=.{1,128}$)(?:[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+    r"|[0-9A-Fa-f]{8,}|[A-Za-z0-9_.:-]*[0-9][A-Za-z0-9_.:-]*)$"
+)
+_ID = re.compile(ID_PATTERN)
+
+
+def looks_like_id(key: str) -> bool:
+    """Whether ``key`` reads like an identifier a map would be keyed by."""
+    return _ID.fullmatch(key) is not None
+
+
+def quote(key: str) -> str:
+    """A key as a JSON string: quotes, backslashes and control characters escaped, a lone
+    surrogate kept as the text ``\\udXXX``."""
+    return storable(json.dumps(key, ensure_ascii=False))
+
+
+def child(parent: str, kind: Segment, key: str = "") -> str:
+    """The path of a child of ``parent``: a key, any item, or any map value."""
+    base = "" if parent == ROOT else parent
+    if kind is Segment.ITEM:
+        return base + ITEM
+    if kind is Segment.MAP:
+        return base + MAP
+    if _IDENTIFIER.fullmatch(key):
+        return f"{base}.{key}" if base else key
+    return f"{base}[{quote(key)}]"
+
+
+def digest(text: str) -> bytes:
+    """A short, stable digest of a path (untracked paths are counted by it)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def storable(text: str) -> str:
+    """``text`` as valid UTF-8 (a lone surrogate from a JSON escape is kept as ``\\udXXX``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def example(text: str) -> str:
+    """The first value seen, as stored: storable and cut to EXAMPLE_CHARS characters."""
+    return storable(text[:EXAMPLE_CHARS])

@@ -1,0 +1,167 @@
+"""Reading the schema file: the queries the command line and the dashboard run.
+
+A ``SchemaReader`` opens its own connection (read only, ``query_only``) per call, so any thread
+or process may read while a learner writes: WAL readers see the last committed batch. A missing
+file reads as nothing learned yet. Calls are quick (the file holds at most 2,000 paths per group);
+from the event loop run them with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from walletpass_tui.schemas import storage
+from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.export import EXPORTERS, export
+from walletpass_tui.schemas.model import GroupKey, GroupSchema
+from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
+
+_DRIFT_SELECT = (
+    "SELECT id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
+    "last_seen_ms FROM drift"
+)
+
+
+class SchemaReader:
+    def __init__(self, history_path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        self.history_path = Path(history_path)
+        self.path = storage.schemas_path(self.history_path)
+        self._busy_timeout_ms = busy_timeout_ms
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection | None]:
+        if not self.path.exists():
+            yield None
+            return
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise SchemaError.of(exc, self.path) from None
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            db.execute("PRAGMA query_only = ON")
+            made = db.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'drift'"
+            ).fetchone()[0]
+            yield db if made else None  # a file the learner is still making: nothing yet
+        except sqlite3.Error as exc:
+            raise SchemaError.of(exc, self.path) from None
+        finally:
+            db.close()
+
+    # -- groups ------------------------------------------------------------------------------
+
+    def groups(self) -> list[GroupSummary]:
+        """Every group learned, the most recently seen first."""
+        with self._db() as db:
+            if db is None:
+                return []
+            counts = dict(
+                db.execute(
+                    "SELECT grp, COUNT(*) FROM paths WHERE path != '$' GROUP BY grp"
+                ).fetchall()
+            )
+            drift = dict(db.execute("SELECT grp, COUNT(*) FROM drift GROUP BY grp").fetchall())
+            out = []
+            for grp, samples, not_json, untracked, more, last_ms in db.execute(
+                "SELECT grp, samples, not_json, untracked, untracked_more, last_seen_ms "
+                "FROM groups ORDER BY last_seen_ms DESC, grp"
+            ):
+                out.append(
+                    GroupSummary(
+                        GroupKey.from_stored(grp),
+                        int(samples),
+                        int(counts.get(grp, 0)),
+                        int(drift.get(grp, 0)),
+                        int(last_ms),
+                        int(not_json),
+                        len(bytes(untracked)) // 8,
+                        bool(more),
+                    )
+                )
+            return out
+
+    def group(self, key: GroupKey) -> GroupSchema | None:
+        """Everything learned about one group (None: nothing yet)."""
+        with self._db() as db:
+            return None if db is None else storage.load_group(db, key, findings=False)
+
+    def fields(self, key: GroupKey) -> list[FieldInfo]:
+        """One group's field tree: parents before children, siblings in the order first seen;
+        the first entry is the body itself (path ``$``)."""
+        group = self.group(key)
+        if group is None:
+            return []
+        return [FieldInfo.of(group, stats) for stats in group.tree()]
+
+    # -- drift -------------------------------------------------------------------------------
+
+    def drift(
+        self, key: GroupKey | None = None, *, since_ms: int | None = None, limit: int = 200
+    ) -> list[DriftRecord]:
+        """Findings, newest first; only one group's with ``key``, only those first seen at or
+        after ``since_ms`` with it."""
+        where, params = [], []
+        if key is not None:
+            where.append("grp = ?")
+            params.append(key.stored)
+        if since_ms is not None:
+            where.append("seen_at_ms >= ?")
+            params.append(since_ms)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = f"{_DRIFT_SELECT}{clause} ORDER BY seen_at_ms DESC, id DESC LIMIT ?"
+        return self._findings(sql, [*params, limit])
+
+    def drift_for_attempt(self, attempt_id: int) -> list[DriftRecord]:
+        """The findings the delivery stored as ``attempt_id`` showed first."""
+        return self._findings(f"{_DRIFT_SELECT} WHERE attempt_id = ? ORDER BY id", [attempt_id])
+
+    def drift_for_attempts(self, attempt_ids: Sequence[int]) -> dict[int, list[DriftRecord]]:
+        """The findings of each of ``attempt_ids`` that showed any (a page of the log)."""
+        out: dict[int, list[DriftRecord]] = {}
+        ids = list(dict.fromkeys(attempt_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"{_DRIFT_SELECT} WHERE attempt_id IN ({marks}) ORDER BY id"
+            for record in self._findings(sql, chunk):
+                assert record.attempt_id is not None
+                out.setdefault(record.attempt_id, []).append(record)
+        return out
+
+    def attempts_with_drift(self, *, limit: int = 200, before_id: int | None = None) -> list[int]:
+        """Row ids of the deliveries that showed drift first, newest first (``events list
+        --drift``); pages with ``before_id``."""
+        with self._db() as db:
+            if db is None:
+                return []
+            rows = db.execute(
+                "SELECT DISTINCT attempt_id FROM drift WHERE attempt_id IS NOT NULL "
+                "AND attempt_id < ? ORDER BY attempt_id DESC LIMIT ?",
+                (before_id if before_id is not None else 2**63 - 1, limit),
+            ).fetchall()
+            return [int(r[0]) for r in rows]
+
+    def _findings(self, sql: str, params: Sequence[object]) -> list[DriftRecord]:
+        with self._db() as db:
+            if db is None:
+                return []
+            return [DriftRecord.of(storage.finding_from_row(r)) for r in db.execute(sql, params)]
+
+    # -- exports -----------------------------------------------------------------------------
+
+    def export(self, key: GroupKey, fmt: str) -> str:
+        """One group's schema as ``jsonschema``, ``typescript`` or ``pydantic`` text."""
+        if fmt not in EXPORTERS:
+            raise SchemaError(
+                f"Unknown export format {fmt!r}; choose one of {', '.join(EXPORTERS)}."
+            )
+        group = self.group(key)
+        if group is None or group.samples == 0:
+            raise SchemaError(
+                f"Nothing is learned for {key.label} yet; it is learned from verified deliveries."
+            )
+        return export(group, fmt)

@@ -1,0 +1,150 @@
+"""What the queries return: typed, frozen, and each with its one JSON shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, PathStats, type_order
+from walletpass_tui.text import format_ms
+
+
+def _time(ms: int) -> str | None:
+    return format_ms(ms) if ms else None
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One line of the list of groups."""
+
+    group: GroupKey
+    samples: int
+    paths: int  # field paths (the body itself, ``$``, aside)
+    drift: int  # findings recorded
+    last_seen_ms: int
+    not_json: int = 0  # verified bodies that were not JSON (nothing learned from them)
+    untracked: int = 0  # paths beyond the bounds, counted (see untracked_more)
+    untracked_more: bool = False  # ... and more than that
+
+    @property
+    def label(self) -> str:
+        return self.group.label
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": "templates" if self.group.templates else "topic",
+            "topic": self.group.topic,
+            "label": self.label,
+            "samples": self.samples,
+            "paths": self.paths,
+            "drift": self.drift,
+            "last_seen": _time(self.last_seen_ms),
+            "not_json": self.not_json,
+            "paths_not_tracked": self.untracked,
+            "paths_not_tracked_more": self.untracked_more,
+        }
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One path of a group's field tree."""
+
+    path: str
+    parent: str | None
+    depth: int
+    types: dict[str, int]  # JSON type -> values seen, most seen first
+    presence: float  # 0..1, among the parent objects (or non-empty arrays) that could hold it
+    example: str | None  # the first value seen, cut to 80 characters (None for objects, arrays)
+    first_seen_ms: int
+    first_webhook_id: str | None
+    last_seen_ms: int
+    last_webhook_id: str | None
+    open: bool  # some children not learned (deeper than 64, beyond 2,000 paths, a long key)
+
+    @classmethod
+    def of(cls, group: GroupSchema, stats: PathStats) -> FieldInfo:
+        return cls(
+            stats.path,
+            stats.parent,
+            stats.depth,
+            {t: stats.types[t] for t in type_order(stats.types)},
+            group.presence(stats),
+            stats.example,
+            stats.first_seen_ms,
+            stats.first_webhook_id,
+            stats.last_seen_ms,
+            stats.last_webhook_id,
+            stats.open,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "parent": self.parent,
+            "depth": self.depth,
+            "types": dict(self.types),
+            "presence": round(self.presence, 4),
+            "example": self.example,
+            "first_seen": _time(self.first_seen_ms),
+            "first_webhook_id": self.first_webhook_id,
+            "last_seen": _time(self.last_seen_ms),
+            "last_webhook_id": self.last_webhook_id,
+            "open": self.open,
+        }
+
+
+@dataclass(frozen=True)
+class DriftRecord:
+    """One drift finding: the delivery that showed it first, and how many have shown it."""
+
+    group: GroupKey
+    path: str
+    kind: str  # field_added | field_missing | type_changed
+    severity: str  # info | warning | breaking
+    was: str | None  # types known before ("string", "string|null"); None for field_added
+    now: str | None  # types that arrived; None for field_missing
+    attempt_id: int | None
+    webhook_id: str | None
+    seen_at_ms: int
+    count: int
+
+    @classmethod
+    def of(cls, finding: Finding) -> DriftRecord:
+        return cls(
+            finding.group,
+            finding.path,
+            finding.kind.value,
+            finding.kind.severity,
+            finding.was,
+            finding.now,
+            finding.source.attempt_id,
+            finding.source.webhook_id,
+            finding.source.seen_at_ms,
+            finding.count,
+        )
+
+    def describe(self) -> str:
+        """One plain line: ``pass.activated data.serialNumber: string -> integer``. The path and
+        the topic come from the wire: escape them (``text.printable``) before showing them."""
+        if self.kind == "field_added":
+            change = f"added ({self.now})"
+        elif self.kind == "field_missing":
+            change = f"missing (was {self.was})"
+        else:
+            change = f"{self.was} -> {self.now}"
+        return f"{self.group.label} {self.path}: {change}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": None if self.group.templates else self.group.topic,
+            "group": "templates" if self.group.templates else "topic",
+            "path": self.path,
+            "kind": self.kind,
+            "severity": self.severity,
+            "was": self.was,
+            "now": self.now,
+            "attempt_id": self.attempt_id,
+            "webhook_id": self.webhook_id,
+            "seen_at": _time(self.seen_at_ms),
+            "count": self.count,
+        }

@@ -1,0 +1,418 @@
+"""The schema file: ``<history>-schemas`` beside the history, 0600, WAL, never fsynced (it can
+always be learned again from the history), and the catalog's rows in it.
+
+A file that is damaged, foreign or of another format is deleted and made anew; nothing stored in
+the history is ever at stake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
+from walletpass_tui.schemas.paths import Segment
+from walletpass_tui.webhooks.store import schema as history_schema
+
+SUFFIX = "-schemas"
+FORMAT = 1  # PRAGMA user_version of the schema file; another one is rebuilt
+
+_CREATE = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('learned_upto', '0'), ('version', '0'),
+    ('topics_not_learned', '0');
+CREATE TABLE IF NOT EXISTS groups (
+    grp TEXT PRIMARY KEY,
+    samples INTEGER NOT NULL,
+    not_json INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL,
+    untracked BLOB NOT NULL,
+    untracked_more INTEGER NOT NULL,
+    first_seen_ms INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    last_webhook_id TEXT
+);
+CREATE TABLE IF NOT EXISTS paths (
+    grp TEXT NOT NULL,
+    path TEXT NOT NULL,
+    parent TEXT,
+    segment TEXT NOT NULL,
+    key TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    types TEXT NOT NULL,
+    seen INTEGER NOT NULL,
+    holders INTEGER NOT NULL,
+    objects INTEGER NOT NULL,
+    arrays INTEGER NOT NULL,
+    example TEXT,
+    open INTEGER NOT NULL,
+    first_seen_ms INTEGER NOT NULL,
+    first_webhook_id TEXT,
+    first_attempt_id INTEGER,
+    last_seen_ms INTEGER NOT NULL,
+    last_webhook_id TEXT,
+    PRIMARY KEY (grp, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS drift (
+    id INTEGER PRIMARY KEY,
+    grp TEXT NOT NULL,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    was TEXT,
+    now TEXT,
+    baseline TEXT NOT NULL,
+    attempt_id INTEGER,
+    webhook_id TEXT,
+    seen_at_ms INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    UNIQUE (grp, path, kind)
+);
+CREATE INDEX IF NOT EXISTS drift_by_attempt ON drift(attempt_id);
+CREATE INDEX IF NOT EXISTS drift_by_time ON drift(seen_at_ms, id);
+CREATE TABLE IF NOT EXISTS templates_seen (digest BLOB PRIMARY KEY) WITHOUT ROWID;
+"""
+
+_TABLES = ("meta", "groups", "paths", "drift", "templates_seen")
+
+
+def schemas_path(history: Path) -> Path:
+    """Where the schemas learned from the history at ``history`` are kept."""
+    return history.with_name(history.name + SUFFIX)
+
+
+def discard(history: Path) -> None:
+    """Delete the schema file and its companions: it is learned again from the history."""
+    for file in history_schema.companions(schemas_path(history)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file)
+
+
+def connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The schema file's connection, the history attached as ``history`` (read only by us); a
+    damaged or foreign file is deleted and made anew."""
+    try:
+        return _connect(history, busy_timeout_ms)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and not _damaged(exc):
+            raise  # locked, unreadable directory...: not the file's fault
+    discard(history)
+    return _connect(history, busy_timeout_ms)
+
+
+def _damaged(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return any(w in text for w in ("malformed", "not a database", "corrupt", "no such table"))
+
+
+class WrongFormat(sqlite3.DatabaseError):
+    """The schema file was written in another format: rebuilt."""
+
+
+def _connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    if not history.is_file():  # ATTACH would create an empty one
+        raise SchemaError(f"There is no history at {history} to learn payload schemas from.")
+    path = schemas_path(history)
+    history_schema.make_private(path)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = OFF")  # learned again from the history if lost
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version not in (0, FORMAT):
+            raise WrongFormat(f"schema file format {version}")
+        db.executescript(_CREATE)
+        db.execute(f"PRAGMA user_version = {FORMAT}")
+        check(db)
+        db.execute("ATTACH DATABASE ? AS history", (str(history),))
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def check(db: sqlite3.Connection) -> None:
+    """Raise DatabaseError when the file is damaged (it is small: a full quick check)."""
+    row = db.execute("PRAGMA main.quick_check").fetchone()
+    if row is None or row[0] != "ok":
+        raise sqlite3.DatabaseError("database disk image is malformed")
+    for table in _TABLES:
+        db.execute(f"SELECT * FROM main.{table} LIMIT 1").fetchall()
+
+
+def identity(history: Path) -> tuple[int, int] | None:
+    """The schema file's (device, inode), None when it is gone: a file deleted or replaced
+    under a running learner is noticed and made anew."""
+    try:
+        st = os.stat(schemas_path(history))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+# -- meta -----------------------------------------------------------------------------------------
+
+
+def meta(db: sqlite3.Connection, key: str) -> int:
+    row = db.execute(
+        "SELECT CAST(value AS INTEGER) FROM main.meta WHERE key = ?", (key,)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def set_meta(db: sqlite3.Connection, key: str, value: int) -> None:
+    db.execute(
+        "INSERT INTO main.meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, str(value)),
+    )
+
+
+def history_top(db: sqlite3.Connection) -> int:
+    """The highest row id the history ever handed out (pruned rows' ids are never reused)."""
+    row = db.execute(
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM history.attempts), 0), "
+        "COALESCE((SELECT CAST(value AS INTEGER) FROM history.meta "
+        "WHERE key = 'fts_indexed_upto'), 0))"
+    ).fetchone()
+    return int(row[0] if row else 0)
+
+
+# -- loading --------------------------------------------------------------------------------------
+
+_PATH_COLUMNS = (
+    "path, parent, segment, key, depth, seq, types, seen, holders, objects, arrays, example, "
+    "open, first_seen_ms, first_webhook_id, first_attempt_id, last_seen_ms, last_webhook_id"
+)
+_DRIFT_COLUMNS = (
+    "id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
+    "last_seen_ms"
+)
+
+
+def path_from_row(row: tuple[Any, ...]) -> PathStats:
+    (path, parent, segment, key, depth, seq, types, seen, holders, objects, arrays, example) = row[
+        :12
+    ]
+    (open_, first_ms, first_id, first_attempt, last_ms, last_id) = row[12:]
+    return PathStats(
+        str(path),
+        None if parent is None else str(parent),
+        Segment(segment),
+        json.loads(str(key)),
+        int(depth),
+        seq=int(seq),
+        types={str(k): int(v) for k, v in json.loads(str(types)).items()},
+        seen=int(seen),
+        holders=int(holders),
+        objects=int(objects),
+        arrays=int(arrays),
+        example=None if example is None else str(example),
+        open=bool(open_),
+        first_seen_ms=int(first_ms),
+        first_webhook_id=None if first_id is None else str(first_id),
+        first_attempt_id=None if first_attempt is None else int(first_attempt),
+        last_seen_ms=int(last_ms),
+        last_webhook_id=None if last_id is None else str(last_id),
+    )
+
+
+def finding_from_row(row: tuple[Any, ...]) -> Finding:
+    (id_, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at, count, last) = row
+    return Finding(
+        GroupKey.from_stored(str(grp)),
+        str(path),
+        Kind(kind),
+        None if was is None else str(was),
+        None if now is None else str(now),
+        tuple(json.loads(str(baseline))),
+        Source(
+            int(seen_at),
+            None if webhook_id is None else str(webhook_id),
+            None if attempt_id is None else int(attempt_id),
+        ),
+        count=int(count),
+        last_seen_ms=int(last),
+        id=int(id_),
+    )
+
+
+def load_group(
+    db: sqlite3.Connection, key: GroupKey, *, findings: bool = True
+) -> GroupSchema | None:
+    row = db.execute(
+        "SELECT samples, not_json, next_seq, untracked, untracked_more, first_seen_ms, "
+        "last_seen_ms, last_webhook_id FROM main.groups WHERE grp = ?",
+        (key.stored,),
+    ).fetchone()
+    if row is None:
+        return None
+    samples, not_json, next_seq, untracked, more, first_ms, last_ms, last_id = row
+    blob = bytes(untracked)
+    group = GroupSchema(
+        key,
+        samples=int(samples),
+        not_json=int(not_json),
+        next_seq=int(next_seq),
+        untracked={blob[i : i + 8] for i in range(0, len(blob), 8)},
+        untracked_more=bool(more),
+        first_seen_ms=int(first_ms),
+        last_seen_ms=int(last_ms),
+        last_webhook_id=last_id,
+    )
+    for path_row in db.execute(
+        f"SELECT {_PATH_COLUMNS} FROM main.paths WHERE grp = ?", (key.stored,)
+    ):
+        stats = path_from_row(path_row)
+        group.paths[stats.path] = stats
+    if findings:
+        for drift_row in db.execute(
+            f"SELECT {_DRIFT_COLUMNS} FROM main.drift WHERE grp = ?", (key.stored,)
+        ):
+            finding = finding_from_row(drift_row)
+            group.findings[(finding.path, finding.kind)] = finding
+    group.reindex()
+    return group
+
+
+def group_keys(db: sqlite3.Connection) -> list[GroupKey]:
+    return [GroupKey.from_stored(str(r[0])) for r in db.execute("SELECT grp FROM main.groups")]
+
+
+def load(db: sqlite3.Connection) -> Catalog:
+    catalog = Catalog()
+    for key in group_keys(db):
+        group = load_group(db, key)
+        if group is not None:
+            catalog.groups[key] = group
+    catalog.topics_not_learned = meta(db, "topics_not_learned")
+    catalog.template_digests = {
+        bytes(r[0]) for r in db.execute("SELECT digest FROM main.templates_seen")
+    }
+    return catalog
+
+
+# -- saving ---------------------------------------------------------------------------------------
+
+
+def save(db: sqlite3.Connection, catalog: Catalog) -> None:
+    """Write what changed since the last save (inside the caller's transaction)."""
+    for group in catalog.groups.values():
+        if not (group.changed or group.dirty or group.removed or group.dirty_findings):
+            continue
+        _save_group(db, group)
+    if catalog.new_template_digests:
+        db.executemany(
+            "INSERT OR IGNORE INTO main.templates_seen(digest) VALUES (?)",
+            [(d,) for d in catalog.new_template_digests],
+        )
+        catalog.new_template_digests = []
+    set_meta(db, "topics_not_learned", catalog.topics_not_learned)
+
+
+def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
+    key = group.key.stored
+    db.execute(
+        "INSERT OR REPLACE INTO main.groups(grp, samples, not_json, next_seq, untracked, "
+        "untracked_more, first_seen_ms, last_seen_ms, last_webhook_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            key,
+            group.samples,
+            group.not_json,
+            group.next_seq,
+            b"".join(sorted(group.untracked)),
+            int(group.untracked_more),
+            group.first_seen_ms,
+            group.last_seen_ms,
+            group.last_webhook_id,
+        ),
+    )
+    if group.removed:
+        db.executemany(
+            "DELETE FROM main.paths WHERE grp = ? AND path = ?",
+            [(key, p) for p in group.removed],
+        )
+    rows = []
+    for path in group.dirty:
+        s = group.paths.get(path)
+        if s is None:
+            continue
+        rows.append(
+            (
+                key,
+                s.path,
+                s.parent,
+                s.segment.value,
+                json.dumps(s.key),  # lossless, a lone surrogate included
+                s.depth,
+                s.seq,
+                json.dumps(s.types),
+                s.seen,
+                s.holders,
+                s.objects,
+                s.arrays,
+                s.example,
+                int(s.open),
+                s.first_seen_ms,
+                s.first_webhook_id,
+                s.first_attempt_id,
+                s.last_seen_ms,
+                s.last_webhook_id,
+            )
+        )
+    db.executemany(
+        f"INSERT OR REPLACE INTO main.paths(grp, {_PATH_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    seen: set[int] = set()
+    for finding in group.dirty_findings:
+        if id(finding) in seen:
+            continue
+        seen.add(id(finding))
+        if finding.id:
+            db.execute(
+                "UPDATE main.drift SET count = ?, last_seen_ms = ? WHERE id = ?",
+                (finding.count, finding.last_seen_ms, finding.id),
+            )
+        else:
+            cursor = db.execute(
+                "INSERT INTO main.drift(grp, path, kind, was, now, baseline, attempt_id, "
+                "webhook_id, seen_at_ms, count, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    finding.path,
+                    finding.kind.value,
+                    finding.was,
+                    finding.now,
+                    json.dumps(list(finding.baseline)),
+                    finding.source.attempt_id,
+                    finding.source.webhook_id,
+                    finding.source.seen_at_ms,
+                    finding.count,
+                    finding.last_seen_ms,
+                ),
+            )
+            finding.id = int(cursor.lastrowid or 0)
+    group.dirty.clear()
+    group.removed.clear()
+    group.dirty_findings.clear()
+    group.changed = False
+
+
+def clear_topics(db: sqlite3.Connection) -> None:
+    """Forget every topic group (the templates stay: they are not in the history)."""
+    db.execute("DELETE FROM main.groups WHERE grp != 'templates'")
+    db.execute("DELETE FROM main.paths WHERE grp != 'templates'")
+    db.execute("DELETE FROM main.drift WHERE grp != 'templates'")
+    set_meta(db, "learned_upto", 0)
+    set_meta(db, "topics_not_learned", 0)

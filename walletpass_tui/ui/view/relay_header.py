@@ -1,0 +1,41 @@
+"""The relay link as the dashboard's header shows it: connected or not, how far behind, why it
+stopped. The app subscribes once and republishes the header when these words change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from walletpass_tui.relay.link.feed import LinkState, RelayLink
+from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+
+def relay_link_of(runtime: DeliveryRuntime) -> RelayLink | None:
+    """The runtime's relay link (``--relay``), if it has one."""
+    return next((feed for feed in runtime.feeds if isinstance(feed, RelayLink)), None)
+
+
+def relay_fields(link: RelayLink | None) -> dict[str, Any]:
+    """The header's relay fields (``ReceiverState.relay``, ``relay_up``)."""
+    if link is None:
+        return {}
+    return {"relay": link.state.headline, "relay_up": link.state.healthy}
+
+
+def watch_relay(
+    link: RelayLink | None, show: Callable[[], None], stopped: Callable[[str], None]
+) -> Callable[[], None]:
+    """Call ``show()`` when the header's words change and ``stopped(why)`` once if the relay
+    refuses for good; returns a function that stops watching."""
+    if link is None:
+        return lambda: None
+    shown = [link.state.headline]
+
+    def on_state(state: LinkState) -> None:
+        if state.headline != shown[0]:
+            shown[0] = state.headline
+            show()
+            if state.stopped:
+                stopped(state.error or "The relay refused this subscription.")
+
+    return link.subscribe(on_state)

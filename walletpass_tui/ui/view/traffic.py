@@ -1,0 +1,178 @@
+"""Traffic of the last hour, minute by minute: deliveries by topic, rejections, redeliveries, and
+your app's answer times to forwards.
+
+Filled twice, each cheaply: once from the history (one aggregate query by minute, after the first
+frame), then from what arrives (the batches the app already gets from the live feed, and each
+forward answered), counted into the minute it was received in. Attempts that arrive while the
+history is read are held and counted after it, those the query already saw left out (by id), so
+nothing is counted twice. Requests "Check my app" sent are not deliveries and are not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from walletpass_tui.webhooks.models import VERIFIED, Attempt, is_check_note
+from walletpass_tui.webhooks.store.queries import MINUTE_MS, TrafficHistory
+
+WINDOW = 60  # minutes kept and charted
+NO_TOPIC = "(no topic)"
+
+
+@dataclass
+class Minute:
+    """What happened in one minute."""
+
+    deliveries: int = 0
+    rejected: int = 0
+    redelivered: int = 0
+    topics: dict[str, int] = field(default_factory=dict)
+    forwards: int = 0  # answers of your app to forwards
+    forward_ms: float = 0.0  # their answer times, summed
+    forward_max_ms: float = 0.0
+    forward_failed: int = 0  # no answer, or not a 2xx
+
+    @property
+    def forward_mean_ms(self) -> float | None:
+        return self.forward_ms / self.forwards if self.forwards else None
+
+
+class Traffic:
+    """The last hour, per minute; ``version`` changes with every count (charts redraw on it)."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self.clock = clock  # epoch milliseconds now
+        self.minutes: dict[int, Minute] = {}
+        self.version = 0
+        self.loaded = False  # the history was read
+        self._held: list[Attempt] = []  # arrived before the history was read
+        self._held_forwards: list[tuple[int, int, float, bool]] = []
+
+    def reset(self) -> None:
+        """Forget every count: the history is read again (the live feed dropped some)."""
+        self.minutes.clear()
+        self.loaded = False
+        self._held.clear()
+        self._held_forwards.clear()
+        self.version += 1
+
+    # -- counting ------------------------------------------------------------------------------
+
+    def _minute(self, minute: int) -> Minute | None:
+        """The minute's counts, None when it is outside the window."""
+        now = self.clock() // MINUTE_MS
+        if not now - WINDOW < minute <= now:
+            return None
+        found = self.minutes.get(minute)
+        if found is None:
+            found = self.minutes[minute] = Minute()
+            if len(self.minutes) > WINDOW + 1:
+                for old in [m for m in self.minutes if m <= now - WINDOW]:
+                    del self.minutes[old]
+        return found
+
+    def add_attempts(self, attempts: Iterable[Attempt]) -> None:
+        """Attempts just stored (the live feed's batch)."""
+        if not self.loaded:
+            self._held.extend(attempts)
+            return
+        self._count(attempts)
+
+    def _count(self, attempts: Iterable[Attempt]) -> None:
+        counted = False
+        for a in attempts:
+            if a.note is not None and is_check_note(a.note):
+                continue
+            minute = self._minute(a.received_at_ms // MINUTE_MS)
+            if minute is None:
+                continue
+            minute.deliveries += 1
+            if a.verdict != VERIFIED:
+                minute.rejected += 1
+            if a.attempt_no > 1:
+                minute.redelivered += 1
+            topic = a.topic or NO_TOPIC
+            minute.topics[topic] = minute.topics.get(topic, 0) + 1
+            counted = True
+        if counted:
+            self.version += 1
+
+    def add_forward(self, forward_id: int, at_ms: int, latency_ms: float, ok: bool) -> None:
+        """Your app answered a forward (or did not: ``ok`` False)."""
+        if not self.loaded:
+            self._held_forwards.append((forward_id, at_ms, latency_ms, ok))
+            return
+        minute = self._minute(at_ms // MINUTE_MS)
+        if minute is None:
+            return
+        minute.forwards += 1
+        minute.forward_ms += latency_ms
+        minute.forward_max_ms = max(minute.forward_max_ms, latency_ms)
+        if not ok:
+            minute.forward_failed += 1
+        self.version += 1
+
+    def load(self, history: TrafficHistory) -> None:
+        """The history's aggregate; then what arrived meanwhile and the query did not see."""
+        for row in history.attempts:
+            minute = self._minute(row.minute)
+            if minute is None:
+                continue
+            minute.deliveries += row.deliveries
+            minute.rejected += row.rejected
+            minute.redelivered += row.redelivered
+            topic = row.topic or NO_TOPIC
+            minute.topics[topic] = minute.topics.get(topic, 0) + row.deliveries
+        for row in history.forwards:
+            minute = self._minute(row.minute)
+            if minute is None:
+                continue
+            minute.forwards += row.forwards
+            minute.forward_ms += row.total_ms
+            minute.forward_max_ms = max(minute.forward_max_ms, row.max_ms)
+            minute.forward_failed += row.failed
+        self.loaded = True
+        seen = history.last_attempt_id
+        held, self._held = self._held, []
+        self._count(a for a in held if seen is None or a.id > seen)
+        seen_forward = history.last_forward_id
+        forwards, self._held_forwards = self._held_forwards, []
+        for forward_id, at_ms, latency_ms, ok in forwards:
+            if seen_forward is None or forward_id > seen_forward:
+                self.add_forward(forward_id, at_ms, latency_ms, ok)
+        self.version += 1
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def since_ms(self) -> int:
+        """Where the window starts: the history is read from here on."""
+        return (self.clock() // MINUTE_MS - WINDOW + 1) * MINUTE_MS
+
+    def minute(self) -> int:
+        """The current minute (epoch milliseconds // MINUTE_MS)."""
+        return self.clock() // MINUTE_MS
+
+    def window(self) -> list[tuple[int, Minute]]:
+        """The last ``WINDOW`` minutes, oldest first, the current one last (empty ones too)."""
+        now = self.clock() // MINUTE_MS
+        empty = Minute()
+        return [(m, self.minutes.get(m, empty)) for m in range(now - WINDOW + 1, now + 1)]
+
+    def series(self, value: Callable[[Minute], float | None]) -> list[float | None]:
+        """``value`` of each minute of the window, oldest first."""
+        return [value(minute) for _m, minute in self.window()]
+
+    def topics(self) -> list[tuple[str, int]]:
+        """Each topic seen in the window with its deliveries, the busiest first."""
+        totals: dict[str, int] = {}
+        for _m, minute in self.window():
+            for topic, count in minute.topics.items():
+                totals[topic] = totals.get(topic, 0) + count
+        return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+    def last_minute(self) -> int:
+        """Deliveries in the last whole minute (the one before the current)."""
+        now = self.clock() // MINUTE_MS
+        found = self.minutes.get(now - 1)
+        return found.deliveries if found is not None else 0
