@@ -179,6 +179,12 @@ CASES = [
         400,
         Reason.MALFORMED_HEADER,
     ),
+    Case(  # UTF-8 text that is not ASCII is text: accepted
+        "header-utf8-not-ascii",
+        lambda: _post([*signed(), (b"X-Name", "café ✓".encode())]),
+        200,
+        Reason.OK,
+    ),
     Case(
         "stalled-body",
         lambda: _post(signed(), sent=BODY[:10]),
