@@ -6,6 +6,9 @@ only when the direct peer is a trusted proxy (loopback by default): anyone else 
 header. Every ``X-Forwarded-For`` line counts: several lines are one list, in order (RFC 9110
 5.3), so a line the sender wrote first cannot stand in for the hop the proxy appended last. The
 ``Forwarded`` header is not read.
+
+Every door asks through ``intake.py`` (``IntakeRequest.client``), which hands this rule every line
+of the header: the local receiver and the relay's ingress settle on the same client.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ class SourcePolicy:
     ) -> IPAddress | None:
         """The client: the direct peer, or from X-Forwarded-For when the peer is a trusted proxy.
 
-        ``forwarded_for``: the header's value, or every line of it in the order received.
+        ``forwarded_for``: every line of the header in the order received (a single string is
+        one line: pass them all, as ``intake`` does).
         X-Forwarded-For lists client, proxy1, proxy2...; walking it from the right, the first
         address that is not itself a trusted proxy is the client.
         """
