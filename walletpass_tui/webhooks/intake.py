@@ -99,7 +99,6 @@ class IntakeRequest:
 
     def __init__(
         self,
-        *,
         method: str,
         path: str,
         target: str,
@@ -128,15 +127,18 @@ class IntakeRequest:
     @classmethod
     def from_http(cls, request: Request, received: datetime, started: float = 0.0) -> IntakeRequest:
         """The receiver's own HTTP server's request (its body still arriving)."""
+        # Positional: this runs for every delivery the receiver gets.
         return cls(
-            method=request.method,
-            path=request.path,
-            target=request.path_qs,
-            headers=request.headers,
-            peer=request.remote,
-            received=received,
-            source=request,
-            started=started,
+            request.method,
+            request.path,
+            request.path_qs,
+            request.headers,
+            request.remote,
+            received,
+            request,
+            None,
+            True,
+            started,
         )
 
     @classmethod
@@ -227,7 +229,11 @@ class Intake:
         rules = self.rules
         limit = rules.max_body
         try:
-            body = await request.read_body(limit, rules.read_timeout_s)
+            source = request._source
+            if source is not None and request._body is None:  # from a socket: read it here
+                body = request._body = await read_body(source, limit, rules.read_timeout_s)
+            else:
+                body = await request.read_body(limit, rules.read_timeout_s)
         except BodyTooLarge as exc:
             said = f"{exc.size} bytes > {limit}" if exc.declared else f"more than {limit} bytes"
             raise Rejected(
