@@ -1,17 +1,20 @@
 """The intake's own rules, where the three doors' test does not reach: a relayed delivery's source
 is the relay's to check, header names, bodies already in memory, every X-Forwarded-For line kept
-on the relay's wire and given to the laptop."""
+on the relay's wire and given to the laptop, and what working out the client costs."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import contextlib
+import ipaddress
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from multidict import CIMultiDict
 
 from walletpass_tui.config import Settings
@@ -21,6 +24,7 @@ from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.ingress import IngressOptions
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 from walletpass_tui.relay.server.storage import RelayDB, database_path
+from walletpass_tui.webhooks import sources
 from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest
 from walletpass_tui.webhooks.listening import ReceiverOptions
@@ -170,3 +174,55 @@ async def test_the_relay_keeps_every_forwarded_for_line_and_the_client_they_give
     assert delivery.forwarded_for == "198.51.100.7, 203.0.113.9"
     assert delivery.client == "203.0.113.9"  # the proxy's (last) line: allowed
     assert delivery.source == "127.0.0.1"
+
+
+# -- the client-address rule's cost is bounded by the hops it walks ---------------------------
+
+
+def test_what_a_sender_wrote_left_of_the_client_is_not_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Behind a tunnel anyone can send 64 KiB of X-Forwarded-For; the proxy appends the real
+    client last. Walking from the right stops there: the thousands of hops to its left are never
+    parsed (before, each was, on the event loop, for every request)."""
+    parsed: list[str | None] = []
+    real = sources._address
+
+    def counting(text: str | None) -> object:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(sources, "_address", counting)
+    written = ", ".join(["127.0.0.1"] * 1600)  # about 16 KiB a line, loopback: trusted hops
+    lines = [written] * 4 + ["198.51.100.7"]
+    policy = SourcePolicy.build(["service"])
+    assert policy.client_address("127.0.0.1", lines) == ipaddress.ip_address("198.51.100.7")
+    assert len(parsed) == 2  # the peer, and the proxy's hop
+
+
+_HOP = st.sampled_from(["127.0.0.1", "::1", "10.0.0.3", "198.51.100.7", "203.0.113.9", "junk", ""])
+
+
+def _eager(policy: SourcePolicy, peer: str, lines: list[str]) -> object:
+    """The rule as first written: every hop parsed, then walked from the right."""
+    direct = sources._address(peer)
+    if direct is None or not lines or not sources._within(direct, policy.trusted_proxies):
+        return direct
+    hops = [sources._address(part) for line in lines for part in line.split(",")]
+    for hop in reversed(hops):
+        if hop is None:
+            return direct
+        if not sources._within(hop, policy.trusted_proxies):
+            return hop
+    return hops[0] or direct
+
+
+@given(
+    lines=st.lists(st.lists(_HOP, min_size=1, max_size=4).map(", ".join), max_size=4),
+    peer=st.sampled_from(["127.0.0.1", "10.0.0.1", "198.51.100.1"]),
+)
+def test_walking_only_what_it_needs_gives_the_client_every_hop_parsed_would(
+    lines: list[str], peer: str
+) -> None:
+    policy = SourcePolicy.build(["service"], trust=["127.0.0.0/8", "::1", "10.0.0.0/8"])
+    assert policy.client_address(peer, lines) == _eager(policy, peer, lines)
