@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from peers import LocalCA, local_ca_fixture  # noqa: F401  (the "local_ca" fixture)
 from standardwebhooks.webhooks import Webhook
@@ -194,3 +195,69 @@ def test_replay_to_an_https_app_with_its_own_ca(
         assert len(app.seen) == 1
     expected = [f"warning: --insecure: certificates are not verified for {app.url}"]
     assert warnings == (expected if how == "insecure" else [])
+
+
+# -- the dashboard --------------------------------------------------------------------------------
+
+
+def test_the_dashboards_flags_reach_its_forwards(
+    clean_env: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    user_app: StartApp,
+    local_ca: LocalCA,
+) -> None:
+    """``walletpass-tui --forward-to URL --forward-header ... --ca-bundle ...``: the dashboard's own
+    runtime forwards a delivery to an https app with its own CA, the header added. The screen is
+    left out (its run is replaced by the forward); the screens are in tests/ui."""
+    from walletpass_tui.ui.app import WalletPassApp
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+    app = user_app(tls=local_ca.leaf.server_context())
+
+    async def headless(self: WalletPassApp, **_: object) -> None:
+        runtime = self.parts.runtime
+        assert isinstance(runtime, DeliveryRuntime)
+        await runtime.serve()
+        headers = sign(SECRET, "msg_dashboard", BODY, datetime.now(UTC))
+        async with httpx.AsyncClient(trust_env=False) as client:
+            answer = await client.post(str(runtime.url), content=BODY, headers=headers)
+        assert answer.status_code == 200
+        deadline = time.monotonic() + 30
+        while not app.seen:
+            assert time.monotonic() < deadline, "the forward did not arrive"
+            await asyncio.sleep(0.02)
+
+    monkeypatch.setattr(WalletPassApp, "run_async", headless)
+    code, _, err = run(
+        capsys,
+        *("--port", "0", "--secret", SECRET, "--forward-to", app.url),
+        *("--forward-header", f"Authorization: Bearer {TOKEN_VALUE}"),
+        *("--ca-bundle", str(local_ca.ca)),
+    )
+    assert code == 0, err
+    [seen] = app.seen
+    assert seen.values("Authorization") == [f"Bearer {TOKEN_VALUE}"]
+    assert seen.values("webhook-id") == ["msg_dashboard"]
+
+
+def test_the_dashboard_warns_once_before_it_starts_when_insecure(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from walletpass_tui.ui.app import WalletPassApp
+
+    async def headless(self: WalletPassApp, **_: object) -> None:
+        return None
+
+    monkeypatch.setattr(WalletPassApp, "run_async", headless)
+    targets = (
+        "https://127.0.0.1:9/a",
+        "pass.activated=https://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+    )
+    flags = [arg for target in targets for arg in ("--forward-to", target)]
+    code, _, err = run(capsys, "--port", "0", *flags, "--insecure")
+    assert code == 0, err
+    assert err.splitlines() == [
+        "warning: --insecure: certificates are not verified for https://127.0.0.1:9/a"
+    ]
