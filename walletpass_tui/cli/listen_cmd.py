@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "delivery is answered 200 only after it is on disk.",
         epilog="examples:\n"
         "  walletpass-tui listen --secret whsec_...\n"
+        "  walletpass-tui listen --secret whsec_... --forward-to http://localhost:3000/webhooks "
+        '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
         "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "

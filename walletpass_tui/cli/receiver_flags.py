@@ -82,7 +82,7 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         type=header_arg,
         default=[],
         metavar="'NAME: VALUE'",
-        help="add this header to every forward, e.g. 'Authorization: Bearer $APP_TOKEN' for "
+        help='add this header to every forward, e.g. "Authorization: Bearer $APP_TOKEN" for '
         f"your app (repeatable; {HEADER_HELP})",
     )
     add_trust_flags(fwd, "https --forward-to targets")

@@ -71,8 +71,8 @@ def add_target_flags(parser: argparse.ArgumentParser, what: str = "URL") -> None
         type=header_arg,
         default=[],
         metavar="'NAME: VALUE'",
-        help=f"add this header to what is sent to {what}, e.g. 'Authorization: Bearer "
-        f"$APP_TOKEN' for your app (repeatable; {HEADER_HELP})",
+        help=f'add this header to what is sent to {what}, e.g. "Authorization: Bearer '
+        f'$APP_TOKEN" for your app (repeatable; {HEADER_HELP})',
     )
     add_trust_flags(group, f"an https {what}")
 

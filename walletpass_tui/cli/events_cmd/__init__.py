@@ -143,7 +143,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
-        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json",
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
+        '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
     rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
