@@ -291,6 +291,7 @@ def test_the_ca_bundle_is_read_once_at_start(local_ca: LocalCA, tmp_path: Path) 
         (b"\x1b[2J" * 10, "holds no PEM certificate"),
         (b"-" * (CA_BUNDLE_MAX + 1), "larger than"),
     ],
+    ids=["missing", "empty", "a-key", "not-a-certificate", "escapes", "too-large"],
 )
 def test_a_ca_bundle_that_is_not_one_is_a_usage_error(
     tmp_path: Path, content: bytes | None, said: str
@@ -302,6 +303,21 @@ def test_a_ca_bundle_that_is_not_one_is_a_usage_error(
         read_ca_bundle(str(path))
     assert said in str(info.value)
     assert "\x1b" not in str(info.value)  # the file's name is shown escaped
+
+
+def test_a_ca_bundle_that_never_ends_is_read_no_further_than_the_limit() -> None:
+    with pytest.raises(UsageError, match="larger than 4 MiB"):
+        read_ca_bundle("/dev/zero")
+
+
+def test_a_ca_bundle_of_many_unterminated_blocks_is_refused(tmp_path: Path) -> None:
+    """The certificate pattern scans each block once, up to the next dash: a bundle of unended
+    blocks costs one pass over the file."""
+    path = tmp_path / "unended.pem"
+    block = b"-----BEGIN CERTIFICATE-----\n" + b"QUFB" * 1000 + b"\n"
+    path.write_bytes(block * ((CA_BUNDLE_MAX - 1) // len(block)))
+    with pytest.raises(UsageError, match="holds no PEM certificate"):
+        read_ca_bundle(str(path))
 
 
 def test_a_directory_or_an_unreadable_ca_bundle(tmp_path: Path) -> None:
