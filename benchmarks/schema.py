@@ -36,7 +36,8 @@ BATCH = 500
 
 async def populate(home: Path, count: int) -> None:
     from walletpass_tui.sim.events import event_body
-    from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
     store = await Store.open(home / "deliveries.sqlite3")
@@ -95,7 +96,7 @@ def rebuild_argv(history: Path) -> list[str]:
 
 def in_memory_cost(count: int) -> float:
     """CPU microseconds per delivery of Catalog.learn over simulator bodies (median of 5)."""
-    from walletpass_tui.schemas import Catalog, Delivery
+    from walletpass_tui.schemas.catalog import Catalog, Delivery
     from walletpass_tui.sim.events import event_body
 
     rng = random.Random(3)

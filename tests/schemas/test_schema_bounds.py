@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from schema_helpers import delivery
 
-from walletpass_tui.schemas import MAX_DEPTH, MAX_PATHS, Catalog, GroupKey
-from walletpass_tui.schemas.model import GroupSchema
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.model import GroupKey, GroupSchema
+from walletpass_tui.schemas.paths import MAX_DEPTH, MAX_PATHS
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
 MIB = 1024 * 1024
