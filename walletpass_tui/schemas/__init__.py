@@ -21,8 +21,10 @@ Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
 first, right after its batch is learned (within ``COALESCE_S`` + one step of the commit); turn a
 finding into its public record with ``DriftRecord.of(finding)`` (``.describe()`` gives
 ``pass.activated data.serialNumber: string -> integer``; escape it with ``text.printable``).
-``on_learned(step)`` tells a view to refresh. ``learner.learn_templates(objects)`` feeds the
-template objects of ``GET passTemplates`` (the ``templates`` group).
+``on_learned(step)`` tells a view to refresh; ``on_progress(upto)`` says every row up to ``upto``
+was looked at (its drift told first). ``learner.learn_templates(objects)`` feeds the template
+objects of ``GET passTemplates`` (the ``templates`` group); without a running learner,
+``learn_templates(history_path, objects)`` does the same (also before any delivery was stored).
 
 Reading (any process, any thread; a missing file reads as nothing learned)::
 
@@ -44,7 +46,9 @@ a delivery whose verdict is not ``verified`` teaches nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from walletpass_tui.schemas.book import Progress, Step
 from walletpass_tui.schemas.catalog import Catalog, Delivery
@@ -79,6 +83,7 @@ __all__ = [
     "SchemaLearner",
     "SchemaReader",
     "Step",
+    "learn_templates",
     "rebuild",
     "schemas_path",
 ]
@@ -97,5 +102,34 @@ def rebuild(history_path: Path, progress: Progress | None = None) -> int:
         return book.rebuild(progress)
     except sqlite3.Error as exc:
         raise SchemaError.of(exc, schemas_path(Path(history_path))) from None
+    finally:
+        book.close()
+
+
+def learn_templates(
+    history_path: Path, templates: Iterable[Any], seen_at_ms: int | None = None
+) -> list[DriftRecord]:
+    """Learn the template objects of ``GET passTemplates`` (the ``templates`` group) without a
+    running learner; returns the drift they showed. Works before any delivery was stored (the
+    schema file is made beside where the history will be). A learner running in another
+    program notices and follows."""
+    import sqlite3
+
+    from walletpass_tui.config import ensure_private_dir
+    from walletpass_tui.schemas.book import Book
+
+    path = Path(history_path)
+    try:
+        ensure_private_dir(path.parent)
+    except OSError as exc:
+        raise SchemaError(
+            f"Cannot create the data directory {path.parent} ({exc.strerror or exc})."
+        ) from None
+    book = Book(path, history_optional=True)
+    try:
+        book.open()
+        return [DriftRecord.of(f) for f in book.learn_templates(list(templates), seen_at_ms)]
+    except sqlite3.Error as exc:
+        raise SchemaError.of(exc, schemas_path(path)) from None
     finally:
         book.close()

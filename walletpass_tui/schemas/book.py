@@ -51,9 +51,12 @@ class Step:
 
 
 class Book:
-    def __init__(self, history: Path, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, history: Path, busy_timeout_ms: int = 5000, *, history_optional: bool = False
+    ) -> None:
         self.history = Path(history)
         self.busy_timeout_ms = busy_timeout_ms
+        self.history_optional = history_optional  # templates may be learned before any delivery
         self.db: sqlite3.Connection | None = None
         self.catalog = Catalog()
         self.version = -1
@@ -65,9 +68,12 @@ class Book:
     def open(self) -> None:
         """Open (or make) the schema file and load what it holds."""
         self.close()
-        self.db = storage.connect(self.history, self.busy_timeout_ms)
+        self.db = storage.connect(
+            self.history, self.busy_timeout_ms, history_optional=self.history_optional
+        )
         self._identity = storage.identity(self.history)
-        self._transaction(self._check_history)
+        if self.history.is_file():
+            self._transaction(self._check_history)
 
     def close(self) -> None:
         if self.db is not None:

@@ -40,6 +40,7 @@ BACKLOG_SHARE = 0.5  # of the time a backlog may take
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
 LearnedListener = Callable[[Step], None]
+ProgressListener = Callable[[int], None]
 
 
 class SchemaLearner:
@@ -73,16 +74,23 @@ class SchemaLearner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drift: list[DriftListener] = []
         self._learned: list[LearnedListener] = []
-        self._announce_after = 0
+        self._progress: list[ProgressListener] = []
+        self._announce_after: int | None = None
         self.failures = 0
         self.problem: str | None = None  # why learning stopped for now (None: it works)
 
     # -- life --------------------------------------------------------------------------------
 
-    def start(self) -> SchemaLearner:
-        """Start following the history (returns at once; the file is opened on the thread)."""
+    def start(self, announce_after: int | None = None) -> SchemaLearner:
+        """Start following the history (returns at once; the file is opened on the thread).
+
+        Drift is announced for rows past ``announce_after`` (by default the history's last row
+        when the thread opens the file); a runtime passes the last row it knows was committed
+        before it starts accepting deliveries, so none of them can fall before that mark.
+        """
         if self._thread is not None:
             raise RuntimeError("This SchemaLearner was already started.")
+        self._announce_after = announce_after
         with contextlib.suppress(RuntimeError):
             self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
@@ -115,6 +123,13 @@ class SchemaLearner:
         (right after its batch is learned); returns a function that unsubscribes."""
         self._drift.append(listener)
         return lambda: self._drift.remove(listener) if listener in self._drift else None
+
+    def on_progress(self, listener: ProgressListener) -> Callable[[], None]:
+        """Call ``listener(upto)`` after each batch that read any row (verified or not), with the
+        last row id read: every delivery up to it has been looked at, and the drift it showed
+        was told before this call. Returns a function that unsubscribes."""
+        self._progress.append(listener)
+        return lambda: self._progress.remove(listener) if listener in self._progress else None
 
     def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
         """Call ``listener(step)`` after each batch that learned anything (a view of the
@@ -182,7 +197,8 @@ class SchemaLearner:
         while not self._stopping.is_set():
             try:
                 self._book.open()
-                self._announce_after = self._book.top()
+                if self._announce_after is None:
+                    self._announce_after = self._book.top()
                 self.problem = None
                 return
             except Exception as exc:
@@ -239,14 +255,17 @@ class SchemaLearner:
             self._book.recover()
 
     def _tell(self, step: Step) -> None:
-        if step.learned == 0:
-            return
-        news = [(a, f) for a, f in step.findings if a is None or a > self._announce_after]
-        for listener in list(self._learned):
-            self._call(listener, step)
-        for attempt_id, found in news:
-            for drift_listener in list(self._drift):
-                self._call(drift_listener, attempt_id, found)
+        if step.learned:
+            after = self._announce_after or 0
+            news = [(a, f) for a, f in step.findings if a is None or a > after]
+            for listener in list(self._learned):
+                self._call(listener, step)
+            for attempt_id, found in news:
+                for drift_listener in list(self._drift):
+                    self._call(drift_listener, attempt_id, found)
+        if step.rows:
+            for progress in list(self._progress):
+                self._call(progress, step.upto)
 
     def _call(self, listener: Callable[..., None], *args: Any) -> None:
         loop = self._loop
