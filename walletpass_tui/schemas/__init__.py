@@ -33,7 +33,9 @@ Reading (any process, any thread; a missing file reads as nothing learned)::
     reader.fields(GroupKey.of_topic("pass.activated"))   # [FieldInfo], tree order, root "$" first
     reader.drift(key=None, since_ms=None)                # [DriftRecord], newest first
     reader.drift_for_attempt(attempt_id)                 # events show --json's "drift" array
-    reader.attempts_with_drift(limit=50)                 # events list --drift
+    reader.attempts_with_drift(limit=50)                 # row ids of drifting deliveries
+    reader.messages_with_drift(limit=50)                 # events list --drift: webhook-ids
+    reader.drift_for_messages(webhook_ids)               # ... and their findings
     reader.export(key, "jsonschema" | "typescript" | "pydantic")
 
 Each record has ``to_json()`` (the one JSON shape). Rebuilding (``schema rebuild``):
