@@ -289,3 +289,39 @@ async def test_a_rejected_delivery_is_looked_at_and_teaches_nothing(tmp_path: Pa
         (stored,) = await runtime.store.message_attempts("msg_f")
         await until(lambda: looked and looked[-1] >= stored.id)
         assert SchemaReader(runtime.store.path).groups() == []
+
+
+async def test_the_learner_keeps_learning_while_commits_keep_coming(tmp_path: Path) -> None:
+    """Under a stream of commits the learner yields most of its time to the receiver, but never
+    stops: every delivery is learned, without being asked to settle."""
+    s = settings(tmp_path)
+    async with DeliveryRuntime(s, setup()) as runtime:
+        total = 0
+        for batch in range(30):
+            await asyncio.gather(
+                *(
+                    runtime.store.record(
+                        Attempt(
+                            received_at_ms=1_795_000_000_000 + total + n,
+                            method="POST",
+                            path="/webhooks",
+                            headers=(),
+                            body=json.dumps(activated(total + n)).encode(),
+                            verdict=VERIFIED,
+                            reason="verified",
+                            status=200,
+                            webhook_id=f"msg_{batch}_{n}",
+                            topic="pass.activated",
+                        )
+                    )
+                    for n in range(100)
+                )
+            )
+            total += 100
+        reader = SchemaReader(runtime.store.path)
+
+        def samples() -> int:
+            groups = reader.groups()
+            return groups[0].samples if groups else 0
+
+        await until(lambda: samples() == total)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,19 +148,19 @@ class Book:
 
     def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
         step = Step(upto=self.upto)
-        for attempt_id, webhook_id, at_ms, topic, verdict, body in db.execute(
-            _NEXT_ROWS, (self.upto, limit)
-        ):
-            step.rows += 1
-            step.upto = attempt_id
-            step.verified += verdict == VERIFIED
-            if body is None:
-                continue  # rejected, or a redelivery of a body already learned
-            delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
-            found = self.catalog.learn(delivery)
-            step.learned += 1
-            if found:
-                step.findings.append((attempt_id, found))
+        rows = db.execute(_NEXT_ROWS, (self.upto, limit))
+        with self.catalog.batch():
+            for attempt_id, webhook_id, at_ms, topic, verdict, body in rows:
+                step.rows += 1
+                step.upto = attempt_id
+                step.verified += verdict == VERIFIED
+                if body is None:
+                    continue  # rejected, or a redelivery of a body already learned
+                delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
+                found = self.catalog.learn(delivery)
+                step.learned += 1
+                if found:
+                    step.findings.append((attempt_id, found))
         self.upto = step.upto
         storage.set_meta(db, "learned_upto", self.upto)
         return step
@@ -221,10 +220,3 @@ class Book:
         """The history's highest row id now."""
         db = self.ensure_open()
         return storage.history_top(db)
-
-
-def settle_sleep(started: float, share: float) -> None:
-    """Sleep so that work begun at ``started`` used at most ``share`` of the time since."""
-    spent = time.perf_counter() - started
-    if 0 < share < 1:
-        time.sleep(spent * (1 - share) / share)
