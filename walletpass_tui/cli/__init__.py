@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.events_cmd",
         "the delivery history: list, show, tail, stats, replay, export, prune",
     ),
+    "schema": (
+        "walletpass_tui.cli.schema_cmd",
+        "payload schemas learned from verified deliveries: list, show, drift, export, rebuild",
+    ),
     "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
     "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
     "demo": (

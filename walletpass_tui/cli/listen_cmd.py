@@ -7,11 +7,11 @@ import asyncio
 import importlib
 import json
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TextIO
 
-from walletpass_tui.cli.attempt_lines import AttemptPrinter
 from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.listen_printer import ListenPrinter
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
@@ -98,11 +98,12 @@ def answer_line(body: bytes) -> str | None:
 
 
 class ForwardPrinter:
-    """A line for each forward your app answered (and the start of its answer on the next), or a
-    JSON object with the whole answer as stored (at most 64 KiB)."""
+    """One line (or JSON object) per forward answered, with the start of your app's answer on the
+    next line (the JSON object holds the whole answer as stored, at most 64 KiB), handed to
+    ``emit`` (the listen printer, which keeps it behind the deliveries it still holds)."""
 
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out = out
+    def __init__(self, emit: Callable[[str], None], as_json: bool) -> None:
+        self.emit = emit
         self.as_json = as_json
 
     def __call__(self, row: ForwardRow, result: ForwardResult) -> None:
@@ -132,8 +133,7 @@ class ForwardPrinter:
             answer = answer_line(result.body)
             if answer is not None:
                 line += "\n" + answer
-        self.out.write(line + "\n")
-        self.out.flush()
+        self.emit(line)
 
 
 async def _listen(
@@ -150,19 +150,24 @@ async def _listen(
         port = setup.options.port if setup.options is not None else 0
         public_url = settings.public_url or (await discover_ngrok(port) if port else None)
         feeds = (relay,) if relay is not None else ()
+        printer = ListenPrinter(sys.stdout, as_json, learning=setup.learn_schemas)
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             runtime.subscribe(
-                AttemptPrinter(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json)
+                printer.deliveries,
+                ForwardPrinter(printer.forwards, as_json),
+                drift=printer.drift,
+                learned=printer.learned,
             )
             await runtime.serve()
             if not (settings.public_url or port):  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
             _announce(info, runtime, public_url, await runtime.pending_forwards(), relay)
             if relay is not None:  # after the announcement, from the state it is in now
-                printer = RelayStatePrinter(info)
-                printer(relay.state)
-                relay.subscribe(printer)
+                states = RelayStatePrinter(info)
+                states(relay.state)
+                relay.subscribe(states)
             failed = await _until_stopped(stop, runtime)
+        printer.close()  # what the learner had not looked at when it stopped
     if failed is not None:
         raise CommandError(str(failed))
     print("Stopped; every acknowledged delivery is in the history.", file=info)

@@ -118,6 +118,13 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         help="the channel's subscriber token; prefer WALLETPASS_RELAY_TOKEN or relay_token in "
         "the config file (a flag shows in the process list)",
     )
+    schemas = parser.add_argument_group("payload schemas")
+    schemas.add_argument(
+        "--no-schemas",
+        action="store_true",
+        help="do not learn each topic's payload schema nor look for drift (see 'walletpass-tui "
+        "schema --help')",
+    )
     inj = parser.add_argument_group("failure injection (to watch the sender's retries)")
     inj.add_argument(
         "--fail-first",

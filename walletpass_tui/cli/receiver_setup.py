@@ -103,6 +103,7 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
         routes=routes,
         ack_target=ack_target,
         explicit_secrets=tuple(getattr(args, "secret", [])),
+        learn_schemas=not getattr(args, "no_schemas", False),
     )
 
 

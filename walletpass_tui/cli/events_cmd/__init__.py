@@ -51,10 +51,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="messages, newest first",
         epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
-        "  walletpass-tui events list --search pass_0042 --json",
+        "  walletpass-tui events list --search pass_0042 --json\n"
+        "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
     add_filter_flags(lst)
+    lst.add_argument(
+        "--drift",
+        action="store_true",
+        help="only messages whose delivery showed payload drift first (a field added, missing or "
+        "of another type; see 'walletpass-tui schema drift'), with what drifted",
+    )
     lst.add_argument(
         "--limit",
         type=bounded_int(1, LIST_LIMIT_MAX),
