@@ -44,6 +44,7 @@ from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
     from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.ui.drift_feed import DriftFeed
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
     from walletpass_tui.ui.view.traffic import Traffic
@@ -244,6 +245,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._recount()  # the header's totals: a count of the whole history, not before paint
         self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
+        self._start_drift_feed()  # which deliveries drifted: the log's marks, after paint too
         self.call_after_refresh(_collect_again)
 
     _receiving = False
@@ -285,6 +287,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.notify(why, title="Relay stopped", severity="error", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
+        if self._drift_feed is not None:
+            self._drift_feed.stop()
         if getattr(self, "_unwatch_relay", None) is not None:
             self._unwatch_relay()
         if getattr(self, "_unwatch_health", None) is not None:
@@ -527,6 +531,26 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if not isinstance(self.screen, StatsScreen):
             self.push_screen(StatsScreen(self.traffic))
 
+    # -- payload schemas -------------------------------------------------------------------------
+
+    _drift_feed: DriftFeed | None = None
+
+    def _start_drift_feed(self) -> None:
+        from walletpass_tui.ui.drift_feed import DriftFeed
+
+        self._drift_feed = DriftFeed(self.runtime, self, self.live)
+        self._drift_feed.start()
+
+    def action_schema(self, group: str = "") -> None:
+        """The Schema screen: each topic's learned fields and drift (``group='templates'``: the
+        pass templates' fields). Its module loads when first opened."""
+        from walletpass_tui.ui.screens.schema import SchemaScreen
+
+        if isinstance(self.screen, SchemaScreen):
+            self.screen.select_group(group)
+        elif self._runtime is not None:
+            self.push_screen(SchemaScreen(self._runtime, group=group))
+
     def action_help(self) -> None:
         from walletpass_tui.ui.screens.help import HelpScreen
 
@@ -544,6 +568,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         from walletpass_tui.ui.screens.help import HelpScreen
         from walletpass_tui.ui.screens.import_endpoint import ImportEndpointScreen
         from walletpass_tui.ui.screens.replay import ReplayScreen
+        from walletpass_tui.ui.screens.schema import SchemaScreen
         from walletpass_tui.ui.screens.stats import StatsScreen
         from walletpass_tui.ui.screens.template_json import TemplateScreen
 
@@ -558,6 +583,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             ("Replay", ReplayScreen.BINDINGS),
             ("Check my app", CheckScreen.BINDINGS),
             ("Stats", StatsScreen.BINDINGS),
+            ("Schema", SchemaScreen.BINDINGS),
             ("New endpoint's secret", EndpointSecretScreen.BINDINGS),
             ("This list", HelpScreen.BINDINGS),
         ]

@@ -101,6 +101,16 @@ COMMANDS: tuple[PaletteCommand, ...] = (
         "Deliveries per minute by topic, rejections, redeliveries and your app's answer times",
         "stats",
     ),
+    PaletteCommand(
+        "Schema: learned payload fields and drift",
+        "Each topic's fields with their types and presence, and what drifted from them",
+        "schema",
+    ),
+    PaletteCommand(
+        "Schema of the pass templates",
+        "The template fields learned from the templates listed, and what drifted",
+        "schema('templates')",
+    ),
     PaletteCommand("Keys", "Every key of the dashboard", "help"),
     PaletteCommand("Quit", "Stop the receiver and leave", "quit"),
 )

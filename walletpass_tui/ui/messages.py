@@ -22,6 +22,7 @@ from textual.signal import Signal
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, Stats
 
 if TYPE_CHECKING:
+    from walletpass_tui.ui.view.schema_view import DriftMarks
     from walletpass_tui.ui.view.traffic import Traffic
 
 
@@ -83,6 +84,12 @@ class LiveSignals:
         self.log_shows: Callable[[Attempt], bool] | None = None
         # The last hour per minute (the header's sparkline, the Stats screen); set by the app.
         self.traffic: Traffic | None = None
+        # Deliveries that brought drift: the ids whose mark changed (None: any, or the count).
+        self.drift: Signal[frozenset[int] | None] = Signal(owner, "drift")
+        # The learned schemas changed (the Schema screen reads them again).
+        self.schemas: Signal[None] = Signal(owner, "schemas")
+        # Which deliveries brought drift, and how many findings; set by the app after paint.
+        self.drift_marks: DriftMarks | None = None
 
     def shown(self, attempt: Attempt) -> bool:
         """Whether ``attempt`` becomes a row of the event log (the live feed posts the first

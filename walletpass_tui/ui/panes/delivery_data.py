@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from walletpass_tui.ui.body_pages import BodyPage, body_page
 from walletpass_tui.ui.widgets.body_text import Wrapped, wrap_lines
 from walletpass_tui.webhooks.models import Attempt, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
-__all__ = ["AHEAD_BYTES", "Ahead", "BodyView", "DeliveryData", "load_delivery", "load_pages"]
+if TYPE_CHECKING:
+    from walletpass_tui.schemas.records import DriftRecord
+
+__all__ = [
+    "AHEAD_BYTES",
+    "Ahead",
+    "BodyView",
+    "DeliveryData",
+    "load_delivery",
+    "load_drift",
+    "load_pages",
+]
 
 AHEAD_BYTES = 64 * 1024  # a body this large arriving is prepared before the log selects it
 
@@ -22,6 +34,20 @@ class DeliveryData:
     attempts: tuple[Attempt, ...]  # every attempt of its message, oldest first (bodies empty
     # but the shown attempt's: sizes are in body_size)
     forwards: tuple[ForwardRow, ...]
+    drift: tuple[DriftRecord, ...] = ()  # the payload drift this delivery showed first
+
+
+async def load_drift(store: Store, attempt_id: int) -> tuple[DriftRecord, ...]:
+    """The drift findings the attempt showed first, read from the schema file in a thread (a
+    file that cannot be read shows none)."""
+    from walletpass_tui.schemas.errors import SchemaError
+    from walletpass_tui.schemas.reader import SchemaReader
+
+    reader = SchemaReader(store.path)
+    try:
+        return tuple(await asyncio.to_thread(reader.drift_for_attempt, attempt_id))
+    except SchemaError:
+        return ()
 
 
 async def load_delivery(

@@ -14,6 +14,7 @@ Loading lives in ``delivery_data``, the text of each part in ``delivery_parts``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -35,10 +36,12 @@ from walletpass_tui.ui.panes.delivery_data import (
     BodyView,
     DeliveryData,
     load_delivery,
+    load_drift,
     load_pages,
 )
 from walletpass_tui.ui.panes.delivery_parts import (
     attempts_text,
+    drift_text,
     forwards_text,
     headers_text,
     summary_text,
@@ -103,6 +106,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         "delivery-detail--ack-failed",
         "delivery-detail--header-name",
         "delivery-detail--note",
+        "delivery-detail--info",
+        "delivery-detail--warning",
+        "delivery-detail--breaking",
     }
 
     class Loaded(Message):
@@ -139,6 +145,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         self._ahead = Ahead()  # a large body's pages, prepared as it arrives
 
     def compose(self) -> ComposeResult:
+        drift = Static(id="detail-drift", classes="detail-drift")
+        drift.display = False  # only for a delivery whose payload drifted
+        yield drift
         yield Static(id="detail-summary", classes="detail-summary")
         yield Static(id="detail-attempts", classes="detail-attempts")
         # With tabs_after_first_frame (the main screen's pane) the tabs, two dozen widgets, are
@@ -157,6 +166,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         signals = live_signals(self)
         signals.deliveries.subscribe(self, self._deliveries_stored, immediate=True)
         signals.history.subscribe(self, self._history_changed, immediate=True)
+        signals.drift.subscribe(self, self._drift_marked, immediate=True)
         self.call_after_refresh(self._render_empty)
 
     @property
@@ -182,6 +192,12 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     def _history_changed(self, webhook_id: str | None) -> None:
         """A forward or replay was recorded (of ``webhook_id``; None: of any message)."""
         if self.data is not None and webhook_id in (None, self.webhook_id):
+            self._live_reload()
+
+    def _drift_marked(self, changed: frozenset[int] | None) -> None:
+        """The delivery on screen was found to have drifted (the learner looks after commit)."""
+        shown = self.requested_id
+        if shown is not None and changed is not None and shown in changed:
             self._live_reload()
 
     @property
@@ -239,6 +255,9 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         data = await load_delivery(self.store, attempt_id, arrived=arrived)
         if attempt_id != self.requested_id:
             return
+        marks = live_signals(self).drift_marks
+        if data is not None and marks is not None and attempt_id in marks:
+            data = replace(data, drift=await load_drift(self.store, attempt_id))
         if data is None:
             self.data = None
             self.pages = None
@@ -372,6 +391,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         if self.data is not None:
             return  # a delivery arrived before the placeholder did
         self._set("summary", why)
+        self.query_one("#detail-drift", Static).display = False
         self._set("attempts", "")
         for key, _title in TABS:
             self._set(key, "")
@@ -381,6 +401,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         if data is None:
             return
         self._set("summary", summary_text(data.attempt, self._s))
+        drift = self.query_one("#detail-drift", Static)
+        drift.display = bool(data.drift)
+        if data.drift:
+            self._set("drift", drift_text(data.drift, self._s))
         self._set(
             "attempts",
             attempts_text(

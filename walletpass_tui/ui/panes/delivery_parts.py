@@ -6,7 +6,8 @@ Everything shown comes from the network or the store and is escaped here (``one_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -14,9 +15,13 @@ from rich.text import Text
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
-from walletpass_tui.ui.view.log_columns import REJECTED_MARK, VERIFIED_MARK
+from walletpass_tui.ui.view.drift_text import change_text
+from walletpass_tui.ui.view.log_columns import DRIFT_MARK, REJECTED_MARK, VERIFIED_MARK
 from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardRow, is_check_note
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
+
+if TYPE_CHECKING:
+    from walletpass_tui.schemas.records import DriftRecord
 
 __all__ = [
     "ANSWER_PREVIEW",
@@ -172,4 +177,21 @@ def forwards_text(forwards: tuple[ForwardRow, ...], s: StyleOf) -> Text:
             answer, _ = body_text(f.response_body, ANSWER_PREVIEW)
             text.append("\n              answer: ", s("label"))
             text.append(one_line(answer, ANSWER_PREVIEW))
+    return text
+
+
+def drift_text(records: Sequence[DriftRecord], s: StyleOf) -> Text:
+    """The payload drift the delivery showed first, one finding a line, the most severe first:
+    ``Δ breaking  data.serialNumber: string -> integer (type_changed)``."""
+    rank = {"breaking": 0, "warning": 1, "info": 2}
+    text = Text()
+    ordered = sorted(records, key=lambda r: rank.get(r.severity, 3))
+    for index, record in enumerate(ordered):
+        if index:
+            text.append("\n")
+        text.append(f"{DRIFT_MARK} {record.severity:<8} ", s(record.severity))
+        text.append(one_line(record.path, 80))
+        text.append(": ")
+        text.append(one_line(change_text(record), 60), s(record.severity))
+        text.append(f"  {record.kind} in {one_line(record.group.label, 40)}", s("dim"))
     return text

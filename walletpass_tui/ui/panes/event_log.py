@@ -134,6 +134,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     def on_mount(self) -> None:
         signals = live_signals(self)
         signals.deliveries.subscribe(self, self._deliveries_stored, immediate=True)
+        signals.drift.subscribe(self, self._drift_marked, immediate=True)
         signals.log_shows = lambda a: matches(self.filter, a)  # its rows go out without a wait
         first = self.context.take_first_page()
         if first is not None and first.done():
@@ -147,6 +148,15 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
 
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
         self.ingest(message.attempts, message.dropped)
+
+    def _drift_marked(self, changed: frozenset[int] | None) -> None:
+        """Deliveries found to have drifted: their rows get the mark (drawn if on screen)."""
+        marks = live_signals(self).drift_marks
+        if marks is not None:
+            view = self.view
+            view.drift_marks = marks
+            if changed is None or any(row.id in changed for row in view.visible_rows()):
+                view.refresh()
 
     def focus_log(self) -> None:
         self.view.focus()

@@ -16,6 +16,7 @@ from textual.widgets import DataTable
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import TemplateList
 from walletpass_tui.text import compact_value
+from walletpass_tui.ui.messages import live_signals
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.view.template_columns import template_cell, template_columns
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error
@@ -45,6 +46,13 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
             "Whole answer",
             id="templates.answer",
             tooltip="The template list as the service answered it, every key, as JSON",
+        ),
+        Binding(
+            "S",
+            "app.schema('templates')",
+            "Fields",
+            id="templates.schema",
+            tooltip="The template fields learned from the lists shown here, and their drift",
         ),
     ]
 
@@ -107,11 +115,28 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
             self.border_title = "Templates · failed"
         else:
             self._show_templates(result)
+            self._learn(list(result.templates))
         finally:
             self.loading = False
 
+    @work(exclusive=True, group="templates-learn", exit_on_error=False)
+    async def _learn(self, templates: list[Any]) -> None:
+        """The templates listed teach the ``templates`` schema (the Schema screen, ``S``)."""
+        from walletpass_tui.schemas.errors import SchemaError
+        from walletpass_tui.ui.drift_feed import templates_learned
+
+        try:
+            found = await self.context.runtime.learn_templates(templates)
+        except SchemaError as exc:
+            self.notify(str(exc), title="Template fields not learned", markup=False)
+            return
+        templates_learned(live_signals(self), found)
+
     def worker_failed(self, group: str, error: BaseException | None) -> None:
         """Anything but an ApiError is a bug, but it must not take the dashboard down."""
+        if group == "templates-learn":  # the list is on screen; only its fields were not learned
+            super().worker_failed(group, error)
+            return
         self.loading = False
         self.border_title = "Templates · failed"
         self._show_notice(

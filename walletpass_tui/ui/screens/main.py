@@ -82,6 +82,14 @@ class MainScreen(Screen[None]):
             tooltip="The last hour as charts: traffic, rejections, redeliveries, answer times",
         ),
         Binding(
+            "S",
+            "app.schema",
+            "Schema",
+            show=False,  # the header's drift count says "S"
+            id="main.schema",
+            tooltip="Each topic's learned payload fields, and the drift found in them",
+        ),
+        Binding(
             "r", "refresh_templates", "Refresh templates", show=False, id="main.refresh_templates"
         ),
         Binding("1", "show_pane('templates')", "Templates", show=False, id="main.templates"),

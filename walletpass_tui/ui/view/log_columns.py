@@ -17,6 +17,7 @@ GAP = 1
 VERIFIED_MARK = "✓"
 REJECTED_MARK = "✗"
 CHECK_MARK = "⚑"
+DRIFT_MARK = "Δ"  # after the verdict: the delivery's payload drifted from the learned schema
 
 
 @dataclass(frozen=True)

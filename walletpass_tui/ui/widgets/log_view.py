@@ -6,7 +6,7 @@ to its messages (cursor moved, a detail asked for, an edge of the window reached
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -22,6 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from walletpass_tui.ui.view.log_columns import (
+    DRIFT_MARK,
     GAP,
     Column,
     acknowledged,
@@ -59,6 +60,7 @@ class LogView(ScrollView, can_focus=True):
         "log-view--dim",
         "log-view--redelivery",
         "log-view--check",
+        "log-view--drift",
     }
 
     # Benchmarks set this to learn when a row first reaches the screen; None costs nothing.
@@ -96,7 +98,9 @@ class LogView(ScrollView, can_focus=True):
         super().__init__(name=name, id=id)
         self.window = window
         self.following = True
-        self._lines: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(512)
+        self._lines: LRUCache[tuple[int, bool, bool, int, bool], Strip] = LRUCache(512)
+        # The rows whose delivery brought payload drift (set once the app has read them).
+        self.drift_marks: Container[int] = ()
         self._columns: list[tuple[Column, int]] = []
         self._columns_width = -1
         self._columns_measured = -1  # the window's widths_seen the columns were laid out for
@@ -183,10 +187,11 @@ class LogView(ScrollView, can_focus=True):
         row = rows[index]
         selected = index == self.window.cursor
         self.columns  # noqa: B018 - laid out again (and the cache dropped) when the widths change
-        key = (row.id, selected, self.has_focus, width)
+        drifted = row.id in self.drift_marks
+        key = (row.id, selected, self.has_focus, width, drifted)
         strip = self._lines.get(key)
         if strip is None:
-            strip = self._render_row(row, selected, width)
+            strip = self._render_row(row, selected, width, drifted)
             self._lines[key] = strip
         observer = LogView.paint_observer
         if observer is not None:
@@ -196,13 +201,15 @@ class LogView(ScrollView, can_focus=True):
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True)
 
-    def _render_row(self, row: LogRow, selected: bool, width: int) -> Strip:
+    def _render_row(self, row: LogRow, selected: bool, width: int, drifted: bool = False) -> Strip:
         base = self.rich_style
         line = Text(no_wrap=True, overflow="ellipsis", end="")
         for index, (column, col_width) in enumerate(self.columns):
             if index:
                 line.append(" " * GAP)
             cell = Text(cell_text(row, column.key), style=self._cell_style(row, column.key))
+            if drifted and column.key == "verdict":  # its payload drifted from what was learned
+                cell.append(f" {DRIFT_MARK}", self._style("log-view--drift"))
             cell.truncate(col_width, overflow="ellipsis", pad=not column.right)
             if column.right and cell.cell_len < col_width:
                 cell.pad_left(col_width - cell.cell_len)

@@ -42,6 +42,7 @@ class StatusBar(Widget):
         "status-bar--paused",
         "status-bar--pending",
         "status-bar--spark",
+        "status-bar--drift",
     }
 
     stats: reactive[Stats | None] = reactive(None, layout=False)  # None: still counting
@@ -53,6 +54,7 @@ class StatusBar(Widget):
         self.sparks: dict[int, str] = {}  # the sparkline at each width (empty: not read yet)
         self.per_minute = 0  # deliveries in the last whole minute
         self._spark_state: tuple[int, int] | None = None  # (traffic version, minute) drawn
+        self.drift = 0  # payload drift findings (learned schemas)
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -60,6 +62,8 @@ class StatusBar(Widget):
         self.receiver = signals.last_receiver
         signals.stats.subscribe(self, self._set_stats, immediate=True)
         signals.receiver.subscribe(self, self._set_receiver, immediate=True)
+        signals.drift.subscribe(self, self._drift_changed, immediate=True)
+        self._drift_changed(None)
         self._update_spark()
         self.set_interval(SPARK_S, self._update_spark)
 
@@ -84,6 +88,13 @@ class StatusBar(Widget):
 
     def _set_receiver(self, state: ReceiverState) -> None:
         self.receiver = state
+
+    def _drift_changed(self, _: object) -> None:
+        marks = live_signals(self).drift_marks
+        count = (marks.findings or 0) if marks is not None else 0
+        if count != self.drift:
+            self.drift = count
+            self.refresh()
 
     def _s(self, name: str) -> Style:
         """A component's style, looked up once per theme (the line is drawn on every count)."""
@@ -197,6 +208,9 @@ class StatusBar(Widget):
                 line.append("  ")
             line.append(f"{count:,} ", self._s("status-bar--value"))
             line.append(label, self._s(style))
+        if self.drift:  # the Schema screen (S) lists them
+            line.append(f"  Δ {self.drift:,}", self._s("status-bar--drift"))
+            line.append(" drift (S)" if words else " (S)", self._s("status-bar--drift"))
         line.append(" ")
         return line
 

@@ -1,0 +1,101 @@
+"""Drift and learning progress from the delivery runtime, published to the panes.
+
+The runtime tells ``drift(attempt_id, records)`` for each new delivery that drifted: its id is
+added to the app's ``DriftMarks`` at once (the log's mark, the header's count) and published on
+``LiveSignals.drift``. What the learner learned (``learned(upto)``), including while it catches up
+with an older history, makes the marks and the count be read again from the schema file at most
+every ``REREAD_S``, in a thread, and ``LiveSignals.schemas`` published so an open Schema screen
+reads again. Started after the first frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.reader import SchemaReader
+from walletpass_tui.ui.messages import LiveSignals
+from walletpass_tui.ui.view.schema_view import DriftMarks, read_marks
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+log = logging.getLogger(__name__)
+
+REREAD_S = 1.0  # the schema file is read again at most this often while learning goes on
+
+
+class DriftFeed:
+    def __init__(self, runtime: DeliveryRuntime, app: App[object], live: LiveSignals) -> None:
+        self.runtime = runtime
+        self.app = app
+        self.live = live
+        self.marks = DriftMarks(enabled=runtime.learner is not None)
+        self.reader = SchemaReader(runtime.store.path)
+        live.drift_marks = self.marks
+        self._unsubscribe: Callable[[], None] | None = None
+        self._reading = False
+        self._again = False
+
+    def start(self) -> None:
+        if not self.marks.enabled:
+            self.live.drift.publish(None)
+            return
+        self._unsubscribe = self.runtime.subscribe(drift=self._drift, learned=self._learned)
+        self.reread()
+
+    def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _drift(self, attempt_id: int, records: Sequence[DriftRecord]) -> None:
+        if self.marks.add(attempt_id, records):
+            self.live.drift.publish(frozenset((attempt_id,)))
+
+    def _learned(self, upto: int) -> None:
+        self.reread()
+
+    def reread(self) -> None:
+        """The marks and the count from the schema file, then the Schema screen told; at most
+        one read at a time and one every ``REREAD_S``."""
+        if self._reading:
+            self._again = True
+            return
+        self._reading = True
+        self.app.run_worker(self._read(), group="drift-marks", exit_on_error=False)
+
+    async def _read(self) -> None:
+        try:
+            try:
+                attempts, findings = await asyncio.to_thread(read_marks, self.reader)
+            except SchemaError as exc:
+                log.warning("The drift marks were not read: %s", exc)
+            else:
+                before = self.marks.version
+                changed = self.marks.reset(attempts, findings)
+                if self.marks.version != before:
+                    self.live.drift.publish(frozenset(changed) if changed else None)
+            self.live.schemas.publish(None)
+            await asyncio.sleep(REREAD_S)
+        finally:
+            self._reading = False
+        if self._again:
+            self._again = False
+            self.reread()
+
+
+def templates_learned(live: LiveSignals, records: Sequence[DriftRecord]) -> None:
+    """The templates pane taught the templates it listed: the Schema screen reads again, and
+    their drift (no delivery brought it) is counted in the header."""
+    marks = live.drift_marks
+    if records and marks is not None:
+        marks.add_findings(len(records))
+        live.drift.publish(None)
+    live.schemas.publish(None)
