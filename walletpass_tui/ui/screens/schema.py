@@ -45,6 +45,7 @@ LEARNING_OFF = (
     "Schema learning is off in this dashboard (--no-schemas): no payload fields are learned and "
     "no drift is looked for. Run it without --no-schemas to learn them."
 )
+TREE_STEP = "· "  # drawn, not blank: a child stays under its parent however it is shown
 NOTHING_LEARNED = (
     "Nothing learned yet: each topic's payload fields are learned from verified deliveries as "
     "they arrive, and the pass templates' when the Templates pane lists them."
@@ -124,7 +125,7 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
 
     def on_mount(self) -> None:
         self.groups_table.add_columns("topic", "samples", "drift")
-        self.fields_table.add_columns("path", "present", "types", "first value", "drift")
+        self.fields_table.add_columns("path", "present", "types", "drift", "first value")
         self.drift_table.add_columns("severity", "path", "change", "count", "first seen", "id")
         if not self.learning:
             self._say(LEARNING_OFF)
@@ -219,15 +220,17 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
             summary = self._summary(data)
             text.append(printable(data.selected.label, 60))
             if summary is not None:
+                text.append("  ")
                 text.append(
-                    f"  {summary.samples:,} samples · {summary.paths:,} paths · "
+                    f"{summary.samples:,} samples · {summary.paths:,} paths · "
                     f"{summary.drift:,} drift",
                     label,
                 )
                 if summary.not_json:
                     text.append(f" · {summary.not_json:,} not JSON", label)
                 text.append(f" · last seen {format_ms(summary.last_seen_ms)}", label)
-        text.append("  (esc: back)", label)
+        text.append("  ")
+        text.append("(esc: back)", label)
         self.query_one("#schema-title", Static).update(text)
 
     @staticmethod
@@ -278,16 +281,19 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
             name = tail.lstrip(".") or info.path
             if info.parent == "$":
                 name = info.path
-        indent = "  " * max(0, info.depth - 1)
-        path = Text(indent + printable(name, 60) + (" …" if info.open else ""), style)
+        indent = TREE_STEP * max(0, info.depth - 1)  # under its parent, a step a level
+        path = Text.assemble(
+            (indent, self._s("label")),
+            (printable(name, 60) + (" …" if info.open else ""), style),
+        )
         presence = Text.assemble(
             (presence_bar(info.presence), self._s("bar")), f" {presence_text(info.presence):>5}"
         )
-        value = Text("" if info.example is None else printable(info.example, 40), self._s("value"))
+        value = Text("" if info.example is None else printable(info.example, 32), self._s("value"))
         mark = Text()
         if finding is not None:
-            mark = Text(f"{DRIFT_MARK} {finding.kind} {change_text(finding)}", style)
-        return [path, presence, Text(types_text(info)), value, mark]
+            mark = Text(f"{DRIFT_MARK} {printable(change_text(finding), 40)}", style)
+        return [path, presence, Text(types_text(info)), mark, value]
 
     def _drift(self, records: list[DriftRecord]) -> None:
         table = self.drift_table

@@ -95,10 +95,11 @@ class SchemaData:
 
 
 def read_schema(reader: SchemaReader, wanted: GroupKey | None) -> SchemaData:
-    """The groups, and the field tree and findings of ``wanted`` (else of the first group);
+    """The groups, and the field tree and findings of ``wanted`` (else of the topic seen last);
     blocking: run it in a thread. A file that cannot be read is said, not raised."""
     try:
-        groups = reader.groups()
+        # The topics, the most recently seen first, then the pass templates.
+        groups = sorted(reader.groups(), key=lambda g: g.group.templates)
         selected = wanted if wanted is not None else groups[0].group if groups else None
         if selected is None or not any(g.group == selected for g in groups):
             return SchemaData(groups, selected)  # nothing learned (for it) yet
