@@ -27,10 +27,10 @@ from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.text import format_ms, one_line, printable
 from walletpass_tui.ui.messages import live_signals
+from walletpass_tui.ui.view.drift_text import change_text
+from walletpass_tui.ui.view.log_columns import DRIFT_MARK
 from walletpass_tui.ui.view.schema_view import (
-    DRIFT_MARK,
     SchemaData,
-    change_text,
     presence_bar,
     presence_text,
     read_schema,
