@@ -42,8 +42,10 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.webhooks.attachable import Attachable
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
+    from walletpass_tui.webhooks.instance import InstanceRecord
     from walletpass_tui.webhooks.receiver import Receiver
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
@@ -121,6 +123,8 @@ class DeliveryRuntime:
         self._feed_tasks: list[asyncio.Task[None]] = []
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
+        self._attachable: Attachable | None = None  # start_instance(): found, controlled
+        self._injection_listeners: list[Callable[[Injection], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -244,6 +248,9 @@ class DeliveryRuntime:
         committed together or not at all, and the next run resumes after the last one stored.
         """
         self._opened = False
+        attachable, self._attachable = self._attachable, None
+        if attachable is not None:  # attached dashboards see it go first
+            await attachable.withdraw()
         tasks, self._feed_tasks = self._feed_tasks, []
         for task in tasks:
             task.cancel()
@@ -264,6 +271,8 @@ class DeliveryRuntime:
         if self._store is not None and self._owns_store:
             store, self._store = self._store, None
             await store.close()
+        if attachable is not None:
+            attachable.release()  # the home is free once the history is closed
 
     # -- what the runtime holds --------------------------------------------------------------------
 
@@ -375,6 +384,33 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
+        for listener in list(self._injection_listeners):
+            with contextlib.suppress(Exception):
+                listener(self._injection)
+
+    # -- attached dashboards: the instance record and the control channel --------------------------
+
+    async def start_instance(self, kind: str) -> InstanceRecord | None:
+        """Make this receiver the one ``attach`` finds on its home (``instance.py``) and serve
+        its control channel (``control.py``) until ``close()``; ``kind``: listen, dashboard or
+        demo. Returns the record a receiver that died on this home left (None: none). Raises
+        AlreadyRunning when another receiver holds the home."""
+        if self._bound is None or self._attachable is not None:
+            raise RuntimeError("start_instance() needs an open runtime with a receiver, once.")
+        from walletpass_tui.webhooks.attachable import Attachable
+
+        self._attachable = await Attachable.start(self, kind)
+        return self._attachable.previous
+
+    def watch_injection(self, listener: Callable[[Injection], None]) -> Callable[[], None]:
+        """Call ``listener(injection)`` whenever the failures injected change (pause included);
+        returns a function that stops it."""
+        self._injection_listeners.append(listener)
+        return lambda: (
+            self._injection_listeners.remove(listener)
+            if listener in self._injection_listeners
+            else None
+        )
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
