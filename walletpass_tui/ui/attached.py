@@ -81,7 +81,10 @@ class AttachedRuntime:
         poll_s: float = POLL_S,
         slow_poll_s: float = SLOW_POLL_S,
         max_behind: int = MAX_BEHIND,
+        find_receiver: bool = True,
     ) -> None:
+        """``find_receiver=False``: show ``record`` as given and never look for the receiver or
+        its channel (fixed pictures)."""
         self.settings = settings
         self.record = record
         self.registry = EndpointRegistry(settings.endpoints_path)
@@ -103,6 +106,7 @@ class AttachedRuntime:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._secret_for: SecretLookup | None = None
+        self._find_receiver = find_receiver
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -114,7 +118,8 @@ class AttachedRuntime:
         except BaseException:
             await self.close()
             raise
-        self._tasks.append(asyncio.create_task(self._link(), name="attached link"))
+        if self._find_receiver:
+            self._tasks.append(asyncio.create_task(self._link(), name="attached link"))
 
     async def serve(self) -> None:
         """Hand on new rows from now on (a no-op the second time)."""

@@ -82,12 +82,13 @@ class Attachable:
         return attachable
 
     async def withdraw(self) -> None:
-        """Stop listening to the runtime, close the channel and remove the state file."""
+        """Remove the state file, stop listening to the runtime and close the channel: a viewer
+        that sees it close and looks again finds no receiver."""
+        self.claim.withdraw()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
         await self.server.stop()
-        self.claim.withdraw()
 
     def release(self) -> None:
         self.claim.release()

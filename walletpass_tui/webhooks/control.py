@@ -253,17 +253,18 @@ class ControlServer:
         path: Path,
         handler: Handler,
         *,
-        max_clients: int = MAX_CLIENTS,
-        max_unread: int = MAX_UNREAD,
-        message_timeout_s: float = MESSAGE_TIMEOUT_S,
-        max_requests_per_s: float = MAX_REQUESTS_PER_S,
+        max_clients: int | None = None,
+        max_unread: int | None = None,
+        message_timeout_s: float | None = None,
+        max_requests_per_s: float | None = None,
     ) -> None:
+        """Bounds not given are this module's (read now, so a test may lower them)."""
         self.path = Path(path)
         self.handler = handler
-        self.max_clients = max_clients
-        self.max_unread = max_unread
-        self.message_timeout_s = message_timeout_s
-        self.max_requests_per_s = max_requests_per_s
+        self.max_clients = max_clients or MAX_CLIENTS
+        self.max_unread = max_unread or MAX_UNREAD
+        self.message_timeout_s = message_timeout_s or MESSAGE_TIMEOUT_S
+        self.max_requests_per_s = max_requests_per_s or MAX_REQUESTS_PER_S
         self.counts = ServerCounts()
         self.viewers: set[_Viewer] = set()
         self._sock: socket.socket | None = None
@@ -279,7 +280,7 @@ class ControlServer:
             with reachable_path(self.path) as where:
                 sock.bind(where)
             os.chmod(self.path, 0o600)  # the 0700 directory already keeps others out
-            sock.listen(32)
+            sock.listen(128)  # a burst of connections waits here, never refused
             sock.setblocking(False)
         except BaseException:
             sock.close()
@@ -378,6 +379,7 @@ class _Viewer(asyncio.Protocol):
     def pause_writing(self) -> None:
         """More than ``max_unread`` bytes wait for this viewer: it is dropped, never waited for."""
         self.server.counts.slow += 1
+        self.server.viewers.discard(self)  # sent nothing more from now on
         log.info("control channel: dropped a viewer that stopped reading")
         self.transport.abort()
 
