@@ -79,7 +79,7 @@ def test_a_second_receiver_on_the_home_is_refused_naming_the_first_and_how_to_at
 def test_files_are_private_and_a_loosened_run_directory_is_tightened(tmp_path: Path) -> None:
     run = instance.run_dir(tmp_path)
     run.mkdir(parents=True, mode=0o755)
-    os.chmod(run, 0o755)
+    os.chmod(run, 0o755)  # noqa: S103  loosened on purpose: the claim tightens it
     claim = instance.claim(tmp_path)
     try:
         claim.publish(record())
