@@ -184,8 +184,8 @@ def receiver_flags_given(args: argparse.Namespace) -> list[str]:
     add_settings_flags(settings_flags)
     skip = _NOT_RECEIVER_FLAGS | {action.dest for action in settings_flags._actions}
     defaults = vars(build_parser([]).parse_args([]))
-    return [
+    return sorted(
         "--" + name.replace("_", "-")
         for name, value in vars(args).items()
         if name not in skip and value != defaults.get(name)
-    ]
+    )
