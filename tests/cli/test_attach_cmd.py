@@ -133,3 +133,17 @@ def test_the_dashboard_attaches_when_a_receiver_runs_and_says_which_flags_it_did
     assert f"A receiver already runs on this home (listen, pid {listen.proc.pid}" in notice
     assert "--port, --secret are not used" in notice
     assert secret not in notice and "--theme" not in notice
+
+
+async def test_the_demo_registers_its_receiver_on_its_own_data(tmp_path: Path) -> None:
+    from walletpass_tui.cli.demo_cmd import demo_session
+    from walletpass_tui.config import Settings
+
+    settings = Settings(home=tmp_path / "home", receiver_port=0)
+    async with demo_session(settings, port=0, interval=5) as app:
+        found = instance.find(settings.home / "demo")
+        assert isinstance(found, instance.Running) and found.record is not None
+        assert found.record.kind == "demo" and found.record.pid == os.getpid()
+        assert found.record.url == app.parts.runtime.url  # type: ignore[union-attr]
+        assert instance.find(settings.home) == instance.NotRunning()  # real history untouched
+    assert instance.find(settings.home / "demo") == instance.NotRunning()
