@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -413,3 +414,25 @@ def test_a_process_of_another_uid_that_gets_through_is_closed_unheard() -> None:
         import shutil
 
         shutil.rmtree(where, ignore_errors=True)
+
+
+async def test_a_burst_of_commits_is_told_in_few_messages_ending_with_the_newest(
+    running: DeliveryRuntime,
+) -> None:
+    """Viewers wake per message, not per commit: commits in a burst are told together, and the
+    newest id always reaches them."""
+    client = await ControlClient.connect(sock_path(running))
+    heard: list[dict[str, Any]] = []
+    reading = asyncio.create_task(client.run(heard.append))
+    try:
+        attachable = attachable_of(running)
+        newest = 1_000_000 + 200
+        for n in range(1_000_001, newest + 1):  # 200 commits, one row each, in one go
+            attachable._committed([SimpleNamespace(id=n)])
+        await until(lambda: any(m == {"type": "rows", "upto": newest} for m in heard))
+        told = [m["upto"] for m in heard if m["type"] == "rows"]
+        assert told == sorted(told) and told[-1] == newest
+        assert len(told) <= 2  # the first at once, the rest in the next message
+    finally:
+        client.close()
+        await reading

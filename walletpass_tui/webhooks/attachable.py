@@ -3,9 +3,10 @@
 
 ``DeliveryRuntime.start_instance(kind)`` starts one; ``close()`` withdraws it first (attached
 dashboards see the receiver go while it finishes the requests in flight) and releases the home
-last, once the history is closed. It only listens to the runtime: after each commit one
-``rows`` message (ids, never bodies) is written to each viewer's socket buffer; nothing on the
-delivery path waits for a viewer.
+last, once the history is closed. It only listens to the runtime: after a commit one ``rows``
+message (the newest id, never a body) is written to each viewer's socket buffer, at once after a
+quiet spell and then at most every ``ROWS_EVERY_S`` while deliveries stream in (a viewer wakes
+that often, not once per commit); nothing on the delivery path waits for a viewer.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.control import OPS, ControlServer, ForwardNote, ReceiverStatus
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
+
+ROWS_EVERY_S = 0.05
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.injection import Injection
@@ -46,6 +49,9 @@ class Attachable:
         self.record = record
         self.server = ControlServer(claim.socket_path, self)
         self.upto = 0  # the newest attempt id committed, as far as this receiver knows
+        self._told = 0  # the newest id viewers were told of
+        self._told_at = float("-inf")
+        self._telling: asyncio.TimerHandle | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         self._status: ReceiverStatus | None = None
         self._feed = next((f for f in runtime.feeds if isinstance(f, _StatusFeed)), None)
@@ -88,6 +94,9 @@ class Attachable:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+        if self._telling is not None:
+            self._telling.cancel()
+            self._telling = None
         await self.server.stop()
 
     def release(self) -> None:
@@ -105,9 +114,24 @@ class Attachable:
 
     def _committed(self, batch: Sequence[Attempt]) -> None:
         newest = max((a.id for a in batch if a.id is not None), default=0)
-        if newest > self.upto:
-            self.upto = newest
-            self.server.broadcast({"type": "rows", "upto": newest})
+        if newest <= self.upto:
+            return
+        self.upto = newest
+        if self._telling is not None:
+            return  # told with the next message, already due
+        loop = asyncio.get_running_loop()
+        wait = self._told_at + ROWS_EVERY_S - loop.time()
+        if wait <= 0:
+            self._tell_rows()
+        else:
+            self._telling = loop.call_later(wait, self._tell_rows)
+
+    def _tell_rows(self) -> None:
+        self._telling = None
+        self._told_at = asyncio.get_running_loop().time()
+        if self.upto > self._told:
+            self._told = self.upto
+            self.server.broadcast({"type": "rows", "upto": self.upto})
 
     def _forwarded(self, row: ForwardRow, result: ForwardResult) -> None:
         note = ForwardNote(
