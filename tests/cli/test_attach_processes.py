@@ -85,6 +85,10 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
         pid = listen.proc.pid
         terminal.start("one", ["attach"], clean_env)
         terminal.wait_for("one", f"attached to listen, pid {pid}")
+        # Looking gives way to receiving: the dashboard runs at a lower priority than listen.
+        viewer = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        assert os.getpriority(os.PRIO_PROCESS, viewer) >= 5
+        assert os.getpriority(os.PRIO_PROCESS, pid) < 5
         assert post(url, "msg_on_screen", BODY) == 200
         terminal.wait_for("one", "msg_on_screen")
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks import instance
+
+ATTACHED_NICENESS = 5  # this process's nice value at least (a lower scheduling priority)
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -87,6 +91,11 @@ def run_attached(
     theme: str | None = None,
     notices: Sequence[str] = (),
 ) -> int:
+    # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
+    # normal priority) is scheduled before this dashboard, never the other way round.
+    with contextlib.suppress(OSError, AttributeError):
+        if os.getpriority(os.PRIO_PROCESS, 0) < ATTACHED_NICENESS:
+            os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
     # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on
     # after its first frame).
     gc.disable()
