@@ -6,11 +6,13 @@ file: SQLite in WAL mode lets the two processes share it), the endpoints, new de
 each commit (``subscribe``), forwards answered, whether acknowledgements are paused. What it
 cannot do itself it asks the receiver, over the control channel (``webhooks/control.py``).
 
-New deliveries: the receiver says "rows up to id N" after each commit; this side reads those rows
-from the history, read-only, on a thread, and hands them on. It also looks for itself
-(``PRAGMA data_version``, no table read unless something changed): every ``POLL_S`` while no
-channel is open (the receiver stopped: rows written meanwhile by ``events replay`` or ``check``
-from another shell still show) and every ``SLOW_POLL_S`` while one is (rows other programs write).
+New deliveries: the receiver says "rows up to id N" after commits; this side reads those rows
+from the history, read-only, on a thread, and hands them on: at once after a quiet spell, then at
+most every ``READ_EVERY_S`` while they stream in (the log draws new rows 4 times a second then).
+It also looks for itself (``PRAGMA data_version``, no table read unless something changed):
+every ``POLL_S`` while no channel is open (the receiver stopped: rows written meanwhile by
+``events replay`` or ``check`` from another shell still show) and every ``SLOW_POLL_S`` while one
+is (rows other programs write).
 
 The channel is found again and again: when the receiver goes the dashboard says so and keeps
 showing the history; when a receiver starts on the home again it is followed, with backoff
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.15
 SLOW_POLL_S = 1.0
+READ_EVERY_S = 0.1  # while rows stream in, read them at most this often (the log draws 4 a second)
 PAGE = 32  # attempts read at once, with their bodies
 MAX_BEHIND = 2_000  # more new rows than this at once: the log reloads instead of reading each
 BACKOFF_MIN_S = 0.2
@@ -81,6 +84,7 @@ class AttachedRuntime:
         poll_s: float = POLL_S,
         slow_poll_s: float = SLOW_POLL_S,
         max_behind: int = MAX_BEHIND,
+        read_every_s: float = READ_EVERY_S,
         find_receiver: bool = True,
     ) -> None:
         """``find_receiver=False``: show ``record`` as given and never look for the receiver or
@@ -96,6 +100,7 @@ class AttachedRuntime:
         self._poll_s = poll_s
         self._slow_poll_s = slow_poll_s
         self._max_behind = max_behind
+        self._read_every_s = read_every_s
         self._store: Store | None = None
         self._client: ControlClient | None = None
         self._delivery_listeners: list[DeliveryListener] = []
@@ -387,6 +392,8 @@ class AttachedRuntime:
                     reader.close()
                 else:
                     self._hand_on(found)
+                    if found.batches:  # a stream: the next read waits a little, to take more
+                        await asyncio.sleep(self._read_every_s)
                 wait = self._slow_poll_s if self.connected else self._poll_s
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):
