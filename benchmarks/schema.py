@@ -1,42 +1,59 @@
-"""Payload schemas: rebuilding from a stored history against exporting it, and learning's cost.
+"""Payload schemas: what learning costs ``listen``, how soon drift is shown, and rebuilding.
 
-    python benchmarks/schema.py                    # 100,000 stored, 3 alternated rounds
-    python benchmarks/schema.py --stored 20000 --rounds 1      # a quicker look
+    python benchmarks/schema.py                    # every part (several minutes on 2 cores)
+    python benchmarks/schema.py --stored 20000 --rounds 1 --throughput-rounds 2   # quicker
+    python benchmarks/schema.py --only throughput  # one part: throughput, latency or rebuild
 
-Figures, never assertions:
+Figures, never assertions (``uptime``'s load is printed: on a busy machine read the ratios, not
+the absolute numbers):
 
-* ``rebuild`` (a fresh process running ``walletpass_tui.schemas.rebuild`` over the history, the
-  schema file deleted first) against ``walletpass-tui events export --format jsonl > /dev/null``
-  over the same history, alternated, medians; target: at most 2x;
-* learning's cost per delivery: in memory (``Catalog.learn``, the pure part) and through the
-  schema file (the rebuild's time per verified delivery), so ``listen``'s throughput with learning
-  on can be judged: at N deliveries/s the learner's thread takes N x cost of a core.
+* ``throughput``: ``listen`` saturated by ``wrk`` (``receiver.lua``, as ``receiver.py`` drives
+  it) with learning on against the same build with ``--no-schemas``, in alternating rounds, a
+  fresh receiver and fresh signed deliveries each round; target: learning on >= 0.95x off. Also
+  how long the learner took, after the load stopped, to have learned every stored delivery;
+* ``latency``: a ``listen`` receiving steady deliveries, each bringing a new field (drift), at a
+  steady rate: the time from each delivery's 2xx to its ``drift`` line on listen's stdout,
+  p50/p95/max; target: within 1 s;
+* ``rebuild``: ``schema rebuild`` (a fresh process running ``walletpass_tui.schemas.rebuild``
+  over the history, the schema file deleted first) against ``walletpass-tui events export
+  --format jsonl > /dev/null`` over the same history, alternated, medians; target: at most 2x;
+  and learning's cost per delivery, in memory (``Catalog.learn``) and through the schema file.
 
-The history holds the simulator's event bodies (``sim/events.py``), one in 20 rejected.
+The rebuild's history holds the simulator's event bodies (``sim/events.py``), one in 20 rejected.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import shutil
+import signal
+import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 BATCH = 500
+PARTS = ("throughput", "latency", "rebuild")
 
 
 async def populate(home: Path, count: int) -> None:
     from walletpass_tui.sim.events import event_body
-    from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
     store = await Store.open(home / "deliveries.sqlite3")
@@ -85,8 +102,8 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def rebuild_argv(history: Path) -> list[str]:
     code = (
-        "import sys; from pathlib import Path; from walletpass_tui.schemas import rebuild, "
-        "schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
+        "import sys; from pathlib import Path; from walletpass_tui.schemas import rebuild\n"
+        "from walletpass_tui.schemas.storage import schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
         "schemas_path(Path(sys.argv[1])).name + '*'): f.unlink()\n"
         "print(rebuild(Path(sys.argv[1])))"
     )
@@ -95,7 +112,7 @@ def rebuild_argv(history: Path) -> list[str]:
 
 def in_memory_cost(count: int) -> float:
     """CPU microseconds per delivery of Catalog.learn over simulator bodies (median of 5)."""
-    from walletpass_tui.schemas import Catalog, Delivery
+    from walletpass_tui.schemas.catalog import Catalog, Delivery
     from walletpass_tui.sim.events import event_body
 
     rng = random.Random(3)
@@ -122,12 +139,189 @@ def fresh_in_memory_cost(count: int) -> float:
     return float(done.stdout.strip())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stored", type=int, default=100_000, help="stored deliveries")
-    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds of each")
-    args = parser.parse_args()
-    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; load {os.getloadavg()}")
+# -- throughput: learning on against --no-schemas ------------------------------------------------
+
+
+def start_listen(workdir: Path, name: str, learning: bool) -> Any:
+    """``walletpass-tui listen`` on a free port in a home of its own, as receiver.py starts it."""
+    import receiver
+
+    port = receiver.free_port()
+    home = workdir / f"{name}-{port}"
+    home.mkdir()
+    cmd = [sys.executable, "-m", "walletpass_tui", "listen", "--port", str(port)]
+    cmd += ["--secret", receiver.SECRET, "--tolerance", "3600"]
+    if not learning:
+        cmd.append("--no-schemas")
+    env = {**os.environ, "WALLETPASS_HOME": str(home), "XDG_CONFIG_HOME": str(workdir / "xdg")}
+    env.pop("WALLETPASS_API_KEY", None)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"listen exited: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return receiver.Server(name, proc, port, home / "deliveries.sqlite3", "attempts")
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("listen did not start listening")
+
+
+def learned_upto(history: Path) -> int:
+    """The last history row the schema file has learned (0: none yet)."""
+    path = history.with_name(history.name + "-schemas")
+    if not path.exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=5)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'learned_upto'").fetchone()
+    except sqlite3.Error:
+        return 0
+    return int(row[0]) if row else 0
+
+
+def history_top(history: Path) -> int:
+    with contextlib.closing(sqlite3.connect(history, timeout=5)) as db:
+        return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process (all its threads) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Alternating wrk rounds against listen with learning on and off: deliveries/s each, and
+    listen's CPU microseconds per delivery (the learner's catching up after the load included)."""
+    import receiver
+
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install -y wrk (Debian/Ubuntu)")
+    rates: dict[str, list[float]] = {"on": [], "off": []}
+    cpu_us: dict[str, list[float]] = {"on": [], "off": []}
+    print(
+        f"\nthroughput: wrk -t1 -c{args.connections} -d{args.duration:g}s against listen, learning "
+        f"on and off (--no-schemas), {args.throughput_rounds} alternating rounds"
+    )
+    with tempfile.TemporaryDirectory(prefix="walletpass-schema-wrk-") as tmp_name:
+        workdir = Path(tmp_name)
+        tsv = workdir / "requests.tsv"
+        for rnd in range(args.throughput_rounds):
+            for mode in ("on", "off") if rnd % 2 == 0 else ("off", "on"):
+                receiver.write_requests(tsv, receiver.sign_requests(args.requests, f"s{rnd}{mode}"))
+                server = start_listen(workdir, mode, learning=mode == "on")
+                try:
+                    time.sleep(0.5)  # its start-up settled
+                    cpu_before = cpu_seconds(server.proc.pid)
+                    wrk = receiver.run_wrk(
+                        server, tsv, duration=args.duration, connections=args.connections, threads=1
+                    )
+                    caught_up = ""
+                    if mode == "on":
+                        stopped = time.perf_counter()
+                        top = history_top(server.db)
+                        while learned_upto(server.db) < top and time.perf_counter() - stopped < 60:
+                            time.sleep(0.02)
+                        lag = time.perf_counter() - stopped
+                        caught_up = f"  learner caught up {lag:.2f} s after the load stopped"
+                    used = cpu_seconds(server.proc.pid) - cpu_before
+                finally:
+                    server.stop()
+                ok = wrk["requests"] - wrk["status_errors"]
+                rate = ok / (wrk["duration_us"] / 1e6)
+                rates[mode].append(rate)
+                cpu_us[mode].append(used / max(1, ok) * 1e6)
+                print(
+                    f"  round {rnd + 1} learning {mode:3s} {rate:8.0f} deliveries/s  "
+                    f"p99 {wrk['p99_us'] / 1000:6.2f} ms  CPU {cpu_us[mode][-1]:5.0f} us a delivery"
+                    f"{caught_up}"
+                )
+    return rates, cpu_us
+
+
+# -- latency: a drifting delivery's 2xx to its drift line -----------------------------------------
+
+
+def drift_latency(args: argparse.Namespace) -> list[float]:
+    """Seconds from each drifting delivery's 2xx to its drift line on listen's stdout."""
+    import httpx
+    import receiver
+
+    from walletpass_tui.webhooks.verify import sign
+
+    with tempfile.TemporaryDirectory(prefix="walletpass-schema-drift-") as tmp_name:
+        workdir = Path(tmp_name)
+        port = receiver.free_port()
+        home = workdir / "home"
+        home.mkdir()
+        env = {**os.environ, "WALLETPASS_HOME": str(home), "XDG_CONFIG_HOME": str(workdir / "x")}
+        env.pop("WALLETPASS_API_KEY", None)
+        cmd = [sys.executable, "-m", "walletpass_tui", "listen", "--port", str(port)]
+        proc = subprocess.Popen(
+            [*cmd, "--secret", receiver.SECRET],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        seen: dict[str, float] = {}
+        ready = threading.Event()
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                now = time.perf_counter()
+                if line.startswith("History:"):
+                    ready.set()
+                elif line.startswith("drift ") and "[" in line:
+                    seen.setdefault(line.rsplit("[", 1)[1].strip().rstrip("]"), now)
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(60):
+            raise SystemExit("listen did not start")
+        url = f"http://127.0.0.1:{port}/webhooks"
+        acked: dict[str, float] = {}
+        with httpx.Client(timeout=30, trust_env=False) as client:
+
+            def send(msg_id: str, data: dict[str, Any]) -> float:
+                body = json.dumps({"type": "pass.activated", "data": data}).encode()
+                headers = sign(receiver.SECRET, msg_id, body, datetime.now(UTC))
+                headers["Content-Type"] = "application/json"
+                answer = client.post(url, content=body, headers=headers)
+                if answer.status_code != 200:
+                    raise SystemExit(f"{msg_id}: {answer.status_code} {answer.text}")
+                return time.perf_counter()
+
+            for n in range(25):  # a steady shape first: drift is looked for from sample 21
+                send(f"msg_steady_{n}", {"passId": f"pass_{n}", "serialNumber": str(n)})
+            period = 1 / args.rate
+            start = time.perf_counter()
+            for k in range(args.drifting):
+                time.sleep(max(0.0, start + k * period - time.perf_counter()))
+                msg_id = f"msg_drift_{k}"
+                data = {"passId": f"pass_d{k}", "serialNumber": str(k), f"extra{k}": k}
+                acked[msg_id] = send(msg_id, data)
+        deadline = time.perf_counter() + 30
+        while len(seen) < len(acked) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    missing = [m for m in acked if m not in seen]
+    if missing:
+        print(f"  !! no drift line within 30 s for {len(missing)} deliveries: {missing[:5]}")
+    return [seen[m] - acked[m] for m in acked if m in seen]
+
+
+# -- rebuild against events export ----------------------------------------------------------------
+
+
+def rebuild_part(args: argparse.Namespace) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="walletpass-schema-") as tmp_name:
         tmp = Path(tmp_name)
         home = tmp / "home"
@@ -157,28 +351,90 @@ def main() -> int:
                 print(f"  round {rnd + 1} {name}: {elapsed:.2f} s ({used:.2f} s CPU)")
         verified = args.stored - args.stored // 20
         memory_us = fresh_in_memory_cost(20_000)
-    print(f"\nload at the end {os.getloadavg()}\n")
-    print("| what | ours | peer (same run) | figure | target | |")
-    print("|---|---|---|---|---|---|")
+    rows = []
     for label, times in (("wall", wall), ("CPU", cpu)):
         ours, peer = statistics.median(times["rebuild"]), statistics.median(times["export"])
         ratio = ours / peer
         verdict = "met" if ratio <= 2 else "NOT MET"
-        print(
+        rows.append(
             f"| schema rebuild over {args.stored:,}, {label} time (median of {args.rounds}) | "
             f"{ours:.2f} s | `events export --format jsonl` {peer:.2f} s | {ratio:.2f}x | <= 2x "
             f"| {verdict} |"
         )
     per_delivery = statistics.median(cpu["rebuild"]) / verified * 1e6
-    print(
+    rows.append(
         f"| learning per delivery, CPU, through the schema file (rebuild / {verified:,} "
         f"verified, start-up included) | {per_delivery:.0f} us | | | | |"
     )
-    print(f"| learning per delivery, CPU, in memory (Catalog.learn) | {memory_us:.0f} us | | | | |")
-    print(
-        f"\nAt 1,000 deliveries/s the learner's thread takes about {memory_us / 10:.1f}% of a "
-        f"core in memory ({per_delivery / 10:.1f}% with the schema file's reads and writes)."
+    rows.append(
+        f"| learning per delivery, CPU, in memory (Catalog.learn) | {memory_us:.0f} us | | | | |"
     )
+    return rows
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=PARTS, action="append", help="run only this part")
+    parser.add_argument("--stored", type=int, default=100_000, help="rebuild: stored deliveries")
+    parser.add_argument("--rounds", type=int, default=3, help="rebuild: alternated rounds")
+    parser.add_argument(
+        "--throughput-rounds", type=int, default=4, help="throughput: rounds of each (on, off)"
+    )
+    parser.add_argument("--duration", type=float, default=8.0, help="throughput: seconds a round")
+    parser.add_argument("--connections", type=int, default=64, help="throughput: wrk connections")
+    parser.add_argument(
+        "--requests", type=int, default=200_000, help="throughput: pre-signed deliveries a round"
+    )
+    parser.add_argument("--drifting", type=int, default=50, help="latency: drifting deliveries")
+    parser.add_argument("--rate", type=float, default=5.0, help="latency: deliveries per second")
+    args = parser.parse_args()
+    parts = args.only or list(PARTS)
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; uptime: {uptime.strip()}")
+    table: list[str] = []
+    if "throughput" in parts:
+        rates, cpu_us = throughput(args)
+        on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+        ratio = on / off
+        per_round = ", ".join(
+            f"{a / b:.2f}" for a, b in zip(rates["on"], rates["off"], strict=True)
+        )
+        table.append(
+            f"| listen saturated, learning on vs --no-schemas (median of "
+            f"{args.throughput_rounds}; per round {per_round}) | {on:.0f}/s | {off:.0f}/s | "
+            f"{ratio:.2f}x | >= 0.95x | {'met' if ratio >= 0.95 else 'NOT MET'} |"
+        )
+        cpu_on, cpu_off = statistics.median(cpu_us["on"]), statistics.median(cpu_us["off"])
+        table.append(
+            f"| listen's CPU a delivery at saturation, learning on vs off (the learner's catching "
+            f"up included) | {cpu_on:.0f} us | {cpu_off:.0f} us | {cpu_on / cpu_off:.2f}x | | |"
+        )
+    if "latency" in parts:
+        print(
+            f"\nlatency: {args.drifting} drifting deliveries at {args.rate:g}/s, 2xx to drift line"
+        )
+        gaps = drift_latency(args)
+        if gaps:
+            worst = max(gaps)
+            table.append(
+                f"| 2xx to the drift line on listen's stdout, {len(gaps)} deliveries at "
+                f"{args.rate:g}/s: p50 / p95 / max | {pct(gaps, 50) * 1000:.0f} / "
+                f"{pct(gaps, 95) * 1000:.0f} / {worst * 1000:.0f} ms | | | < 1 s | "
+                f"{'met' if worst < 1 else 'NOT MET'} |"
+            )
+    if "rebuild" in parts:
+        table += rebuild_part(args)
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+    print(f"\nuptime at the end: {uptime.strip()}\n")
+    print("| what | ours | peer (same run) | figure | target | |")
+    print("|---|---|---|---|---|---|")
+    for row in table:
+        print(row)
     return 0
 
 

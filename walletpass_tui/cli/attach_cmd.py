@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from walletpass_tui.cli.dashboard_cmd import theme_arg
+    from walletpass_tui.cli.dashboard_start import theme_arg
 
     theme = theme_arg(args.theme)
     settings = settings_from_args(args)
@@ -111,7 +111,7 @@ async def run_attached_async(
     theme: str | None = None,
     notices: Sequence[str] = (),
 ) -> int:
-    from walletpass_tui.cli.dashboard_cmd import LazyServiceClient, read_first_page
+    from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page
     from walletpass_tui.ui.attached import AttachedRuntime
 
     async with AttachedRuntime(settings, record) as runtime:

@@ -8,15 +8,17 @@ heavier than the standard library and the text helpers.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.text import format_ms, printable
 from walletpass_tui.webhooks.export import attempt_json  # the one JSON shape of an attempt
 from walletpass_tui.webhooks.models import Attempt
 
-__all__ = ["AttemptPrinter", "attempt_line", "attempt_text", "body_differs"]
+if TYPE_CHECKING:  # the schemas package is loaded by what learns, never by events tail
+    from walletpass_tui.schemas.records import DriftRecord
+
+__all__ = ["attempt_line", "attempt_text", "body_differs", "drift_line"]
 
 
 def body_differs(a: Attempt) -> bool:
@@ -48,6 +50,16 @@ def attempt_text(a: Attempt, *, as_json: bool) -> str:
     return json.dumps(attempt_json(a)) if as_json else attempt_line(a)
 
 
+def drift_line(record: DriftRecord) -> str:
+    """One finding, as ``listen`` prints it after its delivery's line:
+    ``drift pass.activated data.serialNumber: string -> integer  [msg_2KWP...]``. The topic, the
+    path and the webhook-id come from the wire: escaped."""
+    line = "drift " + printable(record.describe(), 300)
+    if record.webhook_id:
+        line += f"  [{printable(record.webhook_id, 40)}]"
+    return line
+
+
 _second: list[Any] = [None, ""]  # the last whole second formatted, and its "HH:MM:SS."
 
 
@@ -58,16 +70,3 @@ def _time_of_day(ms: int) -> str:
     if second != _second[0]:
         _second[0], _second[1] = second, format_ms(second * 1000, time_only=True)[:-3]
     return f"{_second[1]}{milli:03d}"
-
-
-class AttemptPrinter:
-    """Prints each batch of attempts, one line each, and flushes once per batch."""
-
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out = out
-        self.as_json = as_json
-
-    def __call__(self, batch: Sequence[Attempt]) -> None:
-        for a in batch:
-            self.out.write(attempt_text(a, as_json=self.as_json) + "\n")
-        self.out.flush()

@@ -20,52 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from walletpass_tui.cli.common import UsageError, settings_from_args
+from walletpass_tui.cli.common import settings_from_args
+from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page, theme_arg
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
-from walletpass_tui.text import printable
 from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.instance import AlreadyRunning
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
-
-if TYPE_CHECKING:
-    from walletpass_tui.api.client import WalletPassClient
-    from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.ui.attached import AttachedRuntime
-    from walletpass_tui.webhooks.models import LogRow
-
-
-class LazyServiceClient:
-    """The dashboard's ``ServiceClient``: a ``WalletPassClient`` built on the first call."""
-
-    def __init__(
-        self, settings: Settings, on_endpoint_created: Callable[[WebhookEndpoint], None]
-    ) -> None:
-        self.settings = settings
-        self._on_created = on_endpoint_created
-        self._client: WalletPassClient | None = None
-
-    def client(self) -> WalletPassClient:
-        if self._client is None:
-            from walletpass_tui.api.client import WalletPassClient
-
-            self._client = WalletPassClient(self.settings, on_endpoint_created=self._on_created)
-        return self._client
-
-    async def list_pass_templates(self) -> TemplateList:
-        return await self.client().list_pass_templates()
-
-    async def create_webhook_endpoint(
-        self, url: str, topics: Sequence[str], enabled: bool = True
-    ) -> WebhookEndpoint:
-        return await self.client().create_webhook_endpoint(url, topics, enabled)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
 
 
 async def run_dashboard_async(
@@ -93,34 +56,6 @@ async def run_dashboard_async(
         finally:
             await client.aclose()
     return app.return_code or 0
-
-
-def read_first_page(
-    runtime: DeliveryRuntime | AttachedRuntime,
-) -> asyncio.Future[list[LogRow]] | None:
-    """The log's first page, read on the store's reader thread while the UI is imported and its
-    screen composed, so the first frame already shows the newest deliveries. Not with a relay
-    feed: deliveries it stores before the log subscribes would fall between page and feed."""
-    if runtime.feeds:
-        return None
-    from walletpass_tui.ui.view.log_window import PAGE
-
-    return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
-
-
-def theme_arg(name: str | None) -> str | None:
-    """``--theme NAME``: one of Textual's themes; UsageError listing them otherwise."""
-    if name is None:
-        return None
-    from textual.theme import BUILTIN_THEMES  # loaded by the dashboard anyway
-
-    if name not in BUILTIN_THEMES:
-        raise UsageError(
-            f"argument --theme: unknown theme {printable(name, 40)!r}; choose one of "
-            + ", ".join(sorted(BUILTIN_THEMES))
-            + "."
-        )
-    return name
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
@@ -177,13 +112,16 @@ _NOT_RECEIVER_FLAGS = {"theme", "command", "handler"}
 def receiver_flags_given(args: argparse.Namespace) -> list[str]:
     """The receiver's flags given on this command line (``--port``, ``--secret``...): those
     whose value is not the parser's default. Settings flags (``--home``...) are not among them."""
-    from walletpass_tui.cli import build_parser
     from walletpass_tui.cli.common import add_settings_flags
+    from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 
     settings_flags = argparse.ArgumentParser(add_help=False)
     add_settings_flags(settings_flags)
     skip = _NOT_RECEIVER_FLAGS | {action.dest for action in settings_flags._actions}
-    defaults = vars(build_parser([]).parse_args([]))
+    receiver_flags = argparse.ArgumentParser(add_help=False)  # as the command line adds them
+    add_receiver_flags(receiver_flags)
+    add_delivery_flags(receiver_flags)
+    defaults = vars(receiver_flags.parse_args([]))
     return sorted(
         "--" + name.replace("_", "-")
         for name, value in vars(args).items()

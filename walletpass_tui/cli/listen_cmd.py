@@ -7,11 +7,11 @@ import asyncio
 import importlib
 import json
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TextIO
 
-from walletpass_tui.cli.attempt_lines import AttemptPrinter
 from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.listen_printer import ListenPrinter
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "delivery is answered 200 only after it is on disk.",
         epilog="examples:\n"
         "  walletpass-tui listen --secret whsec_...\n"
+        "  walletpass-tui listen --secret whsec_... --forward-to http://localhost:3000/webhooks "
+        '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
         "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
@@ -83,9 +85,26 @@ class RelayStatePrinter:
             self.out.flush()
 
 
+ANSWER_SHOWN = 200  # characters of your app's answer on the line below a forward
+
+
+def answer_line(body: bytes) -> str | None:
+    """The line below a forward: the first ``ANSWER_SHOWN`` characters of your app's answer,
+    escaped (untrusted text), or None for an empty one."""
+    text = body.decode("utf-8", errors="backslashreplace").strip()
+    if not text:
+        return None
+    # Escaping only lengthens, so one character more than is shown tells whether to cut.
+    return "     " + printable(text[: ANSWER_SHOWN + 1], ANSWER_SHOWN)
+
+
 class ForwardPrinter:
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out = out
+    """One line (or JSON object) per forward answered, with the start of your app's answer on the
+    next line (the JSON object holds the whole answer as stored, at most 64 KiB), handed to
+    ``emit`` (the listen printer, which keeps it behind the deliveries it still holds)."""
+
+    def __init__(self, emit: Callable[[str], None], as_json: bool) -> None:
+        self.emit = emit
         self.as_json = as_json
 
     def __call__(self, row: ForwardRow, result: ForwardResult) -> None:
@@ -101,6 +120,7 @@ class ForwardPrinter:
                         "latency_ms": round(result.latency_ms, 1),
                         "error": result.error,
                         "note": result.note,
+                        "response_body": result.body.decode("utf-8", errors="replace"),
                     }
                 }
             )
@@ -111,8 +131,10 @@ class ForwardPrinter:
                 f"  -> {printable(row.webhook_id or '-', 40)} forwarded to {printable(row.target, 80)}: "
                 f"{outcome} in {result.latency_ms:.0f} ms{later}"
             )
-        self.out.write(line + "\n")
-        self.out.flush()
+            answer = answer_line(result.body)
+            if answer is not None:
+                line += "\n" + answer
+        self.emit(line)
 
 
 async def _listen(
@@ -129,21 +151,26 @@ async def _listen(
         port = setup.options.port if setup.options is not None else 0
         public_url = settings.public_url or (await discover_ngrok(port) if port else None)
         feeds = (relay,) if relay is not None else ()
+        printer = ListenPrinter(sys.stdout, as_json, learning=setup.learn_schemas)
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             # The one receiver `attach` finds on this home (AlreadyRunning: one line, exit 1).
             stale = await runtime.start_instance("listen")
             runtime.subscribe(
-                AttemptPrinter(sys.stdout, as_json), ForwardPrinter(sys.stdout, as_json)
+                printer.deliveries,
+                ForwardPrinter(printer.forwards, as_json),
+                drift=printer.drift,
+                learned=printer.learned,
             )
             await runtime.serve()
             if not (settings.public_url or port):  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
             _announce(info, runtime, public_url, await runtime.pending_forwards(), relay, stale)
             if relay is not None:  # after the announcement, from the state it is in now
-                printer = RelayStatePrinter(info)
-                printer(relay.state)
-                relay.subscribe(printer)
+                states = RelayStatePrinter(info)
+                states(relay.state)
+                relay.subscribe(states)
             failed = await _until_stopped(stop, runtime)
+        printer.close()  # what the learner had not looked at when it stopped
     if failed is not None:
         raise CommandError(str(failed))
     print("Stopped; every acknowledged delivery is in the history.", file=info)
@@ -202,7 +229,8 @@ def _announce(
     for route in runtime.routes:
         topic = route.topic or "every topic"
         mode = "answering with its status" if ack_target else "after storing"
-        out.write(f"Forwarding {topic} to {route.target} ({mode})\n")
+        notes = "".join(f"; {note}" for note in route.options.notes())  # header values masked
+        out.write(f"Forwarding {topic} to {route.target} ({mode}){notes}\n")
     options = runtime.setup.options
     secrets = [f"{key.label} (--secret)" for key in (options.secrets if options else ())]
     for endpoint in runtime.registry.load():

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
+from collections.abc import Sequence
 from typing import Any
 
+from walletpass_tui.cli.attempt_lines import drift_line
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
 from walletpass_tui.cli.service_errors import api_failure
+from walletpass_tui.config import Settings
 from walletpass_tui.text import printable
 
 
@@ -18,11 +22,29 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="list the workspace's pass templates",
         description="List pass templates (GET {base_url}/api/v0/passTemplates). The service does not "
-        "document a template's fields, so every field is kept; --json prints them all.",
+        "document a template's fields, so every field is kept; --json prints them all. Each "
+        "listing also teaches the templates' schema ('walletpass-tui schema show templates'); "
+        "drift found in it is said on stderr.",
         epilog="example: walletpass-tui templates --json | jq '.[0]'",
     )
     p.add_argument("--json", action="store_true", help="print the templates as a JSON array")
     p.set_defaults(handler=cmd_templates)
+
+
+def learn_templates(settings: Settings, templates: Sequence[Any]) -> None:
+    """Teach the ``templates`` schema from the templates the service listed; drift they showed
+    is said on stderr. A schema file that cannot be written is a warning, never a failure of
+    the listing."""
+    from walletpass_tui.schemas import learn_templates as learn
+    from walletpass_tui.schemas.errors import SchemaError
+
+    try:
+        found = learn(settings.database_path, templates)
+    except SchemaError as exc:
+        print(f"warning: the templates' schema was not learned: {exc}", file=sys.stderr)
+        return
+    for record in found:
+        print(drift_line(record), file=sys.stderr)
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
@@ -40,6 +62,7 @@ def cmd_templates(args: argparse.Namespace) -> int:
         result = asyncio.run(run())
     except ApiError as exc:
         raise api_failure(exc, settings) from None
+    learn_templates(settings, result.templates)
     if args.json:
         print_json(result.templates)
         return 0

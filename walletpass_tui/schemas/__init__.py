@@ -9,7 +9,7 @@ path, and can always be deleted: it is learned again from the history.
 
 Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
 
-    from walletpass_tui.schemas import SchemaLearner
+    from walletpass_tui.schemas.learner import SchemaLearner
 
     learner = SchemaLearner(store.path).start()   # call on the event loop: listeners run there
     unfollow = learner.follow(store)              # wake after each commit (store.subscribe)
@@ -21,8 +21,10 @@ Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
 first, right after its batch is learned (within ``COALESCE_S`` + one step of the commit); turn a
 finding into its public record with ``DriftRecord.of(finding)`` (``.describe()`` gives
 ``pass.activated data.serialNumber: string -> integer``; escape it with ``text.printable``).
-``on_learned(step)`` tells a view to refresh. ``learner.learn_templates(objects)`` feeds the
-template objects of ``GET passTemplates`` (the ``templates`` group).
+``on_learned(step)`` tells a view to refresh; ``on_progress(upto)`` says every row up to ``upto``
+was looked at (its drift told first). ``learner.learn_templates(objects)`` feeds the template
+objects of ``GET passTemplates`` (the ``templates`` group); without a running learner,
+``learn_templates(history_path, objects)`` does the same (also before any delivery was stored).
 
 Reading (any process, any thread; a missing file reads as nothing learned)::
 
@@ -31,7 +33,9 @@ Reading (any process, any thread; a missing file reads as nothing learned)::
     reader.fields(GroupKey.of_topic("pass.activated"))   # [FieldInfo], tree order, root "$" first
     reader.drift(key=None, since_ms=None)                # [DriftRecord], newest first
     reader.drift_for_attempt(attempt_id)                 # events show --json's "drift" array
-    reader.attempts_with_drift(limit=50)                 # events list --drift
+    reader.attempts_with_drift(limit=50)                 # row ids of drifting deliveries
+    reader.messages_with_drift(limit=50)                 # events list --drift: webhook-ids
+    reader.drift_for_messages(webhook_ids)               # ... and their findings
     reader.export(key, "jsonschema" | "typescript" | "pydantic")
 
 Each record has ``to_json()`` (the one JSON shape). Rebuilding (``schema rebuild``):
@@ -44,44 +48,14 @@ a delivery whose verdict is not ``verified`` teaches nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from walletpass_tui.schemas.book import Progress, Step
-from walletpass_tui.schemas.catalog import Catalog, Delivery
-from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.book import Progress
 from walletpass_tui.schemas.errors import SchemaError
-from walletpass_tui.schemas.export import EXPORTERS
-from walletpass_tui.schemas.learner import COALESCE_S, SchemaLearner
-from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, Kind
-from walletpass_tui.schemas.paths import MAP_KEYS, MAX_DEPTH, MAX_PATHS
-from walletpass_tui.schemas.reader import SchemaReader
-from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
+from walletpass_tui.schemas.records import DriftRecord
 from walletpass_tui.schemas.storage import schemas_path
-
-__all__ = [
-    "COALESCE_S",
-    "DRIFT_AFTER",
-    "EXPORTERS",
-    "MAP_KEYS",
-    "MAX_DEPTH",
-    "MAX_PATHS",
-    "TEMPLATES",
-    "Catalog",
-    "Delivery",
-    "DriftRecord",
-    "FieldInfo",
-    "Finding",
-    "GroupKey",
-    "GroupSummary",
-    "Kind",
-    "Progress",
-    "SchemaError",
-    "SchemaLearner",
-    "SchemaReader",
-    "Step",
-    "rebuild",
-    "schemas_path",
-]
 
 
 def rebuild(history_path: Path, progress: Progress | None = None) -> int:
@@ -97,5 +71,34 @@ def rebuild(history_path: Path, progress: Progress | None = None) -> int:
         return book.rebuild(progress)
     except sqlite3.Error as exc:
         raise SchemaError.of(exc, schemas_path(Path(history_path))) from None
+    finally:
+        book.close()
+
+
+def learn_templates(
+    history_path: Path, templates: Iterable[Any], seen_at_ms: int | None = None
+) -> list[DriftRecord]:
+    """Learn the template objects of ``GET passTemplates`` (the ``templates`` group) without a
+    running learner; returns the drift they showed. Works before any delivery was stored (the
+    schema file is made beside where the history will be). A learner running in another
+    program notices and follows."""
+    import sqlite3
+
+    from walletpass_tui.config import ensure_private_dir
+    from walletpass_tui.schemas.book import Book
+
+    path = Path(history_path)
+    try:
+        ensure_private_dir(path.parent)
+    except OSError as exc:
+        raise SchemaError(
+            f"Cannot create the data directory {path.parent} ({exc.strerror or exc})."
+        ) from None
+    book = Book(path, history_optional=True)
+    try:
+        book.open()
+        return [DriftRecord.of(f) for f in book.learn_templates(list(templates), seen_at_ms)]
+    except sqlite3.Error as exc:
+        raise SchemaError.of(exc, schemas_path(path)) from None
     finally:
         book.close()

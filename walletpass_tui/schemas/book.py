@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +50,12 @@ class Step:
 
 
 class Book:
-    def __init__(self, history: Path, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, history: Path, busy_timeout_ms: int = 5000, *, history_optional: bool = False
+    ) -> None:
         self.history = Path(history)
         self.busy_timeout_ms = busy_timeout_ms
+        self.history_optional = history_optional  # templates may be learned before any delivery
         self.db: sqlite3.Connection | None = None
         self.catalog = Catalog()
         self.version = -1
@@ -65,9 +67,12 @@ class Book:
     def open(self) -> None:
         """Open (or make) the schema file and load what it holds."""
         self.close()
-        self.db = storage.connect(self.history, self.busy_timeout_ms)
+        self.db = storage.connect(
+            self.history, self.busy_timeout_ms, history_optional=self.history_optional
+        )
         self._identity = storage.identity(self.history)
-        self._transaction(self._check_history)
+        if self.history.is_file():
+            self._transaction(self._check_history)
 
     def close(self) -> None:
         if self.db is not None:
@@ -143,19 +148,19 @@ class Book:
 
     def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
         step = Step(upto=self.upto)
-        for attempt_id, webhook_id, at_ms, topic, verdict, body in db.execute(
-            _NEXT_ROWS, (self.upto, limit)
-        ):
-            step.rows += 1
-            step.upto = attempt_id
-            step.verified += verdict == VERIFIED
-            if body is None:
-                continue  # rejected, or a redelivery of a body already learned
-            delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
-            found = self.catalog.learn(delivery)
-            step.learned += 1
-            if found:
-                step.findings.append((attempt_id, found))
+        rows = db.execute(_NEXT_ROWS, (self.upto, limit))
+        with self.catalog.batch():
+            for attempt_id, webhook_id, at_ms, topic, verdict, body in rows:
+                step.rows += 1
+                step.upto = attempt_id
+                step.verified += verdict == VERIFIED
+                if body is None:
+                    continue  # rejected, or a redelivery of a body already learned
+                delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
+                found = self.catalog.learn(delivery)
+                step.learned += 1
+                if found:
+                    step.findings.append((attempt_id, found))
         self.upto = step.upto
         storage.set_meta(db, "learned_upto", self.upto)
         return step
@@ -215,10 +220,3 @@ class Book:
         """The history's highest row id now."""
         db = self.ensure_open()
         return storage.history_top(db)
-
-
-def settle_sleep(started: float, share: float) -> None:
-    """Sleep so that work begun at ``started`` used at most ``share`` of the time since."""
-    spent = time.perf_counter() - started
-    if 0 < share < 1:
-        time.sleep(spent * (1 - share) / share)

@@ -6,14 +6,22 @@ Pure: no file, no thread. ``book.py`` keeps a catalog in step with the schema fi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.schemas import drift
-from walletpass_tui.schemas.learn import observe, template_body
-from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, GroupSchema, Source
+from walletpass_tui.schemas.learn import (
+    UNPARSED,
+    observe,
+    observe_parsed,
+    parse_small,
+    shape_of,
+    template_body,
+)
+from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, GroupSchema, Repeat, Source
 from walletpass_tui.webhooks.models import VERIFIED
 
 if TYPE_CHECKING:
@@ -46,12 +54,45 @@ class Delivery:
         )
 
 
+@dataclass
+class _Run:
+    """Consecutive samples of one group's remembered shape, counted but not merged yet."""
+
+    group: GroupSchema
+    repeat: Repeat
+    source: Source  # the latest one's
+    times: int = 1
+
+
 class Catalog:
-    def __init__(self) -> None:
+    """``remember_shapes``: learn a sample of the same shape as the last one of its group (and
+    the group's paths unchanged since) without walking it again; the result is the same."""
+
+    def __init__(self, *, remember_shapes: bool = True) -> None:
+        self.remember_shapes = remember_shapes
         self.groups: dict[GroupKey, GroupSchema] = {}
         self.topics_not_learned = 0  # deliveries of topics beyond MAX_GROUPS
         self.template_digests: set[bytes] = set()
         self.new_template_digests: list[bytes] = []
+        self._batching = False
+        self._run: _Run | None = None  # repeats counted together, not merged yet (in a batch)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Within the block, consecutive samples of the same repeated shape are counted together:
+        one merge for the run instead of one per sample. Everything is settled when it ends."""
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = False
+            self._flush()
+
+    def _flush(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            drift.shown_again(run.group, run.repeat.shown, run.source, run.times)
+            run.group.merge(run.repeat.seen, run.source, run.times)
 
     def group(self, key: GroupKey) -> GroupSchema | None:
         found = self.groups.get(key)
@@ -97,13 +138,48 @@ class Catalog:
         return found
 
     def _sample(self, group: GroupSchema, body: bytes, source: Source) -> list[Finding]:
-        obs = observe(body, group)
+        doc = parse_small(body)
+        shape = None
+        if doc is UNPARSED:
+            self._flush()
+            obs = observe(body, group)
+        else:
+            shape = shape_of(doc) if self.remember_shapes else None
+            repeat = group.repeat
+            if (
+                shape is not None
+                and repeat is not None
+                and repeat.epoch == group.epoch
+                and repeat.shape == shape
+            ):
+                # The shape of the last sample, learned while the paths stayed as they are: it
+                # shows what that one showed, and no drift of its own (every path, type and
+                # absence in it is known now), so it is counted without another walk.
+                run = self._run
+                if run is not None and run.group is group and run.repeat is repeat:
+                    run.times += 1
+                    run.source = source
+                else:
+                    self._flush()
+                    self._run = _Run(group, repeat, source)
+                if not self._batching:
+                    self._flush()
+                return []
+            self._flush()
+            obs = observe_parsed(doc, group)
         if obs is None:
             group.not_json += 1
             group.changed = True
             return []
         changes = drift.detect(group, obs)
-        found = drift.record(group, changes, obs, source)
-        group.merge(list(obs.paths.values()), source)
+        shown: list[Finding] = []
+        found = drift.record(group, changes, obs, source, shown)
+        seen = list(obs.paths.values())
+        epoch = group.epoch
+        group.merge(seen, source)
         group.add_untracked(obs.untracked, obs.untracked_more)
+        # Remembered only when learning it changed no path: a body whose own paths were new (or
+        # folded into a map) would be seen another way now that they are learned.
+        remember = shape is not None and group.epoch == epoch
+        group.repeat = Repeat(shape, seen, shown, epoch) if remember else None
         return found

@@ -102,9 +102,14 @@ def _shows_again(finding: Finding, group: GroupSchema, obs: Observation) -> bool
 
 
 def record(
-    group: GroupSchema, changes: list[Change], obs: Observation, source: Source
+    group: GroupSchema,
+    changes: list[Change],
+    obs: Observation,
+    source: Source,
+    shown: list[Finding] | None = None,
 ) -> list[Finding]:
-    """Count ``changes`` and the findings ``obs`` shows again; returns the new ones."""
+    """Count ``changes`` and the findings ``obs`` shows again; returns the new ones. ``shown``,
+    when given, receives every finding the sample showed (new or again)."""
     new: list[Finding] = []
     touched: set[tuple[str, Kind]] = set()
     for change in changes:
@@ -128,9 +133,22 @@ def record(
             finding.count += 1
             finding.last_seen_ms = source.seen_at_ms
         group.dirty_findings.append(finding)
+        if shown is not None:
+            shown.append(finding)
     for key, finding in group.findings.items():
         if key not in touched and _shows_again(finding, group, obs):
             finding.count += 1
             finding.last_seen_ms = source.seen_at_ms
             group.dirty_findings.append(finding)
+            if shown is not None:
+                shown.append(finding)
     return new
+
+
+def shown_again(group: GroupSchema, shown: list[Finding], source: Source, times: int = 1) -> None:
+    """Count the findings ``times`` samples of a shape already learned show again (``shown``:
+    what the last sample of that shape showed; see ``GroupSchema.repeat``)."""
+    for finding in shown:
+        finding.count += times
+        finding.last_seen_ms = source.seen_at_ms
+        group.dirty_findings.append(finding)

@@ -293,21 +293,60 @@ class Observer:
 
 def observe(body: bytes, group: GroupSchema) -> Observation | None:
     """What ``body`` shows, or None when it is not UTF-8 JSON. Never raises for any body."""
+    doc = parse_small(body)
+    if doc is not UNPARSED:
+        return observe_parsed(doc, group)
     observer = Observer(group)
     try:
-        text = decode(body)
-        if len(body) <= FAST_BYTES:
-            try:
-                doc = json.loads(text)
-            except (ValueError, RecursionError):
-                pass  # not JSON, or more than json.loads takes: the scanner decides
-            else:
-                observer.observe_doc(doc)
-                return observer.result()
-        scan(text, observer)
+        scan(decode(body), observer)  # large, not UTF-8, or more than json.loads takes
     except NotJson:
         return None
     return observer.result()
+
+
+UNPARSED = object()  # what parse_small returns for a body the scanner must decide on
+
+
+def parse_small(body: bytes) -> Any:
+    """``json.loads`` of a UTF-8 body of at most FAST_BYTES; UNPARSED for a larger one, one that
+    is not UTF-8, or one ``json.loads`` refuses or gives up on (the scanner decides those)."""
+    if len(body) > FAST_BYTES:
+        return UNPARSED
+    try:
+        return json.loads(decode(body))
+    except (NotJson, ValueError, RecursionError):
+        return UNPARSED
+
+
+def observe_parsed(doc: Any, group: GroupSchema) -> Observation:
+    """What a document ``json.loads`` made shows (the same as ``observe`` of its text)."""
+    observer = Observer(group)
+    observer.observe_doc(doc)
+    return observer.result()
+
+
+Shape = tuple[Any, ...] | type
+
+
+def shape_of(doc: Any) -> Shape | None:
+    """The document with its values replaced by their types: equal for two documents exactly
+    when they hold the same keys in the same order, with values of the same Python (so JSON)
+    types at the same places, arrays of the same length included. Two such documents show the
+    same thing to a group (``observe_parsed``) as long as the group's paths stay the same. None
+    for a document nested too deep to tell."""
+    try:
+        return _shape(doc)
+    except RecursionError:
+        return None
+
+
+def _shape(value: Any) -> Shape:
+    kind = type(value)
+    if kind is dict:
+        return tuple([(key, _shape(item)) for key, item in value.items()])
+    if kind is list:
+        return (list, *[_shape(item) for item in value])
+    return kind
 
 
 def template_body(template: Any) -> bytes | None:

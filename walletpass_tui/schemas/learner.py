@@ -8,7 +8,9 @@ methods hand work to it and are safe to call from any thread or from the event l
 
 A backlog (the first start on a long history, a rebuild) is learned in chunks that leave the
 interpreter to the receiver at least half of the time (BACKLOG_SHARE), so a start-up catch-up
-does not stall deliveries arriving meanwhile.
+does not stall deliveries arriving meanwhile. While deliveries keep arriving during the steps
+themselves (a receiver near saturation), learning takes at most BUSY_SHARE of the time: it
+falls behind rather than slow the receiver down, and catches up when the rush is over.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step, settle_sleep
+from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
 from walletpass_tui.schemas.model import Finding
 
 if TYPE_CHECKING:
@@ -37,9 +39,11 @@ COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
 BACKLOG_SHARE = 0.5  # of the time a backlog may take
+BUSY_SHARE = 0.04  # of the time learning may take while commits arrive during its steps
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
 LearnedListener = Callable[[Step], None]
+ProgressListener = Callable[[int], None]
 
 
 class SchemaLearner:
@@ -68,21 +72,29 @@ class SchemaLearner:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
         self._jobs = queue.SimpleQueue()
         self._wake = threading.Event()
+        self._commits = 0  # wake-ups by the store's commits (deliveries arriving)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drift: list[DriftListener] = []
         self._learned: list[LearnedListener] = []
-        self._announce_after = 0
+        self._progress: list[ProgressListener] = []
+        self._announce_after: int | None = None
         self.failures = 0
         self.problem: str | None = None  # why learning stopped for now (None: it works)
 
     # -- life --------------------------------------------------------------------------------
 
-    def start(self) -> SchemaLearner:
-        """Start following the history (returns at once; the file is opened on the thread)."""
+    def start(self, announce_after: int | None = None) -> SchemaLearner:
+        """Start following the history (returns at once; the file is opened on the thread).
+
+        Drift is announced for rows past ``announce_after`` (by default the history's last row
+        when the thread opens the file); a runtime passes the last row it knows was committed
+        before it starts accepting deliveries, so none of them can fall before that mark.
+        """
         if self._thread is not None:
             raise RuntimeError("This SchemaLearner was already started.")
+        self._announce_after = announce_after
         with contextlib.suppress(RuntimeError):
             self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
@@ -102,6 +114,7 @@ class SchemaLearner:
 
     def wake(self, *_: object) -> None:
         """New rows were committed: learn them soon. A store listener (``store.subscribe``)."""
+        self._commits += 1
         self._wake.set()
 
     def follow(self, store: Store) -> Callable[[], None]:
@@ -115,6 +128,13 @@ class SchemaLearner:
         (right after its batch is learned); returns a function that unsubscribes."""
         self._drift.append(listener)
         return lambda: self._drift.remove(listener) if listener in self._drift else None
+
+    def on_progress(self, listener: ProgressListener) -> Callable[[], None]:
+        """Call ``listener(upto)`` after each batch that read any row (verified or not), with the
+        last row id read: every delivery up to it has been looked at, and the drift it showed
+        was told before this call. Returns a function that unsubscribes."""
+        self._progress.append(listener)
+        return lambda: self._progress.remove(listener) if listener in self._progress else None
 
     def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
         """Call ``listener(step)`` after each batch that learned anything (a view of the
@@ -182,7 +202,8 @@ class SchemaLearner:
         while not self._stopping.is_set():
             try:
                 self._book.open()
-                self._announce_after = self._book.top()
+                if self._announce_after is None:
+                    self._announce_after = self._book.top()
                 self.problem = None
                 return
             except Exception as exc:
@@ -214,6 +235,7 @@ class SchemaLearner:
         """Learn every new row: one step after a commit; a backlog in chunks, yielding."""
         while not self._stopping.is_set():
             started = time.perf_counter()
+            commits = self._commits
             try:
                 step = self._book.step(CHUNK)
             except Exception as exc:
@@ -223,10 +245,21 @@ class SchemaLearner:
                 return
             self.problem = None
             self._tell(step)
+            busy = self._commits != commits  # deliveries arrived while it learned
             if step.rows < CHUNK:
+                if busy:  # the next step waits COALESCE_S anyway: the rest of its turn is paused
+                    self._pause(started, BUSY_SHARE, self._coalesce_s)
                 return
             self._run_jobs()
-            settle_sleep(started, BACKLOG_SHARE)
+            self._pause(started, BUSY_SHARE if busy else BACKLOG_SHARE)
+
+    def _pause(self, started: float, share: float, waited: float = 0.0) -> None:
+        """Pause so that the work begun at ``started`` took at most ``share`` of the time since
+        (``waited``: a wait that follows anyway); a stop ends the pause."""
+        spent = time.perf_counter() - started
+        pause = spent * (1 - share) / share - waited
+        if pause > 0:
+            self._stopping.wait(pause)
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
@@ -239,14 +272,17 @@ class SchemaLearner:
             self._book.recover()
 
     def _tell(self, step: Step) -> None:
-        if step.learned == 0:
-            return
-        news = [(a, f) for a, f in step.findings if a is None or a > self._announce_after]
-        for listener in list(self._learned):
-            self._call(listener, step)
-        for attempt_id, found in news:
-            for drift_listener in list(self._drift):
-                self._call(drift_listener, attempt_id, found)
+        if step.learned:
+            after = self._announce_after or 0
+            news = [(a, f) for a, f in step.findings if a is None or a > after]
+            for listener in list(self._learned):
+                self._call(listener, step)
+            for attempt_id, found in news:
+                for drift_listener in list(self._drift):
+                    self._call(drift_listener, attempt_id, found)
+        if step.rows:
+            for progress in list(self._progress):
+                self._call(progress, step.upto)
 
     def _call(self, listener: Callable[..., None], *args: Any) -> None:
         loop = self._loop

@@ -181,6 +181,17 @@ class Finding:
 # -- a group --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """A sample's shape (``learn.shape_of``), what it showed (its paths, in document order) and
+    the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
+
+    shape: object
+    seen: list[PathStats]
+    shown: list[Finding]
+    epoch: int
+
+
 @dataclass
 class GroupSchema:
     key: GroupKey
@@ -199,6 +210,10 @@ class GroupSchema:
     idlike: dict[str, int] = field(default_factory=dict)
     by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
     always: list[PathStats] | None = None  # see always_present_paths()
+    # The last sample's shape, kept while the paths stay as they were (``epoch``): a sample of
+    # that same shape is learned without being walked again (see ``Catalog._sample``).
+    epoch: int = 0  # changes whenever a path is added, folded or untracked
+    repeat: Repeat | None = None
     # What changed since the last save (storage.py writes only these).
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
@@ -267,12 +282,15 @@ class GroupSchema:
             if d not in self.untracked:
                 self.untracked.add(d)
                 self.changed = True
+                self.epoch += 1
         if more and not self.untracked_more:
             self.untracked_more = True
             self.changed = True
+            self.epoch += 1
 
-    def merge(self, seen: list[PathStats], source: Source) -> None:
-        """Add one sample's observation (paths in document order, parents first)."""
+    def merge(self, seen: list[PathStats], source: Source, times: int = 1) -> None:
+        """Add one sample's observation (paths in document order, parents first), ``times``
+        over (samples of one shape counted together; ``source`` is the latest)."""
         paths, dirty = self.paths, self.dirty
         at_ms, webhook_id = source.seen_at_ms, source.webhook_id
         for obs in seen:
@@ -288,17 +306,18 @@ class GroupSchema:
                 paths[path] = stats
                 self.removed.discard(path)
                 self.always = None
+                self.epoch += 1
                 if obs.segment is Segment.KEY and obs.parent is not None:
                     self.by_key[(obs.parent, obs.key)] = stats
                     if looks_like_id(obs.key):
                         self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
             types = stats.types
             for kind, n in obs.types.items():
-                types[kind] = types.get(kind, 0) + n
-            stats.seen += obs.seen
-            stats.holders += obs.holders
-            stats.objects += obs.objects
-            stats.arrays += obs.arrays
+                types[kind] = types.get(kind, 0) + n * times
+            stats.seen += obs.seen * times
+            stats.holders += obs.holders * times
+            stats.objects += obs.objects * times
+            stats.arrays += obs.arrays * times
             if obs.open:
                 stats.open = True
             if stats.example is None:
@@ -306,7 +325,7 @@ class GroupSchema:
             stats.last_seen_ms = at_ms
             stats.last_webhook_id = webhook_id
             dirty.add(path)
-        self.samples += 1
+        self.samples += times
         if not self.first_seen_ms:
             self.first_seen_ms = at_ms
         self.last_seen_ms = at_ms
@@ -319,6 +338,7 @@ class GroupSchema:
         if folded:
             self.reindex()
             self.always = None
+            self.epoch += 1
 
     def always_present_paths(self) -> list[PathStats]:
         """The paths every parent that could hold them held (maps and the body aside). Once a

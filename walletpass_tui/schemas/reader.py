@@ -145,6 +145,36 @@ class SchemaReader:
             ).fetchall()
             return [int(r[0]) for r in rows]
 
+    def messages_with_drift(self, *, limit: int = 200, offset: int = 0) -> list[str]:
+        """Webhook-ids of the messages one of whose deliveries showed drift first, the latest
+        drift first (``events list --drift``); pages with ``offset``."""
+        with self._db() as db:
+            if db is None:
+                return []
+            rows = db.execute(
+                "SELECT webhook_id FROM drift WHERE webhook_id IS NOT NULL AND attempt_id IS NOT "
+                "NULL GROUP BY webhook_id ORDER BY MAX(seen_at_ms) DESC, MAX(id) DESC "
+                "LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+    def drift_for_messages(self, webhook_ids: Sequence[str]) -> dict[str, list[DriftRecord]]:
+        """The findings each of ``webhook_ids``' deliveries showed first (those that showed any)."""
+        out: dict[str, list[DriftRecord]] = {}
+        ids = list(dict.fromkeys(webhook_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = (
+                f"{_DRIFT_SELECT} WHERE webhook_id IN ({marks}) AND attempt_id IS NOT NULL "
+                "ORDER BY id"
+            )
+            for record in self._findings(sql, chunk):
+                assert record.webhook_id is not None
+                out.setdefault(record.webhook_id, []).append(record)
+        return out
+
     def _findings(self, sql: str, params: Sequence[object]) -> list[DriftRecord]:
         with self._db() as db:
             if db is None:

@@ -95,16 +95,19 @@ def discard(history: Path) -> None:
             os.unlink(file)
 
 
-def connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+def connect(
+    history: Path, busy_timeout_ms: int, *, history_optional: bool = False
+) -> sqlite3.Connection:
     """The schema file's connection, the history attached as ``history`` (read only by us); a
-    damaged or foreign file is deleted and made anew."""
+    damaged or foreign file is deleted and made anew. With ``history_optional`` a history that
+    does not exist yet reads as an empty one (the templates are learned before any delivery)."""
     try:
-        return _connect(history, busy_timeout_ms)
+        return _connect(history, busy_timeout_ms, history_optional)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and not _damaged(exc):
             raise  # locked, unreadable directory...: not the file's fault
     discard(history)
-    return _connect(history, busy_timeout_ms)
+    return _connect(history, busy_timeout_ms, history_optional)
 
 
 def _damaged(exc: sqlite3.Error) -> bool:
@@ -116,8 +119,19 @@ class WrongFormat(sqlite3.DatabaseError):
     """The schema file was written in another format: rebuilt."""
 
 
-def _connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    if not history.is_file():  # ATTACH would create an empty one
+# What is read of a history, as an empty one in memory: a history that does not exist yet.
+_EMPTY_HISTORY = """
+CREATE TABLE history.attempts (id INTEGER PRIMARY KEY, webhook_id TEXT, received_at_ms INTEGER,
+    topic TEXT, verdict TEXT, body BLOB, attempt_no INTEGER, body_differs INTEGER);
+CREATE TABLE history.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def _connect(
+    history: Path, busy_timeout_ms: int, history_optional: bool = False
+) -> sqlite3.Connection:
+    missing = not history.is_file()
+    if missing and not history_optional:  # ATTACH would create an empty one
         raise SchemaError(f"There is no history at {history} to learn payload schemas from.")
     path = schemas_path(history)
     history_schema.make_private(path)
@@ -132,7 +146,11 @@ def _connect(history: Path, busy_timeout_ms: int) -> sqlite3.Connection:
         db.executescript(_CREATE)
         db.execute(f"PRAGMA user_version = {FORMAT}")
         check(db)
-        db.execute("ATTACH DATABASE ? AS history", (str(history),))
+        if missing:
+            db.execute("ATTACH DATABASE ':memory:' AS history")
+            db.executescript(_EMPTY_HISTORY)
+        else:
+            db.execute("ATTACH DATABASE ? AS history", (str(history),))
     except BaseException:
         db.close()
         raise

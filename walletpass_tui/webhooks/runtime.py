@@ -11,6 +11,12 @@ Opening binds the receiver's port (a port in use fails here, before any screen i
 accepts nothing until ``serve()``: the dashboard subscribes and paints its first frame first.
 Failure injection is a setting of the runtime, changed through its methods (``pause_acks``...).
 
+Every runtime also learns the payload schema of each topic (``walletpass_tui.schemas``): a
+``SchemaLearner`` starts right after the store opens, follows its commits on a thread of its own
+(never on the acknowledgement path) and stops right before the store closes. Drift it finds in a
+delivery is told to ``subscribe(drift=...)`` listeners. ``DeliverySetup(learn_schemas=False)``
+(``--no-schemas``) runs without it.
+
 Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
 ``relay/link/feed.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
 which runs the receiver's own verify -> store -> forward steps. A feed that stops for good (a relay
@@ -20,14 +26,14 @@ refusing the token) is reported through ``feed_stopped()``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
+import logging
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
@@ -42,6 +48,9 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.schemas.learner import SchemaLearner
+    from walletpass_tui.schemas.model import Finding
+    from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.webhooks.attachable import Attachable
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
@@ -50,8 +59,14 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
 
+log = logging.getLogger(__name__)
+
 DeliveryListener = Callable[[Sequence[Attempt]], None]
 ForwardListener = Callable[[ForwardRow, ForwardResult], None]
+# (the attempt's row id, the drift it showed first): called once per delivery that drifted
+DriftListener = Callable[[int, Sequence["DriftRecord"]], None]
+# the last row id the schema learner has looked at (the drift of every row up to it was told)
+LearnedListener = Callable[[int], None]
 
 
 class Feed(Protocol):
@@ -67,6 +82,7 @@ class DeliverySetup:
 
     Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
     ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
+    ``learn_schemas``: learn each topic's payload schema from the history and find drift.
     """
 
     options: ReceiverOptions | None = None
@@ -74,6 +90,7 @@ class DeliverySetup:
     ack_target: bool = False
     explicit_secrets: tuple[str, ...] = ()
     forward: bool = False
+    learn_schemas: bool = True
 
     @property
     def forwarding(self) -> bool:
@@ -117,7 +134,11 @@ class DeliveryRuntime:
         self._owns_store = store is None
         self._delivery_listeners: list[DeliveryListener] = []
         self._forward_listeners: list[ForwardListener] = []
+        self._drift_listeners: list[DriftListener] = []
+        self._learned_listeners: list[LearnedListener] = []
         self._unsubscribe_store: Callable[[], None] | None = None
+        self.learner: SchemaLearner | None = None  # None: not learning (or not open)
+        self._unfollow_learner: list[Callable[[], None]] = []
         self._opened = False
         self.feeds: tuple[Feed, ...] = tuple(feeds)
         self._feed_tasks: list[asyncio.Task[None]] = []
@@ -141,7 +162,7 @@ class DeliveryRuntime:
         await self.close()
 
     async def open(self) -> None:
-        """Store -> registry -> receiver (bound, not yet serving) -> forwarder.
+        """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
         (the port is taken); whatever was opened before the failure is closed again.
@@ -156,6 +177,8 @@ class DeliveryRuntime:
             if self._store is None:
                 self._store = await Store.open(self.settings.database_path)
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
+            if self.setup.learn_schemas:
+                await self._start_learner(self._store)
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
@@ -242,7 +265,9 @@ class DeliveryRuntime:
         self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Feeds -> forwarder -> receiver (port released, requests in flight answered) -> store.
+        """Control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
+        receiver (port released, requests in flight answered) -> schema learner -> store -> the
+        home released.
 
         A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
         committed together or not at all, and the next run resumes after the last one stored.
@@ -265,6 +290,7 @@ class DeliveryRuntime:
             self._socket.close()
             self._socket = None
         self._bound = None
+        await self._stop_learner()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -273,6 +299,43 @@ class DeliveryRuntime:
             await store.close()
         if attachable is not None:
             attachable.release()  # the home is free once the history is closed
+
+    async def _start_learner(self, store: Store) -> None:
+        """Start learning schemas from ``store``'s commits; drift is announced for the rows
+        committed from now on (those stored before are learned quietly)."""
+        from walletpass_tui.schemas.learner import SchemaLearner
+
+        learner = SchemaLearner(store.path)
+        learner.start(announce_after=await store.last_id())
+        self.learner = learner
+        self._unfollow_learner = [
+            learner.follow(store),
+            learner.on_drift(self._on_drift),
+            learner.on_progress(self._on_learned),
+        ]
+
+    async def _stop_learner(self) -> None:
+        learner, self.learner = self.learner, None
+        unfollow, self._unfollow_learner = self._unfollow_learner, []
+        for stop in unfollow:
+            stop()
+        if learner is not None:
+            await learner.aclose()
+
+    async def learn_templates(self, templates: Sequence[Any]) -> list[DriftRecord]:
+        """Learn the template objects ``GET passTemplates`` listed (the ``templates`` group of
+        the schemas); returns the drift they showed. Through the running learner, else on a
+        thread of its own; with ``learn_schemas=False`` nothing is learned."""
+        if not self.setup.learn_schemas:
+            return []
+        from walletpass_tui.schemas import learn_templates
+        from walletpass_tui.schemas.records import DriftRecord
+
+        items = list(templates)
+        if self.learner is not None:
+            found = await asyncio.wrap_future(self.learner.learn_templates(items))
+            return [DriftRecord.of(f) for f in found]
+        return await asyncio.to_thread(learn_templates, self.store.path, items)
 
     # -- what the runtime holds --------------------------------------------------------------------
 
@@ -319,31 +382,56 @@ class DeliveryRuntime:
         self,
         deliveries: DeliveryListener | None = None,
         forwards: ForwardListener | None = None,
+        *,
+        drift: DriftListener | None = None,
+        learned: LearnedListener | None = None,
     ) -> Callable[[], None]:
-        """Call ``deliveries(batch)`` after each commit and ``forwards(row, result)`` after each
-        forward is answered (both on the event loop); returns a function that unsubscribes."""
-        if deliveries is not None:
-            self._delivery_listeners.append(deliveries)
-        if forwards is not None:
-            self._forward_listeners.append(forwards)
+        """Call, on the event loop:
+
+        * ``deliveries(batch)`` after each commit;
+        * ``forwards(row, result)`` after each forward is answered;
+        * ``drift(attempt_id, records)`` for each delivery that showed drift first (after its
+          commit, once the schema learner has looked at it: ``DriftRecord.describe()`` is the
+          line to show, escaped with ``text.printable``);
+        * ``learned(upto)`` once the learner has looked at every row up to ``upto`` (the drift
+          of those rows was told before).
+
+        Returns a function that unsubscribes. A listener that raises is logged and the others
+        are still called.
+        """
+        pairs: list[tuple[list[Any], Any]] = [
+            (self._delivery_listeners, deliveries),
+            (self._forward_listeners, forwards),
+            (self._drift_listeners, drift),
+            (self._learned_listeners, learned),
+        ]
+        for listeners, listener in pairs:
+            if listener is not None:
+                listeners.append(listener)
 
         def unsubscribe() -> None:
-            if deliveries is not None and deliveries in self._delivery_listeners:
-                self._delivery_listeners.remove(deliveries)
-            if forwards is not None and forwards in self._forward_listeners:
-                self._forward_listeners.remove(forwards)
+            for listeners, listener in pairs:
+                if listener is not None and listener in listeners:
+                    listeners.remove(listener)
 
         return unsubscribe
 
     def _on_commit(self, batch: Sequence[Attempt]) -> None:
-        for listener in list(self._delivery_listeners):
-            with contextlib.suppress(Exception):  # one subscriber's bug must not stop the others
-                listener(batch)
+        _tell(self._delivery_listeners, "deliveries", batch)
 
     def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
-        for listener in list(self._forward_listeners):
-            with contextlib.suppress(Exception):
-                listener(row, result)
+        _tell(self._forward_listeners, "forwards", row, result)
+
+    def _on_drift(self, attempt_id: int | None, findings: Sequence[Finding]) -> None:
+        if attempt_id is None:  # the templates' drift is returned by learn_templates()
+            return
+        from walletpass_tui.schemas.records import DriftRecord
+
+        records = [DriftRecord.of(f) for f in findings]
+        _tell(self._drift_listeners, "drift", attempt_id, records)
+
+    def _on_learned(self, upto: int) -> None:
+        _tell(self._learned_listeners, "learned", upto)
 
     # -- failure injection -------------------------------------------------------------------------
 
@@ -384,9 +472,7 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
-        for listener in list(self._injection_listeners):
-            with contextlib.suppress(Exception):
-                listener(self._injection)
+        _tell(self._injection_listeners, "failure injection", self._injection)
 
     # -- attached dashboards: the instance record and the control channel --------------------------
 
@@ -414,6 +500,15 @@ class DeliveryRuntime:
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
+
+
+def _tell(listeners: list[Any], what: str, *args: Any) -> None:
+    """Call each listener; one that raises is logged and does not stop the others."""
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception:
+            log.exception("A %s listener of the delivery runtime failed", what)
 
 
 def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:

@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import (
     topic_arg,
 )
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.target_flags import add_target_flags
 
 _HERE = "walletpass_tui.cli.events_cmd"
 
@@ -50,10 +51,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="messages, newest first",
         epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
-        "  walletpass-tui events list --search pass_0042 --json",
+        "  walletpass-tui events list --search pass_0042 --json\n"
+        "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
     add_filter_flags(lst)
+    lst.add_argument(
+        "--drift",
+        action="store_true",
+        help="only messages whose delivery showed payload drift first (a field added, missing or "
+        "of another type; see 'walletpass-tui schema drift'), with what drifted",
+    )
     lst.add_argument(
         "--limit",
         type=bounded_int(1, LIST_LIMIT_MAX),
@@ -142,7 +150,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
-        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json",
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
+        '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
     rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
@@ -163,6 +172,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="replay attempt N (default: the last verified)",
     )
     rp.add_argument("--json", action="store_true")
+    add_target_flags(rp)
     rp.set_defaults(handler=lazy_handler(f"{_HERE}.replay", "cmd_replay"))
 
     ex = ev_sub.add_parser(

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import argparse
 import base64
-from typing import TYPE_CHECKING, Any
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_store
+from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_history
+from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import format_gap, format_ms, format_size, printable
 from walletpass_tui.webhooks.export import attempt_json
+from walletpass_tui.webhooks.models import VERIFIED, MessageRow
 
 if TYPE_CHECKING:
-    from walletpass_tui.webhooks.models import Attempt, ForwardRow, MessageRow
-    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.schemas.reader import SchemaReader
+    from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.webhooks.models import Attempt, ForwardRow
+    from walletpass_tui.webhooks.store.reading import History
+
+T = TypeVar("T")
+DRIFT_PAGE = 200  # drifting messages read from the schema file at a time
 
 
 def message_json(m: MessageRow) -> dict[str, Any]:
@@ -32,16 +43,97 @@ def message_json(m: MessageRow) -> dict[str, Any]:
     }
 
 
+def schema_drift(settings: Settings, read: Callable[[SchemaReader], T], empty: T) -> T:
+    """``read(reader)`` on the schemas learned beside the history; ``empty`` (and a warning on
+    stderr) when the schema file cannot be read: the deliveries are shown all the same."""
+    from walletpass_tui.schemas.errors import SchemaError
+    from walletpass_tui.schemas.reader import SchemaReader
+
+    try:
+        return read(SchemaReader(settings.database_path))
+    except SchemaError as exc:
+        print(f"warning: drift is not shown: {exc}", file=sys.stderr)
+        return empty
+
+
+def message_of(webhook_id: str, attempts: Sequence[Attempt]) -> MessageRow:
+    """A message's row as the history keeps it (see the writer), from its attempts."""
+    first, last = attempts[0], attempts[-1]
+    return MessageRow(
+        webhook_id=webhook_id,
+        topic=next((a.topic for a in attempts if a.topic), None),
+        pass_id=next((a.pass_id for a in attempts if a.pass_id), None),
+        verdict=VERIFIED if any(a.verified for a in attempts) else "rejected",
+        reason=last.reason,
+        attempts=len(attempts),
+        first_received_at_ms=first.received_at_ms,
+        last_received_at_ms=last.received_at_ms,
+        endpoint_id=next((a.endpoint_id for a in reversed(attempts) if a.endpoint_id), None),
+        last_status=last.status,
+    )
+
+
+def _messages_with_drift(reader: SchemaReader, offset: int) -> list[str]:
+    return reader.messages_with_drift(limit=DRIFT_PAGE, offset=offset)
+
+
+def _drift_for_messages(reader: SchemaReader, ids: list[str]) -> dict[str, list[DriftRecord]]:
+    return reader.drift_for_messages(ids)
+
+
+def drifting_messages(
+    settings: Settings, args: argparse.Namespace, since: int | None
+) -> list[tuple[MessageRow, list[DriftRecord]]]:
+    """``events list --drift``: the messages whose deliveries showed drift first, the latest
+    drift first, with the other filters applied."""
+    found: list[tuple[MessageRow, list[DriftRecord]]] = []
+
+    async def work(store: History) -> list[tuple[MessageRow, list[DriftRecord]]]:
+        offset = 0
+        while len(found) < args.limit:
+            page = functools.partial(_messages_with_drift, offset=offset)
+            ids: list[str] = schema_drift(settings, page, [])
+            if not ids:
+                break
+            offset += len(ids)
+            drift = schema_drift(settings, functools.partial(_drift_for_messages, ids=ids), {})
+            for webhook_id in ids:
+                attempts = await store.message_attempts_without_bodies(webhook_id)
+                if not attempts:
+                    continue  # pruned since
+                row = message_of(webhook_id, attempts)
+                if (args.topic and row.topic != args.topic) or (
+                    args.verdict and row.verdict != args.verdict
+                ):
+                    continue
+                if since is not None and row.last_received_at_ms < since:
+                    continue
+                found.append((row, drift.get(webhook_id, [])))
+                if len(found) >= args.limit:
+                    break
+            if len(ids) < DRIFT_PAGE:
+                break
+        return found
+
+    return with_history(settings, work)
+
+
+def _drift_cell(records: Sequence[DriftRecord]) -> str:
+    return "; ".join(f"{r.kind} {printable(r.path, 40)}" for r in records)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     since = parse_since(args.since)
+    if getattr(args, "drift", False):
+        return _list_drift(settings, args, since)
     # A home that has received nothing yet has an empty history, not a missing one: a script
     # gets [] and exit 0.
     fresh = not settings.database_path.exists()
     rows: list[MessageRow] = (
         []
         if fresh
-        else with_store(
+        else with_history(
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
@@ -75,6 +167,36 @@ def cmd_list(args: argparse.Namespace) -> int:
         table,
         ["LAST SEEN", "WEBHOOK-ID", "TOPIC", "PASS", "VERDICT", "REASON", "ATTEMPTS", "ENDPOINT"],
     )
+    return 0
+
+
+def _list_drift(settings: Settings, args: argparse.Namespace, since: int | None) -> int:
+    if args.search:
+        raise UsageError(
+            "--drift and --search cannot be combined; use --topic, --verdict or --since with "
+            "--drift, or 'walletpass-tui schema drift'."
+        )
+    fresh = not settings.database_path.exists()
+    rows = [] if fresh else drifting_messages(settings, args, since)
+    if args.json:
+        print_json([{**message_json(m), "drift": [r.to_json() for r in d]} for m, d in rows])
+        return 0
+    if not rows:
+        print("No deliveries yet." if fresh else "No message showed drift.")
+        return 0
+    table = [
+        [
+            format_ms(m.last_received_at_ms),
+            printable(m.webhook_id, 36),
+            topic_label(m.topic),
+            printable(m.pass_id or "-", 20),
+            m.verdict,
+            str(m.attempts),
+            _drift_cell(d),
+        ]
+        for m, d in rows
+    ]
+    print_table(table, ["LAST SEEN", "WEBHOOK-ID", "TOPIC", "PASS", "VERDICT", "ATTEMPTS", "DRIFT"])
     return 0
 
 
@@ -116,7 +238,7 @@ def _verdict_line(a: Attempt) -> str:
     return line + (f" ({printable(a.detail)})" if a.detail else "")
 
 
-def print_attempt(a: Attempt, previous_ms: int | None) -> None:
+def print_attempt(a: Attempt, previous_ms: int | None, drift: Sequence[DriftRecord] = ()) -> None:
     gap = "" if previous_ms is None else f"  (+{format_gap(a.received_at_ms - previous_ms)})"
     print(f"attempt #{a.attempt_no}  {format_ms(a.received_at_ms)}{gap}")
     print(f"  verdict:  {_verdict_line(a)}")
@@ -124,6 +246,9 @@ def print_attempt(a: Attempt, previous_ms: int | None) -> None:
     if getattr(a, "body_differs", False):
         print("  note:     this body differs from an earlier attempt with the same webhook-id")
     print(f"  answered: {a.status}" + (f"  [{printable(a.note)}]" if a.note else ""))
+    for record in drift:
+        shown = "once" if record.count == 1 else f"by {record.count} deliveries so far"
+        print(f"  drift:    {printable(record.describe())}  (shown {shown})")
     print(
         f"  endpoint: {printable(a.endpoint_id or '-')}   from: {printable(a.remote_addr or '-')}"
         + (f" (X-Forwarded-For: {printable(a.forwarded_for)})" if a.forwarded_for else "")
@@ -149,27 +274,34 @@ def print_attempt(a: Attempt, previous_ms: int | None) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
-    async def load(store: Store) -> tuple[list[Attempt], list[ForwardRow]]:
+    async def load(store: History) -> tuple[list[Attempt], list[ForwardRow]]:
         return (
             await store.message_attempts(args.webhook_id),
             await store.forwards_for_message(args.webhook_id),
         )
 
-    attempts, forwards = with_store(settings, load)
+    attempts, forwards = with_history(settings, load)
     if not attempts:
         raise no_such_message(args.webhook_id)
+    ids = [a.id for a in attempts]
+    drift: dict[int, list[DriftRecord]] = schema_drift(
+        settings, lambda r: r.drift_for_attempts(ids), {}
+    )
     if args.json:
         print_json(
             {
                 "webhook_id": args.webhook_id,
-                "attempts": [attempt_json(a) for a in attempts],
+                "attempts": [
+                    {**attempt_json(a), "drift": [r.to_json() for r in drift.get(a.id, [])]}
+                    for a in attempts
+                ],
                 "forwards": [forward_json(f) for f in forwards],
             }
         )
         return 0
     previous: int | None = None
     for a in attempts:
-        print_attempt(a, previous)
+        print_attempt(a, previous, drift.get(a.id, []))
         previous = a.received_at_ms
     if forwards:
         print("forwards and replays:")
