@@ -24,6 +24,8 @@ from walletpass_tui import logs
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
 from walletpass_tui.webhooks import instance
 
+log = logging.getLogger(__name__)
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
 TOKEN_BYTES = 32  # 256 bits
@@ -126,10 +128,12 @@ def cmd_web(args: argparse.Namespace) -> int:
     host = args.web_host
 
     def ready(port: int) -> None:
+        url = f"http://{url_host(host)}:{port}/{token}/"
+        log.info("serving %s on %s for %s", home, url, view.command)  # the token scrubbed
         if not is_loopback(host):
             print(exposure_warning(host), file=sys.stderr, flush=True)
         print(f"Dashboard of {home} in a browser: open", flush=True)
-        print(f"  http://{url_host(host)}:{port}/{token}/", flush=True)
+        print(f"  {url}", flush=True)
         print(
             "Anyone with this URL sees the history; it changes each run. Ctrl+C stops.",
             flush=True,

@@ -42,7 +42,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def token_in_path(path: str, token: str) -> bool:
     """Whether ``path``'s first segment is ``token``, compared in constant time."""
-    first = path.lstrip("/").split("/", 1)[0]
+    first = path.removeprefix("/").split("/", 1)[0]
     return hmac.compare_digest(first.encode("utf-8", "replace"), token.encode())
 
 
@@ -73,11 +73,13 @@ class WebView:
         *,
         receiver_problem: Callable[[], str | None] = lambda: None,
         max_sessions: int = MAX_SESSIONS,
+        stop_wait_s: float = STOP_WAIT_S,
     ) -> None:
         self.command = command
         self.token = token
         self.receiver_problem = receiver_problem
         self.max_sessions = max_sessions
+        self.stop_wait_s = stop_wait_s
         self.sessions: dict[AppService, web.WebSocketResponse] = {}
         self.downloads = DownloadManager()
         self.static = static_files()
@@ -202,17 +204,17 @@ class WebView:
                 await service.focus()
 
     async def _stop(self, service: AppService) -> None:
-        """Ask the dashboard to quit; kill it when it has not within STOP_WAIT_S."""
-        process = service._process  # textual-serve keeps its process private
+        """Ask the dashboard to quit; kill it when it has not within ``stop_wait_s``."""
         try:
-            await asyncio.wait_for(asyncio.shield(service.stop()), STOP_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(service.stop()), self.stop_wait_s)
         except (Exception, asyncio.CancelledError) as exc:  # it is killed below
             log.debug("attached dashboard did not quit when asked: %r", exc)
+        process = service._process  # textual-serve keeps its process private
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(process.wait(), STOP_WAIT_S)
+                await asyncio.wait_for(process.wait(), self.stop_wait_s)
 
     async def _close_sessions(self, app: web.Application) -> None:
         await asyncio.gather(
