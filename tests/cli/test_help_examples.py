@@ -82,6 +82,13 @@ PARSE_ONLY: dict[str, str] = {
     "walletpass-tui attach --home ~/work/wallet-hooks": (
         "as the one above, on a home in the reader's own directory"
     ),
+    "walletpass-tui web": (
+        "serves the dashboard of a receiver that runs on the home, which this walk does not "
+        "start; serving a real listen process is tested in tests/cli/test_web_browser.py"
+    ),
+    "walletpass-tui web --port 8800 --home ~/work/wallet-hooks": (
+        "as the one above, on a home in the reader's own directory"
+    ),
     "walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated": (
         "checks an app on staging.example.com, a host on the internet; the same command against "
         "a local app runs in the first check example"

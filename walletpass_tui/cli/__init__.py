@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "walletpass_tui.cli.attach_cmd",
         "open the dashboard on the receiver already running on this home",
     ),
+    "web": (
+        "walletpass_tui.cli.web_cmd",
+        "the dashboard of the receiver running on this home, in a browser",
+    ),
     "demo": (
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",
