@@ -32,6 +32,7 @@ from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings, load_settings
 from walletpass_tui.ui.app import WalletPassApp, build_app
+from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
@@ -39,7 +40,9 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
+from walletpass_tui.webhooks.control import OPS, ReceiverStatus
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+from walletpass_tui.webhooks.instance import InstanceRecord
 from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
@@ -372,13 +375,19 @@ def home_source(home: Path) -> Source:
     return Source(settings, EndpointRegistry(settings.endpoints_path), None, None)
 
 
-def make_app(source: Source) -> WalletPassApp:
+def make_app(source: Source, *, attached: bool = False) -> WalletPassApp:
+    """``attached``: as ``walletpass-tui attach`` shows a receiver in another process (a fixed
+    one: pid 4242 on RECEIVER, forwarding to APP_URL; none is looked for)."""
     settings = source.settings
     client = (
         WalletPassClient(settings, transport=source.transport, retry_base_delay=0)
         if settings.api_key
         else None
     )
+    fixed = source.fill is not None  # sample data: a fixed clock; a real home: the real one
+    clock = (lambda: NOW_MS) if fixed else None
+    if attached:
+        return build_app(attached_opener(source), client, clock=clock)
 
     async def open_runtime() -> DeliveryRuntime:
         runtime = DeliveryRuntime(settings, registry=source.registry)
@@ -387,10 +396,24 @@ def make_app(source: Source) -> WalletPassApp:
             await source.fill(runtime.store)
         return runtime
 
-    fixed = source.fill is not None  # sample data: a fixed clock; a real home: the real one
-    return build_app(
-        open_runtime, client, receiver_display=RECEIVER, clock=(lambda: NOW_MS) if fixed else None
-    )
+    return build_app(open_runtime, client, receiver_display=RECEIVER, clock=clock)
+
+
+def attached_opener(source: Source) -> Callable[[], Awaitable[AttachedRuntime]]:
+    async def open_runtime() -> AttachedRuntime:
+        if source.fill is not None:
+            async with await Store.open(source.settings.database_path) as store:
+                await source.fill(store)
+        record = InstanceRecord(
+            pid=4242, kind="listen", url=f"http://{RECEIVER}", started_at_ms=START_MS
+        )
+        runtime = AttachedRuntime(source.settings, record, find_receiver=False)
+        await runtime.open()
+        runtime.connected = True  # as the receiver's hello says
+        runtime.status = ReceiverStatus(controls=OPS, forwarding=True, forward_targets=(APP_URL,))
+        return runtime
+
+    return open_runtime
 
 
 # -- the pictures ----------------------------------------------------------------------------------------
@@ -489,12 +512,14 @@ SHOTS: tuple[Shot, ...] = (
     ("endpoint-secret", (120, 36), secret_modal),
     ("dashboard-80x24", (80, 24), narrow),
     ("stats", (120, 36), stats),
+    ("attached", (140, 40), main_screen),
 )
+ATTACHED = {"attached"}  # pictures of a dashboard attached to a receiver in another process
 
 
 async def take(source_for: Callable[[str], Source], shot: Shot, out: Path) -> Path:
     name, size, steps = shot
-    app = make_app(source_for(name))
+    app = make_app(source_for(name), attached=name in ATTACHED)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await steps(pilot)
@@ -527,7 +552,7 @@ async def run(args: argparse.Namespace) -> list[Path]:
         if args.home:
             return home_source(args.home)
         shutil.rmtree(scratch, ignore_errors=True)
-        return sample_source(scratch, hour=name in ("stats", "dashboard"))
+        return sample_source(scratch, hour=name in ("stats", "dashboard", "attached"))
 
     for shot in SHOTS:
         if args.only and shot[0] not in args.only:

@@ -75,6 +75,20 @@ PARSE_ONLY: dict[str, str] = {
         "URL is a relay's subscribe URL, which only 'relay channel add' on a running relay "
         "prints; tested in tests/relay/test_follow.py"
     ),
+    "walletpass-tui attach": (
+        "opens a dashboard on a receiver that runs on the home, which this walk does not start; "
+        "attaching to a real listen process is tested in tests/cli/test_attach_processes.py"
+    ),
+    "walletpass-tui attach --home ~/work/wallet-hooks": (
+        "as the one above, on a home in the reader's own directory"
+    ),
+    "walletpass-tui web": (
+        "serves the dashboard of a receiver that runs on the home, which this walk does not "
+        "start; serving a real listen process is tested in tests/cli/test_web_browser.py"
+    ),
+    "walletpass-tui web --port 8800 --home ~/work/wallet-hooks": (
+        "as the one above, on a home in the reader's own directory"
+    ),
     "walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated": (
         "checks an app on staging.example.com, a host on the internet; the same command against "
         "a local app runs in the first check example"

@@ -110,8 +110,8 @@ def receive(home: Path, *, as_json: bool) -> Received:
     finally:
         proc.kill()
     if not as_json:
-        lines = [line for line in lines if not line.startswith(("Listening", "Verifying"))]
-        lines = [line for line in lines if not line.startswith(("History:", "Stopped"))]
+        banner = ("Listening", "Verifying", "Attach a dashboard:", "History:", "Stopped")
+        lines = [line for line in lines if not line.startswith(banner)]
     return Received(home, lines)
 
 

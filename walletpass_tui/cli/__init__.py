@@ -41,6 +41,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sim": ("walletpass_tui.cli.sim_cmd", "run or drive the simulated Wallet Pass Service"),
     "trigger": ("walletpass_tui.cli.sim_cmd", "sign and send one webhook to a receiver"),
+    "attach": (
+        "walletpass_tui.cli.attach_cmd",
+        "open the dashboard on the receiver already running on this home",
+    ),
+    "web": (
+        "walletpass_tui.cli.web_cmd",
+        "the dashboard of the receiver running on this home, in a browser",
+    ),
     "demo": (
         "walletpass_tui.cli.demo_cmd",
         "the dashboard on a built-in simulated service (no account needed)",

@@ -1,4 +1,5 @@
-"""No subcommand: the dashboard, with its receiver in-process on the same event loop.
+"""No subcommand: the dashboard, with its receiver in-process on the same event loop (or, when a
+receiver already runs on the home, attached to it: ``attach_cmd``).
 
 Everything async is opened inside one ``asyncio.run`` through the delivery runtime: the store
 first (a locked or damaged database is reported before the screen changes), the registry, then the
@@ -19,50 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from walletpass_tui.cli.common import settings_from_args
+from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page, theme_arg
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
-from walletpass_tui.errors import UsageError
-from walletpass_tui.text import printable
+from walletpass_tui.webhooks import instance
+from walletpass_tui.webhooks.instance import AlreadyRunning
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
-
-if TYPE_CHECKING:
-    from walletpass_tui.api.client import WalletPassClient
-    from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.webhooks.models import LogRow
-
-
-class LazyServiceClient:
-    """The dashboard's ``ServiceClient``: a ``WalletPassClient`` built on the first call."""
-
-    def __init__(
-        self, settings: Settings, on_endpoint_created: Callable[[WebhookEndpoint], None]
-    ) -> None:
-        self.settings = settings
-        self._on_created = on_endpoint_created
-        self._client: WalletPassClient | None = None
-
-    def client(self) -> WalletPassClient:
-        if self._client is None:
-            from walletpass_tui.api.client import WalletPassClient
-
-            self._client = WalletPassClient(self.settings, on_endpoint_created=self._on_created)
-        return self._client
-
-    async def list_pass_templates(self) -> TemplateList:
-        return await self.client().list_pass_templates()
-
-    async def create_webhook_endpoint(
-        self, url: str, topics: Sequence[str], enabled: bool = True
-    ) -> WebhookEndpoint:
-        return await self.client().create_webhook_endpoint(url, topics, enabled)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
 
 
 async def run_dashboard_async(
@@ -70,9 +36,15 @@ async def run_dashboard_async(
     setup: DeliverySetup | None = None,
     feeds: Sequence[Feed] = (),
     theme: str | None = None,
-) -> int:
+) -> int | AlreadyRunning:
+    """The dashboard with its own receiver; AlreadyRunning (returned, its port released) when
+    another receiver took the home meanwhile: the caller attaches to it instead."""
     setup = setup or DeliverySetup(options=receiver_options(settings))
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
+        try:
+            await runtime.start_instance("dashboard")
+        except AlreadyRunning as exc:
+            return exc
         first_page = read_first_page(runtime)
         await asyncio.sleep(0)  # the read goes to the store's thread...
         from walletpass_tui.ui.app import build_app  # ...and runs while the UI is imported
@@ -86,35 +58,14 @@ async def run_dashboard_async(
     return app.return_code or 0
 
 
-def read_first_page(runtime: DeliveryRuntime) -> asyncio.Future[list[LogRow]] | None:
-    """The log's first page, read on the store's reader thread while the UI is imported and its
-    screen composed, so the first frame already shows the newest deliveries. Not with a relay
-    feed: deliveries it stores before the log subscribes would fall between page and feed."""
-    if runtime.feeds:
-        return None
-    from walletpass_tui.ui.view.log_window import PAGE
-
-    return asyncio.ensure_future(runtime.store.log_page(limit=PAGE))
-
-
-def theme_arg(name: str | None) -> str | None:
-    """``--theme NAME``: one of Textual's themes; UsageError listing them otherwise."""
-    if name is None:
-        return None
-    from textual.theme import BUILTIN_THEMES  # loaded by the dashboard anyway
-
-    if name not in BUILTIN_THEMES:
-        raise UsageError(
-            f"argument --theme: unknown theme {printable(name, 40)!r}; choose one of "
-            + ", ".join(sorted(BUILTIN_THEMES))
-            + "."
-        )
-    return name
-
-
 def run_dashboard(args: argparse.Namespace) -> int:
+    """The dashboard with its receiver; attached instead when a receiver already runs on the
+    home (``listen``, another dashboard), rather than failing to bind its port."""
     theme = theme_arg(getattr(args, "theme", None))
     settings = settings_from_args(args)
+    found = instance.find(settings.home)
+    if isinstance(found, instance.Running) and found.record is not None:
+        return _attach(args, settings, found.record, theme)
     setup = delivery_setup(args, settings)
     link = relay_link(args, settings)
     # No cyclic garbage collection while the UI is imported and the first screen built (tens of
@@ -122,8 +73,57 @@ def run_dashboard(args: argparse.Namespace) -> int:
     # on after its first frame.
     gc.disable()
     try:
-        return asyncio.run(
+        ran = asyncio.run(
             run_dashboard_async(settings, setup, (link,) if link else (), theme=theme)
         )
     finally:
         gc.enable()
+    if isinstance(ran, AlreadyRunning):  # another receiver took the home a moment before
+        if ran.found.record is None:
+            raise ran
+        return _attach(args, settings, ran.found.record, theme)
+    return ran
+
+
+def _attach(
+    args: argparse.Namespace,
+    settings: Settings,
+    record: instance.InstanceRecord,
+    theme: str | None,
+) -> int:
+    from walletpass_tui.cli.attach_cmd import run_attached
+
+    unused = receiver_flags_given(args)
+    notices = []
+    if unused:
+        notices.append(
+            f"A receiver already runs on this home ({record.describe()}), so this dashboard "
+            f"is attached to it and {', '.join(unused)} "
+            f"{'is' if len(unused) == 1 else 'are'} not used. Stop that receiver first to "
+            "start one with them, or use another --home."
+        )
+    return run_attached(settings, record, theme, notices)
+
+
+# Flags of the command line that only configure a receiver this process would start.
+_NOT_RECEIVER_FLAGS = {"theme", "command", "handler"}
+
+
+def receiver_flags_given(args: argparse.Namespace) -> list[str]:
+    """The receiver's flags given on this command line (``--port``, ``--secret``...): those
+    whose value is not the parser's default. Settings flags (``--home``...) are not among them."""
+    from walletpass_tui.cli.common import add_settings_flags
+    from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
+
+    settings_flags = argparse.ArgumentParser(add_help=False)
+    add_settings_flags(settings_flags)
+    skip = _NOT_RECEIVER_FLAGS | {action.dest for action in settings_flags._actions}
+    receiver_flags = argparse.ArgumentParser(add_help=False)  # as the command line adds them
+    add_receiver_flags(receiver_flags)
+    add_delivery_flags(receiver_flags)
+    defaults = vars(receiver_flags.parse_args([]))
+    return sorted(
+        "--" + name.replace("_", "-")
+        for name, value in vars(args).items()
+        if name not in skip and value != defaults.get(name)
+    )

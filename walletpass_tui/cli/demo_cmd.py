@@ -77,6 +77,8 @@ async def demo_session(
 
     starter: RelayStarter | None = _relay_for_demo if relay else None
     async with running_demo(settings, port, interval, starter) as demo:
+        # `walletpass-tui attach --home <home>/demo` opens more dashboards on it.
+        await demo.runtime.start_instance("demo")
         yield build_app(demo.runtime, demo.client, mode="demo")
 
 

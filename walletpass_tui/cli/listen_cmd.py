@@ -18,6 +18,7 @@ from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.webhooks.instance import InstanceRecord, home_flag
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 
@@ -152,6 +153,8 @@ async def _listen(
         feeds = (relay,) if relay is not None else ()
         printer = ListenPrinter(sys.stdout, as_json, learning=setup.learn_schemas)
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
+            # The one receiver `attach` finds on this home (AlreadyRunning: one line, exit 1).
+            stale = await runtime.start_instance("listen")
             runtime.subscribe(
                 printer.deliveries,
                 ForwardPrinter(printer.forwards, as_json),
@@ -161,7 +164,7 @@ async def _listen(
             await runtime.serve()
             if not (settings.public_url or port):  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
-            _announce(info, runtime, public_url, await runtime.pending_forwards(), relay)
+            _announce(info, runtime, public_url, await runtime.pending_forwards(), relay, stale)
             if relay is not None:  # after the announcement, from the state it is in now
                 states = RelayStatePrinter(info)
                 states(relay.state)
@@ -206,6 +209,7 @@ def _announce(
     public_url: str | None = None,
     pending: int = 0,
     relay: RelayLink | None = None,
+    stale: InstanceRecord | None = None,
 ) -> None:
     settings = runtime.settings
     out.write(f"Listening on {runtime.url}\n")
@@ -243,5 +247,11 @@ def _announce(
         out.write(f"Injecting failures: {injected}\n")
     if pending:
         out.write(pending_line(pending, forwarding=runtime.forwarding))
+    if stale is not None:
+        out.write(
+            f"The last receiver on this home ({stale.describe()}) stopped without cleaning up; "
+            "its state was replaced.\n"
+        )
+    out.write(f"Attach a dashboard: walletpass-tui attach{home_flag(settings.home)}\n")
     out.write(f"History: {settings.database_path}   (Ctrl-C to stop)\n")
     out.flush()

@@ -24,6 +24,7 @@ from textual.theme import Theme
 from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel import NGROK_API, discover_ngrok
+from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_feed import LiveFeed
 from walletpass_tui.ui.messages import (
@@ -42,6 +43,9 @@ from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import FORWARD, VERIFIED, Attempt, LogRow, Stats, now_ms
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
+# What the dashboard shows: its own receiver's runtime, or one attached to another process's.
+Runtime = DeliveryRuntime | AttachedRuntime
+
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
     from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.ui.drift_feed import DriftFeed
@@ -58,7 +62,7 @@ RECEIVE_AFTER_S = 1.0  # deliveries are accepted once the log is on screen, or a
 class AppParts:
     """What ``build_app`` was given."""
 
-    runtime: DeliveryRuntime | RuntimeOpener
+    runtime: Runtime | RuntimeOpener
     client: ServiceClient | None = None
     receiver_display: str | None = None
     mode: str | None = None
@@ -69,6 +73,8 @@ class AppParts:
     config_file: Path | None = None
     # Epoch milliseconds now, for the traffic charts (fixed in pictures and tests).
     clock: Callable[[], int] = now_ms
+    # Sentences said once the screen is up (a flag that was not used, say).
+    notices: tuple[str, ...] = ()
 
 
 class WalletPassApp(ReportsWorkerErrors, App[int]):
@@ -116,7 +122,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
         self._feed: LiveFeed | None = None
-        self._runtime: DeliveryRuntime | None = None
+        self._runtime: Runtime | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.stats = Stats()
@@ -127,7 +133,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     # -- lifecycle ----------------------------------------------------------------------------------
 
     @property
-    def runtime(self) -> DeliveryRuntime:
+    def runtime(self) -> Runtime:
         """The delivery runtime the app shows (open from mount to unmount)."""
         if self._runtime is None:
             raise RuntimeError("The dashboard is not mounted.")
@@ -136,7 +142,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     async def on_mount(self) -> None:
         parts = self.parts
         given = parts.runtime
-        runtime = given if isinstance(given, DeliveryRuntime) else await given()
+        runtime = given if isinstance(given, DeliveryRuntime | AttachedRuntime) else await given()
         self._runtime = runtime
         settings = runtime.settings
         self.context = DashboardContext(
@@ -163,6 +169,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
             self._relay = relay_link_of(runtime)
             self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
+        if isinstance(runtime, AttachedRuntime):
+            self._watch_attached(runtime)
         self._show_receiver()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
         # not load): the port is already bound, a sender connecting meanwhile waits in the
@@ -242,6 +250,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     async def _open_main_screen(self) -> None:
         await self.push_screen(MainScreen(self.context, log_capacity=self.parts.log_capacity))
+        for notice in self.parts.notices:
+            self.notify(notice, severity="warning", timeout=15, markup=False)
         self._recount()  # the header's totals: a count of the whole history, not before paint
         self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
@@ -293,12 +303,16 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self._unwatch_relay()
         if getattr(self, "_unwatch_health", None) is not None:
             self._unwatch_health()
+        if getattr(self, "_unwatch_attached", None) is not None:
+            self._unwatch_attached()
         if self._feed is not None:
             self._feed.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._runtime is not None and not isinstance(self.parts.runtime, DeliveryRuntime):
+        if self._runtime is not None and not isinstance(
+            self.parts.runtime, DeliveryRuntime | AttachedRuntime
+        ):
             await self._runtime.close()  # the app opened it
 
     # -- live updates: published to the panes, which subscribe to what they show ---------------------
@@ -402,20 +416,77 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def _show_receiver(self) -> None:
         if self.context is None:
             return
-        routes = self._runtime.routes if self._runtime is not None else ()
-        self.live.publish_receiver(
-            ReceiverState(
-                address=self.context.receiver_address(),
-                problem=self._receiver_problem,
-                public_url=self.context.public_url,
-                paused=self.context.paused,
-                mode=self.parts.mode,
-                forward_targets=tuple(r.target for r in routes),
-                pending_forwards=self.pending_forwards,
-                **self._relay_fields(),
-                history_problem=self._history_problem(),
-            )
-        )
+        runtime = self._runtime
+        routes = runtime.routes if runtime is not None else ()
+        fields: dict[str, Any] = {
+            "address": self.context.receiver_address(),
+            "problem": self._receiver_problem,
+            "public_url": self.context.public_url,
+            "paused": self.context.paused,
+            "mode": self.parts.mode,
+            "forward_targets": tuple(r.target for r in routes),
+            "pending_forwards": self.pending_forwards,
+            "history_problem": self._history_problem(),
+            **self._relay_fields(),
+        }
+        if isinstance(runtime, AttachedRuntime):
+            fields.update(self._attached_fields(runtime, fields["history_problem"]))
+        self.live.publish_receiver(ReceiverState(**fields))
+
+    # -- attached to a receiver in another process --------------------------------------------------
+
+    def _watch_attached(self, runtime: AttachedRuntime) -> None:
+        self._was_gone = runtime.gone
+        self._unwatch_attached = runtime.watch(self._attached_changed)
+        # Rows skipped (far behind, or the history replaced): the log and the counts read again.
+        runtime.on_gap = lambda skipped: self.post_message(DeliveriesStored((), dropped=skipped))
+
+    def _attached_fields(self, runtime: AttachedRuntime, own_problem: str | None) -> dict[str, Any]:
+        """The header's words about a receiver in another process: which, or that it stopped;
+        its relay link; a history it cannot write (or this process cannot)."""
+        status = runtime.status
+        return {
+            "attached": runtime.describe(),
+            "gone": runtime.gone,
+            "relay": status.relay,
+            "relay_up": status.relay_up,
+            "history_problem": own_problem or status.history_problem,
+        }
+
+    def _attached_changed(self) -> None:
+        runtime = self._runtime
+        if not isinstance(runtime, AttachedRuntime):
+            return
+        if self.context is not None and runtime.status.public_url and not self.context.public_url:
+            self.context.public_url = runtime.status.public_url
+        self._show_receiver()
+        self.refresh_bindings()  # the key line greys what the receiver cannot take now
+        if runtime.gone != self._was_gone:
+            self._was_gone = runtime.gone
+            if runtime.gone:
+                self.notify(
+                    "The receiver stopped. The history stays on screen (rows other programs "
+                    "write still show), and the dashboard follows the receiver again when one "
+                    "starts on this home.",
+                    title="Receiver stopped",
+                    severity="warning",
+                    timeout=10,
+                    markup=False,
+                )
+            else:
+                self.notify(
+                    f"Attached to {runtime.describe()} again.", title="Receiver back", markup=False
+                )
+                self._recount()
+            self._count_pending()
+
+    @property
+    def unavailable_actions(self) -> frozenset[str]:
+        """Actions the key line shows greyed: the receiver cannot take them now."""
+        runtime = self._runtime
+        if isinstance(runtime, AttachedRuntime) and not runtime.can("pause"):
+            return frozenset({"toggle_pause"})
+        return frozenset()
 
     def _relay_fields(self) -> dict[str, Any]:
         link = getattr(self, "_relay", None)
@@ -442,12 +513,35 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     def action_toggle_pause(self) -> None:
         runtime = self._runtime
+        if isinstance(runtime, AttachedRuntime):
+            self.run_worker(
+                self._toggle_attached_pause(runtime),
+                group="pause",
+                exclusive=True,
+                exit_on_error=False,
+            )
+            return
         if runtime is None or runtime.bound is None:
             self.notify("No receiver runs in this dashboard.", severity="warning", markup=False)
             return
         runtime.pause_acks(not runtime.paused)
         self._show_receiver()
-        if runtime.paused:
+        self._said_paused(runtime.paused)
+
+    async def _toggle_attached_pause(self, runtime: AttachedRuntime) -> None:
+        """Ask the receiver in the other process; say why when it cannot."""
+        from walletpass_tui.webhooks.control import ControlError
+
+        try:
+            await runtime.request("pause", paused=not runtime.paused)
+        except ControlError as exc:
+            self.notify(str(exc), title="Pause unavailable", severity="warning", markup=False)
+            return
+        self._show_receiver()
+        self._said_paused(runtime.paused)
+
+    def _said_paused(self, paused: bool) -> None:
+        if paused:
             self.notify(
                 "Acknowledgements paused: verified deliveries are stored but answered 503, so "
                 "the service retries them. Press p to resume.",
@@ -598,7 +692,7 @@ def _collect_again() -> None:
 
 
 def build_app(
-    runtime: DeliveryRuntime | RuntimeOpener,
+    runtime: Runtime | RuntimeOpener,
     client: ServiceClient | None = None,
     *,
     receiver_display: str | None = None,
@@ -608,6 +702,7 @@ def build_app(
     first_page: asyncio.Future[list[LogRow]] | None = None,
     config_file: Path | None = None,
     clock: Callable[[], int] | None = None,
+    notices: tuple[str, ...] = (),
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
@@ -621,6 +716,8 @@ def build_app(
     ``theme``: the theme to use whatever the config file says (``--theme``). ``config_file``:
     where the saved theme and ``[keys]`` are read (default: the runtime's settings' file).
     ``clock``: epoch milliseconds now, for the traffic charts (fixed in pictures).
+    ``notices``: sentences said once the screen is up.
+    An ``AttachedRuntime`` (``ui/attached.py``) stands for a receiver in another process.
     """
     parts = AppParts(
         runtime,
@@ -631,5 +728,6 @@ def build_app(
         first_page,
         config_file,
         clock or now_ms,
+        notices,
     )
     return WalletPassApp(parts, theme=theme)

@@ -40,6 +40,8 @@ class ReceiverState:
     relay: str | None = None  # the relay link's state in words (None: no --relay)
     relay_up: bool = False  # connected to the relay
     history_problem: str | None = None  # the history cannot be written: why, and the fix
+    attached: str | None = None  # attached to a receiver in another process: "listen, pid 4242"
+    gone: bool = False  # attached, and that receiver stopped (the history is still shown)
 
 
 class DeliveriesStored(Message):

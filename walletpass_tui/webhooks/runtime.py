@@ -51,8 +51,10 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.webhooks.attachable import Attachable
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
+    from walletpass_tui.webhooks.instance import InstanceRecord
     from walletpass_tui.webhooks.receiver import Receiver
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
@@ -142,6 +144,8 @@ class DeliveryRuntime:
         self._feed_tasks: list[asyncio.Task[None]] = []
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
+        self._attachable: Attachable | None = None  # start_instance(): found, controlled
+        self._injection_listeners: list[Callable[[Injection], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -261,13 +265,17 @@ class DeliveryRuntime:
         self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Feeds -> forwarder -> receiver (port released, requests in flight answered) -> schema
-        learner -> store.
+        """Control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
+        receiver (port released, requests in flight answered) -> schema learner -> store -> the
+        home released.
 
         A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
         committed together or not at all, and the next run resumes after the last one stored.
         """
         self._opened = False
+        attachable, self._attachable = self._attachable, None
+        if attachable is not None:  # attached dashboards see it go first
+            await attachable.withdraw()
         tasks, self._feed_tasks = self._feed_tasks, []
         for task in tasks:
             task.cancel()
@@ -289,6 +297,8 @@ class DeliveryRuntime:
         if self._store is not None and self._owns_store:
             store, self._store = self._store, None
             await store.close()
+        if attachable is not None:
+            attachable.release()  # the home is free once the history is closed
 
     async def _start_learner(self, store: Store) -> None:
         """Start learning schemas from ``store``'s commits; drift is announced for the rows
@@ -462,6 +472,31 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
+        _tell(self._injection_listeners, "failure injection", self._injection)
+
+    # -- attached dashboards: the instance record and the control channel --------------------------
+
+    async def start_instance(self, kind: str) -> InstanceRecord | None:
+        """Make this receiver the one ``attach`` finds on its home (``instance.py``) and serve
+        its control channel (``control.py``) until ``close()``; ``kind``: listen, dashboard or
+        demo. Returns the record a receiver that died on this home left (None: none). Raises
+        AlreadyRunning when another receiver holds the home."""
+        if self._bound is None or self._attachable is not None:
+            raise RuntimeError("start_instance() needs an open runtime with a receiver, once.")
+        from walletpass_tui.webhooks.attachable import Attachable
+
+        self._attachable = await Attachable.start(self, kind)
+        return self._attachable.previous
+
+    def watch_injection(self, listener: Callable[[Injection], None]) -> Callable[[], None]:
+        """Call ``listener(injection)`` whenever the failures injected change (pause included);
+        returns a function that stops it."""
+        self._injection_listeners.append(listener)
+        return lambda: (
+            self._injection_listeners.remove(listener)
+            if listener in self._injection_listeners
+            else None
+        )
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]

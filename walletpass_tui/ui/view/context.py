@@ -15,6 +15,7 @@ from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
+    from walletpass_tui.ui.attached import AttachedRuntime
     from walletpass_tui.webhooks.forward import SecretLookup
     from walletpass_tui.webhooks.target_options import TargetOptions
 
@@ -31,9 +32,10 @@ class ServiceClient(Protocol):
 
 @dataclass
 class DashboardContext:
-    """The open delivery runtime and the service client, plus what the session remembers."""
+    """The open delivery runtime (or, attached, the receiver in another process) and the
+    service client, plus what the session remembers."""
 
-    runtime: DeliveryRuntime
+    runtime: DeliveryRuntime | AttachedRuntime
     client: ServiceClient | None
     # Shown as the receiver's address when there is no receiver (fixed screenshots and snapshots).
     receiver_display: str | None = None

@@ -17,7 +17,7 @@ from textual.widget import Widget
 
 
 class KeyLine(Widget):
-    COMPONENT_CLASSES = {"key-line--key", "key-line--description"}
+    COMPONENT_CLASSES = {"key-line--key", "key-line--description", "key-line--unavailable"}
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -32,8 +32,10 @@ class KeyLine(Widget):
     def _bindings_changed(self, screen: Screen[object]) -> None:
         self.refresh()
 
-    def _hints(self) -> list[tuple[str, str, str]]:
-        """(key to press, keys shown, description) per action, in the order Textual gives."""
+    def _hints(self) -> list[tuple[str, str, str, bool]]:
+        """(key to press, keys shown, description, unavailable) per action, in the order Textual
+        gives. Unavailable: the app says it cannot be done now (``unavailable_actions``, e.g.
+        pausing a receiver that stopped): shown greyed, and pressing it says why."""
         by_action: defaultdict[str, list[Binding]] = defaultdict(list)
         for _node, binding, enabled, _tooltip in self.screen.active_bindings.values():
             if binding.show and enabled and binding.description:
@@ -43,29 +45,32 @@ class KeyLine(Widget):
             by_action.setdefault(
                 "command_palette", [Binding(palette, "command_palette", "Commands")]
             )
+        unavailable = getattr(self.app, "unavailable_actions", frozenset())
         hints = []
-        for bindings in by_action.values():
+        for action, bindings in by_action.items():
             shown: list[str] = []
             for binding in bindings:
                 display = self.app.get_key_display(binding)
                 if display not in shown:
                     shown.append(display)
-            hints.append((bindings[0].key, "/".join(shown), bindings[0].description))
+            greyed = action.rpartition(".")[2] in unavailable
+            hints.append((bindings[0].key, "/".join(shown), bindings[0].description, greyed))
         return hints
 
     def render(self) -> Text:
         key_style = self.get_component_rich_style("key-line--key", partial=True)
         description_style = self.get_component_rich_style("key-line--description", partial=True)
+        greyed_style = self.get_component_rich_style("key-line--unavailable", partial=True)
         width = self.size.width
         line = Text(no_wrap=True, overflow="ellipsis", end="")
         self._spans = []
-        for key, shown, description in self._hints():
+        for key, shown, description, greyed in self._hints():
             piece = len(shown) + len(description) + 3
             if line.cell_len + piece > width:
                 break
             start = line.cell_len
-            line.append(f" {shown} ", key_style)
-            line.append(f"{description} ", description_style)
+            line.append(f" {shown} ", greyed_style if greyed else key_style)
+            line.append(f"{description} ", greyed_style if greyed else description_style)
             self._spans.append((start, line.cell_len, key))
         return line
 

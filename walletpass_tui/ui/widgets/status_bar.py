@@ -1,4 +1,5 @@
-"""The header line: where the receiver listens, the public URL, deliveries per minute over the
+"""The header line: where the receiver listens (or which receiver in another process the dashboard
+is attached to, or that it stopped), the public URL, deliveries per minute over the
 last hour (a sparkline), live counts, paused acks.
 
 It follows the app's ``LiveSignals`` by itself; ``ReceiverState`` is re-exported from here. The
@@ -155,7 +156,13 @@ class StatusBar(Widget):
         if state.mode:
             line.append(f" {state.mode} ", self._s("status-bar--mode"))
         line.append(" ")
-        if state.address:
+        if state.gone:
+            line.append("○ receiver stopped; showing the history", self._s("status-bar--stopped"))
+        elif state.attached:
+            line.append("● attached to ", self._s("status-bar--listening"))
+            where = state.attached + (f", {state.address}" if state.address else "")
+            line.append(one_line(where, 120), self._s("status-bar--value"))
+        elif state.address:
             line.append("● listening ", self._s("status-bar--listening"))
             line.append(one_line(state.address), self._s("status-bar--value"))
         else:

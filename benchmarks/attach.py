@@ -1,0 +1,303 @@
+"""Attached dashboards: what they cost the receiver, and how soon they show a delivery.
+
+    python benchmarks/attach.py                          # 5 rounds of 20 s each way, ~6 minutes
+    python benchmarks/attach.py --rounds 3 --seconds 8 --draw-seconds 10      # a quicker look
+
+One ``walletpass-tui listen`` process, in one run:
+
+* Cost to the receiver: its acknowledgement p99 at a steady 200/s (``receiver.py``'s open-loop
+  client: each request timed from its scheduled send time, on keep-alive connections) with two
+  dashboards attached (``walletpass-tui attach``, real processes in tmux panes of 120x36, started
+  before the round and quit after it) against the same receiver with none, in alternating rounds
+  (each kind goes first every other round). Reported: each round's p99 and the ratio of the
+  medians. Target: <= 1.1x.
+* Time to the screen: deliveries at a steady 100/s from a sender process (each 2xx's wall-clock
+  time recorded), one attached dashboard in another process (headless, the real app over
+  ``AttachedRuntime``) recording when each row is first drawn (``LogView.paint_observer``).
+  Reported: p50/p95/max of drawn - 2xx, and how many were drawn (rows that scroll past between
+  two paints are never drawn). Target: p95 <= 0.5 s. Also drawn - stored (the receiver's own
+  receipt time, so a sender that lags on a loaded machine does not hide any of the delay).
+
+The machine's load (``uptime``) is printed before and after: a shared, busy machine moves these
+figures, so both halves of each comparison run in the same minutes. Figures, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import receiver  # noqa: E402
+
+PYTHON = sys.executable
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+class Panes:
+    """Dashboards in tmux panes on a tmux server of this run's own (never another's)."""
+
+    def __init__(self) -> None:
+        self.socket = f"wp-attach-bench-{os.getpid()}"
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True
+        ).stdout
+
+    def start(self, name: str, home: Path, xdg: Path) -> None:
+        env = f"WALLETPASS_HOME={shlex.quote(str(home))} XDG_CONFIG_HOME={shlex.quote(str(xdg))}"
+        command = f"exec env -u COLUMNS -u LINES TERM=xterm-256color {env} {PYTHON} -m walletpass_tui attach"
+        self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", command)
+
+    def wait_for(self, name: str, text: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.tmux("capture-pane", "-p", "-t", name):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{name}: {text!r} never appeared")
+            time.sleep(0.1)
+
+    def quit(self, names: list[str]) -> None:
+        for name in names:
+            self.tmux("send-keys", "-t", name, "C-q")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+            name in self.tmux("list-sessions", "-F", "#{session_name}") for name in names
+        ):
+            time.sleep(0.1)
+        for name in names:
+            self.tmux("kill-session", "-t", name)
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+# -- cost to the receiver ---------------------------------------------------------------------------
+
+
+def steady_p99(port: int, rate: float, seconds: float, tag: str) -> float:
+    rows = receiver.sign_requests(int(rate * seconds), f"att{tag}{time.monotonic_ns()}")
+    data = [receiver.raw_request(port, row) for row in rows]
+    return receiver.pct(asyncio.run(receiver.paced(port, data, rate, 64)), 99)
+
+
+def cost_phase(workdir: Path, rounds: int, seconds: float, settle: float) -> dict[str, Any]:
+    server = receiver.start("ours", workdir)
+    home = workdir / f"ours-{server.port}"
+    xdg = workdir / "xdg"
+    panes = Panes()
+    alone: list[float] = []
+    attached: list[float] = []
+    try:
+        steady_p99(server.port, 200, 3, "warm")  # warm the receiver and the history
+        for rnd in range(rounds):
+            order = ("alone", "attached") if rnd % 2 == 0 else ("attached", "alone")
+            for kind in order:
+                names: list[str] = []
+                if kind == "attached":
+                    names = [f"view{rnd}a", f"view{rnd}b"]
+                    for name in names:
+                        panes.start(name, home, xdg)
+                    for name in names:
+                        panes.wait_for(name, "attached to listen")
+                    time.sleep(settle)  # their first paint and history reads are over
+                p99 = steady_p99(server.port, 200, seconds, f"{rnd}{kind}")
+                (attached if kind == "attached" else alone).append(p99)
+                if names:
+                    panes.quit(names)
+                print(f"  round {rnd + 1} {kind:8s} p99 {p99:7.2f} ms", flush=True)
+    finally:
+        panes.close()
+        server.stop()
+    return {"alone": alone, "attached": attached}
+
+
+# -- time to the screen -------------------------------------------------------------------------------
+
+
+async def viewer(home: Path, seconds: float, out: Path, done: Path) -> None:
+    """One attached dashboard, headless: when each webhook-id's row was first drawn, and when the
+    receiver stored it (its own clock). It stays until the sender is done (``done`` written)."""
+    from walletpass_tui.config import Settings
+    from walletpass_tui.ui.app import build_app
+    from walletpass_tui.ui.attached import AttachedRuntime
+    from walletpass_tui.ui.screens.main import MainScreen
+    from walletpass_tui.ui.widgets.log_view import LogView
+    from walletpass_tui.webhooks import instance
+
+    drawn: dict[str, float] = {}
+    received: dict[str, float] = {}
+
+    def painted(row: Any) -> None:
+        if row.webhook_id and row.webhook_id not in drawn:
+            drawn[row.webhook_id] = time.time()
+            received[row.webhook_id] = row.received_at_ms / 1000
+
+    LogView.paint_observer = painted
+    found = instance.find(home)
+    assert isinstance(found, instance.Running) and found.record is not None
+    async with AttachedRuntime(Settings(home=home), found.record) as runtime:
+        app = build_app(runtime)
+        async with app.run_test(size=(120, 36)):
+            while not (isinstance(app.screen, MainScreen) and runtime.connected):  # noqa: ASYNC110 - two conditions of other objects, polled
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)
+            print("ready", flush=True)
+            deadline = time.monotonic() + seconds + 120
+            while not await asyncio.to_thread(done.exists) and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(2.0)  # the last rows' reads and paint
+    await asyncio.to_thread(out.write_text, json.dumps({"drawn": drawn, "received": received}))
+
+
+async def sender(url: str, rate: float, seconds: float, out: Path) -> None:
+    """Open loop at ``rate``: every request signed first; each 2xx's wall-clock time recorded."""
+    import httpx
+
+    rows = receiver.sign_requests(int(rate * seconds), f"draw{os.getpid()}")
+    answered: dict[str, float] = {}
+    failed = 0
+    limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+
+        async def one(due: float, row: tuple[str, str, str, str]) -> None:
+            nonlocal failed
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            msg_id, ts, sig, body = row
+            headers = {
+                "webhook-id": msg_id,
+                "webhook-timestamp": ts,
+                "webhook-signature": sig,
+                "content-type": "application/json",
+            }
+            try:
+                answer = await http.post(url, content=body, headers=headers)
+            except httpx.HTTPError:
+                failed += 1
+                return
+            if 200 <= answer.status_code < 300:
+                answered[msg_id] = time.time()
+            else:
+                failed += 1
+
+        start = time.perf_counter() + 0.2
+        await asyncio.gather(*(one(start + k / rate, row) for k, row in enumerate(rows)))
+    await asyncio.to_thread(out.write_text, json.dumps({"answered": answered, "failed": failed}))
+
+
+def draw_phase(workdir: Path, rate: float, seconds: float) -> dict[str, Any]:
+    server = receiver.start("ours", workdir)
+    home = workdir / f"ours-{server.port}"
+    drawn_file, sent_file = workdir / "drawn.json", workdir / "sent.json"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(workdir / "xdg")}
+    view = subprocess.Popen(
+        [PYTHON, __file__, "_viewer", str(home), repr(seconds), str(drawn_file), str(sent_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert view.stdout is not None
+        if view.stdout.readline().strip() != "ready":
+            raise SystemExit("the attached dashboard did not start")
+        url = f"http://127.0.0.1:{server.port}{receiver.PATH}"
+        subprocess.run(
+            [PYTHON, __file__, "_send", url, repr(rate), repr(seconds), str(sent_file)],
+            check=True,
+        )
+        view.wait(timeout=seconds + 180)
+    finally:
+        if view.poll() is None:
+            view.kill()
+        server.stop()
+    seen = json.loads(drawn_file.read_text())
+    drawn, received = seen["drawn"], seen["received"]
+    sent = json.loads(sent_file.read_text())
+    delays = [(drawn[msg] - at) * 1000 for msg, at in sent["answered"].items() if msg in drawn]
+    stored = [(drawn[msg] - received[msg]) * 1000 for msg in drawn]
+    return {
+        "delays_ms": delays,
+        "stored_ms": stored,
+        "sent": len(sent["answered"]),
+        "failed": sent["failed"],
+    }
+
+
+# -- the report ---------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of each kind (cost)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per round at 200/s")
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds after attaching")
+    parser.add_argument("--draw-seconds", type=float, default=30.0, help="seconds at 100/s")
+    parser.add_argument("--only", choices=("cost", "draw"), help="one half only")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None and args.only != "draw":
+        raise SystemExit("tmux is needed for the attached dashboards: apt-get install -y tmux")
+    print(f"load before: {uptime()}", flush=True)
+    workdir = Path(tempfile.mkdtemp(prefix="wp-attach-bench-"))
+    try:
+        if args.only != "draw":
+            print(f"listen ack p99 at 200/s, {args.rounds} rounds of {args.seconds:g} s each way:")
+            cost = cost_phase(workdir, args.rounds, args.seconds, args.settle)
+            alone, attached = statistics.median(cost["alone"]), statistics.median(cost["attached"])
+            ratio = attached / alone
+            print(
+                f"| `listen` ack p99 at 200/s, two dashboards attached | {attached:.2f} ms | "
+                f"alone {alone:.2f} ms | {ratio:.2f}x | <= 1.1x | "
+                f"{'met' if ratio <= 1.1 else 'NOT MET'} |"
+            )
+        if args.only != "cost":
+            draw = draw_phase(workdir, 100, args.draw_seconds)
+            delays = sorted(draw["delays_ms"])
+            if delays:
+                p50, p95 = receiver.pct(delays, 50), receiver.pct(delays, 95)
+                print(
+                    f"| 2xx to the row on an attached dashboard's screen at 100/s | p50 {p50:.0f} ms, "
+                    f"p95 {p95:.0f} ms, max {delays[-1]:.0f} ms ({len(delays)} of {draw['sent']} "
+                    f"drawn, {draw['failed']} not 2xx) | <= 500 ms p95 | "
+                    f"{'met' if p95 <= 500 else 'NOT MET'} |"
+                )
+                stored = sorted(draw["stored_ms"])
+                print(
+                    f"| receipt (the receiver's clock) to the row on screen at 100/s | p50 "
+                    f"{receiver.pct(stored, 50):.0f} ms, p95 {receiver.pct(stored, 95):.0f} ms, "
+                    f"max {stored[-1]:.0f} ms |"
+                )
+            else:
+                print(f"no row was drawn ({draw['sent']} sent)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"load after:  {uptime()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_viewer":
+        asyncio.run(
+            viewer(Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
+        )
+    elif len(sys.argv) > 1 and sys.argv[1] == "_send":
+        asyncio.run(sender(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5])))
+    else:
+        sys.exit(main())

@@ -1,0 +1,144 @@
+"""The real binary in a real terminal: ``walletpass-tui attach`` and a plain ``walletpass-tui`` in
+tmux panes of 120x36 over a ``listen`` process. The screen is read with ``tmux capture-pane`` and
+polled with a generous "did not hang" deadline; keys go in with ``tmux send-keys``."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from process_helpers import DEADLINE_S, Proc, post, start_listen
+
+BODY = b'{"type": "pass.activated", "data": {"passId": "pass_tmux"}}'
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Terminal:
+    """tmux on a socket of its own (never another program's server), one session per command."""
+
+    def __init__(self) -> None:
+        self.socket = f"wp-attach-{os.getpid()}-{time.monotonic_ns() % 10**6}"
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=DEADLINE_S
+        )
+        return done.stdout
+
+    def start(self, name: str, argv: list[str], home: Path) -> None:
+        env = {
+            "WALLETPASS_HOME": str(home),
+            "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME", str(home / "xdg")),
+            "TERM": "xterm-256color",
+        }
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        command = shlex.join([sys.executable, "-m", "walletpass_tui", *argv])
+        # COLUMNS and LINES are unset (a test runner may set them): the size is the pane's.
+        line = f"exec env -u COLUMNS -u LINES {exports} {command}"
+        self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", line)
+        # The pane stays after the command ends, so what it printed last can still be read.
+        self.tmux("set-option", "-t", name, "remain-on-exit", "on")
+
+    def screen(self, name: str) -> str:
+        return self.tmux("capture-pane", "-p", "-t", name)
+
+    def wait_for(self, name: str, text: str) -> str:
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            shown = self.screen(name)
+            if text in shown:
+                return shown
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared on {name}:\n{shown}")
+            time.sleep(0.1)
+
+    def keys(self, name: str, *keys: str) -> None:
+        self.tmux("send-keys", "-t", name, *keys)
+
+    def ended(self, name: str) -> bool:
+        return self.tmux("display-message", "-p", "-t", name, "#{pane_dead}").strip() == "1"
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+@pytest.fixture
+def terminal() -> Iterator[Terminal]:
+    term = Terminal()
+    yield term
+    term.close()
+
+
+def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
+    clean_env: Path, terminal: Terminal
+) -> None:
+    listen, url = start_listen()
+    try:
+        pid = listen.proc.pid
+        terminal.start("one", ["attach"], clean_env)
+        terminal.wait_for("one", f"attached to listen, pid {pid}")
+        # Looking gives way to receiving: the dashboard runs at a lower priority than listen.
+        viewer = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        assert os.getpriority(os.PRIO_PROCESS, viewer) >= 5
+        assert os.getpriority(os.PRIO_PROCESS, pid) < 5
+        assert post(url, "msg_on_screen", BODY) == 200
+        terminal.wait_for("one", "msg_on_screen")
+
+        terminal.keys("one", "p")
+        terminal.wait_for("one", "ACKS PAUSED")
+        assert post(url, "msg_paused", BODY) == 503
+        terminal.keys("one", "p")
+        deadline = time.monotonic() + DEADLINE_S
+        while "ACKS PAUSED" in terminal.screen("one"):
+            assert time.monotonic() < deadline, "still paused"
+            time.sleep(0.1)
+        assert post(url, "msg_resumed", BODY) == 200
+
+        # A plain dashboard on the same home attaches instead of failing to bind its port.
+        terminal.start("two", ["--port", "0"], clean_env)
+        shown = terminal.wait_for("two", f"attached to listen, pid {pid}")
+        terminal.wait_for("two", "msg_resumed")
+        terminal.wait_for("two", "--port is not used")
+        assert "error" not in shown.lower()
+
+        assert listen.interrupt() == 0
+        for name in ("one", "two"):
+            terminal.wait_for(name, "receiver stopped; showing the history")
+            assert "msg_resumed" in terminal.screen(name)
+
+        again, again_url = start_listen()
+        try:
+            terminal.wait_for("one", f"attached to listen, pid {again.proc.pid}")
+            assert post(again_url, "msg_back", BODY) == 200
+            terminal.wait_for("one", "msg_back")
+            terminal.wait_for("two", "msg_back")
+            for name in ("one", "two"):
+                terminal.keys(name, "C-q")
+            deadline = time.monotonic() + DEADLINE_S
+            while not (terminal.ended("one") and terminal.ended("two")):
+                assert time.monotonic() < deadline, "the dashboards did not quit"
+                time.sleep(0.1)
+            # Detaching left the receiver as it was.
+            assert again.proc.poll() is None
+            assert post(again_url, "msg_after", BODY) == 200
+            assert again.interrupt() == 0
+        finally:
+            again.kill()
+    finally:
+        listen.kill()
+
+
+def test_attach_exits_1_with_one_line_when_nothing_runs(clean_env: Path) -> None:
+    proc = Proc("attach")
+    assert proc.proc.wait(timeout=DEADLINE_S) == 1
+    err = proc.err.rest()
+    assert len(err) == 1 and err[0].startswith("walletpass-tui: error: No receiver runs on")
+    assert proc.out.rest() == []  # nothing on stdout, where a terminal server may speak

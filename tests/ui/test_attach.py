@@ -1,0 +1,218 @@
+"""A dashboard attached to a real ``listen`` process (the Textual app through ``run_test()`` and
+Pilot): deliveries appear, ``p`` reaches the receiver, its stop and return are shown, two attach at
+once. Real signed POSTs to 127.0.0.1; deadlines are "did not hang" guards only."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ui_helpers import attempt, wait_for
+
+from walletpass_tui.config import Settings
+from walletpass_tui.ui.app import WalletPassApp, build_app
+from walletpass_tui.ui.attached import AttachedRuntime
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.widgets.key_line import KeyLine
+from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks import instance
+from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.verify import sign
+
+SECRET = "whsec_" + base64.b64encode(b"attach-tests-secret-0123456789ab").decode()
+DEADLINE_S = 60.0  # "did not hang": a busy machine only takes longer
+BODY = b'{"type": "pass.activated", "data": {"passId": "pass_77"}}'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Listen:
+    """``walletpass-tui listen`` as a process on ``home``, ready once it printed its History line."""
+
+    def __init__(self, home: Path) -> None:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
+        env["WALLETPASS_HOME"] = str(home)
+        argv = ["listen", "--port", str(self.port), "--secret", SECRET]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "walletpass_tui", *argv],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/webhooks"
+
+    def ready(self) -> Listen:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"listen ended: {self.lines}"
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("History:"):
+                return self
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=DEADLINE_S)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Listen]]:
+    started: list[Listen] = []
+    yield started
+    for listen in started:
+        if listen.proc.poll() is None:
+            listen.proc.kill()
+            listen.proc.wait()
+
+
+async def start_listen(home: Path, processes: list[Listen]) -> Listen:
+    listen = Listen(home)
+    processes.append(listen)
+    return await asyncio.to_thread(listen.ready)
+
+
+async def post(url: str, msg_id: str) -> int:
+    headers = {**sign(SECRET, msg_id, BODY, datetime.now(UTC)), "content-type": "application/json"}
+    async with httpx.AsyncClient(timeout=DEADLINE_S) as http:
+        return (await http.post(url, content=BODY, headers=headers)).status_code
+
+
+@contextlib.asynccontextmanager
+async def attached(home: Path) -> AsyncIterator[tuple[WalletPassApp, Any]]:
+    """An attached dashboard on ``home``, as ``walletpass-tui attach`` builds it, under Pilot."""
+    found = await asyncio.to_thread(instance.find, home)
+    assert isinstance(found, instance.Running) and found.record is not None, found
+    async with AttachedRuntime(Settings(home=home), found.record) as runtime:
+        app = build_app(runtime)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_for(
+                lambda: isinstance(app.screen, MainScreen) and app.screen.assembled,
+                timeout=DEADLINE_S,
+            )
+            yield app, pilot
+
+
+def header(app: WalletPassApp) -> str:
+    return str(app.screen.query_one(StatusBar).render())
+
+
+def log_ids(app: WalletPassApp) -> list[str | None]:
+    return [row.webhook_id for row in app.screen.query_one(EventLogPane).window.rows]
+
+
+def pause_hint_greyed(app: WalletPassApp) -> bool:
+    line = app.screen.query_one(KeyLine)
+    return next(greyed for _, _, words, greyed in line._hints() if words == "Pause acks")
+
+
+def said(app: WalletPassApp, words: str) -> bool:
+    return any(words in str(n.message) for n in app._notifications)
+
+
+async def until(condition: Any) -> None:
+    await wait_for(condition, timeout=DEADLINE_S, interval=0.02)
+
+
+async def test_an_attached_dashboard_follows_listen_through_its_stop_and_return(
+    home: Path, processes: list[Listen]
+) -> None:
+    listen = await start_listen(home, processes)
+    assert any(
+        line == f"Attach a dashboard: walletpass-tui attach --home {home}" for line in listen.lines
+    )
+    async with attached(home) as (app, pilot):
+        await until(lambda: f"attached to listen, pid {listen.proc.pid}" in header(app))
+        assert f"127.0.0.1:{listen.port}/webhooks" in header(app)
+        assert not pause_hint_greyed(app)
+
+        # A delivery reaches the screen.
+        assert await post(listen.url, "msg_first") == 200
+        await until(lambda: "msg_first" in log_ids(app))
+
+        # p pauses the receiver in the other process: it answers 503 until p again.
+        await pilot.press("p")
+        await until(lambda: "ACKS PAUSED" in header(app))
+        assert await post(listen.url, "msg_paused") == 503
+        await until(lambda: "msg_paused" in log_ids(app))  # stored all the same
+        await pilot.press("p")
+        await until(lambda: "ACKS PAUSED" not in header(app))
+        assert await post(listen.url, "msg_resumed") == 200
+
+        # The receiver stops: the dashboard says so, keeps the history, greys p and says why.
+        await asyncio.to_thread(listen.stop)
+        await until(lambda: "receiver stopped; showing the history" in header(app))
+        assert "msg_resumed" in log_ids(app)
+        await until(lambda: pause_hint_greyed(app))
+        await pilot.press("p")
+        await until(lambda: said(app, "The receiver is not running"))
+
+        # Rows another program writes meanwhile (events replay, check) still show.
+        async with await Store.open(home / "deliveries.sqlite3") as store:
+            await store.record(attempt(1, webhook_id="msg_written_elsewhere"))
+        await until(lambda: "msg_written_elsewhere" in log_ids(app))
+
+        # A receiver starts on the home again: followed, with its new pid and port.
+        again = await start_listen(home, processes)
+        await until(lambda: f"attached to listen, pid {again.proc.pid}" in header(app))
+        await until(lambda: not pause_hint_greyed(app))
+        assert await post(again.url, "msg_again") == 200
+        await until(lambda: "msg_again" in log_ids(app))
+        again.stop()
+
+
+async def test_two_dashboards_attach_at_once_and_see_each_others_pause(
+    home: Path, processes: list[Listen]
+) -> None:
+    listen = await start_listen(home, processes)
+    async with attached(home) as (first, first_pilot), attached(home) as (second, _):
+        assert await post(listen.url, "msg_both") == 200
+        await until(lambda: "msg_both" in log_ids(first) and "msg_both" in log_ids(second))
+        await first_pilot.press("p")
+        await until(lambda: "ACKS PAUSED" in header(second))  # told by the receiver
+        assert await post(listen.url, "msg_paused") == 503
+        await first_pilot.press("p")
+        await until(lambda: "ACKS PAUSED" not in header(second))
+    # Both detached: the receiver never noticed.
+    assert await post(listen.url, "msg_after") == 200
+    assert listen.proc.poll() is None
+    listen.stop()
+
+
+async def test_a_sigkilled_receiver_is_shown_stopped(home: Path, processes: list[Listen]) -> None:
+    listen = await start_listen(home, processes)
+    async with attached(home) as (app, _):
+        await until(lambda: "attached to listen" in header(app))
+        await asyncio.to_thread(listen.stop, signal.SIGKILL)
+        await until(lambda: "receiver stopped; showing the history" in header(app))
+        found = await asyncio.to_thread(instance.find, home)
+        assert isinstance(found, instance.Stale) and found.record is not None
+        assert found.record.pid == listen.proc.pid

@@ -1,0 +1,130 @@
+"""``attach``: the dashboard on the receiver that already runs on this home (``listen``, ``listen
+--relay``, the demo or another dashboard), without binding a port.
+
+The receiver is found through ``webhooks/instance.py``; the dashboard reads the same history and
+talks to the receiver over its control channel (``ui/attached.py``). Plain ``walletpass-tui``
+comes here too when it finds a receiver on its home. Nothing is written to stdout before the
+screen (a terminal server such as textual-serve may speak its own protocol there); a failure is
+one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.config import Settings
+from walletpass_tui.webhooks import instance
+
+ATTACHED_NICENESS = 5  # this process's nice value at least (a lower scheduling priority)
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "attach",
+        parents=parents,
+        help="open the dashboard on the receiver already running on this home",
+        description="Open the dashboard on a receiver that already runs on this home (listen, "
+        "listen --relay, the demo or another dashboard) without binding a port: the same "
+        "history, search, detail, forwards and replays, new deliveries as they are stored, the "
+        "receiver's state, and p to pause its acknowledgements. Any number can be attached at "
+        "once; closing one leaves the receiver running. When the receiver stops, the dashboard "
+        "says so and keeps showing the history, and follows the next one that starts.",
+        epilog="examples:\n"
+        "  walletpass-tui attach\n"
+        "  walletpass-tui attach --home ~/work/wallet-hooks",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="the dashboard's theme for this run, whatever [ui] theme in the config file says",
+    )
+    p.set_defaults(handler=cmd_attach)
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.dashboard_start import theme_arg
+
+    theme = theme_arg(args.theme)
+    settings = settings_from_args(args)
+    found = instance.find(settings.home)
+    if not isinstance(found, instance.Running) or found.record is None:
+        raise CommandError(not_running(settings.home, found))
+    return run_attached(settings, found.record, theme)
+
+
+def not_running(home: Path, found: instance.Found) -> str:
+    """One sentence: nothing to attach to on ``home``, and how to start a receiver there."""
+    flag = instance.home_flag(home)
+    if isinstance(found, instance.Running):  # its state file could not be read
+        return (
+            f"A receiver holds {home} but its state cannot be read ({found.problem or 'none yet'}); "
+            "stop it and start it again."
+        )
+    if isinstance(found, instance.Stale):
+        who = f" ({found.record.describe()})" if found.record else ""
+        gone = f": the last one{who} stopped without cleaning up"
+    else:
+        gone = ""
+    demo = ""
+    try:
+        if isinstance(instance.find(home / "demo", wait_s=0), instance.Running):
+            demo = f" A demo runs on it: walletpass-tui attach{instance.home_flag(home / 'demo')}"
+    except instance.InstanceError:
+        pass
+    return (
+        f"No receiver runs on {home}{gone}. Start one with `walletpass-tui listen{flag}` (or "
+        f"the dashboard, `walletpass-tui{flag}`), then attach.{demo}"
+    )
+
+
+def run_attached(
+    settings: Settings,
+    record: instance.InstanceRecord,
+    theme: str | None = None,
+    notices: Sequence[str] = (),
+) -> int:
+    # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
+    # normal priority) is scheduled before this dashboard, never the other way round.
+    with contextlib.suppress(OSError, AttributeError):
+        if os.getpriority(os.PRIO_PROCESS, 0) < ATTACHED_NICENESS:
+            os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
+    # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on
+    # after its first frame).
+    gc.disable()
+    try:
+        return asyncio.run(run_attached_async(settings, record, theme, notices))
+    finally:
+        gc.enable()
+
+
+async def run_attached_async(
+    settings: Settings,
+    record: instance.InstanceRecord,
+    theme: str | None = None,
+    notices: Sequence[str] = (),
+) -> int:
+    from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page
+    from walletpass_tui.ui.attached import AttachedRuntime
+
+    async with AttachedRuntime(settings, record) as runtime:
+        first_page = read_first_page(runtime)  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        from walletpass_tui.ui.app import build_app
+
+        client = LazyServiceClient(settings, runtime.registry.record_created)
+        try:
+            app = build_app(
+                runtime, client, first_page=first_page, theme=theme, notices=tuple(notices)
+            )
+            await app.run_async()
+        finally:
+            await client.aclose()
+    return app.return_code or 0

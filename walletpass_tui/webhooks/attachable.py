@@ -1,0 +1,215 @@
+"""The receiver's side of attaching: its home claimed (``instance.py``), its control channel served
+(``control.py``), and what the channel says and does, taken from the runtime it runs beside.
+
+``DeliveryRuntime.start_instance(kind)`` starts one; ``close()`` withdraws it first (attached
+dashboards see the receiver go while it finishes the requests in flight) and releases the home
+last, once the history is closed. It only listens to the runtime: after a commit one ``rows``
+message (the newest id, never a body) is written to each viewer's socket buffer, at once after a
+quiet spell and then at most every ``ROWS_EVERY_S`` while deliveries stream in (a viewer wakes
+that often, not once per commit); nothing on the delivery path waits for a viewer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from walletpass_tui.webhooks import instance
+from walletpass_tui.webhooks.control import OPS, ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
+
+ROWS_EVERY_S = 0.05
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.injection import Injection
+    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+
+
+@runtime_checkable
+class _StatusFeed(Protocol):
+    """A feed that says how it is doing (the relay link): ``state.headline``, ``state.healthy``."""
+
+    url: str
+    state: Any
+
+    def subscribe(self, state: Callable[[Any], None] | None = None) -> Callable[[], None]: ...
+
+
+class Attachable:
+    """One receiver made findable and controllable; built by ``start``."""
+
+    def __init__(
+        self, runtime: DeliveryRuntime, claim: instance.Claim, record: instance.InstanceRecord
+    ) -> None:
+        self.runtime = runtime
+        self.claim = claim
+        self.record = record
+        self.server = ControlServer(claim.socket_path, self)
+        self.upto = 0  # the newest attempt id committed, as far as this receiver knows
+        self._told = 0  # the newest id viewers were told of
+        self._told_at = float("-inf")
+        self._telling: asyncio.TimerHandle | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._status: ReceiverStatus | None = None
+        self._feed = next((f for f in runtime.feeds if isinstance(f, _StatusFeed)), None)
+
+    @property
+    def previous(self) -> instance.InstanceRecord | None:
+        """What a receiver that died on this home had left in the state file."""
+        return self.claim.previous
+
+    @classmethod
+    async def start(cls, runtime: DeliveryRuntime, kind: str) -> Attachable:
+        """Claim the home, serve the channel, then publish the state file (so a dashboard that
+        finds it can connect at once). AlreadyRunning when another receiver holds the home."""
+        claim = await asyncio.to_thread(instance.claim, runtime.settings.home)
+        feed = next((f for f in runtime.feeds if isinstance(f, _StatusFeed)), None)
+        record = instance.InstanceRecord(
+            pid=os.getpid(),
+            kind=kind,
+            url=runtime.url,
+            started_at_ms=now_ms(),
+            control=True,
+            relay=feed.url if feed is not None else None,
+        )
+        attachable = cls(runtime, claim, record)
+        try:
+            attachable.upto = await runtime.store.last_id()
+            await attachable.server.start()
+            attachable._follow()
+            claim.publish(record)
+        except BaseException:
+            await attachable.withdraw()
+            claim.release()
+            raise
+        return attachable
+
+    async def withdraw(self) -> None:
+        """Remove the state file, stop listening to the runtime and close the channel: a viewer
+        that sees it close and looks again finds no receiver."""
+        self.claim.withdraw()
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
+        if self._telling is not None:
+            self._telling.cancel()
+            self._telling = None
+        await self.server.stop()
+
+    def release(self) -> None:
+        self.claim.release()
+
+    # -- what the channel says -------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        runtime = self.runtime
+        self._unsubscribe.append(runtime.subscribe(self._committed, self._forwarded))
+        self._unsubscribe.append(runtime.store.on_health(lambda _: self._state_changed()))
+        self._unsubscribe.append(runtime.watch_injection(lambda _: self._state_changed()))
+        if self._feed is not None:
+            self._unsubscribe.append(self._feed.subscribe(state=lambda _: self._state_changed()))
+
+    def _committed(self, batch: Sequence[Attempt]) -> None:
+        newest = max((a.id for a in batch if a.id is not None), default=0)
+        if newest <= self.upto:
+            return
+        self.upto = newest
+        if self._telling is not None:
+            return  # told with the next message, already due
+        loop = asyncio.get_running_loop()
+        wait = self._told_at + ROWS_EVERY_S - loop.time()
+        if wait <= 0:
+            self._tell_rows()
+        else:
+            self._telling = loop.call_later(wait, self._tell_rows)
+
+    def _tell_rows(self) -> None:
+        self._telling = None
+        self._told_at = asyncio.get_running_loop().time()
+        if self.upto > self._told:
+            self._told = self.upto
+            self.server.broadcast({"type": "rows", "upto": self.upto})
+
+    def _forwarded(self, row: ForwardRow, result: ForwardResult) -> None:
+        note = ForwardNote(
+            id=row.id,
+            attempt_id=row.attempt_id,
+            webhook_id=row.webhook_id,
+            kind=row.kind,
+            target=row.target,
+            status=result.status,
+            latency_ms=result.latency_ms,
+            error=result.error,
+        )
+        self.server.broadcast(note.to_wire())
+
+    def _state_changed(self) -> None:
+        status = self.status()
+        if status != self._status:  # a relay link reports every cursor; the words change seldom
+            self._status = status
+            self.server.broadcast({"type": "state", "state": status.to_wire()})
+
+    def status(self) -> ReceiverStatus:
+        runtime = self.runtime
+        injection: Injection = runtime.injection
+        settings = runtime.settings
+        public = (
+            settings.public_url.rstrip("/") + settings.receiver_path
+            if settings.public_url
+            else None
+        )
+        state = getattr(self._feed, "state", None)
+        problem = runtime.store.health.problem
+        return ReceiverStatus(
+            paused=injection.paused,
+            injection=injection.describe(),
+            forwarding=runtime.forwarding,
+            forward_targets=tuple(route.target for route in runtime.routes),
+            public_url=public,
+            relay=str(state.headline) if state is not None else None,
+            relay_up=bool(state.healthy) if state is not None else False,
+            history_problem=problem.replace(str(runtime.store.path), runtime.store.path.name)
+            if problem
+            else None,
+            controls=OPS,
+        )
+
+    # -- control.Handler ---------------------------------------------------------------------------
+
+    def hello(self) -> dict[str, Any]:
+        self._status = self.status()
+        return {
+            "instance": asdict(self.record) | {"home": str(self.runtime.settings.home)},
+            "state": self._status.to_wire(),
+            "upto": self.upto,
+        }
+
+    def request(self, op: str, message: Mapping[str, Any]) -> None:
+        """A viewer's request, checked here and done through the runtime's own methods (which
+        tell every viewer the new state)."""
+        runtime = self.runtime
+        if op == "pause":
+            paused = message.get("paused")
+            if type(paused) is not bool:
+                raise ValueError("pause takes paused: true or false")
+            runtime.pause_acks(paused)
+        elif op == "fail_first":
+            attempts = message.get("attempts")
+            if type(attempts) is not int or not 0 <= attempts <= 1000:
+                raise ValueError("fail_first takes attempts from 0 to 1000")
+            runtime.fail_first(attempts)
+        elif op == "respond":
+            status = message.get("status")
+            if status is not None and (type(status) is not int or not 100 <= status <= 599):
+                raise ValueError("respond takes a status from 100 to 599, or null")
+            runtime.respond(status)
+        elif op == "delay":
+            seconds = message.get("seconds")
+            if type(seconds) not in (int, float) or not 0 <= seconds <= 60:
+                raise ValueError("delay takes seconds from 0 to 60")
+            runtime.delay(float(seconds))  # type: ignore[arg-type]
+        else:  # pragma: no cover - the server admits only OPS
+            raise ValueError(f"no such request: {op}")
