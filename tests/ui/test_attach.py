@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -216,3 +217,41 @@ async def test_a_sigkilled_receiver_is_shown_stopped(home: Path, processes: list
         found = await asyncio.to_thread(instance.find, home)
         assert isinstance(found, instance.Stale) and found.record is not None
         assert found.record.pid == listen.proc.pid
+
+
+async def test_an_attached_dashboard_marks_drift_the_receiver_learned(
+    home: Path, processes: list[Listen]
+) -> None:
+    """The receiver learns in its own process; the attached dashboard reads what it learned."""
+    listen = await start_listen(home, processes)
+
+    async def deliver(msg_id: str, serial: object) -> None:
+        payload = {"type": "pass.activated", "data": {"passId": "pass_1", "serialNumber": serial}}
+        raw = json.dumps(payload).encode()
+        headers = {
+            **sign(SECRET, msg_id, raw, datetime.now(UTC)),
+            "content-type": "application/json",
+        }
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as http:
+            assert (await http.post(listen.url, content=raw, headers=headers)).status_code == 200
+
+    async with attached(home) as (app, _):
+        for n in range(20):
+            await deliver(f"msg_steady_{n}", f"SN-{n}")
+        await deliver("msg_drifted", 7)  # serialNumber turns into an integer
+        await until(lambda: "msg_drifted" in log_ids(app))
+        drifted = next(
+            row.id
+            for row in app.screen.query_one(EventLogPane).window.rows
+            if row.webhook_id == "msg_drifted"
+        )
+        marks = app.live.drift_marks
+        assert marks is not None and marks.enabled
+        await until(lambda: drifted in marks)
+        await until(lambda: "Δ 1" in header(app))  # the header counts the finding
+        steady_ids = [
+            row.id
+            for row in app.screen.query_one(EventLogPane).window.rows
+            if (row.webhook_id or "").startswith("msg_steady_")
+        ]
+        assert steady_ids and not any(i in marks for i in steady_ids)

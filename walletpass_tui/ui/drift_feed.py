@@ -6,40 +6,60 @@ added to the app's ``DriftMarks`` at once (the log's mark, the header's count) a
 with an older history, makes the marks and the count be read again from the schema file at most
 every ``REREAD_S``, in a thread, and ``LiveSignals.schemas`` published so an open Schema screen
 reads again. Started after the first frame.
+
+A dashboard attached to a receiver in another process has no learner of its own: the receiver
+learns into the schema file beside the history, and this side reads that file again while new
+deliveries arrive (every ``REREAD_S``, for ``ATTACHED_LINGER_S`` after the last one, since the
+receiver learns a moment after its commit).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.reader import SchemaReader
+from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.messages import LiveSignals
 from walletpass_tui.ui.view.schema_view import DriftMarks, read_marks
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.timer import Timer
 
     from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.webhooks.models import Attempt
     from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 log = logging.getLogger(__name__)
 
 REREAD_S = 1.0  # the schema file is read again at most this often while learning goes on
+ATTACHED_LINGER_S = 3.0  # attached: how long after a delivery the schema file is still re-read
+
+
+def learns(runtime: DeliveryRuntime | AttachedRuntime) -> bool:
+    """Whether what this dashboard shows is learned from: its own runtime's learner, or the
+    receiver's it is attached to (read from the schema file that one keeps)."""
+    return isinstance(runtime, AttachedRuntime) or runtime.learner is not None
 
 
 class DriftFeed:
-    def __init__(self, runtime: DeliveryRuntime, app: App[object], live: LiveSignals) -> None:
+    def __init__(
+        self, runtime: DeliveryRuntime | AttachedRuntime, app: App[object], live: LiveSignals
+    ) -> None:
         self.runtime = runtime
         self.app = app
         self.live = live
-        self.marks = DriftMarks(enabled=runtime.learner is not None)
+        self.marks = DriftMarks(enabled=learns(runtime))
         self.reader = SchemaReader(runtime.store.path)
         live.drift_marks = self.marks
         self._unsubscribe: Callable[[], None] | None = None
+        self._timer: Timer | None = None
+        self._arrived_at = float("-inf")
         self._reading = False
         self._again = False
 
@@ -47,13 +67,28 @@ class DriftFeed:
         if not self.marks.enabled:
             self.live.drift.publish(None)
             return
-        self._unsubscribe = self.runtime.subscribe(drift=self._drift, learned=self._learned)
+        if isinstance(self.runtime, AttachedRuntime):
+            self._unsubscribe = self.runtime.subscribe(deliveries=self._arrived)
+            self._timer = self.app.set_interval(REREAD_S, self._linger)
+        else:
+            self._unsubscribe = self.runtime.subscribe(drift=self._drift, learned=self._learned)
         self.reread()
 
     def stop(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def _arrived(self, attempts: Sequence[Attempt]) -> None:
+        self._arrived_at = time.monotonic()
+        self.reread()
+
+    def _linger(self) -> None:
+        if time.monotonic() - self._arrived_at < ATTACHED_LINGER_S:
+            self.reread()
 
     def _drift(self, attempt_id: int, records: Sequence[DriftRecord]) -> None:
         if self.marks.add(attempt_id, records):

@@ -26,6 +26,8 @@ from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.text import format_ms, one_line, printable
+from walletpass_tui.ui.attached import AttachedRuntime
+from walletpass_tui.ui.drift_feed import learns
 from walletpass_tui.ui.messages import live_signals
 from walletpass_tui.ui.view.drift_text import change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK
@@ -96,11 +98,11 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
         "schema--value",
     }
 
-    def __init__(self, runtime: DeliveryRuntime, *, group: str = "") -> None:
+    def __init__(self, runtime: DeliveryRuntime | AttachedRuntime, *, group: str = "") -> None:
         super().__init__(classes="schema-screen")
         self.runtime = runtime
         self.reader = SchemaReader(runtime.store.path)
-        self.learning = runtime.learner is not None
+        self.learning = learns(runtime)
         self.wanted: GroupKey | None = group_of(group)
         self.data: SchemaData | None = None  # what is on screen
         self.reads = 0  # readings shown (tests wait for them)
