@@ -254,3 +254,20 @@ async def test_malformed_v1_entries_are_401_no_signature_matches(env: Env) -> No
     answer = await post(env, receiver, headers)
     assert answer.status_code == 401
     assert answer.text == "Unauthorized: no signature matches: tried 1 secret\n"
+
+
+@pytest.mark.parametrize("declared", [2**63, 10**19 - 1])
+async def test_a_declared_length_past_the_historys_integers_is_413_and_recorded(
+    env: Env, declared: int
+) -> None:
+    """llhttp takes a Content-Length up to 2^64 - 1: one past SQLite's integers is still
+    refused and kept in the history (at the largest size it can hold), not lost to a store error."""
+    receiver = await env.start(max_body=1000)
+    assert receiver.bound is not None
+    headers = "".join(f"{k}: {v}\r\n" for k, v in signed("msg_huge").items())
+    request = f"POST /webhooks HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {declared}\r\n\r\n"
+    answer = await raw_exchange(receiver.bound[1], request.encode())
+    assert answer.startswith(b"HTTP/1.1 413")
+    a = await only_attempt(env)
+    assert (a.status, a.reason, a.body_size) == (413, "body too large", 2**63 - 1)
+    assert str(declared) in (a.detail or "")

@@ -1,5 +1,5 @@
-"""Looking at the history works when nothing can be written: ``events list``, ``show`` and
-``export`` on a full disk, when a person needs to look and export before pruning.
+"""Looking at the history works when nothing can be written: ``events list``, ``show``,
+``export`` and ``stats`` on a full disk, when a person needs to look and export before pruning.
 
 A full disk is made with RLIMIT_FSIZE in the command's own process (any user can lower it): every
 write to a file then fails (EFBIG, SIGXFSZ ignored), as on a full disk, and harder, since even
@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,26 @@ def test_list_show_and_export_work_on_a_full_disk(clean_env: Path) -> None:
     exported = events(clean_env, "export", "--search", "ferry")
     assert exported.returncode == 0 and len(exported.stdout.splitlines()) == 3
     assert files(clean_env) == before  # not a file created, not a byte written
+
+
+def test_stats_works_on_a_full_disk_and_writes_nothing(clean_env: Path) -> None:
+    path = clean_env / "deliveries.sqlite3"
+    now = int(time.time() * 1000)
+
+    async def record_now() -> None:
+        async with await Store.open(path) as store:
+            for webhook_id in ("msg_one", "msg_two", "msg_three"):
+                await store.record(dataclasses.replace(make(webhook_id), received_at_ms=now))
+            await store.settled()
+
+    asyncio.run(record_now())
+    before = files(clean_env)
+    assert "deliveries.sqlite3-wal" not in before  # closed cleanly: the file holds every row
+
+    stats = events(clean_env, "stats", "--json")  # the last 24 hours
+    assert (stats.returncode, stats.stderr) == (0, "")
+    assert json.loads(stats.stdout)["totals"]["attempts"] == 3
+    assert files(clean_env) == before  # no -wal or -shm left behind
 
 
 async def test_a_look_on_a_full_disk_sees_what_a_running_receiver_just_stored(

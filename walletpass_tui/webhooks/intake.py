@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 MAX_ID_CHARS = 200  # of a webhook-id, as stored; the signature covers the whole id as sent
+# A declared Content-Length may be up to 2^64 - 1 (llhttp) or 19 digits; the history's integers
+# stop at 2^63 - 1, so a larger declared size is kept as that (the detail says the one declared).
+MAX_STORED_SIZE = 2**63 - 1
 FORWARDED_FOR = "X-Forwarded-For"
 ALLOW_POST = {"Allow": "POST"}
 _UNKNOWN = object()  # the client, before it is worked out
@@ -241,7 +244,7 @@ class Intake:
                 said,
                 answer=f"the limit is {limit} bytes",
                 close=True,
-                record={"body_size": exc.size},
+                record={"body_size": min(exc.size, MAX_STORED_SIZE)},
             ) from None
         except TimeoutError:
             raise Rejected(

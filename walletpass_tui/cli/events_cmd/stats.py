@@ -259,6 +259,7 @@ def print_stats_table(
 def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Activity:
     from walletpass_tui.webhooks.models import StoreError
     from walletpass_tui.webhooks.store import queries
+    from walletpass_tui.webhooks.store.read_only import nobody_writes
     from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION, explain
 
     path = settings.database_path
@@ -268,7 +269,8 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
             "to receive webhooks."
         )
     try:
-        db = queries.connect_read_only(path)
+        # A look writes nothing: with no writer, the file alone is read (a full or read-only disk).
+        db = queries.connect_read_only(path, immutable=nobody_writes(path))
         try:
             if queries.readable_schema(db, path) < SCHEMA_VERSION:
                 raise CommandError(

@@ -360,12 +360,15 @@ def _where(
 
 
 def connect_read_only(
-    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS
+    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
 ) -> sqlite3.Connection:
     """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
-    with :func:`readable_schema` before reading."""
+    with :func:`readable_schema` before reading. ``immutable``: no locks, no ``-shm`` or ``-wal``
+    created, for a file nobody writes (``read_only.nobody_writes``) on a full or read-only disk."""
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+    if immutable:
+        uri += "&immutable=1"
     db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
