@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.config import Settings
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
@@ -130,10 +131,14 @@ class DeliveryRuntime:
         self.forwarder: Forwarder | None = None
         self._store = store
         self._owns_store = store is None
-        self._delivery_listeners: list[DeliveryListener] = []
-        self._forward_listeners: list[ForwardListener] = []
-        self._drift_listeners: list[DriftListener] = []
-        self._learned_listeners: list[LearnedListener] = []
+        self._delivery_listeners: Listeners[[Sequence[Attempt]]] = Listeners(__name__, "deliveries")
+        self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
+            __name__, "forwards"
+        )
+        self._drift_listeners: Listeners[[int, Sequence[DriftRecord]]] = Listeners(
+            __name__, "drift"
+        )
+        self._learned_listeners: Listeners[[int]] = Listeners(__name__, "learned")
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
@@ -389,28 +394,27 @@ class DeliveryRuntime:
         Returns a function that unsubscribes. A listener that raises is logged and the others
         are still called.
         """
-        pairs: list[tuple[list[Any], Any]] = [
-            (self._delivery_listeners, deliveries),
-            (self._forward_listeners, forwards),
-            (self._drift_listeners, drift),
-            (self._learned_listeners, learned),
-        ]
-        for listeners, listener in pairs:
-            if listener is not None:
-                listeners.append(listener)
+        stops: list[Callable[[], None]] = []
+        if deliveries is not None:
+            stops.append(self._delivery_listeners.subscribe(deliveries))
+        if forwards is not None:
+            stops.append(self._forward_listeners.subscribe(forwards))
+        if drift is not None:
+            stops.append(self._drift_listeners.subscribe(drift))
+        if learned is not None:
+            stops.append(self._learned_listeners.subscribe(learned))
 
         def unsubscribe() -> None:
-            for listeners, listener in pairs:
-                if listener is not None and listener in listeners:
-                    listeners.remove(listener)
+            for stop in stops:
+                stop()
 
         return unsubscribe
 
     def _on_commit(self, batch: Sequence[Attempt]) -> None:
-        _tell(self._delivery_listeners, "deliveries", batch)
+        self._delivery_listeners.notify(batch)
 
     def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
-        _tell(self._forward_listeners, "forwards", row, result)
+        self._forward_listeners.notify(row, result)
 
     def _on_drift(self, attempt_id: int | None, findings: Sequence[Finding]) -> None:
         if attempt_id is None:  # the templates' drift is returned by learn_templates()
@@ -418,10 +422,10 @@ class DeliveryRuntime:
         from walletpass_tui.schemas.records import DriftRecord
 
         records = [DriftRecord.of(f) for f in findings]
-        _tell(self._drift_listeners, "drift", attempt_id, records)
+        self._drift_listeners.notify(attempt_id, records)
 
     def _on_learned(self, upto: int) -> None:
-        _tell(self._learned_listeners, "learned", upto)
+        self._learned_listeners.notify(upto)
 
     # -- failure injection -------------------------------------------------------------------------
 
@@ -465,15 +469,6 @@ class DeliveryRuntime:
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
-
-
-def _tell(listeners: list[Any], what: str, *args: Any) -> None:
-    """Call each listener; one that raises is logged and does not stop the others."""
-    for listener in list(listeners):
-        try:
-            listener(*args)
-        except Exception:
-            log.exception("A %s listener of the delivery runtime failed", what)
 
 
 def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.webhooks.models import (
     Attempt,
     Finalizer,
-    Listener,
     StoreError,
     evolve,
 )
@@ -302,7 +302,9 @@ class GroupCommit:
         self.health = health
         self.rejected_cap = rejected_cap
         self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
-        self.listeners: list[Listener] = []
+        self.listeners: Listeners[[Sequence[Attempt]]] = Listeners(
+            "walletpass_tui.webhooks.store", "commit"
+        )
         self.checkpoints = Checkpointer(thread.path)
         self.log = LogBound(thread.log_bound_bytes)
         self.syncs = WalSync(thread.path)
@@ -587,8 +589,4 @@ class GroupCommit:
 
     def _notify(self, stored: Sequence[Attempt]) -> None:
         self._notifying -= 1
-        for listener in list(self.listeners):
-            try:
-                listener(stored)
-            except Exception:  # noqa: S112  a listener's bug must never stop the writer
-                continue
+        self.listeners.notify(stored)  # a listener's bug is logged and never stops the writer
