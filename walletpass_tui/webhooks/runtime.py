@@ -33,7 +33,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.webhooks.receiver import Receiver
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
+RuntimeState = Literal["unopened", "opened", "closed"]
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,9 @@ class DeliveryRuntime:
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
-        self._opened = False
+        # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
+        # port and learner are gone); make a new one instead.
+        self._state: RuntimeState = "unopened"
         self.feeds: tuple[Feed, ...] = tuple(feeds)
         self._feed_tasks: list[asyncio.Task[None]] = []
         self._feed_error: asyncio.Future[BaseException] | None = None
@@ -166,10 +169,13 @@ class DeliveryRuntime:
         """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
-        (the port is taken); whatever was opened before the failure is closed again.
+        (the port is taken); whatever was opened before the failure is closed again, and the
+        runtime with it. Opening an open runtime does nothing; a closed one raises RuntimeError.
         """
-        if self._opened:
+        if self._state == "opened":
             return
+        if self._state == "closed":
+            raise RuntimeError("Cannot open a closed runtime; make a new DeliveryRuntime.")
         if self.feeds and self.setup.options is None:
             raise ValueError("Feeds need a receiver to verify and store their deliveries.")
         if self.feeds and self._feed_error is None:
@@ -200,7 +206,7 @@ class DeliveryRuntime:
         except BaseException:
             await self.close()
             raise
-        self._opened = True
+        self._state = "opened"
 
     async def serve(self) -> None:
         """Start accepting deliveries on the bound port and start the feeds (a no-op without a
@@ -272,7 +278,7 @@ class DeliveryRuntime:
         A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
         committed together or not at all, and the next run resumes after the last one stored.
         """
-        self._opened = False
+        self._state = "closed"
         tasks, self._feed_tasks = self._feed_tasks, []
         for task in tasks:
             task.cancel()
