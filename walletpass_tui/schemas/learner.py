@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
 from walletpass_tui.schemas.model import Finding
 
@@ -266,7 +267,7 @@ class SchemaLearner:
             f"{exc}); it is tried again, and deliveries are not affected."
         )
         log.warning("%s", self.problem)
-        with contextlib.suppress(Exception):
+        with suppressed(log, "recovering the schema book"):
             self._book.recover()
 
     def _tell(self, step: Step) -> None:

@@ -29,6 +29,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import logging
 import os
 import random
 import time
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
@@ -61,6 +63,8 @@ from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.runtime import DeliveryRuntime
@@ -374,7 +378,7 @@ class RelayLink:
 
     async def _drain(self) -> None:
         while self._in_flight:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "a relayed delivery in flight at stop"):
                 await self._in_flight.popleft()
 
     async def _store(

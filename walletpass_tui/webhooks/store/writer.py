@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import (
     Attempt,
     Finalizer,
@@ -52,6 +54,8 @@ from walletpass_tui.webhooks.store.numbering import (
     peek_with,
 )
 from walletpass_tui.webhooks.store.wal_sync import WalSync
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 512
@@ -142,7 +146,7 @@ class WriteThread:
         db, self._db = self._db, None
         if db is not None:
             loop = asyncio.get_running_loop()
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the history's writer"):
                 await loop.run_in_executor(self._executor, db.close)
 
     async def connect(self) -> None:
