@@ -181,7 +181,7 @@ class RelaySubscriber:
                     self._set(connected=False, error="stopped: the delivery handler failed")
                     raise failed.original from None
                 except RelayRefused as exc:
-                    log.warning("The relay %s refused: %s", self.url, exc)
+                    log.info("The relay %s refused: %s", self.url, exc)
                     self._refused(str(exc))
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                     error = _describe(exc, self.idle_timeout_s)

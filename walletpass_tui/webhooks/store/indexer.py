@@ -263,7 +263,7 @@ class Indexer:
                 while await self._run_step() >= CHUNK:
                     pass
             except Exception:  # nothing stored is at stake
-                log.warning("Indexing the history for search failed; tried again", exc_info=True)
+                log.info("Indexing the history for search failed; tried again", exc_info=True)
                 self.failures += 1
                 await self._recover()
                 self._behind = False  # settled() must not wait for an index that cannot be made
@@ -280,7 +280,7 @@ class Indexer:
         try:
             await loop.run_in_executor(self._executor, check, self._db)
         except sqlite3.DatabaseError:
-            log.warning("The search index %s is damaged; it is made again", self.path)
+            log.info("The search index %s is damaged; it is made again", self.path)
             with suppressed(log, "closing the damaged search index"):
                 await loop.run_in_executor(self._executor, self._db.close)
             with suppressed(log, "making the search index again"):
