@@ -19,6 +19,7 @@ import pytest
 
 from walletpass_tui import logs
 from walletpass_tui.cli import main
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.verify import sign
 
 SECRET = "whsec_" + base64.b64encode(b"log test signing secret 0123456").decode()
@@ -124,6 +125,11 @@ def test_a_listen_run_with_a_secret_and_a_token_leaves_neither_in_its_log(
         assert httpx.post(url, content=body, headers=headers, timeout=30).status_code == 200
         forged = {**headers, "webhook-signature": "v1,AAAA"}
         assert httpx.post(url, content=body, headers=forged, timeout=30).status_code == 401
+        # the error path: the relay refuses every connection, and the link logs each try
+        unreached = f"The relay http://127.0.0.1:{relay_port}/channels/x/events is not reached"
+        while unreached not in log.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            time.sleep(0.1)
     finally:
         proc.send_signal(2)
         proc.communicate(timeout=60)
@@ -132,3 +138,18 @@ def test_a_listen_run_with_a_secret_and_a_token_leaves_neither_in_its_log(
     for secret in (SECRET[6:], TOKEN[4:], API_KEY):
         assert secret not in text, f"a secret is in the log:\n{text}"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_suppressed_cleanup_failure_is_logged_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cleanup whose failure nobody can act on goes on, and the debug log says what failed."""
+    logger = logging.getLogger("walletpass_tui.somewhere")
+    with caplog.at_level(logging.DEBUG, logger="walletpass_tui"):
+        with suppressed(logger, "closing the thing"):
+            raise OSError("gone already")
+        with pytest.raises(KeyError), suppressed(logger, "closing the other", OSError):
+            raise KeyError("not suppressed")
+    [record] = caplog.records
+    assert record.name == "walletpass_tui.somewhere" and record.levelno == logging.DEBUG
+    assert record.getMessage() == "closing the thing failed: OSError: gone already"

@@ -15,10 +15,12 @@ stay escapes in the file, as they do on the screen.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ENV_LOG = "WALLETPASS_LOG"
@@ -102,3 +104,15 @@ def configure(path: Path, *, command: str) -> logging.Handler:
     logging.captureWarnings(True)
     package.info("log opened: %s, pid %d, python %s", command, os.getpid(), sys.version.split()[0])
     return handler
+
+
+@contextlib.contextmanager
+def suppressed(log: logging.Logger, what: str, *exceptions: type[BaseException]) -> Iterator[None]:
+    """``contextlib.suppress`` (of ``Exception`` when none are named) that says on ``log``, at
+    debug level, what failed and why, for the cleanups whose failure nobody can act on (closing
+    a connection that is going away). ``what`` is a fixed phrase, never a secret."""
+    caught: tuple[type[BaseException], ...] = exceptions or (Exception,)
+    try:
+        yield
+    except caught as exc:
+        log.debug("%s failed: %s: %s", what, type(exc).__name__, exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from standardwebhooks import Webhook
 
 from walletpass_tui.relay.link.subscriber import RelayAuthError
 from walletpass_tui.relay.server.channels import subscribe_url
-from walletpass_tui.relay.server.serve import RelayServer
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 from walletpass_tui.relay.server.storage import RelayDB, database_path
 from walletpass_tui.webhooks.verify import sign
 
@@ -377,3 +378,48 @@ async def test_allow_source_trusts_x_forwarded_for_only_from_a_trusted_proxy(
     assert await status_with(None, None) == 403  # 127.0.0.1 itself is not allowed
     assert await status_with(None, "203.0.113.9") == 200  # loopback proxy: its header counts
     assert await status_with(["10.0.0.0/8"], "203.0.113.9") == 403  # not a trusted proxy
+
+
+def _open_files(path: Path) -> list[str]:
+    """This process's descriptors on the database file or its -wal/-shm companions."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc to see open files")
+    found = []
+    for fd in fds.iterdir():
+        try:
+            target = str(fd.readlink())
+        except OSError:
+            continue  # closed while listed (the listing's own descriptor)
+        if target.startswith(str(path)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.parametrize("failure", ["bad public URL", "port in use"])
+async def test_a_start_that_fails_after_opening_the_database_closes_it(
+    tmp_path: Path, failure: str
+) -> None:
+    """Setting up after the database opened can still fail; the relay gives the database back
+    (no descriptor, no writer thread) so the next start, or another process, can have it."""
+    from walletpass_tui.errors import WalletpassError
+
+    add_channel(tmp_path, "team")
+    path = database_path(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        options = RelayOptions(home=tmp_path, host="127.0.0.1", port=0)
+        if failure == "port in use":
+            options.port = taken.getsockname()[1]
+        else:
+            options.public_url = "not a url"
+        server = RelayServer(options)
+        with pytest.raises(WalletpassError):
+            await server.start()
+    assert server.db is None and server.writer is None
+    assert _open_files(path) == []
+    assert not [t for t in threading.enumerate() if t.name == "relay-writer" and t.is_alive()]
+    again = RelayServer(RelayOptions(home=tmp_path, host="127.0.0.1", port=0))
+    await again.start()
+    await again.stop()

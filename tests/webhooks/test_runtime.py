@@ -102,6 +102,22 @@ async def test_a_taken_port_fails_on_open_and_leaves_nothing_open(tmp_path: Path
     await reopened.close()
 
 
+async def test_a_closed_runtime_cannot_be_opened_again(tmp_path: Path) -> None:
+    """Like an HTTP client: open once, close once; reopening says so instead of half-working
+    on a store and a port it has given back."""
+    runtime = DeliveryRuntime(settings(tmp_path), setup())
+    async with runtime:
+        await runtime.open()  # opening an open runtime does nothing
+        assert runtime.bound is not None
+    await runtime.close()  # closing twice is harmless
+    with pytest.raises(RuntimeError, match="Cannot open a closed runtime"):
+        await runtime.open()
+    with pytest.raises(RuntimeError, match="Cannot open a closed runtime"):
+        async with runtime:
+            pass
+    assert runtime.bound is None
+
+
 async def test_injection_is_changed_through_the_runtime(tmp_path: Path) -> None:
     async with DeliveryRuntime(settings(tmp_path), setup()) as runtime:
         await runtime.serve()

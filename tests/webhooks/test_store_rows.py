@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,3 +32,14 @@ def test_stored_headers_read_back_unchanged(headers: list[tuple[str, str]]) -> N
     attempt = evolve(make("msg_h"), headers=tuple(headers))
     row = attempt_values(attempt)
     assert attempt_from_row(row).headers == tuple(headers)
+
+
+def test_evolve_changes_fields_and_refuses_names_that_are_not_fields() -> None:
+    """A misspelt field would otherwise ride along unseen on the frozen attempt and never be
+    stored; like ``dataclasses.replace``, evolve names it."""
+    attempt = make("msg_e")
+    changed = evolve(attempt, note="kept", attempt_no=3)
+    assert (changed.note, changed.attempt_no, changed.webhook_id) == ("kept", 3, "msg_e")
+    assert attempt.note is None  # the original is untouched
+    with pytest.raises(TypeError, match=r"unexpected Attempt field\(s\): notes, verdikt"):
+        evolve(attempt, verdikt="verified", notes="lost", status=200)

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
 from walletpass_tui.schemas.model import Finding
 
@@ -76,9 +78,9 @@ class SchemaLearner:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._drift: list[DriftListener] = []
-        self._learned: list[LearnedListener] = []
-        self._progress: list[ProgressListener] = []
+        self._drift: Listeners[[int | None, Sequence[Finding]]] = Listeners(__name__, "drift")
+        self._learned: Listeners[[Step]] = Listeners(__name__, "schema learned")
+        self._progress: Listeners[[int]] = Listeners(__name__, "learning progress")
         self._announce_after: int | None = None
         self.failures = 0
         self.problem: str | None = None  # why learning stopped for now (None: it works)
@@ -126,21 +128,18 @@ class SchemaLearner:
     def on_drift(self, listener: DriftListener) -> Callable[[], None]:
         """Call ``listener(attempt_id, findings)`` for each new delivery that showed drift first
         (right after its batch is learned); returns a function that unsubscribes."""
-        self._drift.append(listener)
-        return lambda: self._drift.remove(listener) if listener in self._drift else None
+        return self._drift.subscribe(listener)
 
     def on_progress(self, listener: ProgressListener) -> Callable[[], None]:
         """Call ``listener(upto)`` after each batch that read any row (verified or not), with the
         last row id read: every delivery up to it has been looked at, and the drift it showed
         was told before this call. Returns a function that unsubscribes."""
-        self._progress.append(listener)
-        return lambda: self._progress.remove(listener) if listener in self._progress else None
+        return self._progress.subscribe(listener)
 
     def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
         """Call ``listener(step)`` after each batch that learned anything (a view of the
         schemas can refresh then); returns a function that unsubscribes."""
-        self._learned.append(listener)
-        return lambda: self._learned.remove(listener) if listener in self._learned else None
+        return self._learned.subscribe(listener)
 
     # -- work handed to the thread -----------------------------------------------------------
 
@@ -166,8 +165,8 @@ class SchemaLearner:
 
         def job() -> int:
             learned = self._book.rebuild(progress)
-            for listener in list(self._learned):  # a view of the schemas refreshes; no drift is
-                self._call(listener, Step(learned=learned))  # announced for old deliveries
+            # a view of the schemas refreshes; no drift is announced for old deliveries
+            self._call(self._learned.notify, Step(learned=learned))
             return learned
 
         return self._submit(job).result()
@@ -268,33 +267,27 @@ class SchemaLearner:
             f"{exc}); it is tried again, and deliveries are not affected."
         )
         log.warning("%s", self.problem)
-        with contextlib.suppress(Exception):
+        with suppressed(log, "recovering the schema book"):
             self._book.recover()
 
     def _tell(self, step: Step) -> None:
         if step.learned:
             after = self._announce_after or 0
             news = [(a, f) for a, f in step.findings if a is None or a > after]
-            for listener in list(self._learned):
-                self._call(listener, step)
+            self._call(self._learned.notify, step)
             for attempt_id, found in news:
-                for drift_listener in list(self._drift):
-                    self._call(drift_listener, attempt_id, found)
+                self._call(self._drift.notify, attempt_id, found)
         if step.rows:
-            for progress in list(self._progress):
-                self._call(progress, step.upto)
+            self._call(self._progress.notify, step.upto)
 
-    def _call(self, listener: Callable[..., None], *args: Any) -> None:
+    def _call(self, notify: Callable[..., None], *args: Any) -> None:
+        """Tell the listeners on the event loop the learner was started on (on this thread
+        without one); ``notify`` logs a listener that fails and goes on."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(_guarded, listener, *args)
+            try:
+                loop.call_soon_threadsafe(notify, *args)
+            except RuntimeError:  # the loop closed meanwhile: nobody is left on it to tell
+                log.debug("The event loop closed; a schema notice was not delivered")
             return
-        _guarded(listener, *args)
-
-
-def _guarded(listener: Callable[..., None], *args: Any) -> None:
-    try:
-        listener(*args)
-    except Exception:
-        log.exception("A schema listener failed")
+        notify(*args)

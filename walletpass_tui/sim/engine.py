@@ -29,6 +29,7 @@ from typing import Any, Literal
 import httpx
 
 from walletpass_tui import __version__
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.sim.clock import Clock, ScaledClock
 from walletpass_tui.sim.events import iso_millis, message_id
 from walletpass_tui.text import format_duration
@@ -234,7 +235,7 @@ class DeliveryEngine:
         self.results: deque[DeliveryResult] = deque(maxlen=ATTEMPT_LOG_LIMIT)
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: Listeners[[Event]] = Listeners(__name__, "delivery")
         self._flows: dict[str | None, set[Delivery]] = {}
         self._closed = False
 
@@ -254,20 +255,10 @@ class DeliveryEngine:
         Callbacks run on the event loop, inside the delivery flow: keep them quick. An exception in one
         is logged and does not affect the delivery.
         """
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+        return self._subscribers.subscribe(callback)
 
     def _publish(self, event: Event) -> None:
-        for callback in list(self._subscribers):
-            try:
-                callback(event)
-            except Exception:
-                log.exception("delivery subscriber %r failed", callback)
+        self._subscribers.notify(event)
 
     # -- flows ------------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from walletpass_tui.config import Settings
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.control import (
     ControlClient,
@@ -103,9 +104,11 @@ class AttachedRuntime:
         self._read_every_s = read_every_s
         self._store: Store | None = None
         self._client: ControlClient | None = None
-        self._delivery_listeners: list[DeliveryListener] = []
-        self._forward_listeners: list[ForwardListener] = []
-        self._watchers: list[Callable[[], None]] = []
+        self._delivery_listeners: Listeners[[Sequence[Attempt]]] = Listeners(__name__, "deliveries")
+        self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
+            __name__, "forwards"
+        )
+        self._watchers: Listeners[[]] = Listeners(__name__, "receiver state")
         self._cursor = 0  # the newest attempt id handed on
         self._pushed = 0  # the newest the receiver announced
         self._wake = asyncio.Event()
@@ -233,30 +236,24 @@ class AttachedRuntime:
     ) -> Callable[[], None]:
         """As ``DeliveryRuntime.subscribe``: new attempts (read from the history) and forwards
         answered by the receiver, on the event loop."""
+        stops: list[Callable[[], None]] = []
         if deliveries is not None:
-            self._delivery_listeners.append(deliveries)
+            stops.append(self._delivery_listeners.subscribe(deliveries))
         if forwards is not None:
-            self._forward_listeners.append(forwards)
+            stops.append(self._forward_listeners.subscribe(forwards))
 
         def unsubscribe() -> None:
-            if deliveries is not None and deliveries in self._delivery_listeners:
-                self._delivery_listeners.remove(deliveries)
-            if forwards is not None and forwards in self._forward_listeners:
-                self._forward_listeners.remove(forwards)
+            for stop in stops:
+                stop()
 
         return unsubscribe
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when the receiver's state, or whether it runs, changes."""
-        self._watchers.append(listener)
-        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
+        return self._watchers.subscribe(listener)
 
     def _changed(self) -> None:
-        for listener in list(self._watchers):
-            try:
-                listener()
-            except Exception:  # one watcher's bug must not stop the others
-                log.exception("attached: a watcher failed")
+        self._watchers.notify()
 
     # -- controls ------------------------------------------------------------------------------------
 
@@ -371,11 +368,7 @@ class AttachedRuntime:
             request_body=None,
         )
         result = ForwardResult(status=note.status, latency_ms=note.latency_ms, error=note.error)
-        for listener in list(self._forward_listeners):
-            try:
-                listener(row, result)
-            except Exception:
-                log.exception("attached: a forward listener failed")
+        self._forward_listeners.notify(row, result)
 
     # -- new rows, read from the history --------------------------------------------------------------
 
@@ -410,11 +403,7 @@ class AttachedRuntime:
             return
         self._cursor = found.cursor
         for batch in found.batches:
-            for listener in list(self._delivery_listeners):
-                try:
-                    listener(batch)
-                except Exception:
-                    log.exception("attached: a delivery listener failed")
+            self._delivery_listeners.notify(batch)
 
 
 @dataclass

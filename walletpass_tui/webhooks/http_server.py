@@ -24,8 +24,8 @@ keep the connection or close it. docs/threats/http.md has every bound and the te
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
+import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -37,7 +37,10 @@ from urllib.parse import unquote
 import httptools
 from multidict import CIMultiDict
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.text import parse_ascii_int
+
+log = logging.getLogger(__name__)
 
 MAX_FIELD_BYTES = 16 * 1024  # the request target, or one field's name and value
 MAX_HEAD_BYTES = 64 * 1024  # the target and every field's name and value together
@@ -681,7 +684,7 @@ class HttpServer:
         for connection in list(self.connections):
             connection.abort()
         if server is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "waiting for the receiver's connections to close"):
                 await server.wait_closed()
 
 

@@ -8,30 +8,36 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal
 
 from walletpass_tui.errors import WalletpassError
 
-# Verdicts.
-VERIFIED = "verified"
-REJECTED = "rejected"
+# The words stored in the history's columns, each a closed set (``reasons.Reason`` holds the
+# reasons). The constants are the only spelling code uses.
+Verdict = Literal["verified", "rejected"]
+VERIFIED: Final = "verified"
+REJECTED: Final = "rejected"
 
-# Forwards and replays: kind, mode and state values.
-FORWARD = "forward"
-REPLAY = "replay"
-ORIGINAL = "original"
-RESIGN = "resign"
-PENDING = "pending"
-DONE = "done"
-FAILED = "failed"
-GIVEN_UP = "given up"
+# Forwards and replays: kind (what made it), mode (how it was signed) and state.
+ForwardKind = Literal["forward", "replay"]
+ForwardMode = Literal["original", "resign"]
+ForwardState = Literal["pending", "done", "failed", "given up"]
+FORWARD: Final = "forward"
+REPLAY: Final = "replay"
+ORIGINAL: Final = "original"
+RESIGN: Final = "resign"
+PENDING: Final = "pending"
+DONE: Final = "done"
+FAILED: Final = "failed"
+GIVEN_UP: Final = "given up"
 
 # Where an attempt came from: a sender (the service, or anyone posting to the receiver), or the
 # ``check`` battery, which records each request it sends to the user's app with a note that
 # starts with one of these (``check pass: <case> → <answer>``).
-RECEIVED = "received"
-CHECK = "check"
+Source = Literal["received", "check"]
+RECEIVED: Final = "received"
+CHECK: Final = "check"
 CHECK_NOTE_PREFIXES = ("check pass:", "check fail:", "check warn:")
 
 
@@ -63,7 +69,7 @@ class Attempt:
     path: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
-    verdict: str
+    verdict: Verdict
     reason: str
     status: int
     webhook_id: str | None = None
@@ -95,8 +101,15 @@ class Attempt:
         return next((v for k, v in self.headers if k.lower() == name), None)
 
 
+_ATTEMPT_FIELDS = frozenset(f.name for f in fields(Attempt))
+
+
 def evolve(a: Attempt, **changes: Any) -> Attempt:
-    """``dataclasses.replace`` for an Attempt, at a fraction of its cost (it runs per delivery)."""
+    """``dataclasses.replace`` for an Attempt, at a fraction of its cost (it runs per delivery);
+    a name that is not a field raises TypeError, as ``replace`` does."""
+    if not _ATTEMPT_FIELDS.issuperset(changes):
+        unknown = ", ".join(sorted(set(changes) - _ATTEMPT_FIELDS))
+        raise TypeError(f"evolve() got unexpected Attempt field(s): {unknown}")
     new = object.__new__(Attempt)
     new.__dict__.update(a.__dict__)
     new.__dict__.update(changes)
@@ -112,7 +125,7 @@ class LogRow:
     webhook_id: str | None
     topic: str | None
     pass_id: str | None
-    verdict: str
+    verdict: Verdict
     reason: str
     attempt_no: int
     endpoint_id: str | None
@@ -126,7 +139,7 @@ class MessageRow:
     webhook_id: str
     topic: str | None
     pass_id: str | None
-    verdict: str
+    verdict: Verdict
     reason: str
     attempts: int
     first_received_at_ms: int
@@ -164,10 +177,10 @@ class ForwardRow:
     id: int
     attempt_id: int
     webhook_id: str | None
-    kind: str
-    mode: str
+    kind: ForwardKind
+    mode: ForwardMode
     target: str
-    state: str
+    state: ForwardState
     tries: int
     next_try_at_ms: int
     created_at_ms: int
@@ -184,10 +197,10 @@ class ForwardRow:
 @dataclass(frozen=True)
 class LogFilter:
     topic: str | None = None
-    verdict: str | None = None  # "verified" | "rejected"
+    verdict: Verdict | None = None
     text: str | None = None
     since_ms: int | None = None
-    source: str | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
+    source: Source | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
 
     @property
     def empty(self) -> bool:

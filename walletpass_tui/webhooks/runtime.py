@@ -33,9 +33,10 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.webhooks.receiver import Receiver
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
+RuntimeState = Literal["unopened", "opened", "closed"]
 
 log = logging.getLogger(__name__)
 
@@ -132,20 +134,26 @@ class DeliveryRuntime:
         self.forwarder: Forwarder | None = None
         self._store = store
         self._owns_store = store is None
-        self._delivery_listeners: list[DeliveryListener] = []
-        self._forward_listeners: list[ForwardListener] = []
-        self._drift_listeners: list[DriftListener] = []
-        self._learned_listeners: list[LearnedListener] = []
+        self._delivery_listeners: Listeners[[Sequence[Attempt]]] = Listeners(__name__, "deliveries")
+        self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
+            __name__, "forwards"
+        )
+        self._drift_listeners: Listeners[[int, Sequence[DriftRecord]]] = Listeners(
+            __name__, "drift"
+        )
+        self._learned_listeners: Listeners[[int]] = Listeners(__name__, "learned")
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
-        self._opened = False
+        # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
+        # port and learner are gone); make a new one instead.
+        self._state: RuntimeState = "unopened"
         self.feeds: tuple[Feed, ...] = tuple(feeds)
         self._feed_tasks: list[asyncio.Task[None]] = []
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
-        self._injection_listeners: list[Callable[[Injection], None]] = []
+        self._injection_listeners: Listeners[[Injection]] = Listeners(__name__, "failure injection")
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -165,10 +173,13 @@ class DeliveryRuntime:
         """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
-        (the port is taken); whatever was opened before the failure is closed again.
+        (the port is taken); whatever was opened before the failure is closed again, and the
+        runtime with it. Opening an open runtime does nothing; a closed one raises RuntimeError.
         """
-        if self._opened:
+        if self._state == "opened":
             return
+        if self._state == "closed":
+            raise RuntimeError("Cannot open a closed runtime; make a new DeliveryRuntime.")
         if self.feeds and self.setup.options is None:
             raise ValueError("Feeds need a receiver to verify and store their deliveries.")
         if self.feeds and self._feed_error is None:
@@ -199,7 +210,7 @@ class DeliveryRuntime:
         except BaseException:
             await self.close()
             raise
-        self._opened = True
+        self._state = "opened"
 
     async def serve(self) -> None:
         """Start accepting deliveries on the bound port and start the feeds (a no-op without a
@@ -272,7 +283,7 @@ class DeliveryRuntime:
         A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
         committed together or not at all, and the next run resumes after the last one stored.
         """
-        self._opened = False
+        self._state = "closed"
         attachable, self._attachable = self._attachable, None
         if attachable is not None:  # attached dashboards see it go first
             await attachable.withdraw()
@@ -399,28 +410,27 @@ class DeliveryRuntime:
         Returns a function that unsubscribes. A listener that raises is logged and the others
         are still called.
         """
-        pairs: list[tuple[list[Any], Any]] = [
-            (self._delivery_listeners, deliveries),
-            (self._forward_listeners, forwards),
-            (self._drift_listeners, drift),
-            (self._learned_listeners, learned),
-        ]
-        for listeners, listener in pairs:
-            if listener is not None:
-                listeners.append(listener)
+        stops: list[Callable[[], None]] = []
+        if deliveries is not None:
+            stops.append(self._delivery_listeners.subscribe(deliveries))
+        if forwards is not None:
+            stops.append(self._forward_listeners.subscribe(forwards))
+        if drift is not None:
+            stops.append(self._drift_listeners.subscribe(drift))
+        if learned is not None:
+            stops.append(self._learned_listeners.subscribe(learned))
 
         def unsubscribe() -> None:
-            for listeners, listener in pairs:
-                if listener is not None and listener in listeners:
-                    listeners.remove(listener)
+            for stop in stops:
+                stop()
 
         return unsubscribe
 
     def _on_commit(self, batch: Sequence[Attempt]) -> None:
-        _tell(self._delivery_listeners, "deliveries", batch)
+        self._delivery_listeners.notify(batch)
 
     def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
-        _tell(self._forward_listeners, "forwards", row, result)
+        self._forward_listeners.notify(row, result)
 
     def _on_drift(self, attempt_id: int | None, findings: Sequence[Finding]) -> None:
         if attempt_id is None:  # the templates' drift is returned by learn_templates()
@@ -428,10 +438,10 @@ class DeliveryRuntime:
         from walletpass_tui.schemas.records import DriftRecord
 
         records = [DriftRecord.of(f) for f in findings]
-        _tell(self._drift_listeners, "drift", attempt_id, records)
+        self._drift_listeners.notify(attempt_id, records)
 
     def _on_learned(self, upto: int) -> None:
-        _tell(self._learned_listeners, "learned", upto)
+        self._learned_listeners.notify(upto)
 
     # -- failure injection -------------------------------------------------------------------------
 
@@ -472,7 +482,7 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
-        _tell(self._injection_listeners, "failure injection", self._injection)
+        self._injection_listeners.notify(self._injection)
 
     # -- attached dashboards: the instance record and the control channel --------------------------
 
@@ -491,24 +501,10 @@ class DeliveryRuntime:
     def watch_injection(self, listener: Callable[[Injection], None]) -> Callable[[], None]:
         """Call ``listener(injection)`` whenever the failures injected change (pause included);
         returns a function that stops it."""
-        self._injection_listeners.append(listener)
-        return lambda: (
-            self._injection_listeners.remove(listener)
-            if listener in self._injection_listeners
-            else None
-        )
+        return self._injection_listeners.subscribe(listener)
 
 
 RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
-
-
-def _tell(listeners: list[Any], what: str, *args: Any) -> None:
-    """Call each listener; one that raises is logged and does not stop the others."""
-    for listener in list(listeners):
-        try:
-            listener(*args)
-        except Exception:
-            log.exception("A %s listener of the delivery runtime failed", what)
 
 
 def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:

@@ -29,6 +29,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import logging
 import os
 import random
 import time
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
+from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
@@ -60,6 +63,8 @@ from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.runtime import DeliveryRuntime
@@ -153,8 +158,10 @@ class RelayLink:
         self.idle_timeout_s = idle_timeout_s
         self.state = LinkState(self.url)
         self.subscriber: RelaySubscriber | None = None
-        self._state_listeners: list[StateListener] = []
-        self._delivery_listeners: list[DeliveryListener] = []
+        self._state_listeners: Listeners[[LinkState]] = Listeners(__name__, "link state")
+        self._delivery_listeners: Listeners[[RelayedDelivery, Attempt]] = Listeners(
+            __name__, "relayed delivery"
+        )
         self._rng = random.Random()
         self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
         self._in_flight_bytes = 0
@@ -172,18 +179,15 @@ class RelayLink:
     ) -> Callable[[], None]:
         """``state(LinkState)`` on every change, ``deliveries(relayed, stored)`` after each
         commit (both on the event loop); returns a function that unsubscribes."""
+        stops: list[Callable[[], None]] = []
         if state is not None:
-            self._state_listeners.append(state)
+            stops.append(self._state_listeners.subscribe(state))
         if deliveries is not None:
-            self._delivery_listeners.append(deliveries)
+            stops.append(self._delivery_listeners.subscribe(deliveries))
 
         def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                if state is not None:
-                    self._state_listeners.remove(state)
-            with contextlib.suppress(ValueError):
-                if deliveries is not None:
-                    self._delivery_listeners.remove(deliveries)
+            for stop in stops:
+                stop()
 
         return unsubscribe
 
@@ -374,7 +378,7 @@ class RelayLink:
 
     async def _drain(self) -> None:
         while self._in_flight:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "a relayed delivery in flight at stop"):
                 await self._in_flight.popleft()
 
     async def _store(
@@ -407,9 +411,7 @@ class RelayLink:
             self._set(cursor=cursor, head=max(self.state.head, cursor))
         if delivery is None:
             return
-        for listener in list(self._delivery_listeners):
-            with contextlib.suppress(Exception):
-                listener(delivery, stored)
+        self._delivery_listeners.notify(delivery, stored)
 
     def _on_subscriber(self, state: SubscriberState) -> None:
         # The cursor shown is the last one stored (set when its commit returns), not the last
@@ -427,9 +429,7 @@ class RelayLink:
         if new == self.state:
             return
         self.state = new
-        for listener in list(self._state_listeners):
-            with contextlib.suppress(Exception):
-                listener(new)
+        self._state_listeners.notify(new)
 
 
 def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:

@@ -23,6 +23,7 @@ state says the relay is misbehaving; the subscriber keeps retrying with backoff.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import ssl
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,8 @@ from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.events import EVENT_NAME, EventError, RelayedDelivery
 from walletpass_tui.relay.link.sse import SSEBroken, SSEComment, SSEItem, SSEMessage, SSEParser
 from walletpass_tui.text import parse_ascii_int, printable
+
+log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT_S = 45.0  # three missed heartbeats: the connection is dead
 BACKOFF_INITIAL_S = 0.5
@@ -178,9 +181,12 @@ class RelaySubscriber:
                     self._set(connected=False, error="stopped: the delivery handler failed")
                     raise failed.original from None
                 except RelayRefused as exc:
+                    log.info("The relay %s refused: %s", self.url, exc)
                     self._refused(str(exc))
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                    self._set(connected=False, error=_describe(exc, self.idle_timeout_s))
+                    error = _describe(exc, self.idle_timeout_s)
+                    log.info("The relay %s is not reached (%s); trying again", self.url, error)
+                    self._set(connected=False, error=error)
                 if self._progressed:
                     failures = 0
                 await asyncio.sleep(

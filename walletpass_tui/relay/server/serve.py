@@ -110,22 +110,31 @@ class RelayServer:
         return context
 
     async def start(self) -> tuple[str, int]:
-        opts = self.options
+        """Open the database, start the writer, bind and serve; whatever fails after the
+        database is opened (a bad public URL, the port in use) closes it again before raising."""
         context = self._ssl()
+        self.db = RelayDB(database_path(self.options.home))
+        try:
+            return await self._start(self.db, context)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self, db: RelayDB, context: ssl.SSLContext | None) -> tuple[str, int]:
+        opts = self.options
         loop = asyncio.get_running_loop()
-        path = database_path(opts.home)
-        self.db = RelayDB(path)
+        path = db.path
         if opts.public_url:
-            self.db.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
-        self.feeds = feeds = Feeds(self.db)
-        feeds.load(self.db.channels(counts=False))
+            db.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
+        self.feeds = feeds = Feeds(db)
+        feeds.load(db.channels(counts=False))
         self.writer = RelayWriter(
             path, lambda stored: loop.call_soon_threadsafe(feeds.on_commit, stored)
         )
         self.ingress = Ingress(feeds, self.writer, opts.ingress)
         self.subscriptions = Subscriptions(
             feeds,
-            self.db,
+            db,
             public_url=self.public_url,
             heartbeat_s=opts.heartbeat_s,
             max_subscribers=opts.max_subscribers,
@@ -146,13 +155,11 @@ class RelayServer:
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         site = web.TCPSite(runner, opts.host, opts.port, ssl_context=context, reuse_address=True)
+        self._runner = runner  # cleaned up by stop(), also when binding fails
         try:
             await site.start()
         except OSError as exc:
-            await runner.cleanup()
-            self._close_storage()
             raise RelayError(self._bind_error(exc)) from None
-        self._runner = runner
         sockets: list[socket.socket] = list(getattr(site._server, "sockets", None) or [])
         port = sockets[0].getsockname()[1] if sockets else opts.port
         self.bound = (opts.host, port)

@@ -94,7 +94,7 @@ class Store(History):
         self._indexer = indexer
         self._busy_timeout_ms = busy_timeout_ms
         self._loop = GroupCommit(thread, self.health, rejected_cap)
-        self._loop.listeners.append(indexer.wake)
+        self._loop.listeners.subscribe(indexer.wake)
         self._loop.start_over = self._start_over
         self._closed = False
 
@@ -230,9 +230,7 @@ class Store(History):
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(batch)`` after each commit; returns a function that unsubscribes."""
-        listeners = self._loop.listeners
-        listeners.append(listener)
-        return lambda: listeners.remove(listener) if listener in listeners else None
+        return self._loop.listeners.subscribe(listener)
 
     async def record(
         self,

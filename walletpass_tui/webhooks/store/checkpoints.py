@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
+
+from walletpass_tui.logs import suppressed
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
@@ -165,7 +170,7 @@ class Checkpointer:
         the next checkpoint opens a new one."""
         self._again = False
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "the last checkpoint"):
                 await self._task
 
         def close() -> None:
@@ -173,15 +178,15 @@ class Checkpointer:
             if db is not None:
                 db.close()
 
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the checkpoint connection"):
             await asyncio.get_running_loop().run_in_executor(self._executor, close)
 
     async def close(self) -> None:
         self._stopped = True
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "the last checkpoint"):
                 await self._task
         if self._db is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the checkpoint connection"):
                 self._db.close()
         self._executor.shutdown(wait=False)

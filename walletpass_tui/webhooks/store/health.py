@@ -12,6 +12,7 @@ import contextlib
 import sys
 from collections.abc import Callable
 
+from walletpass_tui.listeners import Listeners
 from walletpass_tui.webhooks.models import HealthListener
 
 PREFIX = "walletpass-tui: "
@@ -21,13 +22,12 @@ class Health:
     def __init__(self) -> None:
         self.problem: str | None = None
         self.failures = 0  # failed writes since the store was opened
-        self._listeners: list[HealthListener] = []
+        self._listeners: Listeners[[str | None]] = Listeners(__name__, "store health")
 
     def subscribe(self, listener: HealthListener) -> Callable[[], None]:
         """Call ``listener(sentence)`` when writing starts failing and ``listener(None)`` when it
         works again; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        return self._listeners.subscribe(listener)
 
     def failed(self, sentence: str) -> None:
         """A write failed: one line on stderr, every time; subscribers hear of a change."""
@@ -44,6 +44,4 @@ class Health:
             self._tell(None)
 
     def _tell(self, sentence: str | None) -> None:
-        for listener in list(self._listeners):
-            with contextlib.suppress(Exception):  # a subscriber's bug must never stop the writer
-                listener(sentence)
+        self._listeners.notify(sentence)  # a subscriber's bug is logged, never stops the writer

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.store import schema
 from walletpass_tui.webhooks.store.search import INDEX_BODY_BYTES
 
@@ -57,6 +59,8 @@ _PENDING = (
     "CREATE TEMP TABLE IF NOT EXISTS pending "
     "(id INTEGER PRIMARY KEY, webhook_id TEXT, topic TEXT, body TEXT)"
 )
+
+log = logging.getLogger(__name__)
 
 
 def index_path(path: Path) -> Path:
@@ -235,7 +239,7 @@ class Indexer:
             if db is not None:
                 db.close()
 
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the search index"):
             await asyncio.get_running_loop().run_in_executor(self._executor, close)
 
     async def connect(self) -> None:
@@ -259,6 +263,7 @@ class Indexer:
                 while await self._run_step() >= CHUNK:
                     pass
             except Exception:  # nothing stored is at stake
+                log.info("Indexing the history for search failed; tried again", exc_info=True)
                 self.failures += 1
                 await self._recover()
                 self._behind = False  # settled() must not wait for an index that cannot be made
@@ -275,9 +280,10 @@ class Indexer:
         try:
             await loop.run_in_executor(self._executor, check, self._db)
         except sqlite3.DatabaseError:
-            with contextlib.suppress(Exception):
+            log.info("The search index %s is damaged; it is made again", self.path)
+            with suppressed(log, "closing the damaged search index"):
                 await loop.run_in_executor(self._executor, self._db.close)
-            with contextlib.suppress(Exception):
+            with suppressed(log, "making the search index again"):
                 await loop.run_in_executor(self._executor, discard, self.path)
                 self._db = await loop.run_in_executor(
                     self._executor, connect, self.path, self._busy_timeout_ms

@@ -3,7 +3,7 @@ the writer (WAL: readers see the last commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_NOTE_PREFIXES,
@@ -32,6 +33,8 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.store import rows, schema, search
 from walletpass_tui.webhooks.store.indexer import index_path
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MINUTE_MS = 60_000
@@ -89,13 +92,13 @@ class Reader:
             await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
             await conn.execute("PRAGMA query_only = ON")
         except BaseException:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing a history reader that did not open"):
                 await conn.close()
             raise
         return cls(path, conn)
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the history reader"):
             await self._db.close()
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:

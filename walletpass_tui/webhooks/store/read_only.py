@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 from pathlib import Path
@@ -26,12 +27,15 @@ from urllib.parse import quote
 
 import aiosqlite
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import schema, search
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
 from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
 
 
 class Outdated(StoreError):
@@ -89,7 +93,7 @@ async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await conn.execute("PRAGMA query_only = ON")
     except BaseException as exc:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing a history that did not open"):
             await conn.close()
         if isinstance(exc, sqlite3.Error):
             raise StoreError(schema.explain(exc, path)) from None
@@ -135,7 +139,7 @@ async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
         await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
         index = await _attach_index(conn, path)
     except BaseException:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing a history that did not open"):
             await conn.close()
         raise
     return History(path, Reader(path, conn, index))

@@ -9,12 +9,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 import sqlite3
 from pathlib import Path
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -311,7 +315,7 @@ def split_sql(script: str) -> list[str]:
 
 def _close(db: sqlite3.Connection | None) -> None:
     if db is not None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the history"):
             db.close()
 
 

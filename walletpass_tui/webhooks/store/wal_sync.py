@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import StoreError
+
+log = logging.getLogger(__name__)
 
 
 class WalSync:
@@ -133,7 +137,7 @@ class WalSync:
                 self._fd = None
 
         loop = asyncio.get_running_loop()
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the history's log for syncing"):
             await loop.run_in_executor(self._executor, finish)
         self._executor.shutdown(wait=False)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from walletpass_tui.listeners import Listeners
+from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import (
     Attempt,
     Finalizer,
-    Listener,
     StoreError,
     evolve,
 )
@@ -52,6 +54,8 @@ from walletpass_tui.webhooks.store.numbering import (
     peek_with,
 )
 from walletpass_tui.webhooks.store.wal_sync import WalSync
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 512
@@ -142,7 +146,7 @@ class WriteThread:
         db, self._db = self._db, None
         if db is not None:
             loop = asyncio.get_running_loop()
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the history's writer"):
                 await loop.run_in_executor(self._executor, db.close)
 
     async def connect(self) -> None:
@@ -302,7 +306,9 @@ class GroupCommit:
         self.health = health
         self.rejected_cap = rejected_cap
         self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
-        self.listeners: list[Listener] = []
+        self.listeners: Listeners[[Sequence[Attempt]]] = Listeners(
+            "walletpass_tui.webhooks.store", "commit"
+        )
         self.checkpoints = Checkpointer(thread.path)
         self.log = LogBound(thread.log_bound_bytes)
         self.syncs = WalSync(thread.path)
@@ -587,8 +593,4 @@ class GroupCommit:
 
     def _notify(self, stored: Sequence[Attempt]) -> None:
         self._notifying -= 1
-        for listener in list(self.listeners):
-            try:
-                listener(stored)
-            except Exception:  # noqa: S112  a listener's bug must never stop the writer
-                continue
+        self.listeners.notify(stored)  # a listener's bug is logged and never stops the writer
