@@ -220,7 +220,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=True,
         default=s,
-        help="allow http:// endpoint URLs (only for a local simulated service)",
+        help="allow http:// endpoint URLs (a local simulated service) and http:// relay URLs "
+        "to another machine (a network you trust: the relay token crosses it in clear text)",
     )
 
 

@@ -156,10 +156,11 @@ def _create_url(args: argparse.Namespace, settings: Settings) -> str:
 
 def _relay_ingress(args: argparse.Namespace, settings: Settings) -> str:
     """The ingress URL of the relay channel ``--from-relay`` names (asked of the relay)."""
-    from walletpass_tui.cli.receiver_setup import relay_token
+    from walletpass_tui.cli.receiver_setup import relay_token, relay_url
     from walletpass_tui.relay.link.channel_info import fetch_channel
 
-    info = asyncio.run(fetch_channel(args.from_relay, relay_token(args, settings, "--from-relay")))
+    url = relay_url(args.from_relay, settings, "--from-relay")
+    info = asyncio.run(fetch_channel(url, relay_token(args, settings, "--from-relay")))
     print(
         f"Relay channel {printable(info.name)}: ingress {printable(info.ingress_url)}",
         file=sys.stderr,

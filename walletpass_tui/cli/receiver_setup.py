@@ -6,14 +6,17 @@ for (a feed of the runtime)."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.errors import UsageError
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.runtime import DeliverySetup
@@ -115,7 +118,29 @@ def relay_link(args: argparse.Namespace, settings: Settings) -> RelayLink | None
         return None
     from walletpass_tui.relay.link.feed import RelayLink
 
-    return RelayLink(url, relay_token(args, settings, "--relay"))
+    return RelayLink(relay_url(url, settings, "--relay"), relay_token(args, settings, "--relay"))
+
+
+def relay_url(url: str, settings: Settings, flag: str) -> str:
+    """``url`` when the subscriber token may be sent to it: https://, or http:// to this machine
+    (a relay on the laptop, a port forwarded over ssh); http:// to any other host only with
+    --allow-http (allow_http), since the token and every delivery would cross the network in
+    clear text. Refused with exit 2 otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or settings.allow_http:
+        return url
+    host = (parts.hostname or "").rstrip(".").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UsageError(
+            f"{flag} {printable(url, 120)} is http:// to another machine: the subscriber token "
+            "and every delivery would cross the network in clear text. Use the relay's https:// "
+            "URL (or --allow-http on a network you trust)."
+        )
+    return url
 
 
 def relay_token(args: argparse.Namespace, settings: Settings, flag: str) -> str:

@@ -225,6 +225,7 @@ async def _serve(server: Any) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.receiver_setup import relay_url
     from walletpass_tui.relay.link.follow import RelayFollower, cursor_path
 
     settings = settings_from_args(args)
@@ -237,6 +238,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     url = args.subscribe_url
     if not url.startswith(("http://", "https://")):
         raise CommandError(f"{url!r} is not a subscribe URL: it starts with https:// or http://.")
+    url = relay_url(url, settings, "relay follow")
     target = args.target or settings.receiver_url()
     cursor_file = cursor_path(settings.home, url)
     if args.from_start:
