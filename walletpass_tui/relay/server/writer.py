@@ -1,4 +1,5 @@
-"""The relay server's one writer: a thread that commits whatever waits in one transaction.
+"""What the relay writes (``NewDelivery``, ``NewRejection``, ``Stored``), and SQLite's one writer: a
+thread that commits whatever waits in one transaction.
 
 ``submit`` returns a future resolved only after COMMIT (or with the error that prevented it), so
 ingress answers 2xx only for what is on disk; many concurrent deliveries share one commit (group
@@ -18,7 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.relay.server.storage import RelayStoreError, connect
+from walletpass_tui.relay.server.storage.base import RelayStoreError
+from walletpass_tui.relay.server.storage.sqlite import connect, prune_before
+
+__all__ = [
+    "MAX_BATCH",
+    "REJECTED_BODY_LIMIT",
+    "REJECTED_CAP",
+    "Job",
+    "NewDelivery",
+    "NewRejection",
+    "RelayWriter",
+    "Stored",
+    "prune_before",
+]
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first
@@ -170,24 +184,3 @@ class RelayWriter:
             )
             return None
         return job(db)
-
-
-def prune_before(cutoff_ms: int) -> Callable[[sqlite3.Connection], int]:
-    """A writer job: delete deliveries received before ``cutoff_ms``, give back their quota."""
-
-    def prune(db: sqlite3.Connection) -> int:
-        freed = db.execute(
-            "SELECT channel_id, SUM(size), COUNT(*) FROM deliveries WHERE received_at_ms < ? "
-            "GROUP BY channel_id",
-            (cutoff_ms,),
-        ).fetchall()
-        for channel_id, size, _ in freed:
-            db.execute(
-                "UPDATE channels SET used_bytes = MAX(0, used_bytes - ?) WHERE id=?",
-                (size, channel_id),
-            )
-        db.execute("DELETE FROM deliveries WHERE received_at_ms < ?", (cutoff_ms,))
-        db.execute("DELETE FROM rejected WHERE received_at_ms < ?", (cutoff_ms,))
-        return sum(int(n) for _, _, n in freed)
-
-    return prune

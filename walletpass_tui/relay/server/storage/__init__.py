@@ -1,0 +1,64 @@
+"""The relay's database, behind one protocol (``base.RelayStorage``) with two backends.
+
+* ``target``: which database a setting names (a ``postgresql://`` URL, else a SQLite file);
+* ``sqlite`` and ``sqlite_backend``: one relay process on one file (the default);
+* ``postgres`` (with ``postgres_schema``): any number of relay processes on one PostgreSQL
+  database, loaded only when one is named, so the SQLite path never imports its driver.
+"""
+
+from __future__ import annotations
+
+from walletpass_tui.relay.server.storage.base import (
+    RETRY_AFTER_S,
+    Committed,
+    DatabaseUnavailable,
+    IssuedChannel,
+    RelayStorage,
+    RelayStoreError,
+    StorageEvents,
+    now_ms,
+)
+from walletpass_tui.relay.server.storage.sqlite import RelayDB, connect
+from walletpass_tui.relay.server.storage.target import (
+    DB_NAME,
+    POSTGRESQL,
+    SQLITE,
+    DatabaseTarget,
+    database_path,
+    database_target,
+)
+
+__all__ = [
+    "DB_NAME",
+    "POSTGRESQL",
+    "RETRY_AFTER_S",
+    "SQLITE",
+    "Committed",
+    "DatabaseTarget",
+    "DatabaseUnavailable",
+    "IssuedChannel",
+    "RelayDB",
+    "RelayStorage",
+    "RelayStoreError",
+    "StorageEvents",
+    "connect",
+    "database_path",
+    "database_target",
+    "now_ms",
+    "open_storage",
+]
+
+
+async def open_storage(
+    target: DatabaseTarget, *, serving: bool = True, wait_s: float = 0.0
+) -> RelayStorage:
+    """Open the database ``target`` names, creating or upgrading its schema. ``serving``: for
+    ``relay serve`` (a pool sized for it); else for one command. ``wait_s``: how long to keep
+    trying a PostgreSQL server that does not answer yet."""
+    if target.kind == POSTGRESQL:
+        from walletpass_tui.relay.server.storage.postgres import PostgresStorage
+
+        return await PostgresStorage.open(target, serving=serving, wait_s=wait_s)
+    from walletpass_tui.relay.server.storage.sqlite_backend import SqliteStorage
+
+    return SqliteStorage(target)
