@@ -370,3 +370,39 @@ async def test_the_writer_stores_nothing_for_callers_that_stopped_waiting(
         assert last.cursor == 1  # nobody saw a 2xx for the others: they were not written
         with TestDB(a) as db:
             assert db.query("SELECT webhook_id FROM deliveries") == [("last",)]
+
+
+async def test_what_was_committed_while_an_instance_could_not_listen_reaches_its_subscribers(
+    pg_database: str, tmp_path: Path, pg_cluster: PgCluster, http: aiohttp.ClientSession
+) -> None:
+    """A's listening connection is cut and cannot come back for a while; B stores a delivery
+    meanwhile, whose notice A never hears. Once A listens again, its subscriber gets it: A reads
+    the database after every subscriber's cursor (no heartbeat does it here: they are 600 s)."""
+    name = pg_database.rsplit("/", 1)[1]
+    async with instances(pg_database, tmp_path, heartbeat_s=600) as (a, b):
+        issued = add_channel(a, "team")
+        slug = issued.channel.slug
+        _, got, task = await follow(subscribe_url(a.url, slug), issued.token)
+        try:
+            first = await post_all(http, ingress_url(b.url, slug), 1)
+            await got.wait_for(1)
+            # No new connection to the database (the pools keep theirs), then the listening
+            # connection of A (the first started) cut.
+            pg_cluster.psql(f"ALTER DATABASE {name} CONNECTION LIMIT 0", database="postgres")
+            pg_cluster.psql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE datname = '{name}' AND application_name = 'walletpass-relay-listen' "
+                "AND backend_start = (SELECT min(backend_start) FROM pg_stat_activity "
+                f"WHERE datname = '{name}' AND application_name = 'walletpass-relay-listen')",
+                database="postgres",
+            )
+            await until(lambda: not a.storage.reachable)  # type: ignore[union-attr]
+            missed = await post_all(http, ingress_url(b.url, slug), 1)  # A hears nothing of it
+            await asyncio.sleep(0.3)
+            assert got.ids == first
+            pg_cluster.psql(f"ALTER DATABASE {name} CONNECTION LIMIT -1", database="postgres")
+            await got.wait_for(2)
+        finally:
+            pg_cluster.psql(f"ALTER DATABASE {name} CONNECTION LIMIT -1", database="postgres")
+            await stop_task(task)
+    assert got.ids == first + missed

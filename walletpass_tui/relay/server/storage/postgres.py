@@ -75,6 +75,9 @@ BACKOFF_MAX_S = 2.0
 NOTIFY_DELIVERIES = "d"
 NOTIFY_CHANNELS = "c"
 APPLICATION_NAME = "walletpass-relay"
+LISTENER_NAME = (
+    "walletpass-relay-listen"  # the connection that LISTENs, told apart in pg_stat_activity
+)
 
 _UNAVAILABLE = "the relay's database cannot be reached now; retry shortly"
 
@@ -413,7 +416,7 @@ class PostgresStorage:
                     self.target.url,
                     timeout=CONNECT_TIMEOUT_S,
                     command_timeout=COMMAND_TIMEOUT_S,
-                    server_settings={"application_name": APPLICATION_NAME},
+                    server_settings={"application_name": LISTENER_NAME},
                 )
                 lost = asyncio.Event()
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
