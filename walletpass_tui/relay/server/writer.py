@@ -32,11 +32,20 @@ __all__ = [
     "RelayWriter",
     "Stored",
     "prune_before",
+    "storable_text",
 ]
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first
 REJECTED_BODY_LIMIT = 64 * 1024
+
+
+def storable_text(value: str | None) -> str | None:
+    """Text every database takes: a header that was not UTF-8 (lone surrogates) and NUL are
+    replaced, so a rejection kept for debugging never fails the transaction it shares."""
+    if value is None:
+        return None
+    return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,7 @@ class RelayWriter:
             cur = db.execute(
                 "INSERT INTO deliveries(channel_id, received_at_ms, webhook_id, size, data) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (job.channel_id, job.received_at_ms, job.webhook_id, size, job.data),
+                (job.channel_id, job.received_at_ms, storable_text(job.webhook_id), size, job.data),
             )
             row = db.execute(
                 "UPDATE channels SET used_bytes = used_bytes + ? WHERE id=? RETURNING used_bytes",
@@ -170,10 +179,10 @@ class RelayWriter:
                     job.channel_id,
                     job.received_at_ms,
                     job.status,
-                    job.reason,
-                    job.webhook_id,
-                    job.source,
-                    job.headers,
+                    storable_text(job.reason),
+                    storable_text(job.webhook_id),
+                    storable_text(job.source),
+                    storable_text(job.headers),
                     job.body[:REJECTED_BODY_LIMIT],
                 ),
             )

@@ -58,7 +58,7 @@ from walletpass_tui.relay.server.storage.postgres_schema import (
     migrate,
 )
 from walletpass_tui.relay.server.storage.target import DatabaseTarget
-from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored
+from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored, storable_text
 
 log = logging.getLogger(__name__)
 
@@ -139,13 +139,6 @@ def _channel(row: Any) -> Channel:
         rejected=int(row[8]),
         tokens=int(row[9]),
     )
-
-
-def _text(value: str | None) -> str | None:
-    """Text PostgreSQL accepts: no NUL, no lone surrogates (a header that was not UTF-8)."""
-    if value is None:
-        return None
-    return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
 
 def _is_unavailable(exc: BaseException) -> bool:
@@ -359,7 +352,7 @@ class PostgresStorage:
                                 job.channel_id,
                                 cursor,
                                 job.received_at_ms,
-                                _text(job.webhook_id),
+                                storable_text(job.webhook_id),
                                 len(job.data),
                                 job.data,
                             )
@@ -382,10 +375,10 @@ class PostgresStorage:
                         [j.channel_id for j in kept],
                         [j.received_at_ms for j in kept],
                         [j.status for j in kept],
-                        [_text(j.reason) for j in kept],
-                        [_text(j.webhook_id) for j in kept],
-                        [_text(j.source) for j in kept],
-                        [_text(j.headers) for j in kept],
+                        [storable_text(j.reason) for j in kept],
+                        [storable_text(j.webhook_id) for j in kept],
+                        [storable_text(j.source) for j in kept],
+                        [storable_text(j.headers) for j in kept],
                         [j.body[:limit] for j in kept],
                     )
                     cap = rules.REJECTED_CAP
