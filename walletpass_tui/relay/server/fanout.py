@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from walletpass_tui.relay.events import sse_event
-from walletpass_tui.relay.server.channels import Channel
+from walletpass_tui.relay.server.channels import Channel, token_hash
 from walletpass_tui.relay.server.storage import Committed, RelayStorage, RelayStoreError
 from walletpass_tui.relay.server.writer import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
@@ -38,6 +38,8 @@ RING_BYTES = 4 * 1024 * 1024
 PAGE_EVENTS = 256
 PAGE_BYTES = 64 * 1024  # what one subscriber reads at a time: at least one event, about this much
 REFRESH_S = 1.0  # how often the channel table is re-read (``relay channel`` runs elsewhere)
+TOKEN_TTL_S = 5.0  # a shared database's token checks are kept this long, or until a change
+TOKENS_KEPT = 10_000
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,14 @@ class Feed:
             self._ring_bytes -= len(old)
             self._floor = old_cursor
 
+    def prime(self, head: int) -> None:
+        """The database just said ``head`` is the channel's newest cursor: an empty ring holds
+        everything after it (nothing), so subscribers there wait for notices instead of reading
+        the database at every heartbeat. Only where cursors are consecutive, while listening."""
+        if self.dense and self._floor is None and self._start_after is None:
+            self._floor = self._last = head
+            self.head_hint = max(self.head_hint, head)
+
     def reset(self) -> None:
         """Forget the ring: every subscriber reads the database after its own cursor."""
         self._generation += 1
@@ -213,6 +223,7 @@ class Feeds:
         self._refreshed = -REFRESH_S
         self._lock = asyncio.Lock()
         self._refreshing: asyncio.Task[None] | None = None
+        self._tokens: dict[str, tuple[float, int | None]] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -269,6 +280,24 @@ class Feeds:
             self._by_slug[channel.slug] = feed
         return feed
 
+    async def token_channel(self, token: str) -> int | None:
+        """The id of the channel a live token opens, or None; ``RelayStoreError`` when the
+        database cannot tell. On a shared database the answer is kept a few seconds, and
+        forgotten as soon as any channel or token changes: every open stream checks its token at
+        every heartbeat, and many share one."""
+        if not self.storage.shared:
+            channel = await self.storage.channel_for_token(token)
+            return channel.id if channel else None
+        key = token_hash(token)
+        kept = self._tokens.get(key)
+        if kept is not None and time.monotonic() - kept[0] < TOKEN_TTL_S:
+            return kept[1]
+        channel = await self.storage.channel_for_token(token)
+        if len(self._tokens) >= TOKENS_KEPT:
+            self._tokens.clear()
+        self._tokens[key] = (time.monotonic(), channel.id if channel else None)
+        return channel.id if channel else None
+
     # -- what the storage tells (StorageEvents) ------------------------------------------------
 
     def on_commit(self, stored: list[Stored]) -> None:
@@ -288,11 +317,13 @@ class Feeds:
             feed.committed(committed)
 
     def on_channels_changed(self) -> None:
+        self._tokens.clear()  # a revoked token is refused at its streams' next heartbeat
         self._refreshed = -REFRESH_S
         self._refresh_soon()
 
     def on_database(self, reachable: bool) -> None:
         self.database_ok = reachable
+        self._tokens.clear()  # changes made meanwhile were not heard
         if reachable:
             for feed in self:
                 feed.reset()

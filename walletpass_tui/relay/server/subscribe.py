@@ -132,10 +132,10 @@ class Subscriptions:
         if token is None:
             return False
         try:
-            current = await self.storage.channel_for_token(token)
+            current = await self.feeds.token_channel(token)
         except RelayStoreError:
             return True  # a busy database is not a revocation
-        return current is not None and current.id == channel.id
+        return current == channel.id
 
     async def _stream(
         self, request: web.Request, channel: Channel, after: int
@@ -188,7 +188,10 @@ class Subscriptions:
                 stopped=self.stopped,
             )
             try:
-                head = max(await self.storage.head(channel.id), feed.head_hint)
+                head = await self.storage.head(channel.id)
+                if self.feeds.database_ok:
+                    feed.prime(head)
+                head = max(head, feed.head_hint)
             except RelayStoreError:
                 head = feed.head_hint
             await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))

@@ -74,6 +74,9 @@ class RelayStorage(Protocol):
     #: Cursors of a channel are consecutive (1, 2, 3...) and shared by every process on the
     #: database, so a gap in what a process has seen means it must read the database.
     dense_cursors: bool
+    #: Other processes write to the database too, and changes to channels and tokens are heard
+    #: (``on_channels_changed``), so what was read of them may be kept until then.
+    shared: bool
 
     @property
     def reachable(self) -> bool: ...

@@ -96,15 +96,25 @@ FROM channels c
 _CHANNEL_SELECT_LIGHT = f"SELECT {_CHANNEL_COLUMNS}, 0, 0, 0 FROM channels c"
 
 _LOCK_CHANNELS = "SELECT id FROM channels WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE"
-_ADVANCE_CHANNELS = """
-UPDATE channels c SET last_cursor = c.last_cursor + v.n, used_bytes = c.used_bytes + v.bytes
-FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS v(id, n, bytes)
-WHERE c.id = v.id
-RETURNING c.id, c.last_cursor, c.used_bytes
-"""
-_INSERT_DELIVERIES = """
-INSERT INTO deliveries (channel_id, cursor, received_at_ms, webhook_id, size, data)
-SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::int[], $6::bytea[])
+# Deliveries stored in one statement: each channel's cursor raised by how many it gets (the
+# row stays locked until COMMIT), the rows inserted with the cursors that follow, the notice
+# sent (delivered with the COMMIT). Returns each channel's new last cursor and usage.
+_STORE = """
+WITH adv AS (
+    UPDATE channels c SET last_cursor = c.last_cursor + v.n, used_bytes = c.used_bytes + v.bytes
+    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS v(id, n, bytes)
+    WHERE c.id = v.id
+    RETURNING c.id, c.last_cursor - v.n AS base, c.last_cursor, c.used_bytes
+), ins AS (
+    INSERT INTO deliveries (channel_id, cursor, received_at_ms, webhook_id, size, data)
+    SELECT d.channel_id, adv.base + d.k, d.received_at_ms, d.webhook_id, d.size, d.data
+    FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::int[], $9::bytea[])
+        AS d(channel_id, k, received_at_ms, webhook_id, size, data)
+    JOIN adv ON adv.id = d.channel_id
+)
+SELECT adv.id, adv.last_cursor, adv.used_bytes,
+       pg_notify($10, concat_ws(' ', 'd', adv.id, adv.base + 1, adv.last_cursor, adv.used_bytes))
+FROM adv
 """
 _INSERT_REJECTIONS = """
 INSERT INTO rejected (channel_id, received_at_ms, status, reason, webhook_id, source, headers, body)
@@ -115,7 +125,6 @@ _TRIM_REJECTIONS = """
 DELETE FROM rejected WHERE channel_id = $1 AND id <=
     (SELECT id FROM rejected WHERE channel_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)
 """
-_NOTIFY_MANY = "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p"
 # A page after a cursor, at most $3 rows and about $4 bytes (at least one row): the running sum
 # is taken over the size column, so rows past the bound are never read out of storage.
 _READ_AFTER = """
@@ -150,6 +159,7 @@ def _is_unavailable(exc: BaseException) -> bool:
 
 class PostgresStorage:
     dense_cursors = True
+    shared = True  # other processes write too; changes are heard (on_channels_changed)
 
     def __init__(self, target: DatabaseTarget, pool: Any) -> None:
         self.target = target
@@ -162,9 +172,11 @@ class PostgresStorage:
         self._reachable = True
         self._down_until = 0.0
         self._closing = False
-        # Commits of this process whose notices are on their way: their events come with
-        # on_commit (with the data), so the notice is not read again from the database.
-        self._own: set[tuple[int, int, int]] = set()
+        # Channels the writer is storing to now, and the notices for them heard meanwhile: the
+        # writer's own are dropped once it knows its cursors (on_commit brings those, with the
+        # data, so they are not read again from the database).
+        self._writing: set[int] = set()
+        self._held: list[Committed] = []
         self.commits = 0
 
     # -- opening -------------------------------------------------------------------------------
@@ -291,9 +303,12 @@ class PostgresStorage:
         if time.monotonic() < self._down_until:
             _fail(batch, DatabaseUnavailable(_UNAVAILABLE))
             return
+        channels = {job.channel_id for job, _ in batch if isinstance(job, NewDelivery)}
+        self._writing = channels
         try:
             results, stored = await self._write(batch)
         except Exception as exc:
+            self._release_held(set())
             error = self._failure(exc)
             if len(batch) > 1 and not isinstance(error, DatabaseUnavailable):
                 # Something in one job, not the database: write them one by one so only the
@@ -306,6 +321,7 @@ class PostgresStorage:
         self.commits += 1
         if stored and self._events is not None:
             self._events.on_commit(stored)
+        self._release_held({(item.channel_id, item.cursor) for item in stored})
         for (_, future), result in zip(batch, results, strict=True):
             if future.done():
                 continue
@@ -314,88 +330,93 @@ class PostgresStorage:
             else:
                 future.set_result(result)
 
+    def _release_held(self, own: set[tuple[int, int]]) -> None:
+        """The notices heard while this process was writing to their channels: its own commit's
+        are dropped (``on_commit`` brought it, with the data), any other's are passed on."""
+        held, self._held = self._held, []
+        self._writing = set()
+        for committed in held:
+            if (committed.channel_id, committed.first) in own:
+                continue
+            if self._events is not None:
+                self._events.on_committed(committed)
+
     async def _write(
         self, batch: list[tuple[Any, asyncio.Future[Any]]]
     ) -> tuple[list[Any], list[Stored]]:
         deliveries = [job for job, _ in batch if isinstance(job, NewDelivery)]
+        kept = [job for job, _ in batch if isinstance(job, NewRejection)]
         ids = sorted({job.channel_id for job, _ in batch})
         counts: dict[int, int] = {}
         sizes: dict[int, int] = {}
+        rank: list[int] = []  # each delivery's place among its channel's in this batch
         for job in deliveries:
             counts[job.channel_id] = counts.get(job.channel_id, 0) + 1
             sizes[job.channel_id] = sizes.get(job.channel_id, 0) + len(job.data)
-        own: set[tuple[int, int, int]] = set()
-        try:
-            async with self._pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as conn, conn.transaction():
-                locked = {int(r[0]) for r in await conn.fetch(_LOCK_CHANNELS, ids)}
-                advanced: dict[int, tuple[int, int]] = {}
-                if counts:
-                    live = [i for i in counts if i in locked]
-                    rows = await conn.fetch(
-                        _ADVANCE_CHANNELS, live, [counts[i] for i in live], [sizes[i] for i in live]
-                    )
-                    advanced = {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
-                next_cursor = {i: last - counts[i] + 1 for i, (last, _) in advanced.items()}
-                results: list[Any] = []
-                stored: list[Stored] = []
-                rows_in: list[tuple[int, int, int, str | None, int, bytes]] = []
-                kept: list[NewRejection] = []
-                for job, _ in batch:
-                    if job.channel_id not in locked:
-                        results.append(RelayStoreError("Not stored: the channel was removed."))
-                        continue
-                    if isinstance(job, NewDelivery):
-                        cursor = next_cursor[job.channel_id]
-                        next_cursor[job.channel_id] = cursor + 1
-                        rows_in.append(
-                            (
-                                job.channel_id,
-                                cursor,
-                                job.received_at_ms,
-                                storable_text(job.webhook_id),
-                                len(job.data),
-                                job.data,
-                            )
-                        )
-                        # Usage after this commit, as every other process hears it.
-                        item = Stored(cursor, job.channel_id, advanced[job.channel_id][1], job.data)
-                        stored.append(item)
-                        results.append(item)
-                    else:
-                        kept.append(job)
-                        results.append(None)
-                if rows_in:
-                    await conn.execute(
-                        _INSERT_DELIVERIES, *(list(col) for col in zip(*rows_in, strict=True))
-                    )
-                if kept:
-                    limit = rules.REJECTED_BODY_LIMIT
-                    await conn.execute(
-                        _INSERT_REJECTIONS,
-                        [j.channel_id for j in kept],
-                        [j.received_at_ms for j in kept],
-                        [j.status for j in kept],
-                        [storable_text(j.reason) for j in kept],
-                        [storable_text(j.webhook_id) for j in kept],
-                        [storable_text(j.source) for j in kept],
-                        [storable_text(j.headers) for j in kept],
-                        [j.body[:limit] for j in kept],
-                    )
-                    cap = rules.REJECTED_CAP
-                    await conn.executemany(
-                        _TRIM_REJECTIONS, [(i, cap) for i in sorted({j.channel_id for j in kept})]
-                    )
-                own = {(i, last - counts[i] + 1, last) for i, (last, _) in advanced.items()}
-                notices = [
-                    f"{NOTIFY_DELIVERIES} {i} {last - counts[i] + 1} {last} {used}"
-                    for i, (last, used) in sorted(advanced.items())
-                ]
-                if notices:
-                    await conn.execute(_NOTIFY_MANY, NOTIFY_CHANNEL, notices)
-                self._own |= own
-        finally:
-            self._own -= own
+            rank.append(counts[job.channel_id])
+        live = sorted(counts)
+        store_args = (
+            live,
+            [counts[i] for i in live],
+            [sizes[i] for i in live],
+            [job.channel_id for job in deliveries],
+            rank,
+            [job.received_at_ms for job in deliveries],
+            [storable_text(job.webhook_id) for job in deliveries],
+            [len(job.data) for job in deliveries],
+            [job.data for job in deliveries],
+            NOTIFY_CHANNEL,
+        )
+        async with _acquire(self._pool) as conn:
+            if not kept and len(ids) == 1:
+                # The common case: one statement, its own transaction, one round trip.
+                locked = set(ids)
+                rows = await conn.fetch(_STORE, *store_args)
+            else:
+                async with conn.transaction():
+                    # Channels locked in id order: no cycle of waits between relay processes.
+                    locked = {int(r[0]) for r in await conn.fetch(_LOCK_CHANNELS, ids)}
+                    rows = await conn.fetch(_STORE, *store_args) if deliveries else []
+                    kept = [j for j in kept if j.channel_id in locked]
+                    if kept:
+                        await self._keep_rejections(conn, kept)
+        advanced = {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+        next_cursor = {i: last - counts[i] + 1 for i, (last, _) in advanced.items()}
+        results: list[Any] = []
+        stored: list[Stored] = []
+        for job, _ in batch:
+            if job.channel_id not in locked or (
+                isinstance(job, NewDelivery) and job.channel_id not in advanced
+            ):
+                results.append(RelayStoreError("Not stored: the channel was removed."))
+            elif isinstance(job, NewDelivery):
+                cursor = next_cursor[job.channel_id]
+                next_cursor[job.channel_id] = cursor + 1
+                # Usage after this commit, as every other process hears it.
+                item = Stored(cursor, job.channel_id, advanced[job.channel_id][1], job.data)
+                stored.append(item)
+                results.append(item)
+            else:
+                results.append(None)
         return results, stored
+
+    async def _keep_rejections(self, conn: Any, kept: list[NewRejection]) -> None:
+        limit = rules.REJECTED_BODY_LIMIT
+        await conn.execute(
+            _INSERT_REJECTIONS,
+            [j.channel_id for j in kept],
+            [j.received_at_ms for j in kept],
+            [j.status for j in kept],
+            [storable_text(j.reason) for j in kept],
+            [storable_text(j.webhook_id) for j in kept],
+            [storable_text(j.source) for j in kept],
+            [storable_text(j.headers) for j in kept],
+            [j.body[:limit] for j in kept],
+        )
+        cap = rules.REJECTED_CAP
+        await conn.executemany(
+            _TRIM_REJECTIONS, [(i, cap) for i in sorted({j.channel_id for j in kept})]
+        )
 
     # -- hearing other processes ---------------------------------------------------------------
 
@@ -483,11 +504,13 @@ class PostgresStorage:
             and all(p.isdigit() for p in parts[1:])
         ):
             channel_id, first, last, used = (int(p) for p in parts[1:])
-            if (channel_id, first, last) in self._own:
-                self._own.discard((channel_id, first, last))
-                return  # this process's own commit: on_commit brings it
-            if 0 < first <= last:
-                events.on_committed(Committed(channel_id, first, last, used))
+            if not 0 < first <= last:
+                return
+            committed = Committed(channel_id, first, last, used)
+            if channel_id in self._writing:
+                self._held.append(committed)  # perhaps this process's own: decided once written
+            else:
+                events.on_committed(committed)
 
     def _failure(self, exc: BaseException) -> RelayStoreError:
         if isinstance(exc, RelayStoreError):
@@ -504,7 +527,7 @@ class PostgresStorage:
         if time.monotonic() < self._down_until:
             raise DatabaseUnavailable(_UNAVAILABLE)
         try:
-            async with self._pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as conn:
+            async with _acquire(self._pool) as conn:
                 if not notify:
                     return await fn(conn)
                 async with conn.transaction():
@@ -723,6 +746,25 @@ async def _insert_token(conn: Any, channel_id: int, token: str) -> None:
         token[-4:],
         now_ms(),
     )
+
+
+class PoolBusy(RelayStoreError):
+    """Every pooled connection stayed in use for ``ACQUIRE_TIMEOUT_S``: this process is busy,
+    the database is not (for that) unavailable."""
+
+
+@contextlib.asynccontextmanager
+async def _acquire(pool: Any) -> Any:
+    try:
+        conn = await pool.acquire(timeout=ACQUIRE_TIMEOUT_S)
+    except TimeoutError:
+        raise PoolBusy(
+            "The relay is busy: no database connection was free; retry shortly."
+        ) from None
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
 
 
 def _fail(batch: list[tuple[Any, asyncio.Future[Any]]], error: Exception) -> None:

@@ -20,6 +20,7 @@ from walletpass_tui.relay.server.writer import Job, RelayWriter, prune_before
 
 class SqliteStorage:
     dense_cursors = False
+    shared = False
 
     def __init__(self, target: DatabaseTarget) -> None:
         assert target.path is not None
