@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL cluster for the tests: Debian's server binaries, a temporary directory,
-a free port on 127.0.0.1, the unix socket inside the directory, ``fsync=off``.
+a free port on 127.0.0.1, the unix socket inside the directory, ``fsync=off`` (``durable=True``,
+for the benchmark: fsync on, as a real server).
 
 initdb refuses to run as root, so as root the cluster runs as the ``postgres`` user (``runuser``)
 in a directory it owns. Each pytest-xdist worker starts its own cluster (its own directory and
@@ -55,7 +56,10 @@ def free_port() -> int:
 
 
 class PgCluster:
-    def __init__(self, bindir: Path, root: Path, port: int, password: str) -> None:
+    def __init__(
+        self, bindir: Path, root: Path, port: int, password: str, *, durable: bool = False
+    ) -> None:
+        self.durable = durable  # fsync on (benchmarks); off for tests
         self.bindir = bindir
         self.root = root
         self.data = root / "data"
@@ -71,10 +75,10 @@ class PgCluster:
     # -- lifecycle -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, name: str = "main") -> PgCluster:
+    def create(cls, name: str = "main", *, durable: bool = False) -> PgCluster:
         bindir = find_bindir()
         root = Path(tempfile.mkdtemp(prefix=f"wpr-pg-{name}-"))
-        cluster = cls(bindir, root, free_port(), secrets.token_urlsafe(16))
+        cluster = cls(bindir, root, free_port(), secrets.token_urlsafe(16), durable=durable)
         cluster._init()
         cluster.start()
         cluster.psql(
@@ -108,9 +112,11 @@ class PgCluster:
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c full_page_writes=off -c max_connections=300 -c shared_buffers=32MB"
+            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
+            "-c max_connections=300 -c shared_buffers=32MB"
         )
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off"
         self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
             "-o", options, "start",
