@@ -36,7 +36,8 @@ BATCH = 500
 
 async def populate(home: Path, count: int) -> None:
     from walletpass_tui.sim.events import event_body
-    from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+    from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+    from walletpass_tui.webhooks.store import Store
 
     await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
     store = await Store.open(home / "deliveries.sqlite3")
@@ -85,8 +86,8 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def rebuild_argv(history: Path) -> list[str]:
     code = (
-        "import sys; from pathlib import Path; from walletpass_tui.schemas import rebuild, "
-        "schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
+        "import sys; from pathlib import Path; from walletpass_tui.schemas import rebuild\n"
+        "from walletpass_tui.schemas.storage import schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
         "schemas_path(Path(sys.argv[1])).name + '*'): f.unlink()\n"
         "print(rebuild(Path(sys.argv[1])))"
     )
@@ -95,7 +96,7 @@ def rebuild_argv(history: Path) -> list[str]:
 
 def in_memory_cost(count: int) -> float:
     """CPU microseconds per delivery of Catalog.learn over simulator bodies (median of 5)."""
-    from walletpass_tui.schemas import Catalog, Delivery
+    from walletpass_tui.schemas.catalog import Catalog, Delivery
     from walletpass_tui.sim.events import event_body
 
     rng = random.Random(3)

@@ -2,6 +2,9 @@
 
 * ``clean_env``: no ``WALLETPASS_*`` variable from the developer's shell leaks into a test, and the
   data, config and XDG directories all point into ``tmp_path``.
+* Hypothesis runs the same examples on every run (a red build is reproducible, never a dice roll);
+  ``HYPOTHESIS_PROFILE=explore`` draws new ones, to hunt for cases before they are pinned with
+  ``@example``.
 * ``start_server``: a real aiohttp server on 127.0.0.1 with an ephemeral port that records every
   request and answers with whatever the test told it to (a stand-in for the service, or for any
   target a delivery is forwarded to).
@@ -19,7 +22,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from hypothesis import settings
 from multidict import CIMultiDict
+
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ ephemeral port, in the test's own event loop.
 
 * ``self_signed(tmp)``: a certificate for 127.0.0.1 and its key, made by ``openssl req`` (the
   test's own CA-less certificate: nothing on this machine trusts it).
+* ``local_ca(tmp)``: a CA of the test's own and a certificate for 127.0.0.1 it signed (fixture
+  ``local_ca``), for ``--ca-bundle``.
 * ``Peers``: raw asyncio servers: TLS with that certificate, one that writes bytes that are not
   HTTP, one that accepts and never answers, one that closes without a word; and a closed port.
 * ``local_resolver``: the fixture that keeps name resolution on this machine. A name under
@@ -79,6 +81,58 @@ def self_signed(directory: Path) -> Certificate:
         timeout=60,
     )
     return Certificate(cert, key)
+
+
+@dataclass(frozen=True)
+class LocalCA:
+    """A CA of the test's own and a certificate for 127.0.0.1 it signed: what a developer's local
+    HTTPS app has (mkcert's, a company CA's). ``ca`` is what ``--ca-bundle`` is given."""
+
+    ca: Path
+    leaf: Certificate
+
+
+def local_ca(directory: Path) -> LocalCA:
+    """A fresh CA (``CA:TRUE``, may sign certificates) and a leaf for 127.0.0.1 signed by it, made
+    with the openssl command; the leaf alone verifies with the CA as the only trust anchor."""
+    openssl = shutil.which("openssl")
+    assert openssl, "these tests make their certificates with the openssl command"
+    ca, ca_key = directory / "ca.pem", directory / "ca.key"
+    leaf, leaf_key, csr = directory / "leaf.pem", directory / "leaf.key", directory / "leaf.csr"
+    extensions = directory / "leaf.ext"
+    extensions.write_text(
+        "subjectAltName=IP:127.0.0.1\n"
+        "basicConstraints=critical,CA:FALSE\n"
+        "keyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid\n"
+        "subjectKeyIdentifier=hash\n"
+    )
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    make_ca = [
+        *(openssl, "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "2"),
+        *("-subj", "/CN=walletpass-tui test CA"),
+        *("-addext", "basicConstraints=critical,CA:TRUE"),
+        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
+    ]
+    ask = [
+        openssl,
+        "req",
+        *ec,
+        "-keyout",
+        str(leaf_key),
+        "-out",
+        str(csr),
+        "-subj",
+        "/CN=127.0.0.1",
+    ]
+    sign_leaf = [
+        *(openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key)),
+        *("-set_serial", "0x5eed", "-days", "2", "-out", str(leaf), "-extfile", str(extensions)),
+    ]
+    for argv in (make_ca, ask, sign_leaf):
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    return LocalCA(ca, Certificate(leaf, leaf_key))
 
 
 async def _read_head(reader: asyncio.StreamReader) -> None:
@@ -172,6 +226,11 @@ async def peers_fixture() -> Any:
 @pytest.fixture(name="certificate", scope="session")
 def certificate_fixture(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
     return self_signed(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(name="local_ca", scope="session")
+def local_ca_fixture(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
+    return local_ca(tmp_path_factory.mktemp("ca"))
 
 
 @dataclass

@@ -36,7 +36,10 @@ async def _nothing_answered(url: str, timeout_s: float = 15.0) -> tuple[set[str 
 
 async def test_a_self_signed_certificate(peers: Peers, certificate: Certificate) -> None:
     errors, said = await _nothing_answered(await peers.tls(certificate))
-    sentence = "the certificate of 127.0.0.1 is not trusted (self-signed or unknown CA)"
+    sentence = (
+        "the certificate of 127.0.0.1 is not trusted (self-signed or unknown CA): "
+        "pass --ca-bundle FILE with your CA, or --insecure"
+    )
     assert errors == {sentence}
     assert f"({sentence})" in said
     assert "connection refused" not in said

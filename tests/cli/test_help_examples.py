@@ -249,6 +249,7 @@ def world(
             "WALLETPASS_REGISTRATION_URL": service_url,
             "WALLETPASS_API_KEY": SERVICE_KEY,
             "WEBHOOK_SECRET": SECRET,
+            "APP_TOKEN": "app-token-for-the-examples",  # what --header examples send the app
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

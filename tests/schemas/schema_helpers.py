@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from walletpass_tui.schemas import Catalog, Delivery
+from walletpass_tui.schemas.catalog import Catalog, Delivery
 from walletpass_tui.webhooks.models import VERIFIED
 
 T0 = 1_795_000_000_000

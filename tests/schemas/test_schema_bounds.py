@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from schema_helpers import delivery
 
-from walletpass_tui.schemas import MAX_DEPTH, MAX_PATHS, Catalog, GroupKey
-from walletpass_tui.schemas.model import GroupSchema
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.model import GroupKey, GroupSchema
+from walletpass_tui.schemas.paths import MAX_DEPTH, MAX_PATHS
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
 MIB = 1024 * 1024
@@ -37,7 +38,8 @@ def peak_while(work: Callable[[], Any]) -> tuple[Any, int]:
 
 _CHILD = """
 import json, resource, sys
-from walletpass_tui.schemas import Catalog, Delivery, GroupKey
+from walletpass_tui.schemas.catalog import Catalog, Delivery
+from walletpass_tui.schemas.model import GroupKey
 body = open(sys.argv[1], "rb").read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 catalog = Catalog()

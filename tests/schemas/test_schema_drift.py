@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from schema_helpers import activated, delivery, learned
 
-from walletpass_tui.schemas import DRIFT_AFTER, Catalog, DriftRecord, GroupKey
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.model import GroupKey
+from walletpass_tui.schemas.records import DriftRecord
 from walletpass_tui.webhooks.models import REJECTED
 
 ACTIVATED = GroupKey.of_topic("pass.activated")

@@ -17,11 +17,11 @@ import pytest
 from genson import SchemaBuilder
 from schema_helpers import activated, learned
 
-from walletpass_tui.schemas import GroupKey
 from walletpass_tui.schemas.export import export
 from walletpass_tui.schemas.export.json_schema import to_json_schema
 from walletpass_tui.schemas.export.pydantic_code import model_name
 from walletpass_tui.schemas.export.shape import pascal
+from walletpass_tui.schemas.model import GroupKey
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
 

@@ -14,18 +14,15 @@ from typing import Any
 import pytest
 from schema_helpers import T0, activated
 
-from walletpass_tui.schemas import (
-    TEMPLATES,
-    DriftRecord,
-    Finding,
-    GroupKey,
-    SchemaError,
-    SchemaLearner,
-    SchemaReader,
-    rebuild,
-    schemas_path,
-)
-from walletpass_tui.webhooks.store import REJECTED, VERIFIED, Attempt, Store
+from walletpass_tui.schemas import rebuild
+from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.learner import SchemaLearner
+from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey
+from walletpass_tui.schemas.reader import SchemaReader
+from walletpass_tui.schemas.records import DriftRecord
+from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
+from walletpass_tui.webhooks.store import Store
 
 ACTIVATED = GroupKey.of_topic("pass.activated")
 DEADLINE_S = 30  # "did not hang" only

@@ -6,7 +6,9 @@ import json
 
 from schema_helpers import T0, activated, delivery, learned
 
-from walletpass_tui.schemas import TEMPLATES, Catalog, FieldInfo, GroupKey
+from walletpass_tui.schemas.catalog import Catalog
+from walletpass_tui.schemas.model import TEMPLATES, GroupKey
+from walletpass_tui.schemas.records import FieldInfo
 from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
 
 ACTIVATED = GroupKey.of_topic("pass.activated")

@@ -26,6 +26,7 @@ from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import FORWARD, ORIGINAL, Attempt, ForwardResult
@@ -171,6 +172,9 @@ async def settle(pilot: Pilot[Any]) -> None:
     log = app.screen.query_one(EventLogPane)
     templates = app.screen.query_one(TemplatesPane)
     while log.total is None or templates.loading or "loading" in str(templates.border_title):
+        await pilot.pause(0.02)
+    # The header's sparkline is drawn once the last hour is read from the history, after paint.
+    while not app.screen.query_one(StatusBar).sparks:
         await pilot.pause(0.02)
     await pilot.pause(0.2)
 

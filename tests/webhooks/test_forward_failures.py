@@ -35,7 +35,10 @@ from walletpass_tui.webhooks.models import ORIGINAL, REPLAY, RESPONSE_BODY_LIMIT
 
 BODY = b'{"type": "pass.activated"}'
 HEADERS = {"Content-Type": "application/json"}
-UNTRUSTED = "the certificate of 127.0.0.1 is not trusted (self-signed or unknown CA)"
+UNTRUSTED = (
+    "the certificate of 127.0.0.1 is not trusted (self-signed or unknown CA): "
+    "pass --ca-bundle FILE with your CA, or --insecure"
+)
 NOT_HTTP = "127.0.0.1 answered with something that is not HTTP"
 REFUSED = "connection refused (is your app running?)"
 SSH = b"SSH-2.0-OpenSSH_9.6\r\nProtocol mismatch.\r\n\r\n"

@@ -20,8 +20,9 @@ as ``ConnectError``; the reason is further down the exception's chain (``__cause
                      (or: closed while the request was being sent)
     OTHER            the exception's own name and text, clipped
 
-Forwards, replays and the check record the sentence; the service's client picks its own wording
-from the kind.
+Forwards, replays and the check record the sentence, said of the user's own app by ``to_target``
+(a certificate it does not trust tells how to trust it: ``--ca-bundle FILE`` or ``--insecure``);
+the service's client picks its own wording from the kind.
 
 A peer that writes a line of anything but HTTP and hangs up looks to httpx exactly like one that
 hangs up without a word ("Server disconnected without sending a response"). ``watched_transport``
@@ -200,6 +201,21 @@ def why_no_answer(
         return NoAnswer(Failure.RESET, "the connection was reset before the answer was complete")
     text = str(exc) or type(exc).__name__
     return NoAnswer(Failure.OTHER, printable(f"{type(exc).__name__}: {text}", 300))
+
+
+TRUST_HOW = "pass --ca-bundle FILE with your CA, or --insecure"
+
+
+def to_target(failure: NoAnswer) -> NoAnswer:
+    """``failure`` as said of a request to the user's own app, whose certificates the command's
+    flags can trust: an untrusted one says how to trust it, one for another name how to skip it."""
+    if failure.kind is Failure.UNTRUSTED_CERT:
+        return NoAnswer(failure.kind, f"{failure.text}: {TRUST_HOW}")
+    if failure.kind is Failure.WRONG_NAME_CERT:
+        return NoAnswer(
+            failure.kind, f"{failure.text}: use the name it was made for, or pass --insecure"
+        )
+    return failure
 
 
 # -- the first bytes of an answer ------------------------------------------------------------------

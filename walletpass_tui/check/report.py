@@ -53,10 +53,12 @@ class Table:
 
 
 def heading(options: CheckOptions, cases: int) -> str:
-    return (
+    line = (
         f"Checking {printable(options.target, 200)} with {options.masked_secret}: {cases} cases, "
         f"one at a time, timeout {options.timeout_s:g} s."
     )
+    notes = options.target_options.notes()  # added headers masked
+    return line + "".join(f"\n  {note[0].upper()}{note[1:]}." for note in notes)
 
 
 def summary(report: CheckReport) -> list[str]:
@@ -128,6 +130,7 @@ def json_report(report: CheckReport) -> dict[str, Any]:
         "endpoint_id": o.endpoint_id,
         "topics": list(o.topics),
         "timeout_s": o.timeout_s,
+        "headers_added": o.target_options.masked_headers(),
         "passed": report.passed,
         "strict": o.strict,
         "exit_code": report.exit_code,

@@ -30,6 +30,7 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
 from walletpass_tui.webhooks.models import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult
 from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
 
 RECORD_MODE = "check"  # the mode of the recorded replay rows
@@ -54,6 +55,8 @@ class CheckOptions:
     warn_after_s: float = WARN_AFTER_S
     endpoint_id: str | None = None  # the endpoint the secret came from, recorded with each case
     strict: bool = False  # a warning fails the check too (for CI)
+    # Headers added to every case (--header) and the certificates to trust (--ca-bundle...).
+    target_options: TargetOptions = field(default_factory=TargetOptions)
 
     @property
     def masked_secret(self) -> str:
@@ -138,7 +141,8 @@ def _attempt(
         received_at_ms=int(sent_at.timestamp() * 1000),
         method="POST",
         path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-        headers=sent_headers(request),
+        # Added headers are recorded masked: their values may be the app's secrets.
+        headers=sent_headers(request, options.target_options.headers, masked=True),
         body=request.body,
         verdict=VERIFIED if found.ok else REJECTED,
         reason=found.reason.value,
@@ -163,7 +167,9 @@ async def run_case(
 ) -> CaseResult:
     sent_at = clock()
     request = case.make(sent_at)
-    answer = await post(client, options.target.strip(), request, options.timeout_s)
+    answer = await post(
+        client, options.target.strip(), request, options.timeout_s, options.target_options.headers
+    )
     verdict = judge(
         case,
         Answer(answer.status, answer.latency_ms, answer.error),
@@ -206,7 +212,7 @@ async def run_check(
         list(cases) if cases is not None else build_cases(options.secret, options.topics, rng=rng)
     )
     own = client is None
-    client = client or new_client()
+    client = client or new_client(options.target_options.trust)
     results: list[CaseResult] = []
     try:
         for case in cases:

@@ -16,9 +16,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from walletpass_tui import __version__
+from walletpass_tui import __version__, logs
 from walletpass_tui.cli.common import PROG, add_settings_flags
-from walletpass_tui.errors import WalletpassError
+from walletpass_tui.errors import UsageError, WalletpassError
+from walletpass_tui.text import printable
 
 # Top-level command -> (module that registers it, one line for --help). A module's
 # register(subparsers, parents) adds every command it lists here.
@@ -121,6 +122,22 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _start_log(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """``--log-file`` / WALLETPASS_LOG: the debug log, before the command runs."""
+    path = logs.log_path(getattr(args, "log_file", None))
+    if path is None:
+        return
+    for name in ("api_key", "relay_token"):  # flags whose values have no recognisable shape
+        logs.redact(getattr(args, name, None))
+    try:
+        logs.configure(path, command=chosen_command(argv) or "the dashboard")
+    except OSError as exc:
+        raise UsageError(
+            f"Cannot write the log file {printable(str(path), 200)} ({exc.strerror or exc}); "
+            "give a path in a directory you can write."
+        ) from None
+
+
 def _default_handler(args: argparse.Namespace) -> int:
     from walletpass_tui.cli import dashboard_cmd
 
@@ -146,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help, --version, or a usage error argparse reported
             return exc.code if isinstance(exc.code, int) else 2
+        _start_log(args, argv)
         handler = getattr(args, "handler", None) or _default_handler
         return handler(args)
     except BrokenPipeError:

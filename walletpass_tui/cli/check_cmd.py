@@ -18,6 +18,7 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
+from walletpass_tui.cli.target_flags import add_target_flags, target_options
 from walletpass_tui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         action="store_true",
         help="do not record the requests and answers in the history",
     )
+    add_target_flags(p)
     p.set_defaults(handler=cmd_check)
 
 
@@ -120,6 +122,7 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     except SecretError as exc:
         raise UsageError(str(exc)) from None
     return CheckOptions(
+        target_options=target_options(args, [args.url]),
         target=args.url,
         secret=secret,
         topics=tuple(topics or TOPICS),

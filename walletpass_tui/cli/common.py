@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from walletpass_tui import logs
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
 from walletpass_tui.errors import UsageError, WalletpassError
@@ -208,6 +209,13 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         help="API key; prefer WALLETPASS_API_KEY, a flag shows up in your shell history",
     )
     group.add_argument(
+        "--log-file",
+        metavar="PATH",
+        default=s,
+        help=f"append a debug log to PATH (env {logs.ENV_LOG}), private (0600), secrets removed: "
+        "attach it to a bug report",
+    )
+    group.add_argument(
         "--allow-http",
         action="store_const",
         const=True,
@@ -243,6 +251,8 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     }
     config = getattr(args, "config", None)
     settings = load_settings(flags, env=env, config_file=Path(config) if config else None)
+    for secret in (settings.api_key, settings.relay_token):  # never in a --log-file
+        logs.redact(secret.reveal() if secret else None)
     try:
         check_settings_urls(settings)
     except UrlError as exc:

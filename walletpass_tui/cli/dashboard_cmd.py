@@ -22,9 +22,10 @@ import gc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import UsageError, settings_from_args
+from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 

@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "delivery is answered 200 only after it is on disk.",
         epilog="examples:\n"
         "  walletpass-tui listen --secret whsec_...\n"
+        "  walletpass-tui listen --secret whsec_... --forward-to http://localhost:3000/webhooks "
+        '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
         "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
@@ -82,7 +84,23 @@ class RelayStatePrinter:
             self.out.flush()
 
 
+ANSWER_SHOWN = 200  # characters of your app's answer on the line below a forward
+
+
+def answer_line(body: bytes) -> str | None:
+    """The line below a forward: the first ``ANSWER_SHOWN`` characters of your app's answer,
+    escaped (untrusted text), or None for an empty one."""
+    text = body.decode("utf-8", errors="backslashreplace").strip()
+    if not text:
+        return None
+    # Escaping only lengthens, so one character more than is shown tells whether to cut.
+    return "     " + printable(text[: ANSWER_SHOWN + 1], ANSWER_SHOWN)
+
+
 class ForwardPrinter:
+    """A line for each forward your app answered (and the start of its answer on the next), or a
+    JSON object with the whole answer as stored (at most 64 KiB)."""
+
     def __init__(self, out: TextIO, as_json: bool) -> None:
         self.out = out
         self.as_json = as_json
@@ -100,6 +118,7 @@ class ForwardPrinter:
                         "latency_ms": round(result.latency_ms, 1),
                         "error": result.error,
                         "note": result.note,
+                        "response_body": result.body.decode("utf-8", errors="replace"),
                     }
                 }
             )
@@ -110,6 +129,9 @@ class ForwardPrinter:
                 f"  -> {printable(row.webhook_id or '-', 40)} forwarded to {printable(row.target, 80)}: "
                 f"{outcome} in {result.latency_ms:.0f} ms{later}"
             )
+            answer = answer_line(result.body)
+            if answer is not None:
+                line += "\n" + answer
         self.out.write(line + "\n")
         self.out.flush()
 
@@ -198,7 +220,8 @@ def _announce(
     for route in runtime.routes:
         topic = route.topic or "every topic"
         mode = "answering with its status" if ack_target else "after storing"
-        out.write(f"Forwarding {topic} to {route.target} ({mode})\n")
+        notes = "".join(f"; {note}" for note in route.options.notes())  # header values masked
+        out.write(f"Forwarding {topic} to {route.target} ({mode}){notes}\n")
     options = runtime.setup.options
     secrets = [f"{key.label} (--secret)" for key in (options.secrets if options else ())]
     for endpoint in runtime.registry.load():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from walletpass_tui.cli.common import bounded_float, bounded_int, forward_to_arg, url_arg
+from walletpass_tui.cli.target_flags import HEADER_HELP, add_trust_flags, header_arg
 
 MAX_BODY_LIMIT = 64 * 1024 * 1024  # the largest --max-body accepted
 MAX_TOLERANCE_S = 7 * 86400
@@ -75,6 +76,16 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         help="stored (default): answer 200 once stored, forward after, queue while your app is "
         "down; target: answer with your app's status (within 10 s)",
     )
+    fwd.add_argument(
+        "--forward-header",
+        action="append",
+        type=header_arg,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help='add this header to every forward, e.g. "Authorization: Bearer $APP_TOKEN" for '
+        f"your app (repeatable; {HEADER_HELP})",
+    )
+    add_trust_flags(fwd, "https --forward-to targets")
     src = parser.add_argument_group("sources")
     src.add_argument(
         "--allow-source",

@@ -80,9 +80,21 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     options = build_receiver_options(args, settings)
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
+        from walletpass_tui.cli.target_flags import target_options
         from walletpass_tui.webhooks.forward import parse_route
 
-        routes = tuple(parse_route(text) for text in args.forward_to)
+        parsed = [parse_route(text) for text in args.forward_to]
+        # The added headers and trusted certificates travel with each route to the forwarder.
+        extra = target_options(args, (r.target for r in parsed), header_flag="--forward-header")
+        routes = tuple(replace(r, options=extra) for r in parsed)
+    else:
+        for flag, given in (
+            ("--forward-header", getattr(args, "forward_header", None)),
+            ("--ca-bundle", getattr(args, "ca_bundle", None)),
+            ("--insecure", getattr(args, "insecure", False)),
+        ):
+            if given:
+                raise UsageError(f"{flag} applies to forwards: give a --forward-to URL too.")
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")

@@ -9,7 +9,7 @@ path, and can always be deleted: it is learned again from the history.
 
 Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
 
-    from walletpass_tui.schemas import SchemaLearner
+    from walletpass_tui.schemas.learner import SchemaLearner
 
     learner = SchemaLearner(store.path).start()   # call on the event loop: listeners run there
     unfollow = learner.follow(store)              # wake after each commit (store.subscribe)
@@ -46,42 +46,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from walletpass_tui.schemas.book import Progress, Step
-from walletpass_tui.schemas.catalog import Catalog, Delivery
-from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.book import Progress
 from walletpass_tui.schemas.errors import SchemaError
-from walletpass_tui.schemas.export import EXPORTERS
-from walletpass_tui.schemas.learner import COALESCE_S, SchemaLearner
-from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, Kind
-from walletpass_tui.schemas.paths import MAP_KEYS, MAX_DEPTH, MAX_PATHS
-from walletpass_tui.schemas.reader import SchemaReader
-from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.schemas.storage import schemas_path
-
-__all__ = [
-    "COALESCE_S",
-    "DRIFT_AFTER",
-    "EXPORTERS",
-    "MAP_KEYS",
-    "MAX_DEPTH",
-    "MAX_PATHS",
-    "TEMPLATES",
-    "Catalog",
-    "Delivery",
-    "DriftRecord",
-    "FieldInfo",
-    "Finding",
-    "GroupKey",
-    "GroupSummary",
-    "Kind",
-    "Progress",
-    "SchemaError",
-    "SchemaLearner",
-    "SchemaReader",
-    "Step",
-    "rebuild",
-    "schemas_path",
-]
 
 
 def rebuild(history_path: Path, progress: Progress | None = None) -> int:

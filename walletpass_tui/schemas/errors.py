@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from walletpass_tui.errors import WalletpassError
 
-class SchemaError(Exception):
+
+class SchemaError(WalletpassError):
     """The schemas cannot be read or exported; the message says why and what to do."""
 
     @classmethod

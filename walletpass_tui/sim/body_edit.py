@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from walletpass_tui.errors import UsageError
+
 __all__ = [
     "Assignment",
     "BodyEditError",
@@ -34,7 +36,7 @@ _SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
-class BodyEditError(ValueError):
+class BodyEditError(UsageError, ValueError):
     """A path or an assignment that cannot be applied; ``str()`` says why."""
 
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from walletpass_tui.api.topics import TOPICS, TopicError, parse_topic
+from walletpass_tui.errors import UsageError
 from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse_path
 from walletpass_tui.sim.events import event_body
 from walletpass_tui.webhooks.body_fields import extract_topic
@@ -32,7 +33,7 @@ MAX_SETS = 100  # fields changed by one item
 _DIRECTIVE_KEYS = frozenset({"topic", "set"})
 
 
-class FixtureError(ValueError):
+class FixtureError(UsageError, ValueError):
     """A fixture that cannot be sent; ``str()`` names the item and the problem."""
 
 

@@ -476,6 +476,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             attempt,
             target=self.context.replay_target(),
             secret_for=self.context.secret_for,
+            options_for=self.context.target_options,
         )
         self.push_screen(screen, lambda done: self._replayed(attempt, done))
 

@@ -7,6 +7,9 @@
   seconds until they succeed or the user gives up; a restart resumes the queue. With
   ``--ack target`` the delivery is forwarded before the answer and the service gets the target's
   status, within a budget safely under the service's 15-second deadline.
+* Both, and the check, carry what :mod:`walletpass_tui.webhooks.target_options` adds for a target:
+  the user's headers (``--forward-header``/``--header``, after the request's own, never replacing
+  one) and the certificates an https target may present (``--ca-bundle``, ``--insecure``).
 * Replay sends a stored message again: ``original`` (the stored bytes and headers exactly, old
   timestamp included) or ``resign`` (same webhook-id, a fresh timestamp, signed with the endpoint's
   secret, as the service would send a retry). An edited body is always re-signed.
@@ -17,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
@@ -28,6 +31,7 @@ from walletpass_tui import __version__
 from walletpass_tui.api.http_failures import (
     TIMED_OUT,
     received,
+    to_target,
     watched_transport,
     why_no_answer,
 )
@@ -44,6 +48,7 @@ from walletpass_tui.webhooks.models import (
     ForwardRow,
 )
 from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.target_options import TargetOptions, Trust, with_added
 from walletpass_tui.webhooks.verify import sign
 
 USER_AGENT = f"walletpass-tui/{__version__} (forwarding)"
@@ -67,18 +72,21 @@ class ForwardError(WalletpassError, ValueError):
 class Route:
     target: str
     topic: str | None = None  # None: every topic
+    # Added headers and trusted certificates, for this target only.
+    options: TargetOptions = field(default_factory=TargetOptions)
 
     def matches(self, topic: str | None) -> bool:
         return self.topic is None or self.topic == topic
 
 
-def parse_route(text: str) -> Route:
-    """``URL`` or ``TOPIC=URL``."""
+def parse_route(text: str, options: TargetOptions | None = None) -> Route:
+    """``URL`` or ``TOPIC=URL``; ``options``: what every forward to it carries."""
+    options = options or TargetOptions()
     topic, sep, url = text.partition("=")
     if sep and not topic.startswith(("http://", "https://")):
-        route = Route(target=url.strip(), topic=topic.strip())
+        route = Route(target=url.strip(), topic=topic.strip(), options=options)
     else:
-        route = Route(target=text.strip())
+        route = Route(target=text.strip(), options=options)
     try:
         check_url(route.target, what="The --forward-to URL")
     except UrlError as error:
@@ -96,12 +104,14 @@ def targets_for(routes: Iterable[Route], topic: str | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def target_client() -> httpx.AsyncClient:
+def target_client(trust: Trust | None = None) -> httpx.AsyncClient:
     """The client for the user's own app: it talks only to the URL it is given (no proxy from the
     environment, no redirect followed: a 3xx is recorded as the answer) and keeps no cookie an
-    answer sets, so one request never carries what another's answer left."""
+    answer sets, so one request never carries what another's answer left. ``trust``: which
+    certificates an https app may present (default: the usual public roots)."""
+    verify = (trust or Trust()).verify()
     return httpx.AsyncClient(
-        transport=watched_transport(trust_env=False),
+        transport=watched_transport(trust_env=False, verify=verify),
         trust_env=False,
         follow_redirects=False,
         cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
@@ -120,11 +130,13 @@ async def send(
     client: httpx.AsyncClient,
     target: str,
     body: bytes | AsyncIterator[bytes],
-    headers: dict[str, str],
+    headers: Mapping[str, str] | Sequence[tuple[str, str]],
     timeout_s: float,
 ) -> ForwardResult:
     """POST once; the answer (its body read up to the store's limit), or why there was none, as
-    a ForwardResult. Forwards, replays and the check all send through here."""
+    a ForwardResult. Forwards, replays and the check all send through here. ``headers``: a pair
+    given twice is sent twice."""
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     started = time.perf_counter()
     try:
         # httpx's timeout applies to each read; the deadline covers the whole answer, so an app
@@ -133,7 +145,7 @@ async def send(
             async with (
                 asyncio.timeout(timeout_s),
                 client.stream(
-                    "POST", target, content=body, headers=headers, timeout=timeout_s
+                    "POST", target, content=body, headers=pairs, timeout=timeout_s
                 ) as response,
             ):
                 chunks: list[bytes] = []
@@ -150,7 +162,7 @@ async def send(
                     body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
                 )
     except (httpx.HTTPError, TimeoutError) as exc:
-        error = why_no_answer(exc, target, timeout_s, bytes(first)).text
+        error = to_target(why_no_answer(exc, target, timeout_s, bytes(first))).text
     return ForwardResult(
         status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
     )
@@ -200,13 +212,18 @@ async def replay(
     body: bytes | None = None,
     client: httpx.AsyncClient | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    options: TargetOptions | None = None,
 ) -> ForwardResult:
-    """Send ``attempt`` again to ``target`` and record it in the message's history."""
+    """Send ``attempt`` again to ``target`` and record it in the message's history. ``options``:
+    headers to add and the certificates to trust (those of ``client`` when one is given)."""
+    options = options or TargetOptions()
     payload, headers, used = replay_request(attempt, mode=mode, secret=secret, body=body)
     own = client is None
-    client = client or target_client()
+    client = client or target_client(options.trust)
     try:
-        result = await send(client, target, payload, headers, timeout_s)
+        result = await send(
+            client, target, payload, with_added(headers, options.headers), timeout_s
+        )
     finally:
         if own:
             await client.aclose()
@@ -255,13 +272,34 @@ class Forwarder:
         self.timeout_s = timeout_s
         self.backoff_cap_s = backoff_cap_s
         self.on_result = on_result
-        self._client = target_client()
+        # What each target named by a route carries; a target only an earlier run queued gets the
+        # defaults (no added header: those were given for the targets named now).
+        self._options: dict[str, TargetOptions] = {}
+        for route in self.routes:
+            self._options.setdefault(route.target, route.options)
+        self._clients: dict[Trust, httpx.AsyncClient] = {}
         self._wake: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._unsubscribe: Callable[[], None] | None = None
 
     def targets(self, attempt: Attempt) -> tuple[str, ...]:
         return targets_for(self.routes, attempt.topic)
+
+    def options(self, target: str) -> TargetOptions:
+        return self._options.get(target) or TargetOptions()
+
+    def _client(self, trust: Trust) -> httpx.AsyncClient:
+        client = self._clients.get(trust)
+        if client is None:
+            client = self._clients[trust] = target_client(trust)
+        return client
+
+    async def _send(
+        self, target: str, body: bytes, headers: dict[str, str], timeout_s: float
+    ) -> ForwardResult:
+        options = self.options(target)
+        added = with_added(headers, options.headers)
+        return await send(self._client(options.trust), target, body, added, timeout_s)
 
     async def start(self) -> None:
         """Resume every target with pending forwards (a restart resumes the queue) and listen."""
@@ -283,7 +321,9 @@ class Forwarder:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        await self._client.aclose()
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
 
     def _on_batch(self, batch: Sequence[Attempt]) -> None:
         for attempt in batch:
@@ -328,7 +368,7 @@ class Forwarder:
         if row.tries > 0 and age > RESIGN_AFTER_S and secret and attempt.webhook_id:
             body, headers, _ = replay_request(attempt, mode=RESIGN, secret=secret)
             note = "re-signed: the original timestamp had grown too old"
-        result = await send(self._client, row.target, body, headers, self.timeout_s)
+        result = await self._send(row.target, body, headers, self.timeout_s)
         if note:
             result = replace(result, note=note)
         next_try = None
@@ -347,7 +387,7 @@ class Forwarder:
         if not targets:
             return None
         target = targets[0]
-        result = await send(self._client, target, attempt.body, original_headers(attempt), budget_s)
+        result = await self._send(target, attempt.body, original_headers(attempt), budget_s)
         return target, result
 
 

@@ -1,8 +1,8 @@
 """A delivery that reached this machine another way than a POST to the receiver: through a relay.
 
 The relay kept what the service sent exactly (method, path, headers in order, raw body, source
-address, when it arrived); ``Receiver.accept(inbound)`` runs it through the same checks, verify,
-store and forward steps as a direct POST. The timestamp is checked against ``received_at`` (when
+address, when it arrived); ``Receiver.accept(inbound)`` runs it through the same intake
+(``intake.py``: ``IntakeRequest.from_inbound``), verify, store and forward steps as a direct POST. The timestamp is checked against ``received_at`` (when
 the relay received it), so a delivery caught up after a laptop slept for hours is not refused as
 too old. ``relay_url`` and ``relay_cursor`` are stored with the attempt in the same commit: a
 restart resumes after the last stored cursor and never stores one twice.
@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt
-from walletpass_tui.webhooks.reasons import Reason, Rejected
-
-MAX_ID_CHARS = 200
+from walletpass_tui.webhooks.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ class Inbound:
     ) -> Attempt:
         """The attempt to store, with where it came from (the relay and its cursor)."""
         fields.setdefault("body", b"")
-        webhook_id = self.header("webhook-id") or None
         return Attempt(
             received_at_ms=int(self.received_at.timestamp() * 1000),
             method=self.method,
@@ -86,7 +84,7 @@ class Inbound:
             reason=reason.value,
             detail=detail,
             status=reason.status,
-            webhook_id=webhook_id[:MAX_ID_CHARS] if webhook_id else None,
+            webhook_id=stored_webhook_id(self.header("webhook-id")),
             remote_addr=self.source,
             forwarded_for=self.forwarded_for,
             verdict=verdict,
@@ -104,19 +102,3 @@ def _when(ms: int) -> datetime:
         return datetime.fromtimestamp(ms / 1000, UTC)
     except (OverflowError, ValueError, OSError):
         return datetime.now(UTC)
-
-
-def is_utf8(text: str) -> bool:
-    """The HTTP servers (the receiver's, aiohttp's) and JSON hand over bytes that were not
-    UTF-8 as lone surrogates."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def not_utf8_id(body: bytes) -> Rejected:
-    """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
-    record = {"body": body, "body_size": len(body)}
-    return Rejected(Reason.MALFORMED_HEADER, "webhook-id is not UTF-8 text", record=record)

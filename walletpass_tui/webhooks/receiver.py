@@ -1,8 +1,11 @@
-"""The embedded webhook receiver: POST -> limits -> verify -> store (durable) -> answer.
+"""The embedded webhook receiver: route -> intake (method, source, bounded body, headers) ->
+verify -> store (durable) -> answer.
 
 It runs on the caller's event loop (``http_server``: a small HTTP/1.1 protocol over llhttp), so the
 dashboard hosts it in-process and ``listen`` runs it headless. Every request that reaches it is recorded, including
 rejected ones (bounded by the store), so a misconfigured sender can be debugged from the history.
+The checks are ``intake.py``'s, the same for a POST, a relayed delivery (``accept``) and the relay's
+ingress; the route, the keys, storing and answering are the receiver's own.
 """
 
 from __future__ import annotations
@@ -11,19 +14,18 @@ import asyncio
 import contextlib
 import socket
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
-
-from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
-from walletpass_tui.webhooks.inbound import Inbound, is_utf8, not_utf8_id
+from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import (
     ReceiverError,
     ReceiverOptions,
@@ -42,10 +44,8 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 from walletpass_tui.webhooks.reasons import Reason, Rejected
-from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
-from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
 from walletpass_tui.webhooks.store import Store
-from walletpass_tui.webhooks.verify import SigningKey, Verdict, verify
+from walletpass_tui.webhooks.verify import SigningKey, Verdict
 
 __all__ = ["Receiver"]
 
@@ -79,6 +79,7 @@ class Receiver:
         self.ack_target = ack_target and forwarder is not None
         self.ack_budget_s = ack_budget_s
         self._injection = options.injection
+        self._intake = Intake(options)
         self._clock = clock
         self._http: HttpServer | None = None
         self._server: asyncio.Server | None = None
@@ -179,73 +180,39 @@ class Receiver:
     # -- one request: small steps; any of them may raise Rejected, caught in _handle -------------
 
     async def _handle(self, request: Request) -> Response:
-        request_info = _Request.of(request, self._clock(), self.options.sources)
+        intake = self._intake
+        arrived = IntakeRequest.from_http(request, self._clock(), time.perf_counter())
         try:
-            endpoint_id = self._route(request)
-            self._check_source(request_info)
-            body = await self._read_body(request)
-            _check_webhook_id(request, body)
-            record = self._verified(request, request_info, body, endpoint_id)
+            endpoint_id = self._route(request.path)
+            intake.check_head(arrived)
+            body = await intake.read(arrived)
+            record = self._verified(arrived, body, endpoint_id)
         except Rejected as rejection:
-            record = request_info.attempt(rejection.reason, rejection.detail, **rejection.record)
+            record = _attempt(arrived, rejection.reason, rejection.detail, **rejection.record)
             return await self._reject(record, rejection)
-        return await self._deliver(record, request_info.started)
+        return await self._deliver(record, arrived.started)
 
-    def _route(self, request: Request) -> str | None:
-        """``{path}`` (None) or ``{path}/{endpoint_id}``; POST only."""
+    def _route(self, path: str) -> str | None:
+        """``{path}`` (None) or ``{path}/{endpoint_id}``."""
         base = self.options.path.rstrip("/")
-        endpoint_id: str | None = None
-        if request.path.rstrip("/") != base:
-            rest = request.path[len(base) + 1 :] if request.path.startswith(base + "/") else None
-            if not rest or "/" in rest.rstrip("/"):
-                where = f"post to {self.options.path}"
-                raise Rejected(Reason.WRONG_PATH, where, answer=where)
-            endpoint_id = rest.rstrip("/")
-        if request.method != "POST":
-            raise Rejected(
-                Reason.METHOD_NOT_ALLOWED,
-                request.method,
-                answer="webhooks are POSTed",
-                headers={"Allow": "POST"},
-            )
-        return endpoint_id
+        if path.rstrip("/") == base:
+            return None
+        rest = path[len(base) + 1 :] if path.startswith(base + "/") else None
+        if not rest or "/" in rest.rstrip("/"):
+            where = f"post to {self.options.path}"
+            raise Rejected(Reason.WRONG_PATH, where, answer=where)
+        return rest.rstrip("/")
 
-    def _check_source(self, info: _Request) -> None:
-        if not self.options.sources.allows(info.client):
-            raise Rejected(
-                Reason.SOURCE_NOT_ALLOWED,
-                str(info.client),
-                answer=f"{info.client} is not an allowed source",
-            )
-
-    async def _read_body(self, request: Request) -> bytes:
-        """The raw body: never read past the limit, and within the read timeout."""
-        limit = self.options.max_body
-        try:
-            return await read_body(request, limit, self.options.read_timeout_s)
-        except BodyTooLarge as exc:
-            said = f"{exc.size} bytes > {limit}" if exc.declared else f"more than {limit} bytes"
-            raise _too_large(said, limit, exc.size) from None
-        except TimeoutError:
-            raise Rejected(
-                Reason.REQUEST_TIMED_OUT,
-                f"body not received within {self.options.read_timeout_s:g} s",
-                answer="the body did not arrive in time",
-                close=True,
-            ) from None
-
-    def _verified(
-        self, request: Request, info: _Request, body: bytes, endpoint_id: str | None
-    ) -> Attempt:
+    def _verified(self, request: IntakeRequest, body: bytes, endpoint_id: str | None) -> Attempt:
         """The attempt to store for a verified delivery; raises Rejected with what was learnt."""
-        verdict, detail, fields = self._signed(request.headers, body, endpoint_id, info.received)
-        return info.attempt(verdict.reason, detail, verdict=VERIFIED, **fields)
+        _, detail, fields = self._signed(request, body, endpoint_id)
+        return _attempt(request, Reason.OK, detail, verdict=VERIFIED, **fields)
 
     def _signed(
-        self, headers: Mapping[str, str], body: bytes, endpoint_id: str | None, now: datetime
+        self, request: IntakeRequest, body: bytes, endpoint_id: str | None
     ) -> tuple[Verdict, str, dict[str, Any]]:
         """The verdict, its detail and the fields learnt from the body; raises Rejected."""
-        verdict = self._verify(headers, body, endpoint_id, now)
+        verdict = self._verify(request, body, endpoint_id)
         detail = verdict.detail
         if verdict.reason is Reason.NO_SECRET and endpoint_id is not None:
             detail = f"no endpoint {endpoint_id} is known locally; import it with its secret"
@@ -262,23 +229,18 @@ class Receiver:
         return verdict, detail, fields
 
     async def accept(self, inbound: Inbound) -> Attempt:
-        """A delivery that came another way (a relay): the same limits, verify, store and forward
-        steps as a POST, the timestamp checked against ``inbound.received_at``. Returns the stored
-        attempt (verified or rejected); raises StoreError when it could not be stored. Failure
-        injection and ``--ack target`` are about answering a sender and do not apply."""
+        """A delivery that came another way (a relay): the same intake, verify, store and forward
+        steps as a POST, the timestamp checked against ``inbound.received_at``. Its source was
+        the relay's to check (a relayed delivery brings no socket of this door's). Returns the
+        stored attempt (verified or rejected); raises StoreError when it could not be stored.
+        Failure injection and ``--ack target`` are about answering a sender and do not apply."""
         started = time.perf_counter()
+        arrived = IntakeRequest.from_inbound(inbound, started)
         body = inbound.body
         try:
-            if inbound.method != "POST":
-                raise Rejected(Reason.METHOD_NOT_ALLOWED, inbound.method)
-            if len(body) > self.options.max_body:
-                limit = self.options.max_body
-                raise _too_large(f"{len(body)} bytes > {limit}", limit, len(body))
-            raw_id = inbound.header("webhook-id")
-            if raw_id and not is_utf8(raw_id):
-                raise not_utf8_id(body)
-            headers = CIMultiDict(inbound.headers)
-            _, detail, fields = self._signed(headers, body, None, inbound.received_at)
+            self._intake.check_head(arrived)
+            await self._intake.read(arrived)
+            _, detail, fields = self._signed(arrived, body, None)
         except Rejected as rejection:  # the body is here whatever the reason: kept (bounded)
             fields = {"body": body, "body_size": len(body), **rejection.record}
             rejected = inbound.attempt(
@@ -321,16 +283,13 @@ class Receiver:
             return Response(stored.status, "OK: stored\n")
         return Response(stored.status, f"Refused: {stored.note or 'refused'}\n")
 
-    def _verify(
-        self, headers: Mapping[str, str], body: bytes, endpoint_id: str | None, received: datetime
-    ) -> Verdict:
+    def _verify(self, request: IntakeRequest, body: bytes, endpoint_id: str | None) -> Verdict:
         """``{path}`` is checked against every key, ``{path}/{endpoint_id}`` only against its own."""
-        opts = self.options
         for fresh in (False, True):
             keys = self.keys(fresh=fresh)
             if endpoint_id is not None:
                 keys = [k for k in keys if k.endpoint_id == endpoint_id]
-            verdict = verify(headers, body, keys, now=received, tolerance_s=opts.tolerance_s)
+            verdict = self._intake.verify(request, body, keys)
             if verdict.reason not in (Reason.NO_MATCH, Reason.NO_SECRET) or self.registry is None:
                 break
         return verdict
@@ -343,64 +302,29 @@ class Receiver:
         return Response(rejection.status, rejection.answer_text(), headers, close=rejection.close)
 
 
-@dataclass(frozen=True)
-class _Request:
-    """What is known of a request before its body is read: when, from whom, its headers."""
-
-    request: Request
-    received: datetime
-    started: float
-    headers: tuple[tuple[str, str], ...]
-    client: IPAddress | None
-
-    @classmethod
-    def of(cls, request: Request, received: datetime, sources: SourcePolicy) -> _Request:
-        started = time.perf_counter()
-        # Who the client is matters only to an allow-list (the row keeps the peer and the header).
-        client = (
-            sources.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
-            if sources.allowed is not None
-            else None
-        )
-        return cls(request, received, started, tuple(request.headers.items()), client)
-
-    def attempt(
-        self, reason: Reason, detail: str = "", *, verdict: str = REJECTED, **fields: Any
-    ) -> Attempt:
-        """The attempt to store: its reason and verdict, and what else is known (body, topic...)."""
-        request = self.request
-        fields.setdefault("body", b"")
-        webhook_id = request.headers.get("webhook-id") or None
-        forwarded = request.headers.getall("X-Forwarded-For", [])
-        return Attempt(
-            received_at_ms=int(self.received.timestamp() * 1000),
-            method=request.method,
-            path=request.path_qs,
-            headers=self.headers,
-            reason=reason.value,
-            detail=detail,
-            status=reason.status,
-            webhook_id=webhook_id[:200] if webhook_id else None,
-            remote_addr=request.remote,
-            forwarded_for=", ".join(forwarded) if forwarded else None,
-            verdict=verdict,
-            processing_ms=(time.perf_counter() - self.started) * 1000,
-            **fields,
-        )
-
-
-def _too_large(detail: str, limit: int, size: int) -> Rejected:
-    return Rejected(
-        Reason.BODY_TOO_LARGE,
-        detail,
-        answer=f"the limit is {limit} bytes",
-        close=True,
-        record={"body_size": size},
+def _attempt(
+    request: IntakeRequest,
+    reason: Reason,
+    detail: str = "",
+    *,
+    verdict: str = REJECTED,
+    **fields: Any,
+) -> Attempt:
+    """The attempt to store for a request: its reason and verdict, and what else is known (body,
+    topic...)."""
+    fields.setdefault("body", b"")
+    return Attempt(
+        received_at_ms=int(request.received.timestamp() * 1000),
+        method=request.method,
+        path=request.target,
+        headers=tuple(request.headers.items()),
+        reason=reason.value,
+        detail=detail,
+        status=reason.status,
+        webhook_id=request.webhook_id(),
+        remote_addr=request.peer,
+        forwarded_for=forwarded_for_text(request.forwarded_for()),
+        verdict=verdict,
+        processing_ms=(time.perf_counter() - request.started) * 1000,
+        **fields,
     )
-
-
-def _check_webhook_id(request: Request, body: bytes) -> None:
-    """The signed content is text: a webhook-id that is not UTF-8 cannot have been signed."""
-    raw_id = request.headers.get("webhook-id")
-    if raw_id and not raw_id.isascii() and not is_utf8(raw_id):
-        raise not_utf8_id(body)

@@ -1,4 +1,5 @@
-"""Reading a request's raw body within limits: the one rule for the receiver and the relay's ingress.
+"""Reading a request's raw body within limits: the one rule for every door, through
+``intake.IntakeRequest.read_body`` (the receiver's HTTP server and the relay's aiohttp alike).
 
 Never more than one byte past the limit is read, a declared Content-Length over it is refused before
 reading anything, and the whole body must arrive within the read timeout.
@@ -38,7 +39,7 @@ class BodyTooLarge(Exception):
 
 async def read_body(request: BodyRequest, limit: int, timeout_s: float) -> bytes:
     """A request's raw body, never read past ``limit`` (BodyTooLarge) and within ``timeout_s``
-    (TimeoutError). The receiver and the relay's ingress read every body through here."""
+    (TimeoutError). Every body a door reads from a socket is read through here."""
     declared = request.content_length
     if declared is not None and declared > limit:
         raise BodyTooLarge(declared, declared=True)

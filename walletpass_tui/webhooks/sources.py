@@ -6,6 +6,9 @@ only when the direct peer is a trusted proxy (loopback by default): anyone else 
 header. Every ``X-Forwarded-For`` line counts: several lines are one list, in order (RFC 9110
 5.3), so a line the sender wrote first cannot stand in for the hop the proxy appended last. The
 ``Forwarded`` header is not read.
+
+Every door asks through ``intake.py`` (``IntakeRequest.client``), which hands this rule every line
+of the header: the local receiver and the relay's ingress settle on the same client.
 """
 
 from __future__ import annotations
@@ -89,21 +92,26 @@ class SourcePolicy:
     ) -> IPAddress | None:
         """The client: the direct peer, or from X-Forwarded-For when the peer is a trusted proxy.
 
-        ``forwarded_for``: the header's value, or every line of it in the order received.
+        ``forwarded_for``: every line of the header in the order received (a single string is
+        one line: pass them all, as ``intake`` does).
         X-Forwarded-For lists client, proxy1, proxy2...; walking it from the right, the first
-        address that is not itself a trusted proxy is the client.
+        address that is not itself a trusted proxy is the client. Only the hops walked are
+        parsed: what a sender wrote to the left of the client costs nothing to read.
         """
         direct = _address(peer)
         lines = [forwarded_for] if isinstance(forwarded_for, str) else list(forwarded_for or ())
         if direct is None or not lines or not _within(direct, self.trusted_proxies):
             return direct
-        hops = [_address(part) for line in lines for part in line.split(",")]
-        for hop in reversed(hops):
-            if hop is None:
-                return direct  # a malformed chain: trust nothing in it
-            if not _within(hop, self.trusted_proxies):
-                return hop
-        return hops[0] or direct
+        leftmost: IPAddress | None = None
+        for line in reversed(lines):
+            for part in reversed(line.split(",")):
+                hop = _address(part)
+                if hop is None:
+                    return direct  # a malformed chain: trust nothing in it
+                if not _within(hop, self.trusted_proxies):
+                    return hop
+                leftmost = hop
+        return leftmost or direct
 
     def allows(self, client: IPAddress | None) -> bool:
         if self.allowed is None:

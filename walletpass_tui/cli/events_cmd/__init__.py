@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import (
     topic_arg,
 )
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.target_flags import add_target_flags
 
 _HERE = "walletpass_tui.cli.events_cmd"
 
@@ -142,7 +143,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
-        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json",
+        "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
+        '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
     rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
@@ -163,6 +165,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="replay attempt N (default: the last verified)",
     )
     rp.add_argument("--json", action="store_true")
+    add_target_flags(rp)
     rp.set_defaults(handler=lazy_handler(f"{_HERE}.replay", "cmd_replay"))
 
     ex = ev_sub.add_parser(

@@ -11,13 +11,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.events_cmd.shared import parse_since, with_store
+from walletpass_tui.cli.events_cmd.shared import parse_since, with_history
 from walletpass_tui.cli.progress import Progress, on_terminal
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt
-    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.reading import History
 
 PAGE = 500
 
@@ -37,7 +37,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         line = to_jsonl(attempt) if args.format == "jsonl" else to_curl(attempt, target)
         out.write(line + "\n")
 
-    async def ids(store: Store) -> list[int]:
+    async def ids(store: History) -> list[int]:
         """The ids to export, oldest first (log rows carry no body)."""
         found: list[int] = []
         before = None
@@ -52,7 +52,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         found.reverse()
         return found
 
-    async def work(store: Store) -> int:
+    async def work(store: History) -> int:
         if args.webhook_id:
             attempts = await store.message_attempts(args.webhook_id)
             for attempt in attempts:
@@ -70,6 +70,6 @@ def cmd_export(args: argparse.Namespace) -> int:
                 progress.update(n)
         return written
 
-    if not with_store(settings, work):
+    if not with_history(settings, work):
         print("No attempts match.", file=sys.stderr)
     return 0

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_store
+from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_history
 from walletpass_tui.text import format_gap, format_ms, format_size, printable
 from walletpass_tui.webhooks.export import attempt_json
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt, ForwardRow, MessageRow
-    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.reading import History
 
 
 def message_json(m: MessageRow) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows: list[MessageRow] = (
         []
         if fresh
-        else with_store(
+        else with_history(
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
@@ -149,13 +149,13 @@ def print_attempt(a: Attempt, previous_ms: int | None) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
-    async def load(store: Store) -> tuple[list[Attempt], list[ForwardRow]]:
+    async def load(store: History) -> tuple[list[Attempt], list[ForwardRow]]:
         return (
             await store.message_attempts(args.webhook_id),
             await store.forwards_for_message(args.webhook_id),
         )
 
-    attempts, forwards = with_store(settings, load)
+    attempts, forwards = with_history(settings, load)
     if not attempts:
         raise no_such_message(args.webhook_id)
     if args.json:

@@ -12,6 +12,7 @@ from walletpass_tui.cli.common import (
     settings_from_args,
 )
 from walletpass_tui.cli.events_cmd.shared import pick_attempt, with_store
+from walletpass_tui.cli.target_flags import target_options
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from walletpass_tui.webhooks.forward import replay
 
     settings = settings_from_args(args)
+    options = target_options(args, [args.to])  # the CA bundle read, --insecure's warning
     body = None
     if args.body_file:
         body = read_bounded_file(args.body_file, settings.max_body, what="The body file")
@@ -37,7 +39,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if secret is None and attempt.endpoint_id:
             endpoint = registry.get(attempt.endpoint_id)
             secret = endpoint.secret.reveal() if endpoint else None
-        result = await replay(store, attempt, args.to, mode=args.mode, secret=secret, body=body)
+        result = await replay(
+            store, attempt, args.to, mode=args.mode, secret=secret, body=body, options=options
+        )
         return attempt, result
 
     attempt, result = with_store(settings, work)
@@ -50,6 +54,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 "attempt": attempt.attempt_no,
                 "mode": mode,
                 "target": args.to,
+                "headers_added": options.masked_headers(),
                 "status": result.status,
                 "latency_ms": round(result.latency_ms, 1),
                 "error": result.error,

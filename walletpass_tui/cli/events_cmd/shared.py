@@ -15,6 +15,7 @@ from walletpass_tui.text import printable
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.reading import History
 
 T = TypeVar("T")
 
@@ -49,6 +50,29 @@ def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
             )
         async with await Store.open(settings.database_path) as store:
             return await work(store)
+
+    return asyncio.run(run())
+
+
+def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) -> T:
+    """Run ``work`` on the history opened only to look: nothing is written, so it works on a full
+    disk (see webhooks/store/read_only.py). A history an older version wrote is migrated first."""
+    from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.read_only import Outdated, open_history
+
+    async def run() -> T:
+        if not settings.database_path.exists():
+            raise CommandError(
+                f"No history yet in {settings.home}; run 'walletpass-tui listen' (or the dashboard) "
+                "to receive webhooks."
+            )
+        history: History
+        try:
+            history = await open_history(settings.database_path)
+        except Outdated:
+            history = await Store.open(settings.database_path)
+        async with history:
+            return await work(history)
 
     return asyncio.run(run())
 

@@ -19,16 +19,11 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.cli.common import (
-    CommandError,
-    UsageError,
-    parse_duration,
-    print_json,
-    settings_from_args,
-)
+from walletpass_tui.cli.common import CommandError, parse_duration, print_json, settings_from_args
 from walletpass_tui.cli.events_cmd.shared import parse_since
 from walletpass_tui.cli.progress import on_terminal
 from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import format_ms, printable
 
 BUCKET_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import CommandError, UsageError, read_bounded_file
+from walletpass_tui.cli.common import CommandError, read_bounded_file
 from walletpass_tui.config import DEFAULT_MAX_BODY
+from walletpass_tui.errors import UsageError
 from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse_assignment
 from walletpass_tui.sim.clock import check_time_scale
 from walletpass_tui.sim.endpoints import url_problem

@@ -56,7 +56,8 @@ from walletpass_tui.relay.link.subscriber import (
 )
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.inbound import MAX_ID_CHARS, Inbound
+from walletpass_tui.webhooks.inbound import Inbound
+from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
 
@@ -283,17 +284,7 @@ class RelayLink:
     async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
         rejected when the relay's received time is not credible."""
-        inbound = Inbound.relayed(
-            relay_url=self.url,
-            cursor=delivery.cursor,
-            received_at_ms=delivery.received_at_ms,
-            method=delivery.method,
-            path=delivery.path,
-            headers=delivery.headers,
-            body=delivery.body,
-            source=delivery.client or delivery.source,
-            forwarded_for=delivery.forwarded_for,
-        )
+        inbound = relayed_inbound(delivery, self.url)
         problem = self.times.problem(delivery.received_at_ms)
         if problem is None:
             self.times.accepted(delivery.received_at_ms)
@@ -331,7 +322,7 @@ class RelayLink:
             method=method,
             path=path,
             headers=headers,
-            webhook_id=webhook_id[:MAX_ID_CHARS] if webhook_id else None,
+            webhook_id=stored_webhook_id(webhook_id),
             body=raw,
             body_size=len(raw),
             verdict=REJECTED,
@@ -439,6 +430,22 @@ class RelayLink:
         for listener in list(self._state_listeners):
             with contextlib.suppress(Exception):
                 listener(new)
+
+
+def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
+    """Where a relayed delivery enters the runtime: what the relay received, from the client its
+    source rule settled on, for ``runtime.accept`` (the same intake as a POST; ``intake.py``)."""
+    return Inbound.relayed(
+        relay_url=relay_url,
+        cursor=delivery.cursor,
+        received_at_ms=delivery.received_at_ms,
+        method=delivery.method,
+        path=delivery.path,
+        headers=delivery.headers,
+        body=delivery.body,
+        source=delivery.client or delivery.source,
+        forwarded_for=delivery.forwarded_for,
+    )
 
 
 class StateLines:

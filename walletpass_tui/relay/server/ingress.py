@@ -1,10 +1,14 @@
-"""``POST /in/{slug}``: route -> source -> quota -> bounded body -> verify -> commit -> answer.
+"""``POST /in/{slug}``: route -> intake -> quota -> bounded body -> verify -> commit -> answer.
 
-The same limits and answers as the local receiver (``webhooks/receiver.py``): 404 for an unknown
-path or slug (nothing stored), 405 for other methods, 403 for a source outside the allow-list, 413
-past the body limit (never read further), 408 when the body does not arrive in time, 400/401 with
-the verifier's reason. Over its quota a channel answers 503 so the service retries later. A 2xx
-means the delivery is committed.
+The checks are the local receiver's (``webhooks/intake.py``, one set for every door), with the same
+reasons and answers: 405 for other methods, 403 for a source outside the allow-list (the client by
+the one rule: every X-Forwarded-For line counts, believed only from a trusted proxy), 413 past the
+body limit (never read further), 408 when the body does not arrive in time, 400 for a header that
+is not UTF-8 text, 400/401 with the verifier's reason. What is the relay's own: the route (404 for
+an unknown path or slug, nothing stored), the quota (over it a channel answers 503 so the service
+retries later), storing (a 2xx means the delivery is committed; rejections are kept, bounded, the
+405s aside) and one rule: a channel with no secret stores well-formed posts for the laptops to
+verify.
 """
 
 from __future__ import annotations
@@ -22,11 +26,10 @@ from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.server.fanout import Feed, Feeds
 from walletpass_tui.relay.server.storage import RelayStoreError
 from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, RelayWriter
+from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S
-from walletpass_tui.webhooks.reasons import Reason
-from walletpass_tui.webhooks.request_body import BodyTooLarge, read_body
-from walletpass_tui.webhooks.sources import SourcePolicy
-from walletpass_tui.webhooks.verify import HEADER_ID, verify
+from walletpass_tui.webhooks.reasons import Reason, Rejected
+from walletpass_tui.webhooks.sources import IPAddress, SourcePolicy
 
 INGRESS_PREFIX = "/in/"
 RETRY_AFTER_S = 60
@@ -53,128 +56,105 @@ class Ingress:
         self.feeds = feeds
         self.writer = writer
         self.options = options
+        self.intake = Intake(options)
         self._clock = clock
         self.accepted = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        opts = self.options
-        received = self._clock()
-        received_ms = int(received.timestamp() * 1000)
+        arrived = IntakeRequest.from_aiohttp(request, self._clock())
         slug = request.path[len(INGRESS_PREFIX) :].rstrip("/")
         feed = await self.feeds.by_slug(slug) if slug and "/" not in slug else None
-        if feed is None:
-            return _answer(404, "Not found: no relay channel at this address", close=False)
-        if request.method != "POST":
+        if feed is None:  # nothing is kept: there is no channel to keep it under
             return _answer(
-                405, "Method not allowed: webhooks are POSTed", headers={"Allow": "POST"}
+                Rejected(Reason.WRONG_PATH, slug, answer="no relay channel at this address")
             )
-
-        peer = request.remote
-        xff = request.headers.get("X-Forwarded-For")
-        client = opts.sources.client_address(peer, xff)
-        webhook_id = request.headers.get(HEADER_ID)
-        webhook_id = webhook_id[:200] if webhook_id else None
-
-        async def reject(status: int, reason: str, text: str, body: bytes = b"") -> web.Response:
-            await self._keep_rejection(feed, request, received_ms, status, reason, body, client)
-            return _answer(status, text, close=status in (408, 413))
-
-        if not opts.sources.allows(client):
-            return await reject(
-                403, "source not allowed", f"Forbidden: {client} is not an allowed source"
-            )
+        sources = self.options.sources
+        try:
+            self.intake.check_head(arrived)
+        except Rejected as rejection:
+            if rejection.reason is not Reason.METHOD_NOT_ALLOWED:  # a wrong method is not kept
+                await self._keep_rejection(feed, arrived, rejection, b"", arrived.client(sources))
+            return _answer(rejection)
+        client = arrived.client(sources)
         if feed.over_quota:
-            return _answer(
-                503,
-                "Service unavailable: this relay channel is over its storage quota; retry later",
+            return _unavailable(
+                "this relay channel is over its storage quota; retry later",
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
-
+        body = b""
         try:
-            body = await read_body(request, opts.max_body, opts.read_timeout_s)
-        except TimeoutError:
-            return await reject(
-                408, "request timed out", "Request timeout: the body did not arrive in time"
-            )
-        except BodyTooLarge:
-            return await reject(
-                413, "body too large", f"Payload too large: the limit is {opts.max_body} bytes"
-            )
+            body = await self.intake.read(arrived)
+            key = feed.key
+            verdict = self.intake.verify(arrived, body, [key] if key else [])
+            # No secret on the channel: a well-formed post is stored for the laptops to verify.
+            if not (verdict.ok or (key is None and verdict.reason is Reason.NO_SECRET)):
+                raise Rejected(verdict.reason, verdict.detail)
+        except Rejected as rejection:
+            await self._keep_rejection(feed, arrived, rejection, body, client)
+            return _answer(rejection)
 
-        headers = [(k, v) for k, v in request.headers.items()]
-        if not all(_is_utf8(k) and _is_utf8(v) for k, v in headers):
-            return await reject(
-                400,
-                "malformed header",
-                "Bad request: malformed header: a header is not UTF-8 text",
-                body,
-            )
-
-        key = feed.key
-        verdict = verify(
-            request.headers,
-            body,
-            [key] if key else [],
-            now=received,
-            tolerance_s=opts.tolerance_s,
-        )
-        well_formed = verdict.ok or (key is None and verdict.reason is Reason.NO_SECRET)
-        if not well_formed:
-            label = "Bad request" if verdict.status == 400 else "Unauthorized"
-            return await reject(verdict.status, verdict.text, f"{label}: {verdict.text}", body)
-
+        received_ms = _ms(arrived.received)
         data = delivery_data(
             received_at_ms=received_ms,
-            method=request.method,
-            path=request.path_qs,
-            headers=headers,
+            method=arrived.method,
+            path=arrived.target,
+            headers=list(arrived.headers.items()),
             body=body,
-            source=peer,
-            forwarded_for=xff,
+            source=arrived.peer,
+            forwarded_for=forwarded_for_text(arrived.forwarded_for()),
             client=str(client) if client is not None else None,
             channel=feed.channel.name,
         )
+        job = NewDelivery(feed.channel.id, received_ms, arrived.webhook_id(), data)
         try:
-            await self.writer.submit(NewDelivery(feed.channel.id, received_ms, webhook_id, data))
+            await self.writer.submit(job)
         except RelayStoreError as exc:
-            return _answer(503, f"Service unavailable: not stored ({exc})")
+            return _unavailable(f"not stored ({exc})")
         self.accepted += 1
         return web.Response(status=200, text="OK: stored\n")
 
     async def _keep_rejection(
         self,
         feed: Feed,
-        request: web.Request,
-        received_ms: int,
-        status: int,
-        reason: str,
+        arrived: IntakeRequest,
+        rejection: Rejected,
         body: bytes,
-        client: object,
+        client: IPAddress | None,
     ) -> None:
-        """Rejections are kept (bounded per channel) so a misconfigured sender can be debugged."""
-        headers = _kept_headers(list(request.headers.items()))
-        webhook_id = request.headers.get(HEADER_ID)
+        """Rejections are kept (bounded per channel) so a misconfigured sender can be debugged:
+        the reason's words and its detail, as the laptops' history has them."""
+        reason = rejection.reason.value
         job = NewRejection(
             channel_id=feed.channel.id,
-            received_at_ms=received_ms,
-            status=status,
-            reason=reason,
-            webhook_id=webhook_id[:200] if webhook_id else None,
-            source=str(client) if client is not None else request.remote,
-            headers=headers,
+            received_at_ms=_ms(arrived.received),
+            status=rejection.status,
+            reason=f"{reason}: {rejection.detail}" if rejection.detail else reason,
+            webhook_id=arrived.webhook_id(),
+            source=str(client) if client is not None else arrived.peer,
+            headers=_kept_headers(list(arrived.headers.items())),
             body=body,
         )
         with contextlib.suppress(RelayStoreError):
             await self.writer.submit(job)
 
 
-def _answer(
-    status: int, text: str, *, headers: dict[str, str] | None = None, close: bool = False
-) -> web.Response:
-    response = web.Response(status=status, text=text + "\n", headers=headers)
-    if close:
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def _answer(rejection: Rejected) -> web.Response:
+    """A refusal: the status, words and headers ``reasons.py`` gives it, as every door answers."""
+    response = web.Response(
+        status=rejection.status, text=rejection.answer_text(), headers=rejection.headers
+    )
+    if rejection.close:
         response.force_close()
     return response
+
+
+def _unavailable(why: str, *, headers: dict[str, str] | None = None) -> web.Response:
+    """503: the relay's own (its quota, its storage), so the sender retries later."""
+    return web.Response(status=503, text=f"Service unavailable: {why}\n", headers=headers)
 
 
 def _kept_headers(headers: list[tuple[str, str]]) -> str:
@@ -191,11 +171,3 @@ def _kept_headers(headers: list[tuple[str, str]]) -> str:
     if len(kept) < len(headers):
         kept.append(["...", f"{len(headers) - len(kept)} more headers not kept"])
     return json.dumps(kept, ensure_ascii=True, default=str)
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -63,7 +63,7 @@ def pascal(text: str) -> str:
     name = "".join(w[:1].upper() + w[1:] for w in words)
     if not name:
         return ""
-    return name if not name[0].isdigit() else "T" + name
+    return "T" + name if name[0] in "0123456789" else name  # ASCII only, as above
 
 
 def root_name(key: GroupKey) -> str:

@@ -9,7 +9,7 @@ shown only as ``Text`` built from escaped strings, never as markup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -37,6 +37,7 @@ from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
 ANSWER_PREVIEW = 300  # characters of the app's answer shown under the table
@@ -66,8 +67,11 @@ class CheckScreen(Screen[None]):
         registry: EndpointRegistry,
         *,
         target: str = "",
+        options_for: Callable[[str], TargetOptions] | None = None,
     ) -> None:
         super().__init__(id="check")
+        # The headers and certificates the dashboard's flags give a --forward-to target.
+        self.options_for = options_for
         self.store = store
         self.registry = registry
         self.initial_target = target
@@ -80,7 +84,12 @@ class CheckScreen(Screen[None]):
     def for_context(cls, context: DashboardContext) -> CheckScreen:
         """The screen as the dashboard opens it: your app's URL from ``--forward-to``, every case
         recorded in the dashboard's history. (``store`` None: nothing recorded.)"""
-        return cls(context.store, context.registry, target=context.replay_target())
+        return cls(
+            context.store,
+            context.registry,
+            target=context.replay_target(),
+            options_for=context.target_options,
+        )
 
     # -- layout ----------------------------------------------------------------------------------
 
@@ -158,7 +167,10 @@ class CheckScreen(Screen[None]):
             parse_secret(secret)
         except SecretError as exc:
             raise CheckError(str(exc)) from None
-        return CheckOptions(target, secret, tuple(topics), endpoint_id=endpoint_id)
+        extra = self.options_for(target) if self.options_for else TargetOptions()
+        return CheckOptions(
+            target, secret, tuple(topics), endpoint_id=endpoint_id, target_options=extra
+        )
 
     @on(Button.Pressed, "#check-run")
     @on(Input.Submitted)

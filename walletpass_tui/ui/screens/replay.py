@@ -11,6 +11,7 @@ characters) is not editable, and is replayed byte for byte as stored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -28,6 +29,7 @@ from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.webhooks.forward import ForwardError, SecretLookup, replay
 from walletpass_tui.webhooks.models import ORIGINAL, RESIGN, Attempt, ForwardResult
 from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.target_options import TargetOptions
 
 EDITABLE_LIMIT = 256 * 1024  # larger bodies are replayed as stored, not loaded into the editor
 
@@ -80,8 +82,11 @@ class ReplayScreen(WorkerForm[Replayed | None]):
         *,
         target: str = "",
         secret_for: SecretLookup | None = None,
+        options_for: Callable[[str], TargetOptions] | None = None,
     ) -> None:
         super().__init__(classes="form-screen")
+        # The headers and certificates the dashboard's flags give a --forward-to target.
+        self.options_for = options_for
         self.store = store
         self.attempt = attempt
         self.secret = secret_for(attempt) if secret_for else None
@@ -216,8 +221,15 @@ class ReplayScreen(WorkerForm[Replayed | None]):
     @work(exclusive=True, group="replay", exit_on_error=False)
     async def _send(self, target: str, mode: str, body: bytes | None) -> None:
         try:
+            options = self.options_for(target) if self.options_for else None
             result = await replay(
-                self.store, self.attempt, target, mode=mode, secret=self.secret, body=body
+                self.store,
+                self.attempt,
+                target,
+                mode=mode,
+                secret=self.secret,
+                body=body,
+                options=options,
             )
         except ForwardError as exc:
             self._set_busy(False)

@@ -16,6 +16,7 @@ from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.forward import SecretLookup
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 
 class ServiceClient(Protocol):
@@ -64,6 +65,16 @@ class DashboardContext:
     def secret_for(self) -> SecretLookup:
         """The secret a replay is re-signed with (the endpoint's, or the only --secret)."""
         return self.runtime.secret_for
+
+    def target_options(self, target: str) -> TargetOptions:
+        """What the dashboard's flags add to a request to ``target`` (a replay, the check): a
+        --forward-to target's added headers and trusted certificates; nothing to another URL."""
+        forwarder = self.runtime.forwarder
+        if forwarder is not None:
+            return forwarder.options(target)
+        from walletpass_tui.webhooks.target_options import TargetOptions
+
+        return TargetOptions()
 
     def replay_target(self) -> str:
         """Where a replay goes unless the user says otherwise: the last replay's target, else the

@@ -6,11 +6,15 @@
   damaged, read-only or newer database means to a person;
 * ``writer.py``  the one write connection on its own thread and the group-commit loop:
   ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
-  "stored"; ``numbering.py`` attempt numbers;
+  "stored"; ``numbering.py`` attempt numbers; ``wal_sync.py`` the log's fsync; ``checkpoints.py``
+  checkpoints off the acknowledgement path and a log that stays bounded; ``files.py`` a history
+  deleted under the writer is noticed before any answer, and started over;
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-* ``queries.py`` every read, on an aiosqlite connection of its own;
+* ``queries.py`` every read, on an aiosqlite connection of its own; ``reading.py`` ``History``,
+  the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
+  writes nothing (``events list``, ``show``, ``export`` on a full disk);
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
   any subscriber (the dashboard's header) can show.
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,17 +42,22 @@ from walletpass_tui.webhooks.models import (
     ForwardRow,
     HealthListener,
     Listener,
-    LogFilter,
-    LogRow,
-    MessageRow,
-    Stats,
     StoreError,
     now_ms,
 )
-from walletpass_tui.webhooks.store import forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
+from walletpass_tui.webhooks.store.files import (
+    DELETED,
+    LOG,
+    FilesMoved,
+    deleted_sentence,
+    log_deleted_sentence,
+)
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
-from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
+from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.reading import History
 from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS
 from walletpass_tui.webhooks.store.writer import GroupCommit, Pending, WriteThread
 
@@ -56,7 +66,17 @@ __all__ = ["Store"]
 T = TypeVar("T")
 
 
-class Store:
+def _clear_orphans(path: Path) -> None:
+    """With no database file at ``path``, a ``-wal`` or ``-shm`` still there belongs to the one
+    deleted (another program kept it open): SQLite would read its rows into the new file."""
+    if path.exists():
+        return
+    for orphan in schema.companions(path)[1:]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(orphan)
+
+
+class Store(History):
     """Open with ``await Store.open(path)``; close with ``await store.close()``."""
 
     def __init__(
@@ -66,14 +86,16 @@ class Store:
         reader: Reader,
         indexer: Indexer,
         rejected_cap: int,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
-        self.path = path
+        super().__init__(path, reader)
         self.health = Health()
         self._thread = thread
-        self._reader = reader
         self._indexer = indexer
+        self._busy_timeout_ms = busy_timeout_ms
         self._loop = GroupCommit(thread, self.health, rejected_cap)
         self._loop.listeners.append(indexer.wake)
+        self._loop.start_over = self._start_over
         self._closed = False
 
     # -- opening -----------------------------------------------------------------------------
@@ -85,12 +107,14 @@ class Store:
         *,
         rejected_cap: int = DEFAULT_REJECTED_CAP,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
     ) -> Store:
         """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
 
         The file (and its ``-wal``/``-shm``) is created 0600, checked quickly (the cost does not
         grow with its size) and probed for writing here, so a read-only, locked or damaged file is
-        reported at open, never as a failure in the middle of a request.
+        reported at open, never as a failure in the middle of a request. ``log_bound_bytes``: the
+        size past which the writer starts the write-ahead log over (see checkpoints.py).
         """
         path = Path(path)
         try:
@@ -100,7 +124,7 @@ class Store:
                 f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
-        thread = await WriteThread.open(path, busy_timeout_ms)
+        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes)
         indexer: Indexer | None = None
         try:
             indexer = await Indexer.open(path, busy_timeout_ms)
@@ -112,10 +136,52 @@ class Store:
             if isinstance(exc, Exception) and not isinstance(exc, StoreError):
                 raise StoreError(schema.explain(exc, path)) from None
             raise
-        store = cls(path, thread, reader, indexer, rejected_cap)
+        store = cls(path, thread, reader, indexer, rejected_cap, busy_timeout_ms)
         store._loop.start()
         indexer.start()
         return store
+
+    async def _start_over(self, kind: str) -> bool:
+        """After a commit found the history's files gone from their paths (files.py): close every
+        connection, then open the history at the path again. Returns whether that commit is kept.
+
+        LOG (the ``-wal`` or ``-shm`` deleted): the whole log is first copied into the database
+        file through the writer's connection, which still reads it, so that commit is kept; if a
+        reader holds part of it back, nothing is closed and the batch fails (delivered again).
+        DELETED (the database file deleted or replaced, its directory renamed or removed): a new
+        history is started at the path and the batch must be committed there.
+
+        Every old connection is closed before a new one is opened: SQLite's last connection to a
+        file deletes its ``-wal`` and ``-shm`` by name, which must not be the new history's.
+        """
+        loop, path = self._loop, self.path
+        async with self._thread.hold():
+            await loop.syncs.drain()  # the commits before this one: on disk first
+            await loop.checkpoints.disconnect()
+            kept = False
+            if kind == LOG and not self._thread.disconnected:
+                kept = await self._thread.call(checkpoints.copy_whole_log)
+                if not kept:
+                    raise FilesMoved(LOG, path)
+            await self._indexer.disconnect()
+            await self._reader.close()
+            await self._thread.disconnect()
+            loop.syncs.forget_file()
+            try:
+                await asyncio.to_thread(_clear_orphans, path)
+                ensure_private_dir(path.parent)
+                await self._thread.connect()
+                await self._indexer.connect()
+                self._reader = await Reader.open(path, self._busy_timeout_ms)
+            except Exception as exc:
+                cause = schema.explain(exc, path)
+                raise StoreError(
+                    f"The history database {path} was deleted while in use. {cause}"
+                ) from None
+        self.health.failed(
+            deleted_sentence(path) if kind == DELETED else log_deleted_sentence(path)
+        )
+        return kept
 
     async def close(self) -> None:
         """Commit everything queued, then close. Safe to call twice."""
@@ -253,88 +319,6 @@ class Store:
         """Stop retrying pending forwards (to one target or all); returns how many."""
         return await self._write(forwards.give_up, target, now_ms())
 
-    async def next_pending_forward(self, target: str) -> ForwardRow | None:
-        """The oldest pending forward to ``target``: forwards go out in arrival order."""
-        return await self._reader.next_pending_forward(target)
-
-    async def pending_forward_targets(self) -> list[str]:
-        return [target for target, _ in await self.pending_forwards_by_target()]
-
-    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
-        """(target, forwards waiting for it), for every target with any."""
-        return await self._reader.pending_forwards_by_target()
-
-    async def pending_forward_count(self, target: str | None = None) -> int:
-        return await self._reader.pending_forward_count(target)
-
-    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
-        return await self._reader.forwards_for_message(webhook_id)
-
-    # -- reading -----------------------------------------------------------------------------
-
-    async def log_page(
-        self,
-        flt: LogFilter | None = None,
-        *,
-        limit: int = 200,
-        before_id: int | None = None,
-        after_id: int | None = None,
-        oldest_first: bool = False,
-    ) -> list[LogRow]:
-        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``.
-
-        ``oldest_first`` orders them oldest first instead, so ``after_id`` with ``limit`` gives the
-        rows just after it (a view paging back towards the newest) rather than the newest ones.
-        """
-        return await self._reader.log_page(
-            flt, limit=limit, before_id=before_id, after_id=after_id, oldest_first=oldest_first
-        )
-
-    async def count(self, flt: LogFilter | None = None) -> int:
-        return await self._reader.count(flt)
-
-    async def attempt(self, attempt_id: int) -> Attempt | None:
-        return await self._reader.attempt(attempt_id)
-
-    async def message_attempts(self, webhook_id: str) -> list[Attempt]:
-        """Every attempt of one message, oldest first."""
-        return await self._reader.message_attempts(webhook_id)
-
-    async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
-        """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
-        return await self._reader.message_attempts_without_bodies(webhook_id)
-
-    async def list_messages(
-        self,
-        *,
-        limit: int = 50,
-        topic: str | None = None,
-        verdict: str | None = None,
-        since_ms: int | None = None,
-        text: str | None = None,
-    ) -> list[MessageRow]:
-        return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
-        )
-
-    async def stats(self) -> Stats:
-        return await self._reader.stats()
-
-    async def last_relay_cursor(self, relay_url: str) -> int:
-        """The newest cursor stored from the relay at ``relay_url`` (0: none yet): a relay link
-        resumes after it."""
-        return await self._reader.last_relay_cursor(relay_url)
-
-    async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
-        """Whether the delivery at ``cursor`` of the relay at ``relay_url`` is stored (the unique
-        index on the pair makes this one lookup)."""
-        return await self._reader.has_relay_cursor(relay_url, cursor)
-
-    async def relay_received_at(self, relay_url: str) -> int | None:
-        """When the relay at ``relay_url`` received the newest verified delivery stored from it
-        (None: none yet): a relay link refuses received times going back far before it."""
-        return await self._reader.relay_received_at(relay_url)
-
     async def start_relay_mark(self, relay_url: str) -> tuple[int, int]:
         """(low-water mark, newest stored cursor) for the relay at ``relay_url``: every cursor at
         or below the mark is stored, some above it may be. A link resumes after the mark and
@@ -346,10 +330,3 @@ class Store:
     async def advance_relay_mark(self, relay_url: str, cursor: int) -> None:
         """Raise the mark; only once every cursor up to ``cursor`` is committed."""
         await self._write(relay_marks.advance, relay_url, cursor, durable=False)
-
-    async def last_id(self) -> int:
-        return await self._reader.last_id()
-
-    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
-        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
-        return await self._reader.traffic_by_minute(since_ms)

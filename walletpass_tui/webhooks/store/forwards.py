@@ -93,7 +93,7 @@ def record_try(
     db.execute(
         "UPDATE forwards SET state = ?, tries = tries + 1, next_try_at_ms = ?, finished_at_ms = ?, "
         "status = ?, latency_ms = ?, response_headers = ?, response_body = ?, error = ?, note = ? "
-        "WHERE id = ? AND state = ?",
+        "WHERE id = ? AND state = ? AND target = ? AND created_at_ms = ?",
         (
             state,
             next_try_at_ms or 0,
@@ -106,6 +106,10 @@ def record_try(
             result.note,
             row.id,
             PENDING,
+            # The very row that was read: after the history was started over (files.py) a row
+            # read from the old one must not update the new one's row of the same id.
+            row.target,
+            row.created_at_ms,
         ),
     )
 

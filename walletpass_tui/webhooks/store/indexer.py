@@ -52,6 +52,13 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('indexed_upto', '0');
 """
 
 
+# The rows of one chunk, copied from the history before the index is written (index_chunk).
+_PENDING = (
+    "CREATE TEMP TABLE IF NOT EXISTS pending "
+    "(id INTEGER PRIMARY KEY, webhook_id TEXT, topic TEXT, body TEXT)"
+)
+
+
 def index_path(path: Path) -> Path:
     """Where the search index of the history at ``path`` lives."""
     return path.with_name(path.name + SUFFIX)
@@ -86,6 +93,7 @@ def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = OFF")  # rebuildable: no fsync for the index
         db.executescript(_CREATE)
         check(db)
+        db.execute(_PENDING)
         db.execute("ATTACH DATABASE ? AS history", (str(path),))
         if upto(db) > _history_top(db):
             # An index of another (older, moved aside) history: start over.
@@ -122,25 +130,32 @@ def _history_top(db: sqlite3.Connection) -> int:
 def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
     """Index up to ``limit`` history rows past the high-water mark; returns how many.
 
-    The transaction starts by writing the index's mark, so two programs on one history never
-    index a row twice; the history is only read (never locked for writing).
+    Two steps, so the history is read only for as long as it takes to copy the rows: the rows
+    go into a temporary table in one statement of their own (the read of the history ends with
+    it), then the index is written from that table. A reader holds back the frames of the
+    history's write-ahead log it may need, and so keeps the log from starting over: tokenizing
+    a chunk takes far longer than copying it (see checkpoints.py).
+
+    The index transaction starts by writing the index's mark, so two programs on one history
+    never index a row twice; the history is only read (never locked for writing).
     """
+    db.execute("DELETE FROM temp.pending")
+    db.execute(
+        f"INSERT INTO temp.pending SELECT id, {_INDEXED} FROM history.attempts "
+        "WHERE id > ? ORDER BY id LIMIT ?",
+        (upto(db), limit),
+    )
     db.execute("BEGIN")
     try:
         db.execute("UPDATE meta SET value = value WHERE key = 'indexed_upto'")
-        start = upto(db)
-        row = db.execute(
-            "SELECT COUNT(*), MAX(id) FROM "
-            "(SELECT id FROM history.attempts WHERE id > ? ORDER BY id LIMIT ?)",
-            (start, limit),
-        ).fetchone()
-        count, last = int(row[0]), row[1]
+        start = upto(db)  # another program may have indexed some meanwhile
+        row = db.execute("SELECT COUNT(*), MAX(id) FROM temp.pending WHERE id > ?", (start,))
+        count, last = row.fetchone()
         if count:
             db.execute(
                 "INSERT INTO attempts_fts(rowid, webhook_id, topic, body) "
-                f"SELECT id, {_INDEXED} FROM history.attempts WHERE id > ? AND id <= ? "
-                "ORDER BY id",
-                (start, last),
+                "SELECT id, webhook_id, topic, body FROM temp.pending WHERE id > ? ORDER BY id",
+                (start,),
             )
             db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_upto'", (str(last),))
         db.execute("COMMIT")
@@ -149,7 +164,10 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
         raise
-    return count
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("DELETE FROM temp.pending")
+    return int(count)
 
 
 class Indexer:
@@ -157,7 +175,7 @@ class Indexer:
 
     def __init__(self, path: Path, db: sqlite3.Connection, busy_timeout_ms: int) -> None:
         self.path = path
-        self._db = db
+        self._db: sqlite3.Connection | None = db
         self._busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-indexer")
         self._wake = asyncio.Event()
@@ -203,7 +221,31 @@ class Indexer:
 
     async def _run_step(self) -> int:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, index_chunk, self._db, CHUNK)
+        return await loop.run_in_executor(self._executor, self._step)
+
+    def _step(self) -> int:
+        """One chunk, on the index's thread (with the connection it has then: see disconnect)."""
+        return index_chunk(self._db, CHUNK) if self._db is not None else 0
+
+    async def disconnect(self) -> None:
+        """Close the connection after the step under way (the history is started over)."""
+
+        def close() -> None:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+
+        with contextlib.suppress(Exception):
+            await asyncio.get_running_loop().run_in_executor(self._executor, close)
+
+    async def connect(self) -> None:
+        """Open the index of the history at the path again (it exists: the writer made it); an
+        index of the history that was deleted is started over (see ``_connect``)."""
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(
+            self._executor, connect, self.path, self._busy_timeout_ms
+        )
+        self.wake()
 
     async def _run(self) -> None:
         while True:
@@ -228,6 +270,8 @@ class Indexer:
     async def _recover(self) -> None:
         """A damaged index file is rebuilt; anything else (locked, a damaged history) waits."""
         loop = asyncio.get_running_loop()
+        if self._db is None or not self.path.exists():
+            return  # the history is being started over: it opens the index again
         try:
             await loop.run_in_executor(self._executor, check, self._db)
         except sqlite3.DatabaseError:
@@ -245,7 +289,5 @@ class Indexer:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(Exception):
-            await loop.run_in_executor(self._executor, self._db.close)
+        await self.disconnect()
         self._executor.shutdown(wait=False)

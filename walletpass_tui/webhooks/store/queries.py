@@ -72,9 +72,12 @@ class TrafficHistory:
 class Reader:
     """Every query the dashboard and the commands run; each failure is a StoreError."""
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+    def __init__(
+        self, path: Path, conn: aiosqlite.Connection, index: search.IndexUse = search.KEPT_UP
+    ) -> None:
         self.path = path
         self._db = conn
+        self._index = index
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
@@ -82,6 +85,7 @@ class Reader:
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
             await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
             await conn.execute("PRAGMA query_only = ON")
         except BaseException:
@@ -138,7 +142,9 @@ class Reader:
         oldest_first: bool,
     ) -> list[LogRow]:
         params: list[Any] = []
-        source, key, where = _where(flt, params, before_id=before_id, after_id=after_id)
+        source, key, where = _where(
+            flt, params, self._index, before_id=before_id, after_id=after_id
+        )
         params.append(limit)
         order = "ASC" if oldest_first else "DESC"
         sql = f"SELECT {_LOG} FROM {source}{where} ORDER BY {key} {order} LIMIT ?"
@@ -146,7 +152,7 @@ class Reader:
 
     async def count(self, flt: LogFilter | None) -> int:
         params: list[Any] = []
-        source, _, where = _where(flt, params)
+        source, _, where = _where(flt, params, self._index)
         return int(await self.one(f"SELECT COUNT(*) FROM {source}{where}", params))
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
@@ -194,7 +200,7 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
-        joined, matching = search.text_clauses(text or "", params)
+        joined, matching = search.text_clauses(text or "", params, index=self._index)
         if matching:
             source = _JOINED if joined else "attempts a"
             clauses.append(
@@ -304,6 +310,7 @@ _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 def _where(
     flt: LogFilter | None,
     params: list[Any],
+    index: search.IndexUse,
     *,
     before_id: int | None = None,
     after_id: int | None = None,
@@ -315,7 +322,7 @@ def _where(
     """
     text = flt.text if flt is not None else None
     text_params: list[Any] = []
-    joined, text_where = search.text_clauses(text or "", text_params)
+    joined, text_where = search.text_clauses(text or "", text_params, index=index)
     key = "f.rowid" if joined else "a.id"
     clauses: list[str] = []
     if before_id is not None:

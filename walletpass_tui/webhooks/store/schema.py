@@ -7,13 +7,14 @@ Everything here runs on the writer's thread with a plain ``sqlite3`` connection.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import sqlite3
 from pathlib import Path
 
 from walletpass_tui.webhooks.models import StoreError
-from walletpass_tui.webhooks.store.checkpoints import LOG_SIZE_LIMIT
+from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 
 SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -176,7 +177,9 @@ def make_private(path: Path) -> None:
 # -- opening --------------------------------------------------------------------------------------
 
 
-def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+def connect_writer(
+    path: Path, busy_timeout_ms: int, log_limit_bytes: int = LOG_BOUND_BYTES // 2
+) -> sqlite3.Connection:
     """The one write connection: private file, WAL (synced by wal_sync), migrated, checked and probed.
 
     Raises StoreError (with what to do) for every problem, so none surfaces mid-request.
@@ -189,7 +192,7 @@ def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.create_function("wp_digest", 2, digest, deterministic=True)
-        configure(db, busy_timeout_ms)
+        configure(db, busy_timeout_ms, log_limit_bytes)
         migrate(db, path)
         quick_check(db)
         probe_write(db)
@@ -202,7 +205,9 @@ def connect_writer(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     return db
 
 
-def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+def configure(
+    db: sqlite3.Connection, busy_timeout_ms: int, log_limit_bytes: int = LOG_BOUND_BYTES // 2
+) -> None:
     db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     row = db.execute("PRAGMA journal_mode = WAL").fetchone()
     if row is None or str(row[0]).lower() != "wal":
@@ -214,21 +219,23 @@ def configure(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     db.execute("PRAGMA foreign_keys = ON")
     # Checkpoints run on their own connection, off the acknowledgement path (see writer.py).
     db.execute("PRAGMA wal_autocheckpoint = 0")
-    db.execute(f"PRAGMA journal_size_limit = {LOG_SIZE_LIMIT}")
+    # A log started over is cut back to this size (see checkpoints.py).
+    db.execute(f"PRAGMA journal_size_limit = {int(log_limit_bytes)}")
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"The history database {path} was written by a newer walletpass-tui (schema "
-            f"{version}, this one knows {SCHEMA_VERSION}); upgrade walletpass-tui or use another "
-            "--home."
-        )
+        raise too_new(version, path)
     if version == SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
+        # Another program (a second receiver started at the same moment) may have migrated
+        # while this one waited for the write lock: the version is read again under the lock.
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise too_new(version, path)
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in split_sql(MIGRATIONS[step]):
                 db.execute(statement)
@@ -238,6 +245,14 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         with contextlib.suppress(sqlite3.Error):
             db.execute("ROLLBACK")
         raise
+
+
+def too_new(version: int, path: Path) -> StoreError:
+    return StoreError(
+        f"The history database {path} was written by a newer walletpass-tui (schema "
+        f"{version}, this one knows {SCHEMA_VERSION}); upgrade walletpass-tui or use another "
+        "--home."
+    )
 
 
 _TABLES = ("attempts", "messages", "meta", "forwards")
@@ -303,6 +318,19 @@ def _close(db: sqlite3.Connection | None) -> None:
 # -- what a failure means -------------------------------------------------------------------------
 
 
+FULL_BELOW_BYTES = 1024 * 1024  # free space under which "disk I/O error" means a full disk
+
+
+def disk_is_full(path: Path) -> bool:
+    """Whether the file system holding ``path`` has (next to) no space left: SQLite says "disk
+    I/O error", not "disk is full", when its ``-shm`` cannot grow on a full disk."""
+    try:
+        found = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # gone, or no statvfs (Windows)
+        return False
+    return found.f_bavail * found.f_frsize < FULL_BELOW_BYTES
+
+
 def explain(exc: BaseException, path: Path) -> str:
     """One sentence naming the file, what is wrong and what to do."""
     if isinstance(exc, StoreError):
@@ -310,6 +338,8 @@ def explain(exc: BaseException, path: Path) -> str:
     text = str(exc).lower()
     if isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error):
         text = f"{exc.strerror or exc}".lower()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"The disk holding {path} is full; free some space, then try again."
         if "permission" in text or "read-only" in text:
             return f"The history database {path} cannot be written; check its permissions or use another --home."
         return f"The history database {path} cannot be opened ({exc.strerror or exc}); check the directory exists and is writable."
@@ -327,8 +357,13 @@ def explain(exc: BaseException, path: Path) -> str:
         )
     if "unable to open" in text:
         return f"The history database {path} cannot be opened; check the directory exists and is writable."
-    if "disk is full" in text:
-        return f"The disk holding {path} is full; free some space."
+    if "disk is full" in text or ("disk i/o error" in text and disk_is_full(path)):
+        return f"The disk holding {path} is full; free some space, then try again."
+    if "disk i/o error" in text:
+        return (
+            f"The history database {path} could not be written or read ({exc}); check the disk "
+            "it is on (space, errors, a file size limit), then try again."
+        )
     if isinstance(exc, sqlite3.Error | ValueError):
         return f"The history database {path} failed ({exc})."
     return f"Storing into {path} failed ({type(exc).__name__}: {exc})."

@@ -101,6 +101,21 @@ class WalSync:
             ) from None
         self.syncs += 1
 
+    async def drain(self) -> None:
+        """Wait for every fsync asked for so far (whatever its outcome)."""
+        pending = [f for f in (self._running, self._queued) if f is not None]
+        if pending:
+            await asyncio.wait(pending)
+
+    def forget_file(self) -> None:
+        """The log file is another one now (the history was started over): the next fsync opens
+        it. Only once every fsync asked for is done (``drain``)."""
+        with self._fd_lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
+
     async def synced(self) -> None:
         """Wait until everything committed before this call is on disk; raises StoreError. The
         future is shared: a waiter that is cancelled must not cancel it for the others."""

@@ -9,9 +9,9 @@ feeds it.
   read first, the finalizers run, and the batch is committed only if no other program numbered an
   attempt of the same messages meanwhile (otherwise the batch is numbered and finalized again).
 * The search index is not the writer's work: it lives in a file of its own, filled by its own
-  thread after each commit (see indexer.py). Other work kept out of the acknowledgement path runs
-  only when no delivery waits, in bounded steps: the rejected cap, and finishing a WAL checkpoint
-  (see checkpoints.py: a delivery's commit never copies the log into the database file).
+  thread after each commit (see indexer.py). The rejected cap is applied only when no delivery
+  waits, in bounded steps. A delivery's commit never copies the log into the database file; the
+  log is kept bounded between batches, deliveries waiting or not (see checkpoints.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,15 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 from walletpass_tui.webhooks.store import forwards, prune, rows, schema
-from walletpass_tui.webhooks.store.checkpoints import Checkpointer, top_up_checkpoint
+from walletpass_tui.webhooks.store.checkpoints import (
+    LOG_BOUND_BYTES,
+    RESTART_WAIT_MS,
+    Checkpointer,
+    LogBound,
+    restart_log,
+    top_up_checkpoint,
+)
+from walletpass_tui.webhooks.store.files import DELETED, FilesMoved, HistoryFiles
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.numbering import (
     Known,
@@ -62,30 +70,66 @@ class Pending:
 
 
 class WriteThread:
-    """The write connection and the one thread that uses it; calls run in order."""
+    """The write connection and the one thread that uses it; calls run in order.
 
-    def __init__(self, db: sqlite3.Connection, path: Path, executor: ThreadPoolExecutor) -> None:
+    ``files`` remembers the files the connection opened (files.py); after the history was
+    deleted the connection is closed and opened anew (``disconnect``, ``connect``, under
+    ``hold``), and between the two ``disconnected`` is true.
+    """
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        path: Path,
+        executor: ThreadPoolExecutor,
+        busy_timeout_ms: int,
+        files: HistoryFiles,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
+    ) -> None:
         self.path = path
-        self._db = db
+        self.files = files
+        self.busy_timeout_ms = busy_timeout_ms
+        self.log_bound_bytes = log_bound_bytes
+        self._db: sqlite3.Connection | None = db
         self._executor = executor
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path, busy_timeout_ms: int) -> WriteThread:
+    async def open(
+        cls, path: Path, busy_timeout_ms: int, log_bound_bytes: int = LOG_BOUND_BYTES
+    ) -> WriteThread:
         executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         loop = asyncio.get_running_loop()
+        files = HistoryFiles(path)
         try:
-            db = await loop.run_in_executor(executor, schema.connect_writer, path, busy_timeout_ms)
+            db = await loop.run_in_executor(
+                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes
+            )
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(db, path, executor)
+        return cls(db, path, executor, busy_timeout_ms, files, log_bound_bytes)
+
+    @property
+    def disconnected(self) -> bool:
+        return self._db is None
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` on the writer's thread, after every call made before it."""
         async with self._lock:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, fn, self._db, *args)
+            return await self.call(fn, *args)
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the writer's thread, without waiting for the lock: only
+        inside ``hold()``."""
+        db = self._db
+        if db is None:
+            raise StoreError(
+                f"The history database {self.path} is not open (it was deleted while in use and "
+                "could not be started again); deliver again."
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, db, *args)
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -93,12 +137,40 @@ class WriteThread:
         async with self._lock:
             yield
 
-    async def close(self) -> None:
-        async with self._lock:
+    async def disconnect(self) -> None:
+        """Close the connection (inside ``hold()``)."""
+        db, self._db = self._db, None
+        if db is not None:
             loop = asyncio.get_running_loop()
             with contextlib.suppress(Exception):
-                await loop.run_in_executor(self._executor, self._db.close)
+                await loop.run_in_executor(self._executor, db.close)
+
+    async def connect(self) -> None:
+        """Open the connection again, creating the history if it is missing (inside ``hold()``);
+        raises StoreError."""
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(
+            self._executor,
+            _connect,
+            self.path,
+            self.busy_timeout_ms,
+            self.files,
+            self.log_bound_bytes,
+        )
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self.disconnect()
         self._executor.shutdown(wait=False)
+
+
+def _connect(
+    path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
+) -> sqlite3.Connection:
+    # A log started over is cut back to half the bound (see checkpoints.py).
+    db = schema.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
+    files.remember()
+    return db
 
 
 # -- one batch, on the writer's thread ------------------------------------------------------------
@@ -110,6 +182,7 @@ def commit_batch(
     targets: Sequence[tuple[str, ...]],
     numbered_with: Known | None,
     sync: Callable[[], None] | None = None,
+    files: HistoryFiles | None = None,
 ) -> list[Attempt] | None:
     """Store the batch in one transaction; returns the attempts as stored.
 
@@ -117,6 +190,8 @@ def commit_batch(
     counts changed since, nothing is written and the result is None: number them again.
     ``sync``: called right after the commit (the log's fsync, when nothing else waits for the
     writer: one trip to its thread instead of two).
+    ``files``: checked right after the commit, before ``sync``: FilesMoved when the history's
+    files are no longer at their paths (see files.py); nobody has been answered yet.
     """
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -130,6 +205,8 @@ def commit_batch(
         _insert(db, stored, digests)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
+        if files is not None and (moved := files.changed()) is not None:
+            raise FilesMoved(moved, files.path, stored)
         if sync is not None:
             sync()
     except BaseException:
@@ -227,6 +304,7 @@ class GroupCommit:
         self.commits = 0  # write transactions that stored attempts (group commit: << attempts)
         self.listeners: list[Listener] = []
         self.checkpoints = Checkpointer(thread.path)
+        self.log = LogBound(thread.log_bound_bytes)
         self.syncs = WalSync(thread.path)
         self._syncing = 0  # batches committed, waiting for their fsync
         self._notifying = 0  # commits whose listeners are still to hear of them
@@ -237,7 +315,9 @@ class GroupCommit:
         self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
         self._waiter: asyncio.Future[None] | None = None  # a writer waiting for deliveries
-        self.checkpoints.on_done = self._poke
+        # Set by the store: close everything and open the history again after its files were
+        # deleted (files.py); True when the commit that found it is kept (the log was copied).
+        self.start_over: Callable[[str], Awaitable[bool]] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="store-writer")
@@ -248,7 +328,7 @@ class GroupCommit:
 
     @property
     def idle(self) -> bool:
-        """Nothing queued, nothing being written, the rejected cap and checkpoint top-up done."""
+        """Nothing queued, nothing being written, the rejected cap applied."""
         busy = self._busy or self._syncing or self._notifying
         return not (self._queue.qsize() or busy or self._backlog())
 
@@ -283,6 +363,7 @@ class GroupCommit:
                     break
                 batch.append(item)
             await self._commit(batch)
+            await self._bound_log()
             if stop:
                 break
         self._busy = False
@@ -293,7 +374,7 @@ class GroupCommit:
         self._poke()
 
     def _poke(self) -> None:
-        """Wake a writer waiting in _wait (a delivery, a stop, a hurry or a finished checkpoint)."""
+        """Wake a writer waiting in _wait (a delivery, a stop or a hurry)."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -306,7 +387,7 @@ class GroupCommit:
             backlog = self._backlog()
             if not backlog:
                 self._hurried = False
-            elif step_now or self._hurried or not self._quiet():
+            elif step_now or self._hurried:
                 self._busy = True
                 await self._catch_up_step()
                 step_now = False
@@ -318,9 +399,6 @@ class GroupCommit:
             step_now = True  # idle long enough, or woken: a step if there is work
         self._busy = True
         return self._queue.get_nowait()
-
-    def _quiet(self) -> bool:
-        return not self.checkpoints.top_up_due
 
     async def _wait(self, timeout: float | None) -> object:
         """A delivery if one comes within ``timeout`` and before a wake-up, else _NOTHING.
@@ -344,29 +422,53 @@ class GroupCommit:
         return self._queue.get_nowait() if not self._queue.empty() else _NOTHING
 
     def _backlog(self) -> bool:
-        prune_due = self._rejected_since_prune >= max(1, self.rejected_cap // 10)
-        return prune_due or self.checkpoints.top_up_due
+        return self._rejected_since_prune >= max(1, self.rejected_cap // 10)
 
     async def _catch_up_step(self) -> None:
         try:
-            if self.checkpoints.top_up_due:
-                self.checkpoints.top_up_due = False
-                await self.thread.run(top_up_checkpoint)
-            else:
-                self._rejected_since_prune = 0
-                await self.thread.run(prune.rejected_beyond, self.rejected_cap)
-        except Exception as exc:  # nothing stored is at stake: retried after the next commit
             self._rejected_since_prune = 0
+            await self.thread.run(prune.rejected_beyond, self.rejected_cap)
+        except Exception as exc:  # nothing stored is at stake: retried after the next commit
             self.health.failed(schema.explain(exc, self.thread.path))
 
-    async def _commit(self, batch: list[Pending]) -> None:
+    async def _bound_log(self) -> None:
+        """Between two batches, deliveries waiting or not: once the log file passed its bound,
+        finish the checkpoint so the next commit starts the log over (see checkpoints.py). The
+        size is the one the batch's commit found (files.py stats the log anyway)."""
+        size = self.thread.files.log_bytes
+        step = self.log.step(size, self.checkpoints)
+        if step is None or self.thread.disconnected:
+            return
+        try:
+            if step == LogBound.RESTART:
+                complete = await self.thread.run(
+                    restart_log, RESTART_WAIT_MS, self.thread.busy_timeout_ms
+                )
+            else:
+                complete = await self.thread.run(top_up_checkpoint)
+        except Exception as exc:  # nothing stored is at stake: tried again after the next batch
+            self.health.failed(schema.explain(exc, self.thread.path))
+            return
+        self.log.done(step, complete, size)
+
+    async def _commit(self, batch: list[Pending], again: bool = True) -> None:
         """Commit the batch in one transaction; attempts whose numbers another program changed
-        meanwhile are numbered again from the database (a few times at most)."""
+        meanwhile are numbered again from the database (a few times at most). When the history's
+        files were deleted under it, the history is started over and the batch stored there
+        (``again``: once)."""
         relayed = all(p.attempt.relay_cursor is not None for p in batch)
         # Nothing else waiting: the fsync right after the commit, on the writer's thread.
         inline = not relayed and self._queue.empty() and not self.syncs.busy
         try:
+            if self.thread.disconnected:  # deleted, and starting over failed last time
+                raise FilesMoved(DELETED, self.thread.path)
             stored = await self._write(batch, self.syncs.fsync_now if inline else None)
+        except FilesMoved as moved:
+            if again and self.start_over is not None:
+                await self._after_move(batch, moved)
+            else:
+                self._failed(batch, moved)
+            return
         except Exception as exc:  # anything: the writer must survive and every caller hear
             self._failed(batch, exc)
             return
@@ -386,6 +488,23 @@ class GroupCommit:
         self._syncing += 1
         earlier.add_done_callback(functools.partial(self._synced, batch, stored))
 
+    async def _after_move(self, batch: list[Pending], moved: FilesMoved) -> None:
+        """Start the history over (see files.py); the batch is answered once it is in the
+        database file at the path: copied there with the log, or committed again."""
+        assert self.start_over is not None
+        try:
+            kept = await self.start_over(moved.kind)
+        except Exception as exc:  # anything: the writer must survive and every caller hear
+            self._failed(batch, exc)
+            return
+        if moved.kind == DELETED:
+            self._remembered.clear()  # numbered from the new history from now on
+        if kept and moved.stored is not None:
+            self._remember(moved.stored)
+            self._stored(batch, moved.stored)
+            return
+        await self._commit(batch, again=False)
+
     def _synced(
         self, batch: Sequence[Pending], stored: Sequence[Attempt], sync: asyncio.Future[None]
     ) -> None:
@@ -402,8 +521,9 @@ class GroupCommit:
     ) -> list[Attempt]:
         attempts = [p.attempt for p in batch]
         targets = [p.forward_to for p in batch]
+        files = self.thread.files
         if not any(p.finalize for p in batch):
-            done = await self.thread.run(commit_batch, attempts, targets, None, sync)
+            done = await self.thread.run(commit_batch, attempts, targets, None, sync, files)
             assert done is not None
             return done
         # Numbered from what the writer remembers (no read, no extra trip to its thread); the commit
@@ -417,7 +537,7 @@ class GroupCommit:
                 p.finalize(a) if p.finalize is not None else a
                 for p, a in zip(batch, number(attempts, known), strict=True)
             ]
-            done = await self.thread.run(commit_batch, decided, targets, known, sync)
+            done = await self.thread.run(commit_batch, decided, targets, known, sync, files)
             if done is not None:
                 return done
         raise StoreError(

@@ -1,0 +1,104 @@
+"""The debug log a user can attach to a bug report: ``--log-file PATH`` or ``WALLETPASS_LOG``.
+
+Every module logs through ``logging.getLogger(__name__)`` (under ``walletpass_tui``); nothing is
+written anywhere unless a log file is asked for. Then the file is opened for appending, private
+(0600) whatever the umask, and every line passes through :class:`Redactor` first, which removes
+what must never be written down:
+
+* signing secrets (``whsec_...``), relay tokens (``wpr_...``), bearer credentials and the
+  password part of a URL (``postgresql://user:****@host``), wherever they appear;
+* any value registered with :func:`redact` (the API key, which has no recognisable shape).
+
+Untrusted text (a sender's header, a relay's error) is logged with ``%r`` so control characters
+stay escapes in the file, as they do on the screen.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+ENV_LOG = "WALLETPASS_LOG"
+PACKAGE = "walletpass_tui"
+FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s"
+DATE_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+# (pattern, replacement): the shapes of secrets, kept recognisable but never whole.
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"whsec_[A-Za-z0-9+/=_-]+"), "whsec_…"),
+    (re.compile(r"wpr_[A-Za-z0-9_-]+"), "wpr_…"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 …"),
+    # a credential by its name: "name: value", "name=value", ('name', 'value')
+    (
+        re.compile(
+            r"(?i)\b(authorization|proxy-authorization|x-api-key|api[_-]key|password|token)"
+            r"(['\"]?\s*(?:[:=]|,)\s*['\"]?)(?!bearer\b|basic\b|…)[^\s'\",;)]+"
+        ),
+        r"\1\2…",
+    ),
+    (re.compile(r"([a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@"), r"\1****@"),
+)
+_values: set[str] = set()
+
+
+def redact(value: str | None) -> None:
+    """Never write ``value`` to the log (an API key or a token whose shape is not known)."""
+    if value and len(value) >= 6:
+        _values.add(value)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every secret shape and every registered value replaced."""
+    for value in sorted(_values, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, "…")
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class Redactor(logging.Formatter):
+    """Formats a record as usual, then scrubs the whole line, traceback included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return scrub(super().format(record))
+
+
+def log_path(flag: str | None, env: dict[str, str] | None = None) -> Path | None:
+    """Where to log: ``--log-file`` first, then ``WALLETPASS_LOG``; None for no log."""
+    chosen = flag or (os.environ if env is None else env).get(ENV_LOG)
+    return Path(chosen).expanduser() if chosen else None
+
+
+def open_private(path: Path) -> int:
+    """A descriptor to append to ``path``, created 0600 and tightened to 0600 if it was looser."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def configure(path: Path, *, command: str) -> logging.Handler:
+    """Send the package's debug log (and other libraries' warnings) to ``path``.
+
+    Raises OSError when the file cannot be opened; the caller says so in one line."""
+    stream = os.fdopen(open_private(path), "a", encoding="utf-8", errors="backslashreplace")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(Redactor(FORMAT, DATE_FORMAT))
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.WARNING:
+        root.setLevel(logging.WARNING)  # other libraries: their warnings and errors only
+    package = logging.getLogger(PACKAGE)
+    package.setLevel(logging.DEBUG)
+    logging.captureWarnings(True)
+    package.info("log opened: %s, pid %d, python %s", command, os.getpid(), sys.version.split()[0])
+    return handler

@@ -1,0 +1,141 @@
+"""Looking at the history without writing a byte: ``events list``, ``show`` and ``export``.
+
+A command that only looks must work when the disk is full (that is when a person needs to look,
+and export, before pruning), on a read-only mount, and next to a running ``listen``:
+
+* nothing is written, migrated, checked or indexed: the history is opened ``mode=ro``;
+* SQLite's ``-wal`` and ``-shm`` are never created by a look. When the log holds nothing (no
+  ``-wal``, or an empty one) and there is no ``-shm``, nobody is writing and the file itself holds
+  every row: it is opened ``immutable`` (no locks, no ``-shm``). Otherwise a writer keeps them (or
+  a crash left them) and ``mode=ro`` reads through them; should that fail while the log holds
+  nothing, ``immutable`` is tried;
+* the search index is attached the same way when it can be; rows it does not hold yet are looked
+  at one by one (``search.IndexUse``), and every row is when there is no index to attach;
+* a history written by an older version needs a migration before it can be read: ``Outdated``
+  says so, and the command opens it with ``Store`` (which migrates) instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import aiosqlite
+
+from walletpass_tui.webhooks.models import StoreError
+from walletpass_tui.webhooks.store import schema, search
+from walletpass_tui.webhooks.store.indexer import index_path
+from walletpass_tui.webhooks.store.queries import Reader
+from walletpass_tui.webhooks.store.reading import History
+from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
+
+
+class Outdated(StoreError):
+    """The history needs a migration (an older version wrote it): open it with ``Store``."""
+
+
+def uri(path: Path, *, immutable: bool) -> str:
+    """The SQLite URI that opens ``path`` read-only (``immutable``: no locks, no ``-shm``)."""
+    return f"file:{quote(str(path.absolute()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def log_is_empty(path: Path) -> bool:
+    """Whether the database at ``path`` has no write-ahead log with anything in it."""
+    try:
+        return os.stat(path.with_name(path.name + "-wal")).st_size == 0
+    except FileNotFoundError:
+        return True
+
+
+def nobody_writes(path: Path) -> bool:
+    """No log with anything in it and no ``-shm``: the file alone holds every row."""
+    return log_is_empty(path) and not path.with_name(path.name + "-shm").exists()
+
+
+def _probe(path: Path, busy_timeout_ms: int) -> str:
+    """The URI that reads the history at ``path`` (checked with a plain connection first: a
+    failed ``aiosqlite.connect`` leaves its thread to report to a loop that may be gone)."""
+    immutable = nobody_writes(path)
+    while True:
+        try:
+            with contextlib.closing(
+                sqlite3.connect(uri(path, immutable=immutable), uri=True, isolation_level=None)
+            ) as db:
+                db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                found = int(db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            if immutable or not log_is_empty(path):
+                raise StoreError(schema.explain(exc, path)) from None
+            immutable = True  # -shm could not be read (a full disk?) and the log holds nothing
+            continue
+        if found > SCHEMA_VERSION:
+            raise schema.too_new(found, path)
+        if found < SCHEMA_VERSION:
+            raise Outdated(f"The history database {path} needs an upgrade (schema {found}).")
+        return uri(path, immutable=immutable)
+
+
+async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
+    address = await asyncio.to_thread(_probe, path, busy_timeout_ms)
+    try:
+        conn = await aiosqlite.connect(address, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(schema.explain(exc, path)) from None
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await conn.execute("PRAGMA query_only = ON")
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(schema.explain(exc, path)) from None
+        raise
+    return conn
+
+
+async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexUse:
+    """Attach the search index read-only when it can be; how far it goes."""
+    ipath = index_path(path)
+    if not ipath.exists():
+        return search.IndexUse(attached=False)
+    immutable = nobody_writes(ipath)
+    while True:
+        try:
+            await conn.execute("ATTACH DATABASE ? AS idx", (uri(ipath, immutable=immutable),))
+            upto = await conn.execute_fetchall(
+                "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
+            )
+            await conn.execute_fetchall("SELECT rowid FROM idx.attempts_fts LIMIT 1")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                await conn.execute("DETACH DATABASE idx")
+            if immutable or not log_is_empty(ipath):
+                return search.IndexUse(attached=False)  # every row is looked at instead
+            immutable = True
+            continue
+        break
+    top = await conn.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM main.attempts")
+    indexed = int(next(iter(upto))[0]) if upto else 0
+    newest = int(next(iter(top))[0])
+    if indexed > newest:  # the index of another history (this one was moved aside)
+        return search.IndexUse(attached=False)
+    return search.IndexUse(unindexed_after=None if indexed >= newest else indexed)
+
+
+async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> History:
+    """The history at ``path``, opened to look only; every problem is a StoreError saying what
+    to do (``Outdated``: open it with ``Store``)."""
+    path = Path(path)
+    conn = await _connect(path, busy_timeout_ms)
+    try:
+        await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
+        index = await _attach_index(conn, path)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await conn.close()
+        raise
+    return History(path, Reader(path, conn, index))

@@ -1,0 +1,128 @@
+"""The history as read: every query of the dashboard and the commands, through ``Reader``.
+
+``History`` is all a command that only looks needs (``events list``, ``show``, ``export``), and
+``read_only.open_history`` opens one that writes nothing at all. ``Store`` is a ``History`` that
+also writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from walletpass_tui.webhooks.models import (
+    Attempt,
+    ForwardRow,
+    LogFilter,
+    LogRow,
+    MessageRow,
+    Stats,
+)
+from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
+
+
+class History:
+    """Reads through one ``Reader``; close with ``await history.close()``."""
+
+    def __init__(self, path: Path, reader: Reader) -> None:
+        self.path = path
+        self._reader = reader
+
+    async def close(self) -> None:
+        await self._reader.close()
+
+    async def __aenter__(self) -> History:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- forwards ----------------------------------------------------------------------------
+
+    async def next_pending_forward(self, target: str) -> ForwardRow | None:
+        """The oldest pending forward to ``target``: forwards go out in arrival order."""
+        return await self._reader.next_pending_forward(target)
+
+    async def pending_forward_targets(self) -> list[str]:
+        return [target for target, _ in await self.pending_forwards_by_target()]
+
+    async def pending_forwards_by_target(self) -> list[tuple[str, int]]:
+        """(target, forwards waiting for it), for every target with any."""
+        return await self._reader.pending_forwards_by_target()
+
+    async def pending_forward_count(self, target: str | None = None) -> int:
+        return await self._reader.pending_forward_count(target)
+
+    async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
+        return await self._reader.forwards_for_message(webhook_id)
+
+    # -- the log and the messages -------------------------------------------------------------
+
+    async def log_page(
+        self,
+        flt: LogFilter | None = None,
+        *,
+        limit: int = 200,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        oldest_first: bool = False,
+    ) -> list[LogRow]:
+        """Log rows newest first, optionally only older than ``before_id`` / newer than ``after_id``.
+
+        ``oldest_first`` orders them oldest first instead, so ``after_id`` with ``limit`` gives the
+        rows just after it (a view paging back towards the newest) rather than the newest ones.
+        """
+        return await self._reader.log_page(
+            flt, limit=limit, before_id=before_id, after_id=after_id, oldest_first=oldest_first
+        )
+
+    async def count(self, flt: LogFilter | None = None) -> int:
+        return await self._reader.count(flt)
+
+    async def attempt(self, attempt_id: int) -> Attempt | None:
+        return await self._reader.attempt(attempt_id)
+
+    async def message_attempts(self, webhook_id: str) -> list[Attempt]:
+        """Every attempt of one message, oldest first."""
+        return await self._reader.message_attempts(webhook_id)
+
+    async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
+        """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
+        return await self._reader.message_attempts_without_bodies(webhook_id)
+
+    async def list_messages(
+        self,
+        *,
+        limit: int = 50,
+        topic: str | None = None,
+        verdict: str | None = None,
+        since_ms: int | None = None,
+        text: str | None = None,
+    ) -> list[MessageRow]:
+        return await self._reader.list_messages(
+            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+        )
+
+    async def stats(self) -> Stats:
+        return await self._reader.stats()
+
+    async def last_relay_cursor(self, relay_url: str) -> int:
+        """The newest cursor stored from the relay at ``relay_url`` (0: none yet): a relay link
+        resumes after it."""
+        return await self._reader.last_relay_cursor(relay_url)
+
+    async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
+        """Whether the delivery at ``cursor`` of the relay at ``relay_url`` is stored (the unique
+        index on the pair makes this one lookup)."""
+        return await self._reader.has_relay_cursor(relay_url, cursor)
+
+    async def relay_received_at(self, relay_url: str) -> int | None:
+        """When the relay at ``relay_url`` received the newest verified delivery stored from it
+        (None: none yet): a relay link refuses received times going back far before it."""
+        return await self._reader.relay_received_at(relay_url)
+
+    async def last_id(self) -> int:
+        return await self._reader.last_id()
+
+    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
+        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
+        return await self._reader.traffic_by_minute(since_ms)
