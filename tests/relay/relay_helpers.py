@@ -31,13 +31,9 @@ from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import RelaySubscriber, SubscriberState
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage import (
-    SQLITE,
-    IssuedChannel,
-    RelayStorage,
-    database_target,
-    open_storage,
-)
+from walletpass_tui.relay.server.storage import open_storage
+from walletpass_tui.relay.server.storage.base import IssuedChannel, RelayStorage
+from walletpass_tui.relay.server.storage.target import SQLITE, database_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_" + base64.b64encode(b"relay-test-secret-0123456789abcd").decode()

@@ -15,7 +15,8 @@ import pytest
 from relay_helpers import SECRET, RelayProcess, TestDB, signed
 
 from walletpass_tui.cli import main
-from walletpass_tui.relay.server.storage import RelayDB, database_path
+from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.target import database_path
 
 PUBLIC = "https://relay.example.com"
 

@@ -27,7 +27,7 @@ from standardwebhooks import Webhook
 from walletpass_tui.relay.link.subscriber import RelayAuthError
 from walletpass_tui.relay.server.channels import subscribe_url
 from walletpass_tui.relay.server.serve import RelayServer
-from walletpass_tui.relay.server.storage import database_path
+from walletpass_tui.relay.server.storage.target import database_path
 from walletpass_tui.webhooks.verify import sign
 
 

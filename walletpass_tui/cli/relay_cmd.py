@@ -353,7 +353,8 @@ def _database(args: argparse.Namespace, settings: Any) -> str | None:
 
 def _run(args: argparse.Namespace, action: Any) -> Any:
     """Open the relay database the settings name, run ``action(storage)``, close it."""
-    from walletpass_tui.relay.server.storage import database_target, open_storage
+    from walletpass_tui.relay.server.storage import open_storage
+    from walletpass_tui.relay.server.storage.target import database_target
 
     settings = settings_from_args(args)
     target = database_target(_database(args, settings), settings.home)
@@ -377,7 +378,7 @@ def _run(args: argparse.Namespace, action: Any) -> Any:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from walletpass_tui.relay.server.storage import POSTGRESQL
+    from walletpass_tui.relay.server.storage.target import POSTGRESQL
 
     async def describe(storage: Any) -> str:
         return storage.target.display if storage.target.kind == POSTGRESQL else ""

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from walletpass_tui.relay.events import sse_event
 from walletpass_tui.relay.server.channels import Channel, token_hash
-from walletpass_tui.relay.server.storage import Committed, RelayStorage, RelayStoreError
+from walletpass_tui.relay.server.storage.base import Committed, RelayStorage, RelayStoreError
 from walletpass_tui.relay.server.writer import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 

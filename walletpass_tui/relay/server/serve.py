@@ -26,14 +26,14 @@ from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
 from walletpass_tui.relay.server.fanout import Feeds
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
-from walletpass_tui.relay.server.storage import (
+from walletpass_tui.relay.server.storage import open_storage
+from walletpass_tui.relay.server.storage.base import (
     RETRY_AFTER_S,
     RelayStorage,
     RelayStoreError,
-    database_target,
     now_ms,
-    open_storage,
 )
+from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
     DEFAULT_HEARTBEAT_S,

@@ -20,20 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.relay.server.storage.base import RelayStoreError
-from walletpass_tui.relay.server.storage.sqlite import connect, prune_before
-
-__all__ = [
-    "MAX_BATCH",
-    "REJECTED_BODY_LIMIT",
-    "REJECTED_CAP",
-    "Job",
-    "NewDelivery",
-    "NewRejection",
-    "RelayWriter",
-    "Stored",
-    "prune_before",
-    "storable_text",
-]
+from walletpass_tui.relay.server.storage.sqlite import connect
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first

@@ -8,45 +8,8 @@
 
 from __future__ import annotations
 
-from walletpass_tui.relay.server.storage.base import (
-    RETRY_AFTER_S,
-    Committed,
-    DatabaseUnavailable,
-    IssuedChannel,
-    RelayStorage,
-    RelayStoreError,
-    StorageEvents,
-    now_ms,
-)
-from walletpass_tui.relay.server.storage.sqlite import RelayDB, connect
-from walletpass_tui.relay.server.storage.target import (
-    DB_NAME,
-    POSTGRESQL,
-    SQLITE,
-    DatabaseTarget,
-    database_path,
-    database_target,
-)
-
-__all__ = [
-    "DB_NAME",
-    "POSTGRESQL",
-    "RETRY_AFTER_S",
-    "SQLITE",
-    "Committed",
-    "DatabaseTarget",
-    "DatabaseUnavailable",
-    "IssuedChannel",
-    "RelayDB",
-    "RelayStorage",
-    "RelayStoreError",
-    "StorageEvents",
-    "connect",
-    "database_path",
-    "database_target",
-    "now_ms",
-    "open_storage",
-]
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.target import POSTGRESQL, DatabaseTarget
 
 
 async def open_storage(

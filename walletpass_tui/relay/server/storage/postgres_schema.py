@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from walletpass_tui.relay.server.storage.base import RelayStoreError
+
 # pg_advisory locks are keyed by one bigint; these spell "wpr-migr" and "wpr-prun".
 MIGRATE_LOCK = 0x7770722D6D696772
 PRUNE_LOCK = 0x7770722D7072756E
@@ -69,11 +71,14 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class NewerSchema(Exception):
-    """The database was written by a newer relay."""
+class NewerSchema(RelayStoreError):
+    """The database was written by a newer relay (``open`` says which database)."""
 
     def __init__(self, version: int) -> None:
-        super().__init__(version)
+        super().__init__(
+            f"The relay database was written by a newer walletpass-tui (schema {version}, this "
+            f"one knows {SCHEMA_VERSION}); upgrade it."
+        )
         self.version = version
 
 
