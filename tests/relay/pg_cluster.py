@@ -91,7 +91,14 @@ class PgCluster:
         pwfile = self.root / "pwfile"
         pwfile.write_text(self.password + "\n")
         if self._as_postgres:
-            user = pwd.getpwnam("postgres")
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "As root the test cluster runs as the user postgres, which does not exist: "
+                    "install Debian's postgresql package (it creates the user) or run the tests "
+                    "as another user."
+                ) from None
             for path in (self.root, self.sockets, pwfile):
                 os.chown(path, user.pw_uid, user.pw_gid)
         os.chmod(self.root, 0o700)
