@@ -59,6 +59,7 @@ from walletpass_tui.relay.server.storage.postgres_schema import (
 )
 from walletpass_tui.relay.server.storage.target import DatabaseTarget
 from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored, storable_text
+from walletpass_tui.text import parse_ascii_int
 
 log = logging.getLogger(__name__)
 
@@ -498,12 +499,11 @@ class PostgresStorage:
         if parts == [NOTIFY_CHANNELS]:
             events.on_channels_changed()
             return
-        if (
-            len(parts) == 5
-            and parts[0] == NOTIFY_DELIVERIES
-            and all(p.isdigit() for p in parts[1:])
-        ):
-            channel_id, first, last, used = (int(p) for p in parts[1:])
+        if len(parts) == 5 and parts[0] == NOTIFY_DELIVERIES:
+            numbers = [parse_ascii_int(p) for p in parts[1:]]
+            channel_id, first, last, used = numbers
+            if channel_id is None or first is None or last is None or used is None:
+                return
             if not 0 < first <= last:
                 return
             committed = Committed(channel_id, first, last, used)

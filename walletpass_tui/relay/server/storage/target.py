@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 from walletpass_tui.config import is_postgres_url, mask_database_url
 from walletpass_tui.relay.server.storage.base import RelayStoreError
+from walletpass_tui.text import parse_ascii_int
 
 DB_NAME = "relay.sqlite3"
 SQLITE = "sqlite"
@@ -94,6 +95,6 @@ def _url_parts(url: str) -> tuple[str | None, int | None, str | None]:
         host, _, port_text = first.partition(":")
     host = unquote(host) if host else params.get("host") or os.environ.get("PGHOST") or "localhost"
     port_text = port_text or params.get("port") or os.environ.get("PGPORT") or "5432"
-    port = int(port_text) if port_text.isdigit() else None
+    port = parse_ascii_int(port_text, max_digits=5)
     name = unquote(path) or params.get("dbname") or os.environ.get("PGDATABASE") or user
     return host, port, name
