@@ -25,9 +25,10 @@ RUN groupadd --system --gid 10001 relay \
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY walletpass_tui ./walletpass_tui
+# With the postgres extra (asyncpg), for --database postgresql://... (deploy/compose.yaml).
 # pip compiles the bytecode as it installs (the relay's user cannot write it later), so each
 # `docker exec relay walletpass-tui ...` starts without compiling the package first.
-RUN pip install . && rm -rf /src
+RUN pip install '.[postgres]' && rm -rf /src
 
 WORKDIR /data
 USER 10001:10001

@@ -2,6 +2,7 @@
 
     python benchmarks/relay.py                          # full run (about 2 minutes on 2 cores)
     python benchmarks/relay.py --rounds 1 --duration 3 --latency-seconds 5   # quicker
+    python benchmarks/relay.py --only postgres      # 6 alone
 
 1. Ingress throughput: ``wrk`` (``receiver.lua``, pre-signed deliveries, 32 connections) against
    ``walletpass-tui listen`` and ``walletpass-tui relay serve`` (one channel, no edge secret) as
@@ -25,6 +26,16 @@
    RSS growth per stalled subscriber, once ``/healthz`` counts them all as stalled (or RSS has
    not moved for 3 s), then again after 100 more deliveries arrive while they stall; the time
    those 100 take, and the time 100 took before anyone subscribed.
+6. PostgreSQL (``--only postgres``; needs PostgreSQL's server binaries, as the tests do): a
+   throwaway cluster with fsync on (as SQLite's synchronous=FULL), then
+   a. ingress throughput of one relay process on PostgreSQL and one on SQLite, wrk as in 1, in
+      alternating rounds of the same run: the ratio PostgreSQL/SQLite;
+   b. cross-instance fan-out: two relay processes on one database, 10 laptop sides (processes,
+      as in 2), half subscribed to instance A and half to B, posts at 100/s to B: 2xx -> row in
+      each laptop's store (with ``--latency-to receipt``: bare subscribers, one process on each
+      instance);
+   c. memory: 1,000 idle subscribers split over two instances (10 channels, 50 streams per
+      channel on each): each instance's RSS.
 
 Figures, never assertions. The machine is shared: other processes may load it during a run.
 """
@@ -47,6 +58,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -56,7 +68,16 @@ sys.path.insert(0, str(ROOT))
 from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
 
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url  # noqa: E402
-from walletpass_tui.relay.server.storage import RelayDB, database_path  # noqa: E402
+from walletpass_tui.relay.server.storage import open_storage  # noqa: E402
+from walletpass_tui.relay.server.storage.base import IssuedChannel  # noqa: E402
+from walletpass_tui.relay.server.storage.sqlite import RelayDB  # noqa: E402
+from walletpass_tui.relay.server.storage.target import (  # noqa: E402
+    database_path,
+    database_target,
+)
+
+if TYPE_CHECKING:
+    from pg_cluster import PgCluster
 
 
 def free_port() -> int:
@@ -109,18 +130,44 @@ def start_listen(workdir: Path) -> tuple[Proc, str, Path, str]:
     return proc, f"http://127.0.0.1:{port}/webhooks", home / "deliveries.sqlite3", "attempts"
 
 
-def start_relay(workdir: Path, heartbeat: float = 15.0) -> tuple[Proc, str, str, Path]:
-    """A relay with one channel: (process, ingress URL, subscribe URL, database); token in env."""
+def add_channels(home: Path, database: str | None, names: list[str]) -> list[IssuedChannel]:
+    """Channels made through the relay's own storage (SQLite file or PostgreSQL)."""
+
+    async def add() -> list[IssuedChannel]:
+        storage = await open_storage(database_target(database, home), serving=False)
+        try:
+            return [await storage.add_channel(name) for name in names]
+        finally:
+            await storage.close()
+
+    return asyncio.run(add())
+
+
+def relay_process(home: Path, heartbeat: float, database: str | None) -> Proc:
     port = free_port()
-    home = Path(tempfile.mkdtemp(dir=workdir))
-    db = RelayDB(database_path(home))
-    issued = db.add_channel("bench")
-    db.close()
-    os.environ["BENCH_RELAY_TOKEN"] = issued.token
     cmd = [sys.executable, "-m", "walletpass_tui", "relay", "serve", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--tolerance", "3600", "--heartbeat", str(heartbeat)]
     env = {**os.environ, "WALLETPASS_HOME": str(home)}
-    proc = Proc(cmd, env, port)
+    env.pop("WALLETPASS_RELAY_DATABASE", None)
+    if database:
+        env["WALLETPASS_RELAY_DATABASE"] = database
+    return Proc(cmd, env, port)
+
+
+def start_relay(
+    workdir: Path, heartbeat: float = 15.0, database: str | None = None
+) -> tuple[Proc, str, str, Path]:
+    """A relay with one channel: (process, ingress URL, subscribe URL, database); token in env."""
+    home = Path(tempfile.mkdtemp(dir=workdir))
+    if database:
+        issued = add_channels(home, database, ["bench"])[0]
+    else:
+        db = RelayDB(database_path(home))
+        issued = db.add_channel("bench")
+        db.close()
+    os.environ["BENCH_RELAY_TOKEN"] = issued.token
+    proc = relay_process(home, heartbeat, database)
+    port = proc.port
     base = f"http://127.0.0.1:{port}"
     slug = issued.channel.slug
     return proc, ingress_url(base, slug), subscribe_url(base, slug), database_path(home)
@@ -220,14 +267,45 @@ def own_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "store") -> None:
+def latency(
+    workdir: Path,
+    rate: float,
+    seconds: float,
+    count: int,
+    to: str = "store",
+    *,
+    database: str | None = None,
+    title: str = "2.",
+) -> None:
     what = "row in a subscriber's store" if to == "store" else "subscriber receipt"
-    print(f"2. ingress 2xx -> {what}, {rate:g}/s for {seconds:g} s, {count} subscribers")
+    where = ""
+    procs: list[Proc] = []
+    if database:  # two instances on one database: post to B, half the laptops on A
+        home = Path(tempfile.mkdtemp(dir=workdir))
+        issued = add_channels(home, database, ["bench"])[0]
+        os.environ["BENCH_RELAY_TOKEN"] = issued.token
+        slug = issued.channel.slug
+        procs = [relay_process(home / name, 15.0, database) for name in ("a", "b")]
+        bases = [f"http://127.0.0.1:{p.port}" for p in procs]
+        ingress = ingress_url(bases[1], slug)
+        # Laptop (or group of bare subscribers) i subscribes to instance A if i is even, else B.
+        sub_urls = [subscribe_url(bases[i % 2], slug) for i in range(count)]
+        where = ", posted to instance B, laptops half on A and half on B"
+    print(
+        f"{title} ingress 2xx -> {what}, {rate:g}/s for {seconds:g} s, {count} subscribers{where}"
+    )
     busy0, own0, wall0 = busy_seconds(), own_seconds(), time.monotonic()
-    proc, ingress, sub_url, _ = start_relay(workdir)
+    if not database:
+        proc, ingress, sub_url, _ = start_relay(workdir)
+        procs = [proc]
+        sub_urls = [sub_url] * count
     expect = int(rate * seconds)
-    # Laptops are separate machines: one process each. Bare subscribers share one process.
-    groups = [1] * count if to == "store" else [count]
+    # Laptops are separate machines: one process each. Bare subscribers share one process (one
+    # per instance when there are two).
+    if to == "store":
+        groups = [1] * count
+    else:
+        groups = [count - count // 2, count // 2] if database else [count]
     outs = [workdir / f"latency-{i}.json" for i in range(len(groups))]
     children = [
         subprocess.Popen(
@@ -235,14 +313,14 @@ def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "s
                 sys.executable,
                 HERE / "relay_subscribers.py",
                 to,
-                sub_url,
+                sub_urls[i],
                 str(n),
                 str(expect),
                 str(out),
             ],
             env=dict(os.environ),
         )
-        for n, out in zip(groups, outs, strict=True)
+        for i, (n, out) in enumerate(zip(groups, outs, strict=True))
     ]
     try:
         deadline = time.monotonic() + 60
@@ -258,7 +336,8 @@ def latency(workdir: Path, rate: float, seconds: float, count: int, to: str = "s
             if child.poll() is None:
                 child.kill()
             child.wait()
-        proc.stop()
+        for proc in procs:
+            proc.stop()
     wall = time.monotonic() - wall0
     busy, own = busy_seconds() - busy0, own_seconds() - own0
     times = [sub for out in outs for sub in json.loads(out.read_text())]
@@ -352,7 +431,8 @@ async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tu
             body = json.dumps({"type": "pass.activated", "data": {"passId": f"p{i}"}}).encode()
             headers = sign(SECRET, f"msg_cu_{i:06d}", body, now)
             async with session.post(ingress, data=body, headers=headers) as r:
-                assert r.status == 200, r.status
+                if r.status != 200:
+                    raise RuntimeError(f"subscribe answered {r.status}")
 
         for start in range(0, count, 500):
             await asyncio.gather(*(one(i) for i in range(start, min(count, start + 500))))
@@ -421,7 +501,8 @@ async def _post_padded(ingress: str, count: int, pad: int) -> float:
         async def one(i: int) -> None:
             headers = sign(SECRET, f"msg_st_{i:06d}_{began}", body, now)
             async with session.post(ingress, data=body, headers=headers) as r:
-                assert r.status == 200, r.status
+                if r.status != 200:
+                    raise RuntimeError(f"subscribe answered {r.status}")
 
         for start in range(0, count, 16):
             await asyncio.gather(*(one(i) for i in range(start, min(count, start + 16))))
@@ -476,6 +557,127 @@ def stalled(workdir: Path, count: int, backlog: int) -> None:
     )
 
 
+# -- PostgreSQL -----------------------------------------------------------------------------------
+
+
+def pg_rows(url: str, table: str) -> int:
+    import asyncpg
+
+    async def count() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval(f"SELECT COUNT(*) FROM {table}"))
+        finally:
+            await conn.close()
+
+    return asyncio.run(count())
+
+
+def pg_throughput(
+    workdir: Path, cluster: PgCluster, rounds: int, duration: float, conns: int
+) -> None:
+    print(f"6a. ingress throughput on PostgreSQL and on SQLite, wrk -c{conns} -d{duration:g}s")
+    results: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+    for r in range(rounds):
+        for name in ("sqlite", "postgres"):
+            requests = workdir / f"req-pg-{name}-{r}.tsv"
+            write_requests(requests, sign_requests(int(duration * 12_000), f"pg{name}{r}"))
+            database = cluster.new_database() if name == "postgres" else None
+            proc, url, _, db = start_relay(workdir, database=database)
+            try:
+                out = wrk(url, requests, duration, conns)
+                stored = pg_rows(database, "deliveries") if database else rows(db, "deliveries")
+            finally:
+                proc.stop()
+            ok = int(out["requests"] - out["status_errors"])
+            rate = ok / (out["duration_us"] / 1e6)
+            results[name].append(rate)
+            print(
+                f"   round {r + 1} {name:8s} {rate:8.0f}/s  2xx {ok}  stored {stored}  "
+                f"p50 {out['p50_us'] / 1000:.1f} ms  p99 {out['p99_us'] / 1000:.1f} ms"
+            )
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(
+        f"   median: sqlite {med['sqlite']:.0f}/s, postgres {med['postgres']:.0f}/s, "
+        f"ratio postgres/sqlite {med['postgres'] / med['sqlite']:.2f}x (target >= 0.7x)"
+    )
+
+
+async def _idle_split(procs: list[Proc], urls: list[list[str]], tokens: list[str]) -> list[int]:
+    import aiohttp
+
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None)
+    ) as session:
+        responses = []
+        for per_proc in urls:
+            for i, url in enumerate(per_proc):
+                r = await session.get(url, headers={"Authorization": f"Bearer {tokens[i]}"})
+                if r.status != 200:
+                    raise RuntimeError(f"subscribe answered {r.status}")
+                responses.append(r)
+        for proc, per_proc in zip(procs, urls, strict=True):
+            while True:
+                async with session.get(f"http://127.0.0.1:{proc.port}/healthz") as h:
+                    if (await h.json())["subscribers"] >= len(per_proc):
+                        break
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(3.0)  # a few heartbeats go out to each
+        after = [proc.rss_kib() for proc in procs]
+        for r in responses:
+            r.close()
+    return after
+
+
+def pg_memory(workdir: Path, cluster: PgCluster, count: int) -> None:
+    print(f"6c. RSS of two instances on one database, {count} idle subscribers split over them")
+    database = cluster.new_database()
+    home = Path(tempfile.mkdtemp(dir=workdir))
+    channels = add_channels(home, database, [f"bench{i}" for i in range(10)])
+    procs = [relay_process(home / name, 1.0, database) for name in ("a", "b")]
+    try:
+        before = [proc.rss_kib() for proc in procs]
+        per = count // len(procs)
+        urls = [
+            [
+                subscribe_url(f"http://127.0.0.1:{proc.port}", channels[i % 10].channel.slug)
+                for i in range(per)
+            ]
+            for proc in procs
+        ]
+        tokens = [channels[i % 10].token for i in range(per)]
+        after = asyncio.run(_idle_split(procs, urls, tokens))
+    finally:
+        for proc in procs:
+            proc.stop()
+    for name, b, a in zip("AB", before, after, strict=True):
+        print(
+            f"   instance {name}: RSS {b / 1024:.1f} MiB idle -> {a / 1024:.1f} MiB with "
+            f"{count // 2} subscribers (+{(a - b) / (count // 2):.0f} KiB each; target < 150 MB)"
+        )
+
+
+def postgres(workdir: Path, args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "relay"))
+    from pg_cluster import PgCluster
+
+    cluster = PgCluster.create("bench", durable=True)
+    try:
+        pg_throughput(workdir, cluster, args.rounds, args.duration, args.connections)
+        latency(
+            workdir,
+            100.0,
+            args.latency_seconds,
+            args.subscribers,
+            args.latency_to,
+            database=cluster.new_database(),
+            title="6b.",
+        )
+        pg_memory(workdir, cluster, args.pg_idle)
+    finally:
+        cluster.destroy()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -485,8 +687,9 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=10)
     parser.add_argument("--idle", type=int, default=100)
     parser.add_argument(
-        "--only", choices=["throughput", "latency", "memory", "catch-up", "stalled"]
+        "--only", choices=["throughput", "latency", "memory", "catch-up", "stalled", "postgres"]
     )
+    parser.add_argument("--pg-idle", type=int, default=1000, help="idle subscribers, 6c")
     parser.add_argument("--missed", type=int, default=5000, help="deliveries to catch up on")
     parser.add_argument("--stalled", type=int, default=100, help="subscribers that never read")
     parser.add_argument("--backlog", type=int, default=200, help="deliveries they ask for")
@@ -509,6 +712,8 @@ def main() -> None:
             catch_up(workdir, args.missed)
         if args.only in (None, "stalled"):
             stalled(workdir, args.stalled, args.backlog)
+        if args.only in (None, "postgres"):
+            postgres(workdir, args)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ ENV_BASE_URL = "WALLETPASS_BASE_URL"
 ENV_REGISTRATION_URL = "WALLETPASS_REGISTRATION_URL"
 ENV_HOME = "WALLETPASS_HOME"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
+ENV_RELAY_DATABASE = "WALLETPASS_RELAY_DATABASE"
 
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
@@ -55,6 +56,42 @@ def mask_secret(value: str | None) -> str:
         # Too short to reveal anything of it safely; the label too unless most of it stays hidden.
         return f"{prefix}…" if len(rest) >= max(8, len(prefix)) else "…"
     return f"{prefix}…{rest[-4:]}"
+
+
+_DSN_SECRET_KEYS = frozenset({"password", "sslpassword"})
+
+
+def is_postgres_url(value: str | None) -> bool:
+    """Whether a relay database setting names PostgreSQL (else it is a SQLite file's path)."""
+    return bool(value) and str(value).strip().lower().startswith(("postgresql://", "postgres://"))
+
+
+def mask_database_url(value: str | None) -> str:
+    """A relay database setting fit to print: a PostgreSQL URL without its password (in the
+    user part or a ``password=`` parameter); a SQLite path as it is."""
+    if not value:
+        return "(not set)"
+    if not is_postgres_url(value):
+        return value
+    scheme, _, rest = value.strip().partition("://")
+    rest, hash_mark, _fragment = rest.partition("#")
+    rest, question, query = rest.partition("?")
+    slash = rest.find("/")
+    netloc, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}{':…' if colon else ''}@{hosts}"
+    if question:
+        parts = []
+        for item in query.split("&"):
+            key, _, _ = item.partition("=")
+            if key.lower() in _DSN_SECRET_KEYS:
+                parts.append(f"{key}=…")
+            else:
+                parts.append(item)
+        query = "&".join(parts)
+    return f"{scheme}://{netloc}{path}{question}{query}" + ("#…" if hash_mark else "")
 
 
 class Secret:
@@ -106,6 +143,7 @@ class Settings:
     allow_http: bool = False
     public_url: str | None = None
     relay_token: Secret | None = None  # a relay channel's subscriber token (listen --relay)
+    relay_database: str | None = None  # relay serve's database: a PostgreSQL URL or a file
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -150,6 +188,7 @@ class Settings:
             ("allow_http", "true" if self.allow_http else "false"),
             ("public_url", self.public_url or "(not set)"),
             ("relay_token", self.relay_token.masked if self.relay_token else "(not set)"),
+            ("relay_database", mask_database_url(self.relay_database)),
         ]
         return [(name, value, self.source_of(name)) for name, value in rows]
 
@@ -170,6 +209,9 @@ class Settings:
             "allow_http": self.allow_http,
             "public_url": self.public_url,
             "relay_token": self.relay_token.masked if self.relay_token else None,
+            "relay_database": (
+                mask_database_url(self.relay_database) if self.relay_database else None
+            ),
         }
 
 
@@ -205,10 +247,11 @@ _FIELDS: dict[str, type] = {
     "allow_http": bool,
     "public_url": str,
     "relay_token": str,
+    "relay_database": str,
 }
 
 # Tables the TOML file may group settings in; their keys are read as if at the top level.
-_TOML_TABLES = ("receiver", "service")
+_TOML_TABLES = ("receiver", "service", "relay")
 # Tables of the dashboard's preferences (``load_ui_prefs``), not settings.
 _UI_TABLES = ("ui", "keys")
 
@@ -221,6 +264,8 @@ _TOML_ALIASES = {
     "tolerance": "tolerance_s",
     "timeout": "timeout_s",
 }
+# Spellings read only inside one table: ``[relay] database = "postgresql://..."``.
+_TABLE_ALIASES = {"relay": {"database": "relay_database"}}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -253,8 +298,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             if key not in _TOML_TABLES:
                 unknown_tables.append(f"[{key}]")
                 continue
+            aliases = _TABLE_ALIASES.get(key, {})
             for sub, subval in value.items():
-                flat[_TOML_ALIASES.get(sub, sub)] = subval
+                flat[aliases.get(sub) or _TOML_ALIASES.get(sub, sub)] = subval
         else:
             flat[_TOML_ALIASES.get(key, key)] = value
     unknown = sorted(set(flat) - set(_FIELDS)) + unknown_tables
@@ -300,7 +346,7 @@ def _coerce(name: str, value: Any, origin: str, *, strict: bool = False) -> Any:
         ) from None
 
 
-_SECRET_FIELDS = ("api_key", "relay_token")
+_SECRET_FIELDS = ("api_key", "relay_token", "relay_database")
 _TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
 
 
@@ -359,6 +405,7 @@ def load_settings(
         ENV_REGISTRATION_URL: "registration_url",
         ENV_HOME: "home",
         ENV_RELAY_TOKEN: "relay_token",
+        ENV_RELAY_DATABASE: "relay_database",
     }
     for var, key in env_map.items():
         if env.get(var):
@@ -379,6 +426,8 @@ def load_settings(
             values[key] = str(values[key]).rstrip("/")
     api_key = values.pop("api_key", None)
     relay_token = str(values.pop("relay_token", "") or "").strip()
+    if "relay_database" in values:
+        values["relay_database"] = str(values["relay_database"]).strip() or None
     home = values.pop("home", None)
     return Settings(
         **values,

@@ -89,6 +89,11 @@ PARSE_ONLY: dict[str, str] = {
     "walletpass-tui web --port 8800 --home ~/work/wallet-hooks": (
         "as the one above, on a home in the reader's own directory"
     ),
+    "WALLETPASS_RELAY_DATABASE=postgresql://relay@db:5432/relay walletpass-tui relay serve": (
+        "serves on a PostgreSQL server at the host db, which this machine does not have; relays "
+        "on a local PostgreSQL cluster are tested in tests/relay/test_relay_instances.py and "
+        "tests/relay/test_relay_database_setting.py"
+    ),
     "walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated": (
         "checks an app on staging.example.com, a host on the internet; the same command against "
         "a local app runs in the first check example"

@@ -1,6 +1,8 @@
-"""Relay test helpers: signed posts, channels, collecting subscribers, a relay as a real process.
+"""Relay test helpers: signed posts, channels, collecting subscribers, a relay as a real process,
+and the relay's database (SQLite or PostgreSQL) seen from a test.
 
-Everything listens on 127.0.0.1 with an ephemeral port; every relay has its own data directory.
+Everything listens on 127.0.0.1 with an ephemeral port; every relay has its own data directory and,
+on PostgreSQL, its own database.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +30,10 @@ from standardwebhooks import Webhook
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import RelaySubscriber, SubscriberState
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
-from walletpass_tui.relay.server.serve import RelayServer
-from walletpass_tui.relay.server.storage import IssuedChannel, RelayDB, database_path
+from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.storage import open_storage
+from walletpass_tui.relay.server.storage.base import IssuedChannel, RelayStorage
+from walletpass_tui.relay.server.storage.target import SQLITE, database_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_" + base64.b64encode(b"relay-test-secret-0123456789abcd").decode()
@@ -57,12 +64,109 @@ async def post_all(session: aiohttp.ClientSession, url: str, count: int) -> list
     return ids
 
 
-def add_channel(home: Path, name: str, **kw: Any) -> IssuedChannel:
-    db = RelayDB(database_path(home))
-    try:
-        return db.add_channel(name, **kw)
-    finally:
-        db.close()
+@dataclass(frozen=True)
+class RelayData:
+    """Where a relay keeps its data: its home and its database (None: SQLite in the home)."""
+
+    home: Path
+    database: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return "postgres" if self.database else "sqlite"
+
+    def options(self, **kw: Any) -> RelayOptions:
+        """Options for a relay on 127.0.0.1, an ephemeral port, on this data."""
+        kw.setdefault("host", "127.0.0.1")
+        kw.setdefault("port", 0)
+        return RelayOptions(home=self.home, database=self.database, **kw)
+
+    def server(self, **kw: Any) -> RelayServer:
+        return RelayServer(self.options(**kw))
+
+
+Where = Any  # a RelayData, RelayServer or RelayProcess, or a home Path (SQLite)
+
+
+def data_of(where: Where) -> RelayData:
+    if isinstance(where, RelayData):
+        return where
+    if isinstance(where, RelayServer):
+        return RelayData(where.options.home, where.options.database)
+    if isinstance(where, RelayProcess):
+        return RelayData(where.home, where.database)
+    return RelayData(Path(where))
+
+
+class TestDB:
+    """The relay's database, synchronously, whichever the backend: the channel commands through
+    the real storage (on a loop of its own, so a test's loop may call it), and raw counts."""
+
+    __test__ = False
+
+    def __init__(self, where: Where) -> None:
+        self.data = data_of(where)
+        self.target = database_target(self.data.database, self.data.home)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.storage: RelayStorage = self.call(open_storage(self.target, serving=False))
+
+    def call(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.storage, name)
+        return lambda *a, **kw: self.call(method(*a, **kw))
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (no parameters; the same text in both dialects)."""
+        if self.target.kind == SQLITE:
+            db = sqlite3.connect(self.target.path)  # type: ignore[arg-type]
+            try:
+                return [tuple(r) for r in db.execute(sql).fetchall()]
+            finally:
+                db.close()
+
+        async def fetch() -> list[tuple[Any, ...]]:
+            import asyncpg
+
+            conn = await asyncpg.connect(self.target.url)
+            try:
+                return [tuple(r) for r in await conn.fetch(sql)]
+            finally:
+                await conn.close()
+
+        return self.call(fetch())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        try:
+            self.call(self.storage.close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
+
+    def __enter__(self) -> TestDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def add_channel(where: Where, name: str, **kw: Any) -> IssuedChannel:
+    with TestDB(where) as db:
+        return db.add_channel(name, **kw)  # type: ignore[no-any-return]
+
+
+def revoke(where: Where, name_or_token: str) -> int:
+    with TestDB(where) as db:
+        return db.revoke(name_or_token)  # type: ignore[no-any-return]
+
+
+def query(where: Where, sql: str) -> list[tuple[Any, ...]]:
+    with TestDB(where) as db:
+        return db.query(sql)
 
 
 @dataclass
@@ -124,14 +228,18 @@ def urls(server: RelayServer, issued: IssuedChannel) -> tuple[str, str]:
 
 
 class RelayProcess:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, database: str | None = None) -> None:
         self.home = home
+        self.database = database
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.port = 0
 
     def start(self, port: int = 0, *extra: str) -> None:
         env = dict(os.environ, WALLETPASS_HOME=str(self.home), PYTHONUNBUFFERED="1")
+        env.pop("WALLETPASS_RELAY_DATABASE", None)
+        if self.database:
+            env["WALLETPASS_RELAY_DATABASE"] = self.database
         self.proc = subprocess.Popen(
             [
                 sys.executable,

@@ -73,7 +73,7 @@ async def test_relayed_deliveries_are_verified_stored_and_resumed_by_the_laptop(
     relay: RelayServer, laptop: tuple[Path, str], tmp_path: Path
 ) -> None:
     home, target = laptop
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     cursor_file = cursor_path(home, sub_url)
 
@@ -134,7 +134,7 @@ async def test_relayed_deliveries_are_verified_stored_and_resumed_by_the_laptop(
 async def test_follow_stops_on_a_wrong_token_with_exit_1_and_one_line(
     relay: RelayServer, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     env = dict(os.environ, WALLETPASS_HOME=str(tmp_path / "home"), WALLETPASS_RELAY_TOKEN="wpr_x")
     proc = await asyncio.create_subprocess_exec(

@@ -24,7 +24,7 @@ from walletpass_tui.webhooks.store import wal_sync
 async def test_relayed_deliveries_are_verified_stored_and_tell_where_they_came_from(
     relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     link = link_for(sub_url, issued.token)
     states: list[LinkState] = []
@@ -45,7 +45,7 @@ async def test_relayed_deliveries_are_verified_stored_and_tell_where_they_came_f
 async def test_a_restart_resumes_after_the_last_stored_delivery_in_order_each_once(
     relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     home = tmp_path / "laptop"
     async with laptop(home, link_for(sub_url, issued.token)) as runtime:
@@ -72,7 +72,7 @@ async def test_after_a_mark_that_trailed_the_rows_stored_above_it_are_skipped_no
 ) -> None:
     """A process that died before writing its low-water mark: the restart fetches from the mark
     again, and the deliveries stored since are skipped (no second attempt, no failed write)."""
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     home = tmp_path / "laptop"
     async with laptop(home, link_for(sub_url, issued.token)) as runtime:
@@ -118,7 +118,7 @@ async def test_relayed_batches_skip_the_fsync_and_a_direct_post_still_gets_one(
         real(fd)
 
     monkeypatch.setattr(wal_sync.os, "fsync", counted)
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     async with laptop(tmp_path / "laptop", link_for(sub_url, issued.token)) as runtime:
         await runtime.serve()
@@ -135,7 +135,7 @@ async def test_relayed_batches_skip_the_fsync_and_a_direct_post_still_gets_one(
 async def test_a_refused_token_stops_the_link_with_what_to_do(
     relay: RelayServer, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     link = link_for(sub_url, "wpr_not-the-token-at-all-0000000000")
     async with laptop(tmp_path / "laptop", link) as runtime:
@@ -150,7 +150,7 @@ async def test_a_refused_token_stops_the_link_with_what_to_do(
 
 
 async def test_one_process_per_home_follows_a_relay(relay: RelayServer, tmp_path: Path) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     home = tmp_path / "laptop"
     first = link_for(sub_url, issued.token)
@@ -207,7 +207,7 @@ async def test_the_detail_says_it_came_through_the_relay_and_from_where(
 ) -> None:
     from walletpass_tui.cli import main
 
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     async with laptop(clean_env, link_for(sub_url, issued.token)) as runtime:
         await runtime.serve()
@@ -229,7 +229,7 @@ async def test_the_dashboard_header_follows_the_relay_and_says_when_it_stops(
     from walletpass_tui.ui.app import build_app
     from walletpass_tui.ui.widgets.status_bar import StatusBar
 
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     async with laptop(tmp_path / "laptop", link_for(sub_url, issued.token)) as runtime:
         app = build_app(runtime, None)

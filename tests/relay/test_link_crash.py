@@ -50,7 +50,7 @@ def let_writes_through(path: Path) -> None:
 async def test_a_failed_write_is_stored_after_a_sigkill_though_later_ones_were_committed(
     relay_process: RelayProcess, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     ingress = ingress_url(relay_process.url, issued.channel.slug)
     laptop = Laptop(

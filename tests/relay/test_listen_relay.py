@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 async def test_two_laptops_with_their_own_homes_each_store_every_delivery(
     relay_process: RelayProcess, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     sub_url = subscribe_url(relay_process.url, issued.channel.slug)
     alice = Laptop(tmp_path / "alice", sub_url, issued.token)
@@ -44,7 +44,7 @@ async def test_two_laptops_with_their_own_homes_each_store_every_delivery(
 async def test_a_stopped_laptop_stores_all_50_after_restart_in_order_each_once(
     relay_process: RelayProcess, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     ingress = ingress_url(relay_process.url, issued.channel.slug)
     laptop = Laptop(
@@ -72,7 +72,7 @@ async def test_a_stopped_laptop_stores_all_50_after_restart_in_order_each_once(
 async def test_a_refused_token_ends_listen_with_one_line_and_exit_1(
     relay_process: RelayProcess, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     laptop = Laptop(
         tmp_path / "laptop",

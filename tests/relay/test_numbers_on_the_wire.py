@@ -131,7 +131,7 @@ def test_a_saved_cursor_that_is_not_a_number_starts_over(bad: str, tmp_path: Pat
 async def test_the_relay_refuses_a_cursor_that_is_not_a_number(
     bad: str, relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     auth = {"Authorization": f"Bearer {issued.token}"}
     async with http.get(sub_url, params={"after": bad}, headers=auth) as response:

@@ -120,7 +120,7 @@ async def test_after_a_restart_the_newest_stored_received_time_still_bounds_the_
 async def test_the_relay_answers_when_a_channel_was_created(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     info = await fetch_channel(sub_url, issued.token)
     assert info.created_at_ms == issued.channel.created_at_ms

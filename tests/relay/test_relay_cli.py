@@ -12,10 +12,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from relay_helpers import SECRET, RelayProcess, signed
+from relay_helpers import SECRET, RelayProcess, TestDB, signed
 
 from walletpass_tui.cli import main
-from walletpass_tui.relay.server.storage import RelayDB, database_path
+from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.target import database_path
 
 PUBLIC = "https://relay.example.com"
 
@@ -143,14 +144,12 @@ async def test_serve_runs_until_sigterm_and_list_says_when_a_channel_is_over_quo
     relay_process: RelayProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = relay_process.home
-    code = main(["--home", str(home), "relay", "channel", "add", "tiny", "--quota-mb", "1"])
+    on = ["--database", relay_process.database] if relay_process.database else []
+    code = main(["--home", str(home), "relay", "channel", "add", "tiny", "--quota-mb", "1", *on])
     assert code == 0
     capsys.readouterr()
-    from walletpass_tui.relay.server.storage import RelayDB
-
-    db = RelayDB(database_path(home))
-    channel = db.channel_by_name("tiny")
-    db.close()
+    with TestDB(relay_process) as db:
+        channel = db.channel_by_name("tiny")
     assert channel is not None
     relay_process.start()
     ingress = f"{relay_process.url}/in/{channel.slug}"
@@ -166,6 +165,6 @@ async def test_serve_runs_until_sigterm_and_list_says_when_a_channel_is_over_quo
     assert statuses[:3] == [200, 200, 200] and statuses[-1] == 503
     await asyncio.to_thread(relay_process.terminate)
     assert relay_process.proc is not None and relay_process.proc.returncode == 0
-    code = main(["--home", str(home), "relay", "channel", "list"])
+    code = main(["--home", str(home), "relay", "channel", "list", *on])
     out = capsys.readouterr().out
     assert code == 0 and "OVER QUOTA" in out

@@ -6,30 +6,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from relay_helpers import OTHER_SECRET, SECRET, add_channel, signed, urls
+from relay_helpers import OTHER_SECRET, SECRET, RelayData, add_channel, query, signed, urls
 
 from walletpass_tui.relay.server import writer
 from walletpass_tui.relay.server.ingress import REJECTED_HEADERS_LIMIT, IngressOptions
-from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage import database_path
+from walletpass_tui.relay.server.serve import RelayServer
 
 
 @contextlib.asynccontextmanager
-async def running(tmp_path: Path, **ingress: Any) -> AsyncIterator[RelayServer]:
-    server = RelayServer(
-        RelayOptions(
-            home=tmp_path / "relay-home",
-            host="127.0.0.1",
-            port=0,
-            ingress=IngressOptions(**ingress),
-        )
-    )
+async def running(relay_data: RelayData, **ingress: Any) -> AsyncIterator[RelayServer]:
+    server = relay_data.server(ingress=IngressOptions(**ingress))
     await server.start()
     try:
         yield server
@@ -72,20 +62,15 @@ def post_head(path: str, headers: dict[str, str], extra: bytes = b"") -> bytes:
 
 
 def rejected(server: RelayServer) -> list[tuple[int, str, str, int]]:
-    db = sqlite3.connect(database_path(server.options.home))
-    try:
-        return db.execute(
-            "SELECT status, reason, headers, length(body) FROM rejected ORDER BY id"
-        ).fetchall()
-    finally:
-        db.close()
+    rows = query(server, "SELECT status, reason, headers, length(body) FROM rejected ORDER BY id")
+    return [(int(a), str(b), str(c), int(d)) for a, b, c, d in rows]
 
 
 async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
-    async with running(tmp_path, read_timeout_s=0.5) as relay:
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data, read_timeout_s=0.5) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[0].removeprefix(relay.url)
         _, headers = signed()
         answer, closed = await exchange(
@@ -99,10 +84,10 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes(
 
 
 async def test_a_declared_length_over_the_limit_is_refused_before_any_body(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
-    async with running(tmp_path, max_body=64 * 1024) as relay:
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data, max_body=64 * 1024) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[0].removeprefix(relay.url)
         _, headers = signed()
         # Nothing of the ten megabytes is ever sent: the answer comes anyway, and closes.
@@ -115,9 +100,11 @@ async def test_a_declared_length_over_the_limit_is_refused_before_any_body(
     assert closed
 
 
-async def test_a_chunked_body_past_the_limit_gets_413_without_reading_on(tmp_path: Path) -> None:
-    async with running(tmp_path, max_body=64 * 1024) as relay:
-        issued = add_channel(relay.options.home, "team")
+async def test_a_chunked_body_past_the_limit_gets_413_without_reading_on(
+    relay_data: RelayData,
+) -> None:
+    async with running(relay_data, max_body=64 * 1024) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[0].removeprefix(relay.url)
         _, headers = signed()
         chunk = b"%x\r\n%s\r\n" % (32 * 1024, b"x" * 32 * 1024)
@@ -130,9 +117,9 @@ async def test_a_chunked_body_past_the_limit_gets_413_without_reading_on(tmp_pat
     assert answer.startswith(b"HTTP/1.1 413") and closed
 
 
-async def test_a_header_that_is_not_utf8_gets_400_and_is_not_relayed(tmp_path: Path) -> None:
-    async with running(tmp_path) as relay:
-        issued = add_channel(relay.options.home, "team")
+async def test_a_header_that_is_not_utf8_gets_400_and_is_not_relayed(relay_data: RelayData) -> None:
+    async with running(relay_data) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[0].removeprefix(relay.url)
         body, headers = signed()
         raw = post_head(path, {**headers, "Content-Length": str(len(body))}, b"X-Odd: \xff\xfe\r\n")
@@ -142,11 +129,11 @@ async def test_a_header_that_is_not_utf8_gets_400_and_is_not_relayed(tmp_path: P
 
 
 async def test_rejections_are_kept_bounded_in_count_body_and_headers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    relay_data: RelayData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer, "REJECTED_CAP", 5)
-    async with running(tmp_path, max_body=200 * 1024) as relay:
-        issued = add_channel(relay.options.home, "verified", secret=SECRET)
+    async with running(relay_data, max_body=200 * 1024) as relay:
+        issued = add_channel(relay, "verified", secret=SECRET)
         path = urls(relay, issued)[0].removeprefix(relay.url)
         pads = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 8000) for i in range(100))
         for i in range(8):

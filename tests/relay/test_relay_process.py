@@ -35,7 +35,7 @@ def verify_all(got: Collected) -> None:
 async def test_two_subscribers_each_receive_every_delivery(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     ingress = ingress_url(relay_process.url, issued.channel.slug)
     sub_url = subscribe_url(relay_process.url, issued.channel.slug)
@@ -58,7 +58,7 @@ async def test_two_subscribers_each_receive_every_delivery(
 async def test_a_stopped_subscriber_catches_up_on_50_in_order_each_once(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     ingress = ingress_url(relay_process.url, issued.channel.slug)
     sub_url = subscribe_url(relay_process.url, issued.channel.slug)
@@ -85,7 +85,7 @@ async def test_a_stopped_subscriber_catches_up_on_50_in_order_each_once(
 async def test_a_sigkill_under_load_loses_nothing_acknowledged(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     port = relay_process.port
     ingress = ingress_url(relay_process.url, issued.channel.slug)
@@ -133,7 +133,7 @@ def _rss_kib(proc: RelayProcess) -> int:
 async def test_a_subscriber_that_reads_nothing_does_not_grow_the_relay(
     relay_process: RelayProcess, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start()
     ingress = ingress_url(relay_process.url, issued.channel.slug)
     sub_url = subscribe_url(relay_process.url, issued.channel.slug)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +13,12 @@ import pytest
 from relay_helpers import (
     OTHER_SECRET,
     SECRET,
+    RelayData,
+    TestDB,
     add_channel,
     follow,
+    query,
+    revoke,
     signed,
     stop_task,
     urls,
@@ -25,25 +28,22 @@ from standardwebhooks import Webhook
 from walletpass_tui.relay.link.subscriber import RelayAuthError
 from walletpass_tui.relay.server.channels import subscribe_url
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage import RelayDB, database_path
+from walletpass_tui.relay.server.storage.target import database_path
 from walletpass_tui.webhooks.verify import sign
 
 
 def counts(server: RelayServer) -> tuple[int, int]:
-    db = sqlite3.connect(database_path(server.options.home))
-    try:
-        return (
-            db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0],
-            db.execute("SELECT COUNT(*) FROM rejected").fetchone()[0],
-        )
-    finally:
-        db.close()
+    rows = query(
+        server,
+        "SELECT (SELECT COUNT(*) FROM deliveries), (SELECT COUNT(*) FROM rejected)",
+    )
+    return int(rows[0][0]), int(rows[0][1])
 
 
 async def test_a_delivery_reaches_a_subscriber_with_its_raw_bytes_and_headers(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     body = b'{"type":"pass.activated","odd":"\xff\xfe not utf-8"}'
     # Signed over the raw (non-UTF-8) bytes, as the service would.
@@ -66,7 +66,7 @@ async def test_a_delivery_reaches_a_subscriber_with_its_raw_bytes_and_headers(
 async def test_unknown_slug_is_404_and_nothing_is_stored(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    add_channel(relay.options.home, "team")
+    add_channel(relay, "team")
     body, headers = signed()
     async with http.post(f"{relay.url}/in/AAAAAAAAAAAAAAAAAAAAAA", data=body, headers=headers) as r:
         assert r.status == 404
@@ -78,9 +78,8 @@ async def test_unknown_slug_is_404_and_nothing_is_stored(
 async def test_tokens_bad_revoked_or_for_another_channel_get_401(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    home = relay.options.home
-    team = add_channel(home, "team")
-    other = add_channel(home, "other")
+    team = add_channel(relay, "team")
+    other = add_channel(relay, "other")
     _, team_sub = urls(relay, team)
 
     async def status(url: str, token: str | None) -> int:
@@ -94,9 +93,7 @@ async def test_tokens_bad_revoked_or_for_another_channel_get_401(
     unknown = subscribe_url(relay.url, "AAAAAAAAAAAAAAAAAAAAAA")
     assert await status(unknown, team.token) == 401  # unknown channel: same answer, no 404
 
-    db = RelayDB(database_path(home))
-    assert db.revoke(team.token) == 1
-    db.close()
+    assert revoke(relay, team.token) == 1
     assert await status(team_sub, team.token) == 401
     async with http.get(
         subscribe_url(relay.url, other.channel.slug),
@@ -109,15 +106,12 @@ async def test_tokens_bad_revoked_or_for_another_channel_get_401(
 
 
 async def test_a_revoked_token_ends_an_open_stream(relay: RelayServer) -> None:
-    home = relay.options.home
-    team = add_channel(home, "team")
+    team = add_channel(relay, "team")
     _, sub_url = urls(relay, team)
     _, got, task = await follow(sub_url, team.token)
     async with asyncio.timeout(10):
         await got.connected.wait()
-    db = RelayDB(database_path(home))
-    db.revoke("team")
-    db.close()
+    revoke(relay, "team")
     async with asyncio.timeout(10):
         try:
             await task
@@ -130,7 +124,7 @@ async def test_a_revoked_token_ends_an_open_stream(relay: RelayServer) -> None:
 async def test_edge_verification_refuses_a_forgery_and_does_not_fan_it_out(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "verified", secret=SECRET)
+    issued = add_channel(relay, "verified", secret=SECRET)
     ingress, sub_url = urls(relay, issued)
     forged_body, forged = signed(OTHER_SECRET)
     async with http.post(ingress, data=forged_body, headers=forged) as r:
@@ -155,7 +149,7 @@ async def test_edge_verification_refuses_a_forgery_and_does_not_fan_it_out(
 async def test_hostile_posts_get_a_clear_4xx(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, _ = urls(relay, issued)
     async with http.get(ingress) as r:
         assert r.status == 405 and r.headers["Allow"] == "POST"
@@ -174,7 +168,7 @@ async def test_hostile_posts_get_a_clear_4xx(
 async def test_over_its_quota_a_channel_answers_503_until_pruned(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "small", quota_bytes=2000)
+    issued = add_channel(relay, "small", quota_bytes=2000)
     ingress, _ = urls(relay, issued)
     statuses = []
     for _ in range(10):
@@ -184,9 +178,8 @@ async def test_over_its_quota_a_channel_answers_503_until_pruned(
     assert 200 in statuses and statuses[-1] == 503
     first_503 = statuses.index(503)
     assert set(statuses[first_503:]) == {503}
-    db = RelayDB(database_path(relay.options.home))
-    listed = db.channel_by_name("small")
-    db.close()
+    with TestDB(relay) as db:
+        listed = db.channel_by_name("small")
     assert listed is not None and listed.over_quota
     stored = statuses.count(200)
     assert listed.deliveries == stored
@@ -201,7 +194,7 @@ async def test_over_its_quota_a_channel_answers_503_until_pruned(
 async def test_resume_after_a_cursor_with_last_event_id_or_after(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     ids = []
     for _ in range(5):
@@ -240,7 +233,7 @@ async def test_resume_after_a_cursor_with_last_event_id_or_after(
 async def test_healthz_counts_channels_and_connected_subscribers(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     _, _, task = await follow(sub_url, issued.token)
     try:
@@ -259,7 +252,7 @@ async def test_healthz_counts_channels_and_connected_subscribers(
 async def test_an_idle_stream_gets_heartbeats_with_the_channel_head(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     body, headers = signed()
     async with http.post(ingress, data=body, headers=headers) as r:
@@ -282,7 +275,7 @@ async def test_an_idle_stream_gets_heartbeats_with_the_channel_head(
 async def test_channel_info_gives_the_ingress_url_to_a_token_holder(
     relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     info_url = sub_url.removesuffix("/events")
     async with http.get(info_url, headers={"Authorization": f"Bearer {issued.token}"}) as r:
@@ -295,8 +288,7 @@ async def test_channel_info_gives_the_ingress_url_to_a_token_holder(
 async def test_revoking_cuts_a_busy_stream_too(
     relay: RelayServer, http: aiohttp.ClientSession
 ) -> None:
-    home = relay.options.home
-    team = add_channel(home, "team")
+    team = add_channel(relay, "team")
     ingress, sub_url = urls(relay, team)
     _, got, task = await follow(sub_url, team.token)
     stop = asyncio.Event()
@@ -311,9 +303,7 @@ async def test_revoking_cuts_a_busy_stream_too(
     poster = asyncio.create_task(keep_posting())
     try:
         await got.wait_for(5)
-        db = RelayDB(database_path(home))
-        db.revoke("team")
-        db.close()
+        revoke(relay, "team")
         with pytest.raises(RelayAuthError):
             await asyncio.wait_for(task, 30)
     finally:
@@ -346,23 +336,16 @@ async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> 
 
 
 async def test_allow_source_trusts_x_forwarded_for_only_from_a_trusted_proxy(
-    tmp_path: Path, http: aiohttp.ClientSession
+    relay_data: RelayData, http: aiohttp.ClientSession
 ) -> None:
     from walletpass_tui.relay.server.ingress import IngressOptions
-    from walletpass_tui.relay.server.serve import RelayOptions
     from walletpass_tui.webhooks.sources import SourcePolicy
 
-    home = tmp_path / "relay-home"
-    issued = add_channel(home, "team")
+    issued = add_channel(relay_data, "team")
 
     async def status_with(trust: list[str] | None, forwarded: str | None) -> int:
-        server = RelayServer(
-            RelayOptions(
-                home=home,
-                host="127.0.0.1",
-                port=0,
-                ingress=IngressOptions(sources=SourcePolicy.build(["203.0.113.0/24"], trust)),
-            )
+        server = relay_data.server(
+            ingress=IngressOptions(sources=SourcePolicy.build(["203.0.113.0/24"], trust))
         )
         await server.start()
         try:
@@ -417,7 +400,7 @@ async def test_a_start_that_fails_after_opening_the_database_closes_it(
         server = RelayServer(options)
         with pytest.raises(WalletpassError):
             await server.start()
-    assert server.db is None and server.writer is None
+    assert server.storage is None
     assert _open_files(path) == []
     assert not [t for t in threading.enumerate() if t.name == "relay-writer" and t.is_alive()]
     again = RelayServer(RelayOptions(home=tmp_path, host="127.0.0.1", port=0))

@@ -57,7 +57,7 @@ async def health(session: aiohttp.ClientSession, base: str) -> dict[str, Any]:
 async def test_stalled_subscribers_with_a_backlog_cost_little_and_slow_nothing(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start(0, "--heartbeat", "600")  # no drop, no heartbeat wakes a reader
     base = relay_process.url
     ingress = ingress_url(base, issued.channel.slug)
@@ -127,7 +127,7 @@ def reset_or_closed(s: socket.socket, timeout: float = 30) -> bool:
 async def test_a_subscriber_that_makes_no_progress_is_dropped(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start(0, "--heartbeat", "0.2")
     base = relay_process.url
     ingress = ingress_url(base, issued.channel.slug)
@@ -147,7 +147,7 @@ async def test_a_subscriber_that_makes_no_progress_is_dropped(
 async def test_a_reader_of_a_few_bytes_a_second_is_dropped_too(
     relay_process: RelayProcess,
 ) -> None:
-    issued = add_channel(relay_process.home, "team")
+    issued = add_channel(relay_process, "team")
     relay_process.start(0, "--heartbeat", "0.2")
     base = relay_process.url
     ingress = ingress_url(base, issued.channel.slug)

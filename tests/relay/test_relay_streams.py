@@ -9,23 +9,20 @@ import socket
 import struct
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from relay_helpers import add_channel, signed, urls
+from relay_helpers import RelayData, add_channel, signed, urls
 
 from walletpass_tui.relay.server.ingress import IngressOptions
-from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.serve import RelayServer
 from walletpass_tui.relay.server.subscribe import DEFAULT_MAX_CHANNEL_SUBSCRIBERS
 
 
 @contextlib.asynccontextmanager
-async def running(tmp_path: Path, **options: Any) -> AsyncIterator[RelayServer]:
-    server = RelayServer(
-        RelayOptions(home=tmp_path / "relay-home", host="127.0.0.1", port=0, **options)
-    )
+async def running(relay_data: RelayData, **options: Any) -> AsyncIterator[RelayServer]:
+    server = relay_data.server(**options)
     await server.start()
     try:
         yield server
@@ -62,10 +59,10 @@ async def close(conn: Conn) -> None:
 
 
 async def test_a_token_holder_opening_many_streams_gets_429_past_the_channel_limit(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
-    async with running(tmp_path, heartbeat_s=600) as relay:  # no heartbeat finds a closed one
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data, heartbeat_s=600) as relay:  # no heartbeat finds a closed one
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[1].removeprefix(relay.url)
         auth = f"Authorization: Bearer {issued.token}\r\n".encode()
         gate = asyncio.Semaphore(64)  # within the listen backlog: no SYN retried a second later
@@ -98,10 +95,10 @@ async def test_a_token_holder_opening_many_streams_gets_429_past_the_channel_lim
             await asyncio.gather(*(close(r[2]) for r in results))
 
 
-async def test_past_the_relay_wide_limit_streams_get_503(tmp_path: Path) -> None:
-    async with running(tmp_path, max_subscribers=3) as relay:
-        team = add_channel(relay.options.home, "team")
-        other = add_channel(relay.options.home, "other")
+async def test_past_the_relay_wide_limit_streams_get_503(relay_data: RelayData) -> None:
+    async with running(relay_data, max_subscribers=3) as relay:
+        team = add_channel(relay, "team")
+        other = add_channel(relay, "other")
         opened = []
         try:
             for issued in (team, team, other):
@@ -143,10 +140,10 @@ CURSORS = [
 
 @pytest.mark.parametrize(("value", "status"), CURSORS)
 async def test_a_cursor_is_ascii_digits_up_to_2_63_minus_1_or_a_clear_400(
-    tmp_path: Path, value: bytes, status: int
+    relay_data: RelayData, value: bytes, status: int
 ) -> None:
-    async with running(tmp_path) as relay:
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[1].removeprefix(relay.url)
         auth = f"Authorization: Bearer {issued.token}\r\n".encode()
         got, _, conn = await raw_get(relay, path, auth + b"Last-Event-ID: " + value + b"\r\n")
@@ -164,10 +161,10 @@ async def test_a_cursor_is_ascii_digits_up_to_2_63_minus_1_or_a_clear_400(
 
 
 async def test_a_cursor_past_the_head_gets_heartbeats_then_what_comes_next(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
-    async with running(tmp_path, heartbeat_s=0.1) as relay:
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data, heartbeat_s=0.1) as relay:
+        issued = add_channel(relay, "team")
         ingress, sub_url = urls(relay, issued)
         path = sub_url.removeprefix(relay.url)
         auth = f"Authorization: Bearer {issued.token}\r\n".encode()
@@ -184,9 +181,9 @@ async def test_a_cursor_past_the_head_gets_heartbeats_then_what_comes_next(
         await close(conn)
 
 
-async def test_a_head_that_never_ends_is_cut_at_the_read_timeout(tmp_path: Path) -> None:
-    async with running(tmp_path, ingress=IngressOptions(read_timeout_s=0.5)) as relay:
-        issued = add_channel(relay.options.home, "team")
+async def test_a_head_that_never_ends_is_cut_at_the_read_timeout(relay_data: RelayData) -> None:
+    async with running(relay_data, ingress=IngressOptions(read_timeout_s=0.5)) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[1].removeprefix(relay.url)
         assert relay.bound is not None
         reader, writer = await asyncio.open_connection("127.0.0.1", relay.bound[1])
@@ -210,9 +207,9 @@ async def test_a_head_that_never_ends_is_cut_at_the_read_timeout(tmp_path: Path)
 
 
 async def test_a_connection_that_sends_nothing_is_closed_at_the_read_timeout(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
-    async with running(tmp_path, ingress=IngressOptions(read_timeout_s=0.5)) as relay:
+    async with running(relay_data, ingress=IngressOptions(read_timeout_s=0.5)) as relay:
         assert relay.bound is not None
         reader, writer = await asyncio.open_connection("127.0.0.1", relay.bound[1])
         try:
@@ -223,9 +220,9 @@ async def test_a_connection_that_sends_nothing_is_closed_at_the_read_timeout(
             writer.close()
 
 
-async def test_oversized_heads_get_a_400_and_nothing_else(tmp_path: Path) -> None:
-    async with running(tmp_path) as relay:
-        issued = add_channel(relay.options.home, "team")
+async def test_oversized_heads_get_a_400_and_nothing_else(relay_data: RelayData) -> None:
+    async with running(relay_data) as relay:
+        issued = add_channel(relay, "team")
         path = urls(relay, issued)[1].removeprefix(relay.url)
         token = f"Authorization: Bearer {issued.token}\r\n".encode()
         long_line = b"X-Pad: " + b"a" * (17 * 1024) + b"\r\n"
@@ -239,13 +236,15 @@ async def test_oversized_heads_get_a_400_and_nothing_else(tmp_path: Path) -> Non
         assert status == 400  # a request line past 16 KiB
 
 
-async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(tmp_path: Path) -> None:
+async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(
+    relay_data: RelayData,
+) -> None:
     loop = asyncio.get_running_loop()
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _, context: errors.append(context))
     big = b'{"pad":"' + b"x" * (64 * 1024) + b'"}'
-    async with running(tmp_path, heartbeat_s=600) as relay:
-        issued = add_channel(relay.options.home, "team")
+    async with running(relay_data, heartbeat_s=600) as relay:
+        issued = add_channel(relay, "team")
         ingress, sub_url = urls(relay, issued)
         async with aiohttp.ClientSession() as http:
             for _ in range(40):
@@ -272,20 +271,18 @@ async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(tmp_pat
 
 
 async def test_stopping_the_relay_ends_streams_stalled_on_a_peer_that_reads_nothing(
-    tmp_path: Path,
+    relay_data: RelayData,
 ) -> None:
     loop = asyncio.get_running_loop()
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _, context: errors.append(context))
     big = b'{"pad":"' + b"x" * (64 * 1024) + b'"}'
-    relay = RelayServer(
-        RelayOptions(home=tmp_path / "relay-home", host="127.0.0.1", port=0, heartbeat_s=600)
-    )
+    relay = relay_data.server(heartbeat_s=600)
     await relay.start()
     stopped = False
     socks = []
     try:
-        issued = add_channel(relay.options.home, "team")
+        issued = add_channel(relay, "team")
         ingress, sub_url = urls(relay, issued)
         async with aiohttp.ClientSession() as http:
             for _ in range(40):

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relay_helpers import add_channel, follow, signed, stop_task, urls
+from relay_helpers import RelayData, add_channel, follow, signed, stop_task, urls
 
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.sse import SSEComment, SSEMessage, SSEParser
@@ -20,7 +20,7 @@ from walletpass_tui.relay.link.subscriber import (
     backoff_delay,
 )
 from walletpass_tui.relay.server.ingress import IngressOptions
-from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
+from walletpass_tui.relay.server.serve import RelayServer
 
 # -- parsing ----------------------------------------------------------------------------------
 
@@ -86,7 +86,7 @@ def test_backoff_is_capped_and_never_negative(failures: int, initial: float, cap
 
 
 async def test_a_401_stops_the_subscriber_with_a_clear_error(relay: RelayServer) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, sub_url = urls(relay, issued)
     sub, _, task = await follow(sub_url, "wpr_wrong")
     with pytest.raises(RelayAuthError, match="401"):
@@ -96,7 +96,7 @@ async def test_a_401_stops_the_subscriber_with_a_clear_error(relay: RelayServer)
 
 
 async def test_a_url_that_is_not_a_relay_stops_with_404(relay: RelayServer) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     _, task_url = urls(relay, issued)
     _, _, task = await follow(task_url.replace("/channels/", "/nothing/"), issued.token)
     with pytest.raises(RelayUrlError, match="404"):
@@ -104,7 +104,7 @@ async def test_a_url_that_is_not_a_relay_stops_with_404(relay: RelayServer) -> N
 
 
 async def test_a_handler_failure_does_not_advance_the_cursor(relay: RelayServer) -> None:
-    issued = add_channel(relay.options.home, "team")
+    issued = add_channel(relay, "team")
     ingress, sub_url = urls(relay, issued)
     async with aiohttp.ClientSession() as session:
         for _ in range(2):
@@ -125,19 +125,12 @@ async def test_a_handler_failure_does_not_advance_the_cursor(relay: RelayServer)
 
 
 async def test_reconnects_after_the_relay_restarts_and_resumes_without_duplicates(
-    tmp_path: object,
+    relay_data: RelayData,
 ) -> None:
-    from pathlib import Path
-
-    home = Path(str(tmp_path)) / "relay-home"
-    issued = add_channel(home, "team")
+    issued = add_channel(relay_data, "team")
 
     def server(port: int) -> RelayServer:
-        return RelayServer(
-            RelayOptions(
-                home=home, host="127.0.0.1", port=port, heartbeat_s=0.1, ingress=IngressOptions()
-            )
-        )
+        return relay_data.server(port=port, heartbeat_s=0.1, ingress=IngressOptions())
 
     first = server(0)
     _, port = await first.start()

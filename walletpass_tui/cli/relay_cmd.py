@@ -16,6 +16,7 @@ from walletpass_tui.text import printable
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
+ENV_RELAY_DATABASE = "WALLETPASS_RELAY_DATABASE"
 LATE_HINT_S = 240
 
 
@@ -27,17 +28,28 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description="A relay receives the service's webhooks at one stable HTTPS URL, stores them "
         "(committed before the 2xx) and streams them to every subscribed laptop, which verifies "
         "them with the real secret and catches up after sleep. Its data lives in the data "
-        "directory (WALLETPASS_HOME) in relay.sqlite3.",
+        "directory (WALLETPASS_HOME) in relay.sqlite3, or in PostgreSQL with --database "
+        "postgresql://... (any number of relays on one database act as one).",
     )
     rsub = relay.add_subparsers(dest="relay_command", metavar="ACTION", required=True)
+    database = argparse.ArgumentParser(add_help=False)
+    database.add_argument(
+        "--database",
+        dest="relay_database",
+        metavar="URL",
+        help="postgresql://user@host:5432/db, or a SQLite file (default: relay.sqlite3 in the "
+        f"data directory); prefer {ENV_RELAY_DATABASE} or [relay] database in the config file, "
+        "and ~/.pgpass for the password: a flag shows in ps",
+    )
 
     serve = rsub.add_parser(
         "serve",
-        parents=parents,
+        parents=[*parents, database],
         help="run the relay server",
         epilog="examples:\n"
         "  walletpass-tui relay serve --public-url https://relay.example.com --port 8080\n"
-        "  walletpass-tui relay serve --allow-source service --trust-proxy 127.0.0.1",
+        "  walletpass-tui relay serve --allow-source service --trust-proxy 127.0.0.1\n"
+        f"  {ENV_RELAY_DATABASE}=postgresql://relay@db:5432/relay walletpass-tui relay serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--host", dest="relay_host", default="0.0.0.0", help="default 0.0.0.0")  # noqa: S104
@@ -90,6 +102,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     serve.set_defaults(handler=cmd_serve)
 
+    migrate = rsub.add_parser(
+        "migrate",
+        parents=[*parents, database],
+        help="create or upgrade the relay's database schema (relay serve also does at start)",
+    )
+    migrate.set_defaults(handler=cmd_migrate)
+
     follow = rsub.add_parser(
         "follow",
         parents=parents,
@@ -123,6 +142,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     follow.set_defaults(handler=cmd_follow)
 
+    parents = [*parents, database]  # every channel command takes --database
     channel = rsub.add_parser("channel", parents=parents, help="add, list, revoke, remove channels")
     csub = channel.add_subparsers(dest="channel_command", metavar="ACTION", required=True)
     add = csub.add_parser(
@@ -185,6 +205,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
         home=settings.home,
+        database=_database(args, settings),
         host=args.relay_host,
         port=args.relay_port,
         public_url=public_url,
@@ -209,7 +230,7 @@ async def _serve(server: Any) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     await server.start()
-    print(f"Relay listening on {server.url} (data: {server.db.path})", flush=True)
+    print(f"Relay listening on {server.url} (data: {server.storage.target.display})", flush=True)
     print(f"Public URL: {server.public_url()}", flush=True)
     if not server.options.public_url:
         print("  (no --public-url: channel URLs use the address each request came to)", flush=True)
@@ -323,36 +344,73 @@ class _HandedPrinter:
             )
 
 
-# -- channels --------------------------------------------------------------------------------------
+# -- the database and channels --------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace) -> Any:
-    from walletpass_tui.relay.server.storage import RelayDB, database_path
+def _database(args: argparse.Namespace, settings: Any) -> str | None:
+    """--database, else WALLETPASS_RELAY_DATABASE, else [relay] database, else None (SQLite in
+    the data directory)."""
+    return getattr(args, "relay_database", None) or settings.relay_database
+
+
+def _run(args: argparse.Namespace, action: Any) -> Any:
+    """Open the relay database the settings name, run ``action(storage)``, close it."""
+    from walletpass_tui.relay.server.storage import open_storage
+    from walletpass_tui.relay.server.storage.target import database_target
 
     settings = settings_from_args(args)
-    return RelayDB(database_path(settings.home))
+    target = database_target(_database(args, settings), settings.home)
+
+    async def run() -> Any:
+        storage = await open_storage(target, serving=False)
+        try:
+            return await action(storage)
+        finally:
+            await storage.close()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    # Called from code that runs an event loop already (a test, an embedding): its own thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
-def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from walletpass_tui.relay.server.storage.target import POSTGRESQL
+
+    async def describe(storage: Any) -> str:
+        return storage.target.display if storage.target.kind == POSTGRESQL else ""
+
+    shown = _run(args, describe)
+    what = shown or "the SQLite file"
+    print(f"The relay database is up to date ({what}).")
+    return 0
+
+
+async def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     """The public URL for printed links, and whether it was only a guess."""
     from walletpass_tui.relay.server.channels import public_base
     from walletpass_tui.relay.server.serve import PUBLIC_URL_META
 
     flag = getattr(args, "relay_public_url", None)
-    stored = db.get_meta(PUBLIC_URL_META)
+    stored = await db.get_meta(PUBLIC_URL_META)
     given = flag or stored
     if not given:
         return DEFAULT_LOCAL_URL, True
     base = public_base(given)
     if flag and not stored:
-        db.set_meta(PUBLIC_URL_META, base)  # later commands print the same URLs
+        await db.set_meta(PUBLIC_URL_META, base)  # later commands print the same URLs
     return base, False
 
 
-def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
+async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
     from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
-    base, guessed = _base(args, db)
+    base, guessed = await _base(args, db)
     channel = issued.channel
     urls = {
         "name": channel.name,
@@ -383,23 +441,22 @@ def cmd_channel_add(args: argparse.Namespace) -> int:
         parse_secret(args.secret)
     if args.quota_mb <= 0:
         raise CommandError("--quota-mb must be more than 0.")
-    db = _open(args)
-    try:
-        issued = db.add_channel(
+
+    async def add(db: Any) -> None:
+        issued = await db.add_channel(
             args.name, secret=args.secret or None, quota_bytes=args.quota_mb * 1024 * 1024
         )
-        _print_issued(args, db, issued, "created")
-    finally:
-        db.close()
+        await _print_issued(args, db, issued, "created")
+
+    _run(args, add)
     return 0
 
 
 def cmd_channel_token(args: argparse.Namespace) -> int:
-    db = _open(args)
-    try:
-        _print_issued(args, db, db.issue_token(args.name), "has a new token")
-    finally:
-        db.close()
+    async def token(db: Any) -> None:
+        await _print_issued(args, db, await db.issue_token(args.name), "has a new token")
+
+    _run(args, token)
     return 0
 
 
@@ -407,12 +464,10 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
     from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
     from walletpass_tui.text import format_size
 
-    db = _open(args)
-    try:
-        base, _ = _base(args, db)
-        channels = db.channels()
-    finally:
-        db.close()
+    async def read(db: Any) -> tuple[tuple[str, bool], list[Any]]:
+        return await _base(args, db), await db.channels()
+
+    (base, _), channels = _run(args, read)
     if args.json:
         print_json(
             [
@@ -455,21 +510,13 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
 
 
 def cmd_channel_revoke(args: argparse.Namespace) -> int:
-    db = _open(args)
-    try:
-        count = db.revoke(args.target)
-    finally:
-        db.close()
+    count = _run(args, lambda db: db.revoke(args.target))
     print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
     return 0
 
 
 def cmd_channel_remove(args: argparse.Namespace) -> int:
-    db = _open(args)
-    try:
-        channel = db.remove(args.name)
-    finally:
-        db.close()
+    channel = _run(args, lambda db: db.remove(args.name))
     print(
         f"Removed channel {channel.name} and its {channel.deliveries} stored "
         f"deliver{'ies' if channel.deliveries != 1 else 'y'}; its ingress URL now answers 404."

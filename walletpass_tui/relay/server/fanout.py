@@ -6,19 +6,30 @@ once and shared by every subscriber), anything older from the database, a small 
 Either way a page is bounded in bytes (``PAGE_BYTES``, at least one event), and a subscriber lets
 go of the rest of its page as soon as its socket is full (``stream.py``). A slow subscriber
 therefore costs a cursor, at most one event and a socket buffer, and ingress never waits for it.
+
+The ring holds every stored event with a cursor above its floor, up to its last, with no gap.
+On SQLite this process writes everything, in cursor order, so what it commits goes straight in.
+On PostgreSQL other processes commit too, and cursors are consecutive per channel: a commit of
+this process goes straight in only when it follows the ring's last cursor; anything else (a
+notice of another process's commit, a gap) makes the feed read the database after its last
+cursor, once for all its subscribers. When the database was lost and is back, every ring is
+emptied, so every subscriber reads the database after its own cursor: nothing committed while
+notices could not arrive is missed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Iterable
 
 from walletpass_tui.relay.events import sse_event
-from walletpass_tui.relay.server.channels import Channel
-from walletpass_tui.relay.server.storage import RelayDB
+from walletpass_tui.relay.server.channels import Channel, token_hash
+from walletpass_tui.relay.server.storage.base import Committed, RelayStorage, RelayStoreError
 from walletpass_tui.relay.server.writer import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
@@ -27,22 +38,33 @@ RING_BYTES = 4 * 1024 * 1024
 PAGE_EVENTS = 256
 PAGE_BYTES = 64 * 1024  # what one subscriber reads at a time: at least one event, about this much
 REFRESH_S = 1.0  # how often the channel table is re-read (``relay channel`` runs elsewhere)
+TOKEN_TTL_S = 5.0  # a shared database's token checks are kept this long, or until a change
+TOKENS_KEPT = 10_000
+
+log = logging.getLogger(__name__)
 
 
 class Feed:
     """One channel's live state."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, storage: RelayStorage | None = None) -> None:
         self.channel = channel
+        self.storage = storage
+        self.dense = bool(storage is not None and storage.dense_cursors)
         self.used_bytes = channel.used_bytes
+        self._usage_cursor = 0  # the cursor whose commit ``used_bytes`` was counted at
         self.subscribers = 0
         self.stalled = 0  # subscribers waiting for their peer to read what was sent
-        self.head_hint = 0  # the newest cursor seen by this process
+        self.head_hint = 0  # the newest cursor this process knows was committed
         self._ring: deque[tuple[int, bytes]] = deque()
         self._ring_cursors: deque[int] = deque()
         self._ring_bytes = 0
         # The ring holds every event with a cursor above ``_floor``; None until the first event.
         self._floor: int | None = None
+        self._last: int | None = None  # the ring's newest cursor (kept when the ring is trimmed)
+        self._start_after: int | None = None  # where an empty ring starts reading the database
+        self._generation = 0
+        self._reading: asyncio.Task[None] | None = None
         self._changed: asyncio.Future[None] | None = None
         self._key: SigningKey | None = None
         self._key_secret: str | None = None
@@ -71,22 +93,96 @@ class Feed:
             self._changed = asyncio.get_running_loop().create_future()
         return self._changed
 
+    def _usage(self, cursor: int, used_bytes: int) -> None:
+        if cursor >= self._usage_cursor:
+            self._usage_cursor = cursor
+            self.used_bytes = used_bytes
+
     def append(self, stored: Stored) -> None:
+        """A delivery this process committed."""
+        self._usage(stored.cursor, stored.used_bytes)
+        self.head_hint = max(self.head_hint, stored.cursor)
+        if self.dense and self._last is not None and stored.cursor != self._last + 1:
+            if stored.cursor > self._last:
+                self._read_on()  # another process committed between: read the database
+            return
+        self._push(stored.cursor, stored.data)
+
+    def committed(self, committed: Committed) -> None:
+        """Deliveries committed by some process on the same database (this one too)."""
+        self._usage(committed.last, committed.used_bytes)
+        self.head_hint = max(self.head_hint, committed.last)
+        if self._last is not None and committed.last <= self._last:
+            return  # already in the ring
+        if self._last is None and self._start_after is None:
+            self._start_after = committed.first - 1
+        self._read_on()
+
+    def _push(self, cursor: int, data: bytes, *, after: int | None = None) -> None:
+        if self._last is not None and cursor <= self._last:
+            return  # already in the ring (read from the database as this process committed it)
         if self._floor is None:
-            self._floor = stored.cursor - 1
-        event = sse_event(stored.cursor, stored.data)
-        self._ring.append((stored.cursor, event))
-        self._ring_cursors.append(stored.cursor)
+            self._floor = cursor - 1 if after is None else after
+        event = sse_event(cursor, data)
+        self._ring.append((cursor, event))
+        self._ring_cursors.append(cursor)
         self._ring_bytes += len(event)
+        self._last = cursor
+        self.head_hint = max(self.head_hint, cursor)
         while len(self._ring) > RING_EVENTS or (
             self._ring_bytes > RING_BYTES and len(self._ring) > 1
         ):
-            cursor, old = self._ring.popleft()
+            old_cursor, old = self._ring.popleft()
             self._ring_cursors.popleft()
             self._ring_bytes -= len(old)
-            self._floor = cursor
-        self.used_bytes = stored.used_bytes
-        self.head_hint = stored.cursor
+            self._floor = old_cursor
+
+    def prime(self, head: int) -> None:
+        """The database just said ``head`` is the channel's newest cursor: an empty ring holds
+        everything after it (nothing), so subscribers there wait for notices instead of reading
+        the database at every heartbeat. Only where cursors are consecutive, while listening."""
+        if self.dense and self._floor is None and self._start_after is None:
+            self._floor = self._last = head
+            self.head_hint = max(self.head_hint, head)
+
+    def reset(self) -> None:
+        """Forget the ring: every subscriber reads the database after its own cursor."""
+        self._generation += 1
+        self._ring.clear()
+        self._ring_cursors.clear()
+        self._ring_bytes = 0
+        self._floor = self._last = self._start_after = None
+        if self._reading is not None:
+            self._reading.cancel()
+            self._reading = None
+
+    def _read_on(self) -> None:
+        """Read the database after the ring's last cursor (one task per feed at a time)."""
+        if self.storage is None or (self._reading is not None and not self._reading.done()):
+            return
+        self._reading = asyncio.get_running_loop().create_task(
+            self._read_database(self._generation), name="relay-feed-read"
+        )
+
+    async def _read_database(self, generation: int) -> None:
+        assert self.storage is not None
+        try:
+            while generation == self._generation:
+                after = self._last if self._last is not None else self._start_after
+                if after is None or after >= self.head_hint:
+                    return
+                rows = await self.storage.read_after(
+                    self.channel.id, after, PAGE_EVENTS, PAGE_BYTES
+                )
+                if generation != self._generation or not rows:
+                    return
+                for cursor, data in rows:
+                    self._push(cursor, data, after=after)
+                self.wake()
+        except RelayStoreError:
+            if generation == self._generation:
+                self.reset()  # the subscribers read the database themselves, when it answers
+                self.wake()
 
     def wake(self) -> None:
         changed, self._changed = self._changed, None
@@ -107,26 +203,27 @@ class Feed:
                 break
         return page
 
-    async def read_after(self, db: RelayDB, after: int) -> list[tuple[int, bytes]]:
+    async def read_after(self, storage: RelayStorage, after: int) -> list[tuple[int, bytes]]:
         """The next page of events after the cursor: from the ring, else from the database."""
         ring = self.from_ring(after)
         if ring is not None:
             return ring
-        rows = await asyncio.to_thread(
-            db.read_after, self.channel.id, after, PAGE_EVENTS, PAGE_BYTES
-        )
+        rows = await storage.read_after(self.channel.id, after, PAGE_EVENTS, PAGE_BYTES)
         return [(cursor, sse_event(cursor, data)) for cursor, data in rows]
 
 
 class Feeds:
     """Every channel's feed, by id and by ingress slug, refreshed from the database."""
 
-    def __init__(self, db: RelayDB) -> None:
-        self.db = db
+    def __init__(self, storage: RelayStorage) -> None:
+        self.storage = storage
+        self.database_ok = True  # as the storage last said
         self._by_id: dict[int, Feed] = {}
         self._by_slug: dict[str, Feed] = {}
         self._refreshed = -REFRESH_S
         self._lock = asyncio.Lock()
+        self._refreshing: asyncio.Task[None] | None = None
+        self._tokens: dict[str, tuple[float, int | None]] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -148,12 +245,12 @@ class Feeds:
             seen.add(channel.id)
             feed = self._by_id.get(channel.id)
             if feed is None:
-                feed = self._by_id[channel.id] = Feed(channel)
+                feed = self._by_id[channel.id] = Feed(channel, self.storage)
             else:
                 feed.channel = channel
                 feed.used_bytes = channel.used_bytes
         for gone in set(self._by_id) - seen:
-            del self._by_id[gone]
+            self._by_id.pop(gone).reset()
         self._by_slug = {f.channel.slug: f for f in self._by_id.values()}
         self._refreshed = time.monotonic()
 
@@ -163,13 +260,15 @@ class Feeds:
         async with self._lock:
             if time.monotonic() - self._refreshed < older_than:
                 return
-            channels = await asyncio.to_thread(self.db.channels, counts=False)
-            self.load(channels)
+            self.load(await self.storage.channels(counts=False))
 
     async def by_slug(self, slug: str) -> Feed | None:
-        await self.refresh()
+        """The feed of the channel at ``slug``, or None. When the database cannot be read, the
+        channels last read serve; a slug among none of them raises ``RelayStoreError``."""
+        with contextlib.suppress(RelayStoreError):
+            await self.refresh()
         feed = self._by_slug.get(slug)
-        if feed is None and await asyncio.to_thread(self.db.slug_exists, slug):
+        if feed is None and await self.storage.slug_exists(slug):
             await self.refresh(older_than=0)  # added since the last refresh
             feed = self._by_slug.get(slug)
         return feed
@@ -177,9 +276,29 @@ class Feeds:
     def by_id(self, channel: Channel) -> Feed:
         feed = self._by_id.get(channel.id)
         if feed is None:
-            feed = self._by_id[channel.id] = Feed(channel)
+            feed = self._by_id[channel.id] = Feed(channel, self.storage)
             self._by_slug[channel.slug] = feed
         return feed
+
+    async def token_channel(self, token: str) -> int | None:
+        """The id of the channel a live token opens, or None; ``RelayStoreError`` when the
+        database cannot tell. On a shared database the answer is kept a few seconds, and
+        forgotten as soon as any channel or token changes: every open stream checks its token at
+        every heartbeat, and many share one."""
+        if not self.storage.shared:
+            channel = await self.storage.channel_for_token(token)
+            return channel.id if channel else None
+        key = token_hash(token)
+        kept = self._tokens.get(key)
+        if kept is not None and time.monotonic() - kept[0] < TOKEN_TTL_S:
+            return kept[1]
+        channel = await self.storage.channel_for_token(token)
+        if len(self._tokens) >= TOKENS_KEPT:
+            self._tokens.clear()
+        self._tokens[key] = (time.monotonic(), channel.id if channel else None)
+        return channel.id if channel else None
+
+    # -- what the storage tells (StorageEvents) ------------------------------------------------
 
     def on_commit(self, stored: list[Stored]) -> None:
         """On the event loop, in commit order: put the events in their rings, wake the waiters."""
@@ -191,3 +310,42 @@ class Feeds:
                 touched.add(feed)
         for feed in touched:
             feed.wake()
+
+    def on_committed(self, committed: Committed) -> None:
+        feed = self._by_id.get(committed.channel_id)
+        if feed is not None:
+            feed.committed(committed)
+
+    def on_channels_changed(self) -> None:
+        self._tokens.clear()  # a revoked token is refused at its streams' next heartbeat
+        self._refreshed = -REFRESH_S
+        self._refresh_soon()
+
+    def on_database(self, reachable: bool) -> None:
+        self.database_ok = reachable
+        self._tokens.clear()  # changes made meanwhile were not heard
+        if reachable:
+            for feed in self:
+                feed.reset()
+            self._refreshed = -REFRESH_S
+            self._refresh_soon()
+        for feed in self:
+            feed.wake()  # streams read the database again, and tell their subscribers
+
+    def _refresh_soon(self) -> None:
+        if self._refreshing is not None and not self._refreshing.done():
+            return
+
+        async def refresh() -> None:
+            try:
+                await self.refresh(older_than=0)
+            except RelayStoreError as exc:
+                log.debug("relay: channels not refreshed (%s)", exc)
+
+        self._refreshing = asyncio.get_running_loop().create_task(refresh())
+
+    def close(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+        for feed in self:
+            feed.reset()

@@ -24,7 +24,7 @@ from aiohttp import web
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage import RelayStoreError
+from walletpass_tui.relay.server.storage.base import RelayStoreError
 from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, RelayWriter
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S

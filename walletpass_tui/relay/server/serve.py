@@ -1,9 +1,13 @@
 """The relay process: one aiohttp server for ingress, subscribers and ``/healthz``.
 
-``RelayServer(options)`` opens the database (its own file in the data directory), starts the
-writer thread, binds, and prunes deliveries older than the retention period once at start and
-then every ``prune_every_s``. ``stop()`` ends the streams, finishes requests in flight, commits
-what is queued and closes the database.
+``RelayServer(options)`` opens the database (``options.database``: a PostgreSQL URL, else a
+SQLite file, by default in the data directory), creating or upgrading its schema, starts its
+writer, binds, and prunes deliveries older than the retention period once at start and then every
+``prune_every_s`` (on PostgreSQL one process at a time). ``stop()`` ends the streams, finishes
+requests in flight, commits what is queued and closes the database.
+
+While the database cannot be reached, ingress answers 503 with ``Retry-After`` (every 503 of
+ingress carries one, so the service retries) and ``/healthz`` says so with a 503.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
 from walletpass_tui.relay.server.fanout import Feeds
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
-from walletpass_tui.relay.server.storage import RelayDB, database_path, now_ms
+from walletpass_tui.relay.server.storage import open_storage
+from walletpass_tui.relay.server.storage.base import (
+    RETRY_AFTER_S,
+    RelayStorage,
+    RelayStoreError,
+    now_ms,
+)
+from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
     DEFAULT_HEARTBEAT_S,
@@ -31,7 +42,6 @@ from walletpass_tui.relay.server.subscribe import (
     Subscriptions,
     health,
 )
-from walletpass_tui.relay.server.writer import RelayWriter, prune_before
 from walletpass_tui.webhooks.http_server import MAX_FIELD_BYTES
 
 DEFAULT_RELAY_HOST = "0.0.0.0"  # noqa: S104 - a relay is reached from the internet
@@ -39,6 +49,7 @@ DEFAULT_RELAY_PORT = 8080
 DEFAULT_RETENTION_DAYS = 7
 PRUNE_EVERY_S = 3600.0
 PUBLIC_URL_META = "public_url"
+DATABASE_WAIT_S = 30.0  # how long a starting relay waits for a PostgreSQL server to answer
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +61,7 @@ class RelayError(WalletpassError):
 @dataclass
 class RelayOptions:
     home: Path
+    database: str | None = None  # a postgresql:// URL, a SQLite file, or None: home's file
     host: str = DEFAULT_RELAY_HOST
     port: int = DEFAULT_RELAY_PORT
     public_url: str | None = None
@@ -69,8 +81,7 @@ class RelayServer:
         self.bound: tuple[str, int] | None = None
         self._runner: web.BaseRunner | None = None
         self._prune_task: asyncio.Task[None] | None = None
-        self.db: RelayDB | None = None
-        self.writer: RelayWriter | None = None
+        self.storage: RelayStorage | None = None
         self.feeds: Feeds | None = None
         self.ingress: Ingress | None = None
         self.subscriptions: Subscriptions | None = None
@@ -110,31 +121,39 @@ class RelayServer:
         return context
 
     async def start(self) -> tuple[str, int]:
-        """Open the database, start the writer, bind and serve; whatever fails after the
-        database is opened (a bad public URL, the port in use) closes it again before raising."""
+        """Open the database, start its writer, bind and serve; whatever fails after the
+        database is opened (a bad public URL, the database lost, the port in use) gives it and
+        everything started back before raising."""
+        opts = self.options
         context = self._ssl()
-        self.db = RelayDB(database_path(self.options.home))
         try:
-            return await self._start(self.db, context)
+            target = database_target(opts.database, opts.home)
+            self.storage = storage = await open_storage(target, wait_s=DATABASE_WAIT_S)
+        except RelayStoreError as exc:
+            raise RelayError(str(exc)) from None
+        try:
+            return await self._serve(storage, context)
+        except RelayStoreError as exc:
+            await self.stop()
+            raise RelayError(str(exc)) from None
         except BaseException:
             await self.stop()
             raise
 
-    async def _start(self, db: RelayDB, context: ssl.SSLContext | None) -> tuple[str, int]:
+    async def _serve(
+        self, storage: RelayStorage, context: ssl.SSLContext | None
+    ) -> tuple[str, int]:
         opts = self.options
-        loop = asyncio.get_running_loop()
-        path = db.path
         if opts.public_url:
-            db.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
-        self.feeds = feeds = Feeds(db)
-        feeds.load(db.channels(counts=False))
-        self.writer = RelayWriter(
-            path, lambda stored: loop.call_soon_threadsafe(feeds.on_commit, stored)
-        )
-        self.ingress = Ingress(feeds, self.writer, opts.ingress)
+            await storage.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
+        self.feeds = feeds = Feeds(storage)
+        feeds.load(await storage.channels(counts=False))
+        await storage.serve(feeds)
+        # Ingress writes through the storage: ``submit`` is its writer's.
+        self.ingress = Ingress(feeds, storage, opts.ingress)  # type: ignore[arg-type]
         self.subscriptions = Subscriptions(
             feeds,
-            db,
+            storage,
             public_url=self.public_url,
             heartbeat_s=opts.heartbeat_s,
             max_subscribers=opts.max_subscribers,
@@ -152,10 +171,9 @@ class RelayServer:
             # under the subscriber limits now, not at its next heartbeat.
             handler_cancellation=True,
         )
-        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
+        self._runner = runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         site = web.TCPSite(runner, opts.host, opts.port, ssl_context=context, reuse_address=True)
-        self._runner = runner  # cleaned up by stop(), also when binding fails
         try:
             await site.start()
         except OSError as exc:
@@ -177,21 +195,23 @@ class RelayServer:
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
-        await asyncio.to_thread(self._close_storage)
+        await self._close_storage()
 
-    def _close_storage(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        if self.db is not None:
-            self.db.close()
-            self.db = None
+    async def _close_storage(self) -> None:
+        if self.feeds is not None:
+            self.feeds.close()
+        if self.storage is not None:
+            storage, self.storage = self.storage, None
+            await storage.close()
 
-    async def prune(self) -> int:
-        """Delete what is older than the retention period; how many deliveries went."""
-        assert self.writer is not None
+    async def prune(self) -> int | None:
+        """Delete what is older than the retention period; how many deliveries went, or None
+        when another relay process on the same database is pruning now."""
+        assert self.storage is not None
         cutoff = now_ms() - int(self.options.retention_days * 86_400_000)
-        removed = int(await self.writer.submit(prune_before(cutoff)))
+        removed = await self.storage.prune(cutoff)
+        if removed is None:
+            return None
         self.pruned += removed
         if self.feeds is not None:
             await self.feeds.refresh(older_than=0)
@@ -209,13 +229,24 @@ class RelayServer:
         path = request.path
         if path.startswith(INGRESS_PREFIX):
             assert self.ingress is not None
-            return await self.ingress.handle(request)
+            try:
+                response = await self.ingress.handle(request)
+            except RelayStoreError:  # the channel could not be looked up
+                response = web.Response(
+                    status=503,
+                    text="Service unavailable: the relay's database cannot be reached now; "
+                    "retry shortly\n",
+                )
+            if response.status == 503 and "Retry-After" not in response.headers:
+                # Not stored: the service retries after this long.
+                response.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return response
         if path.startswith(CHANNELS_PREFIX):
             assert self.subscriptions is not None
             return await self.subscriptions.handle(request)
         if path == "/healthz" and request.method in ("GET", "HEAD"):
-            assert self.feeds is not None
-            return health(self.feeds)
+            assert self.feeds is not None and self.storage is not None
+            return health(self.feeds, self.storage)
         return web.Response(status=404, text="Not found\n")
 
     def _bind_error(self, exc: OSError) -> str:

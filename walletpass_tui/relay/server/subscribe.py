@@ -6,6 +6,11 @@ newest cursor) when nothing else was sent for a while. The token is checked agai
 heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name,
 URLs and creation time as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
 
+When the database cannot be reached, a subscriber is told by a comment (``: database
+unavailable``) and its stream waits; a new stream (or ``GET /channels/{slug}``) gets 503 with
+``Retry-After`` instead of a 401 that would stop the laptop for good. Once the database is back the
+stream says so, reads after its cursor and goes on.
+
 Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
 ``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
 written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
@@ -27,7 +32,7 @@ from walletpass_tui import __version__
 from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
 from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage import RelayDB, RelayStoreError
+from walletpass_tui.relay.server.storage.base import RETRY_AFTER_S, RelayStorage, RelayStoreError
 from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 from walletpass_tui.text import parse_ascii_int
 
@@ -40,13 +45,15 @@ RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
 
 _UNAUTHORIZED = "Unauthorized: the token is wrong or revoked"
+_DOWN = "database unavailable; this stream waits for it"
+_BACK = "database available again"
 
 
 class Subscriptions:
     def __init__(
         self,
         feeds: Feeds,
-        db: RelayDB,
+        storage: RelayStorage,
         *,
         public_url: Callable[[web.Request], str],
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
@@ -54,7 +61,7 @@ class Subscriptions:
         max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
     ) -> None:
         self.feeds = feeds
-        self.db = db
+        self.storage = storage
         self.public_url = public_url
         self.heartbeat_s = heartbeat_s
         self.max_subscribers = max_subscribers
@@ -79,7 +86,14 @@ class Subscriptions:
             return _text(404, "Not found")
         if request.method != "GET":
             return _text(405, "Method not allowed: use GET", headers={"Allow": "GET"})
-        channel = await self._authorize(request, slug)
+        try:
+            channel = await self._authorize(request, slug)
+        except RelayStoreError:
+            return _text(
+                503,
+                "Service unavailable: the relay's database cannot be reached now; retry shortly",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
         if channel is None:
             return _text(401, _UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
         if tail == "":
@@ -100,13 +114,12 @@ class Subscriptions:
         return await self._stream(request, channel, after)
 
     async def _authorize(self, request: web.Request, slug: str) -> Channel | None:
+        """The channel the request's token opens at ``slug``, or None; ``RelayStoreError`` when
+        the database cannot tell (never taken for a wrong token)."""
         token = bearer_token(request.headers.get("Authorization"))
         if token is None:
             return None
-        try:
-            channel = await asyncio.to_thread(self.db.channel_for_token, token)
-        except RelayStoreError:
-            return None
+        channel = await self.storage.channel_for_token(token)
         if channel is None or not hmac.compare_digest(channel.slug.encode(), slug.encode()):
             return None
         return channel
@@ -115,10 +128,10 @@ class Subscriptions:
         if token is None:
             return False
         try:
-            current = await asyncio.to_thread(self.db.channel_for_token, token)
+            current = await self.feeds.token_channel(token)
         except RelayStoreError:
             return True  # a busy database is not a revocation
-        return current is not None and current.id == channel.id
+        return current == channel.id
 
     async def _stream(
         self, request: web.Request, channel: Channel, after: int
@@ -170,17 +183,33 @@ class Subscriptions:
                 heartbeat_s=self.heartbeat_s,
                 stopped=self.stopped,
             )
-            head = await asyncio.to_thread(self.db.head, channel.id)
+            try:
+                head = await self.storage.head(channel.id)
+                if self.feeds.database_ok:
+                    feed.prime(head)
+                head = max(head, feed.head_hint)
+            except RelayStoreError:
+                head = feed.head_hint
             await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
             checked = time.monotonic()
+            told_down = False
             while not self.stopping.is_set():
+                if self.feeds.database_ok == told_down:
+                    told_down = not told_down
+                    await out.write(sse_comment(_DOWN if told_down else _BACK))
                 if time.monotonic() - checked >= self.heartbeat_s:
                     # A busy stream is re-checked as often as an idle one: revoking cuts both.
                     if not await still_valid():
                         break
                     checked = time.monotonic()
                 changed = feed.changed
-                sent = await _send_page(out, feed, self.db, cursor)
+                try:
+                    sent = await _send_page(out, feed, self.storage, cursor)
+                except RelayStoreError:
+                    sent = cursor  # wait for the database as for new events, then read again
+                    if not told_down:
+                        told_down = True
+                        await out.write(sse_comment(_DOWN))
                 if sent != cursor:
                     cursor = sent
                     if not await out.drained(still_valid):
@@ -214,10 +243,10 @@ class Subscriptions:
             feed.wake()
 
 
-async def _send_page(out: EventStream, feed: Feed, db: RelayDB, cursor: int) -> int:
+async def _send_page(out: EventStream, feed: Feed, storage: RelayStorage, cursor: int) -> int:
     """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
     the last event written. The rest of the page is let go of here, read again once drained."""
-    for next_cursor, event in await feed.read_after(db, cursor):
+    for next_cursor, event in await feed.read_after(storage, cursor):
         await out.write(event)
         cursor = next_cursor
         if out.full:
@@ -235,15 +264,21 @@ def _text(status: int, text: str, *, headers: dict[str, str] | None = None) -> w
     return web.Response(status=status, text=text + "\n", headers=headers)
 
 
-def health(feeds: Feeds) -> web.Response:
+def health(feeds: Feeds, storage: RelayStorage) -> web.Response:
+    """Counts, and which database this process uses (no user, no password) and whether it
+    reaches it: 200 when it does, 503 when not (a balancer's health check then sends traffic to
+    the processes that do)."""
+    reachable = storage.reachable
     return web.Response(
+        status=200 if reachable else 503,
         text=json.dumps(
             {
-                "status": "ok",
+                "status": "ok" if reachable else "database unreachable",
                 "version": __version__,
                 "channels": len(feeds),
                 "subscribers": feeds.subscribers,
                 "stalled": feeds.stalled,
+                "database": {**storage.target.describe(), "reachable": reachable},
             }
         ),
         content_type="application/json",

@@ -1,4 +1,5 @@
-"""The relay server's one writer: a thread that commits whatever waits in one transaction.
+"""What the relay writes (``NewDelivery``, ``NewRejection``, ``Stored``), and SQLite's one writer: a
+thread that commits whatever waits in one transaction.
 
 ``submit`` returns a future resolved only after COMMIT (or with the error that prevented it), so
 ingress answers 2xx only for what is on disk; many concurrent deliveries share one commit (group
@@ -18,11 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.relay.server.storage import RelayStoreError, connect
+from walletpass_tui.relay.server.storage.base import RelayStoreError
+from walletpass_tui.relay.server.storage.sqlite import connect
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first
 REJECTED_BODY_LIMIT = 64 * 1024
+
+
+def storable_text(value: str | None) -> str | None:
+    """Text every database takes: a header that was not UTF-8 (lone surrogates) and NUL are
+    replaced, so a rejection kept for debugging never fails the transaction it shares."""
+    if value is None:
+        return None
+    return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,7 @@ class RelayWriter:
             cur = db.execute(
                 "INSERT INTO deliveries(channel_id, received_at_ms, webhook_id, size, data) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (job.channel_id, job.received_at_ms, job.webhook_id, size, job.data),
+                (job.channel_id, job.received_at_ms, storable_text(job.webhook_id), size, job.data),
             )
             row = db.execute(
                 "UPDATE channels SET used_bytes = used_bytes + ? WHERE id=? RETURNING used_bytes",
@@ -156,10 +166,10 @@ class RelayWriter:
                     job.channel_id,
                     job.received_at_ms,
                     job.status,
-                    job.reason,
-                    job.webhook_id,
-                    job.source,
-                    job.headers,
+                    storable_text(job.reason),
+                    storable_text(job.webhook_id),
+                    storable_text(job.source),
+                    storable_text(job.headers),
                     job.body[:REJECTED_BODY_LIMIT],
                 ),
             )
@@ -170,24 +180,3 @@ class RelayWriter:
             )
             return None
         return job(db)
-
-
-def prune_before(cutoff_ms: int) -> Callable[[sqlite3.Connection], int]:
-    """A writer job: delete deliveries received before ``cutoff_ms``, give back their quota."""
-
-    def prune(db: sqlite3.Connection) -> int:
-        freed = db.execute(
-            "SELECT channel_id, SUM(size), COUNT(*) FROM deliveries WHERE received_at_ms < ? "
-            "GROUP BY channel_id",
-            (cutoff_ms,),
-        ).fetchall()
-        for channel_id, size, _ in freed:
-            db.execute(
-                "UPDATE channels SET used_bytes = MAX(0, used_bytes - ?) WHERE id=?",
-                (size, channel_id),
-            )
-        db.execute("DELETE FROM deliveries WHERE received_at_ms < ?", (cutoff_ms,))
-        db.execute("DELETE FROM rejected WHERE received_at_ms < ?", (cutoff_ms,))
-        return sum(int(n) for _, _, n in freed)
-
-    return prune

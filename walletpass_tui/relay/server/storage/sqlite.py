@@ -1,4 +1,5 @@
-"""The relay's database: channels, tokens (hashes only), stored deliveries and bounded rejections.
+"""The relay's SQLite database: channels, tokens (hashes only), stored deliveries and bounded
+rejections, in one file for one relay process.
 
 Plain ``sqlite3`` in WAL mode with ``synchronous = FULL``. The server writes deliveries through
 one ``RelayWriter`` thread (``writer.py``); reads, and the ``relay channel`` commands (which may
@@ -12,14 +13,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from walletpass_tui.config import ensure_private_dir
-from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
     Channel,
@@ -29,9 +27,9 @@ from walletpass_tui.relay.server.channels import (
     new_token,
     token_hash,
 )
+from walletpass_tui.relay.server.storage.base import IssuedChannel, RelayStoreError, now_ms
 from walletpass_tui.webhooks.store.schema import make_private
 
-DB_NAME = "relay.sqlite3"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5000
 
@@ -77,18 +75,6 @@ CREATE TABLE IF NOT EXISTS rejected (
 );
 CREATE INDEX IF NOT EXISTS rejected_by_channel ON rejected (channel_id, id);
 """
-
-
-class RelayStoreError(WalletpassError):
-    """The relay database cannot be used; the message says what to do."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def database_path(home: Path) -> Path:
-    return Path(home) / DB_NAME
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -159,12 +145,6 @@ def _channel(row: tuple[Any, ...]) -> Channel:
     )
 
 
-@dataclass(frozen=True)
-class IssuedChannel:
-    channel: Channel
-    token: str  # shown once, never stored
-
-
 class RelayDB:
     """Synchronous access: the channel commands, and the server's reads (on worker threads)."""
 
@@ -176,6 +156,21 @@ class RelayDB:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def prune(self, cutoff_ms: int) -> int:
+        """Delete what was received before ``cutoff_ms`` in one transaction (when no writer runs)."""
+
+        def run(db: sqlite3.Connection) -> int:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = prune_before(cutoff_ms)(db)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return removed
+
+        return int(self._run(run))
 
     def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         with self._lock:
@@ -359,3 +354,24 @@ def _insert_token(db: sqlite3.Connection, channel_id: int, token: str) -> None:
         "INSERT INTO tokens(channel_id, hash, hint, created_at_ms) VALUES (?, ?, ?, ?)",
         (channel_id, token_hash(token), token[-4:], now_ms()),
     )
+
+
+def prune_before(cutoff_ms: int) -> Callable[[sqlite3.Connection], int]:
+    """A writer job: delete deliveries received before ``cutoff_ms``, give back their quota."""
+
+    def prune(db: sqlite3.Connection) -> int:
+        freed = db.execute(
+            "SELECT channel_id, SUM(size), COUNT(*) FROM deliveries WHERE received_at_ms < ? "
+            "GROUP BY channel_id",
+            (cutoff_ms,),
+        ).fetchall()
+        for channel_id, size, _ in freed:
+            db.execute(
+                "UPDATE channels SET used_bytes = MAX(0, used_bytes - ?) WHERE id=?",
+                (size, channel_id),
+            )
+        db.execute("DELETE FROM deliveries WHERE received_at_ms < ?", (cutoff_ms,))
+        db.execute("DELETE FROM rejected WHERE received_at_ms < ?", (cutoff_ms,))
+        return sum(int(n) for _, _, n in freed)
+
+    return prune

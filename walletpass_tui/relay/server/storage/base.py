@@ -1,0 +1,132 @@
+"""What every relay database offers: the errors, the notices, and the ``RelayStorage`` protocol.
+
+Ingress, fan-out, subscribers, pruning and the ``relay channel`` commands use a storage only
+through this protocol; ``sqlite_backend`` (one process, one file) and ``postgres`` (any number of
+processes on one database) implement it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from walletpass_tui.errors import WalletpassError
+from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
+
+if TYPE_CHECKING:
+    from walletpass_tui.relay.server.storage.target import DatabaseTarget
+    from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored
+
+RETRY_AFTER_S = 5  # what a post or a subscriber is told to wait while the database is away
+
+
+class RelayStoreError(WalletpassError):
+    """The relay database cannot be used; the message says what to do."""
+
+
+class DatabaseUnavailable(RelayStoreError):
+    """The database cannot be reached now; the relay answers 503 with Retry-After until it can."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class IssuedChannel:
+    channel: Channel
+    token: str  # shown once, never stored
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Deliveries of one channel committed by some relay process: cursors ``first``..``last``
+    (consecutive), and the channel's usage after that commit."""
+
+    channel_id: int
+    first: int
+    last: int
+    used_bytes: int
+
+
+class StorageEvents(Protocol):
+    """What a serving storage tells the fan-out, on the event loop."""
+
+    def on_commit(self, stored: list[Stored]) -> None:
+        """Deliveries this process committed, in commit order."""
+
+    def on_committed(self, committed: Committed) -> None:
+        """Deliveries committed by any process on the same database (this one included)."""
+
+    def on_channels_changed(self) -> None:
+        """A channel, a token or a quota changed (``relay channel`` ran somewhere)."""
+
+    def on_database(self, reachable: bool) -> None:
+        """The database was lost, or is back (then what was missed must be read again)."""
+
+
+class RelayStorage(Protocol):
+    """A relay database: reads, channel commands, the writer and pruning."""
+
+    target: DatabaseTarget
+    #: Cursors of a channel are consecutive (1, 2, 3...) and shared by every process on the
+    #: database, so a gap in what a process has seen means it must read the database.
+    dense_cursors: bool
+    #: Other processes write to the database too, and changes to channels and tokens are heard
+    #: (``on_channels_changed``), so what was read of them may be kept until then.
+    shared: bool
+
+    @property
+    def reachable(self) -> bool: ...
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def serve(self, events: StorageEvents) -> None:
+        """Start the writer (and, where other processes write too, hearing of their commits)."""
+
+    def submit(self, job: NewDelivery | NewRejection) -> asyncio.Future[Any]:
+        """Write ``job``; the future resolves only after COMMIT (``Stored`` for a delivery)."""
+        ...
+
+    async def prune(self, cutoff_ms: int) -> int | None:
+        """Delete what was received before ``cutoff_ms``; how many deliveries went, or None when
+        another process is pruning now."""
+
+    async def close(self) -> None:
+        """Commit what is queued, then let go of the database."""
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    async def channels(self, *, counts: bool = True) -> list[Channel]: ...
+
+    async def channel_by_name(self, name: str) -> Channel | None: ...
+
+    async def slug_exists(self, slug: str) -> bool: ...
+
+    async def channel_for_token(self, token: str) -> Channel | None: ...
+
+    async def read_after(
+        self, channel_id: int, after: int, limit: int, max_bytes: int
+    ) -> list[tuple[int, bytes]]: ...
+
+    async def head(self, channel_id: int) -> int: ...
+
+    async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]: ...
+
+    # -- channels and settings -----------------------------------------------------------------
+
+    async def add_channel(
+        self, name: str, *, secret: str | None = None, quota_bytes: int = DEFAULT_QUOTA_BYTES
+    ) -> IssuedChannel: ...
+
+    async def issue_token(self, name: str) -> IssuedChannel: ...
+
+    async def revoke(self, name_or_token: str) -> int: ...
+
+    async def remove(self, name: str) -> Channel: ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
