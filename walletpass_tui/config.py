@@ -254,7 +254,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 unknown_tables.append(f"[{key}]")
                 continue
             for sub, subval in value.items():
-                flat[_TOML_ALIASES.get(sub, sub)] = subval
+                name = str(sub)
+                flat[_TOML_ALIASES.get(name, name)] = subval
         else:
             flat[_TOML_ALIASES.get(key, key)] = value
     unknown = sorted(set(flat) - set(_FIELDS)) + unknown_tables

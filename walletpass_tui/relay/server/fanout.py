@@ -14,7 +14,7 @@ import asyncio
 import bisect
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 from walletpass_tui.relay.events import sse_event
 from walletpass_tui.relay.server.channels import Channel
@@ -131,7 +131,7 @@ class Feeds:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __iter__(self) -> Iterable[Feed]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Feed]:
         return iter(list(self._by_id.values()))
 
     @property
