@@ -176,6 +176,42 @@ def test_mypy_is_strict_for_the_core_only() -> None:
     assert not ui.disallow_untyped_defs and not ui.warn_return_any
 
 
+def _imports_of_test_modules(folder: Path) -> list[str]:
+    """``path: module`` for each import, in a file under ``folder``, of a ``test_*`` module."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.rsplit(".", 1)[-1].startswith("test_"):
+                    found.append(f"{path.relative_to(folder)}: {name}")
+                    break
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in tests/factories.py, an area's ``*_helpers.py`` or a conftest
+    fixture: importing a test module runs its tests twice and ties one file to the other."""
+    assert _imports_of_test_modules(ROOT / "tests") == []
+
+
+def test_the_test_import_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "test_a.py").write_text("from test_b import make\n")
+    (tmp_path / "test_c.py").write_text("from tests.webhooks import test_store\n")
+    (tmp_path / "test_d.py").write_text("import tests.test_e\nfrom factories import attempt\n")
+    assert _imports_of_test_modules(tmp_path) == [
+        "test_a.py: test_b",
+        "test_c.py: tests.webhooks.test_store",
+        "test_d.py: tests.test_e",
+    ]
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
+from factories import attempt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.webhooks.test_store_writer import make
-from walletpass_tui.webhooks.models import evolve
 from walletpass_tui.webhooks.store.rows import attempt_from_row, attempt_values, headers_json
 
 header_text = st.text(
@@ -28,6 +27,5 @@ def test_headers_are_stored_as_json_dumps_would(headers: list[tuple[str, str]]) 
 
 @given(st.lists(st.tuples(header_text, header_text), max_size=8))
 def test_stored_headers_read_back_unchanged(headers: list[tuple[str, str]]) -> None:
-    attempt = evolve(make("msg_h"), headers=tuple(headers))
-    row = attempt_values(attempt)
+    row = attempt_values(attempt("msg_h", headers=tuple(headers)))
     assert attempt_from_row(row).headers == tuple(headers)
