@@ -212,6 +212,7 @@ def test_the_table_gives_the_bars_the_width_left() -> None:
     assert FULL not in narrow.getvalue()  # no room left for a bar
 
 
+@pytest.mark.slow
 def test_stats_on_a_terminal_draws_bars(history: int, clean_env: Path) -> None:
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "200"}

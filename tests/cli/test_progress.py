@@ -50,6 +50,7 @@ async def history(clean_env: Path) -> Path:
     return clean_env
 
 
+@pytest.mark.slow
 def test_export_shows_progress_on_a_terminal_and_clears_it(history: Path, tmp_path: Path) -> None:
     out = tmp_path / "export.jsonl"
     with out.open("wb") as fh:
@@ -62,6 +63,7 @@ def test_export_shows_progress_on_a_terminal_and_clears_it(history: Path, tmp_pa
     assert [json.loads(line)["webhook_id"] for line in lines[:2]] == ["msg_0", "msg_1"]
 
 
+@pytest.mark.slow
 def test_export_piped_writes_nothing_extra(history: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "walletpass_tui", "events", "export"],
@@ -74,6 +76,7 @@ def test_export_piped_writes_nothing_extra(history: Path) -> None:
     assert len(done.stdout.splitlines()) == COUNT
 
 
+@pytest.mark.slow
 def test_prune_shows_progress_on_a_terminal_only(history: Path) -> None:
     code, shown = run_with_stderr_on_a_pty(
         "events", "prune", "--older-than", "1d", "--yes", stdout=subprocess.DEVNULL
@@ -82,6 +85,7 @@ def test_prune_shows_progress_on_a_terminal_only(history: Path) -> None:
     assert f"pruned 0 of {COUNT:,}" in shown and shown.endswith(CLEAR)
 
 
+@pytest.mark.slow
 def test_prune_with_stderr_piped_says_only_the_result(history: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "walletpass_tui", "events", "prune", "--older-than", "1d", "--yes"],

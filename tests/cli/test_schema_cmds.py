@@ -227,6 +227,7 @@ print(json.dumps({"code": code, "heavy": sorted(m for m in %r if m in sys.module
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

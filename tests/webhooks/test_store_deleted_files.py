@@ -209,6 +209,7 @@ def listen(clean_env: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_listen_stores_every_acknowledged_delivery_after_the_history_is_deleted(
     clean_env: Path, listen: tuple[subprocess.Popen[str], str]
 ) -> None:

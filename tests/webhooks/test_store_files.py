@@ -64,6 +64,7 @@ async def test_loose_files_from_before_are_tightened(tmp_path: Path, loose_umask
         }
 
 
+@pytest.mark.slow
 async def test_a_second_store_on_the_same_history_keeps_the_first_ones_locks(
     tmp_path: Path,
 ) -> None:
