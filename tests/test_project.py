@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import shutil
 import subprocess
@@ -125,6 +126,90 @@ def test_ruff_check_and_format_are_clean() -> None:
     assert check.returncode == 0, check.stdout
     fmt = subprocess.run([ruff, "format", "--check", "."], cwd=ROOT, capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout
+
+
+@pytest.mark.slow
+def test_mypy_is_clean() -> None:
+    """pyproject.toml's [tool.mypy]: the core layers strictly, the rest in the default mode."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues found" in result.stdout
+
+
+_STRICT_CORE = ("webhooks.store.writer", "relay.server.serve", "api.client", "check.cases", "text")
+
+
+def test_mypy_is_strict_for_the_core_only() -> None:
+    """What ``--strict`` turns on for a module holds for the core layers' modules, and not for
+    the UI's (a ``strict = true`` in an override would turn it on for every module)."""
+    from mypy.config_parser import parse_config_file
+    from mypy.main import process_options
+    from mypy.options import PER_MODULE_OPTIONS, Options
+
+    _, plain = process_options(["-c", "pass", "--config-file", ""])
+    _, strict = process_options(["-c", "pass", "--config-file", "", "--strict"])
+    flags = {
+        n: getattr(strict, n) for n in PER_MODULE_OPTIONS if getattr(plain, n) != getattr(strict, n)
+    }
+    assert "disallow_untyped_defs" in flags
+
+    ours = Options()
+
+    def set_strict_flags() -> None:  # what mypy does with `strict = true` anywhere in the file
+        for name, value in flags.items():
+            setattr(ours, name, value)
+
+    out = io.StringIO()
+    parse_config_file(ours, set_strict_flags, str(ROOT / "pyproject.toml"), out, out)
+    assert not out.getvalue()
+    ours.build_per_module_cache()
+    for module in _STRICT_CORE:
+        options = ours.clone_for_module(f"walletpass_tui.{module}")
+        loose = [n for n, value in flags.items() if getattr(options, n) != value]
+        assert not loose, f"walletpass_tui.{module} is checked without {loose}"
+    ui = ours.clone_for_module("walletpass_tui.ui.app")
+    assert not ui.disallow_untyped_defs and not ui.warn_return_any
+
+
+def _imports_of_test_modules(folder: Path) -> list[str]:
+    """``path: module`` for each import, in a file under ``folder``, of a ``test_*`` module."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.rsplit(".", 1)[-1].startswith("test_"):
+                    found.append(f"{path.relative_to(folder)}: {name}")
+                    break
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in tests/factories.py, an area's ``*_helpers.py`` or a conftest
+    fixture: importing a test module runs its tests twice and ties one file to the other."""
+    assert _imports_of_test_modules(ROOT / "tests") == []
+
+
+def test_the_test_import_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "test_a.py").write_text("from test_b import make\n")
+    (tmp_path / "test_c.py").write_text("from tests.webhooks import test_store\n")
+    (tmp_path / "test_d.py").write_text("import tests.test_e\nfrom factories import attempt\n")
+    assert _imports_of_test_modules(tmp_path) == [
+        "test_a.py: test_b",
+        "test_c.py: tests.webhooks.test_store",
+        "test_d.py: tests.test_e",
+    ]
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -145,6 +145,7 @@ with open(sys.argv[1], "w") as fh:
 """
 
 
+@pytest.mark.slow
 def test_the_dashboard_paints_its_first_row_before_loading_the_http_stack(
     history: Path, tmp_path: Path
 ) -> None:

@@ -300,7 +300,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 continue
             aliases = _TABLE_ALIASES.get(key, {})
             for sub, subval in value.items():
-                flat[aliases.get(sub) or _TOML_ALIASES.get(sub, sub)] = subval
+                name = str(sub)
+                flat[aliases.get(name) or _TOML_ALIASES.get(name, name)] = subval
         else:
             flat[_TOML_ALIASES.get(key, key)] = value
     unknown = sorted(set(flat) - set(_FIELDS)) + unknown_tables

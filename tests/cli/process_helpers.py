@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import pty
 import queue
 import signal
 import socket
@@ -109,3 +110,33 @@ def post(url: str, msg_id: str, body: bytes, secret: str = SECRET) -> int:
     headers["Content-Type"] = "application/json"
     with httpx.Client(timeout=DEADLINE_S, trust_env=False) as client:
         return client.post(url, content=body, headers=headers).status_code
+
+
+# What a progress line ends with when it is erased (carriage return, erase the line).
+CLEAR = "\r\x1b[2K"
+
+
+def run_with_stderr_on_a_pty(*argv: str, stdout: object) -> tuple[int, str]:
+    """Run walletpass-tui with stderr on a new pseudo-terminal; (status, what the pty got)."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "walletpass_tui", *argv],
+            stdout=stdout,
+            stderr=follower,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ),
+        )
+        os.close(follower)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed its end
+                break
+            if not chunk:
+                break
+            got += chunk
+        return proc.wait(timeout=60), got.decode("utf-8", "replace")
+    finally:
+        os.close(leader)

@@ -42,6 +42,7 @@ def received(listen: Proc, count: int) -> list[dict[str, Any]]:
 # -- through real processes --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_trigger_set_and_fixture_arrive_at_a_real_receiver(
     procs: list[Proc], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,6 +98,7 @@ def test_trigger_set_and_fixture_arrive_at_a_real_receiver(
     assert len({first["webhook_id"], second["webhook_id"], third["webhook_id"]}) == 3
 
 
+@pytest.mark.slow
 def test_trigger_set_changes_a_json_body_file(
     procs: list[Proc], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -165,6 +165,7 @@ def test_the_top_level_lists_every_command(bash_script: Path) -> None:
         assert command in got
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
 def test_fish_script_parses_and_completes(tmp_path: Path) -> None:
     path = tmp_path / "walletpass-tui.fish"
@@ -199,6 +200,7 @@ def test_fish_script_parses_and_completes(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_zsh_script_parses_and_registers_through_compinit(tmp_path: Path) -> None:
     functions = tmp_path / "zfunc"
@@ -244,6 +246,7 @@ async def history(clean_env: Path) -> Path:
     return clean_env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "heavy"),
     [

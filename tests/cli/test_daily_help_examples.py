@@ -80,6 +80,7 @@ def bash(line: str, home: Path, **kwargs: object) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_stats_and_completion_examples_run_as_printed(history: Path) -> None:
     lines = examples("events", "stats") + examples("completion")
     assert len(lines) == 7

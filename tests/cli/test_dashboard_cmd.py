@@ -62,6 +62,7 @@ def test_the_demo_on_a_taken_port_exits_1_without_a_screen(
     assert err.count("\n") == 1 and f"Port {taken_port} is already in use" in err
 
 
+@pytest.mark.slow
 def test_a_second_demo_on_one_home_does_not_wipe_the_first(
     clean_env: Path, no_screen: list[WalletPassApp], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import factories
 import pytest
 
 from walletpass_tui.cli import main
@@ -32,18 +33,9 @@ TARGET = "http://127.0.0.1:9/app"
 
 
 def attempt(at: int, msg_id: str, topic: str | None, verdict: str = VERIFIED) -> Attempt:
-    return Attempt(
-        received_at_ms=at,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", msg_id),),
-        body=json.dumps({"type": topic}).encode(),
-        verdict=verdict,
-        reason="verified" if verdict == VERIFIED else "no signature matches",
-        status=200 if verdict == VERIFIED else 401,
-        webhook_id=msg_id,
-        topic=topic,
-    )
+    body = json.dumps({"type": topic}).encode()
+    headers = (("webhook-id", msg_id),)
+    return factories.attempt(msg_id, body, verdict=verdict, at=at, headers=headers, topic=topic)
 
 
 @pytest.fixture
@@ -220,6 +212,7 @@ def test_the_table_gives_the_bars_the_width_left() -> None:
     assert FULL not in narrow.getvalue()  # no room left for a bar
 
 
+@pytest.mark.slow
 def test_stats_on_a_terminal_draws_bars(history: int, clean_env: Path) -> None:
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "200"}

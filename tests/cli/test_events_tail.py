@@ -23,6 +23,7 @@ def procs(clean_env: Path) -> Iterator[list[Proc]]:
         proc.kill()
 
 
+@pytest.mark.slow
 def test_tail_prints_each_new_attempt_as_listen_does_and_ctrl_c_ends_it_with_0(
     procs: list[Proc], clean_env: Path
 ) -> None:
@@ -61,6 +62,7 @@ def test_tail_prints_each_new_attempt_as_listen_does_and_ctrl_c_ends_it_with_0(
     assert "Traceback" not in "\n".join(tail.err.seen + tail.err.rest())
 
 
+@pytest.mark.slow
 def test_tail_filters_and_prints_listens_line_without_json(
     procs: list[Proc], clean_env: Path
 ) -> None:
@@ -79,6 +81,7 @@ def test_tail_filters_and_prints_listens_line_without_json(
     assert tail.out.rest() == []  # neither the verified one nor the other topic
 
 
+@pytest.mark.slow
 def test_tail_waits_for_a_history_that_does_not_exist_and_never_creates_it(
     procs: list[Proc], clean_env: Path
 ) -> None:
@@ -97,6 +100,7 @@ def test_tail_waits_for_a_history_that_does_not_exist_and_never_creates_it(
     assert tail.interrupt() == 0
 
 
+@pytest.mark.slow
 def test_tail_survives_a_prune_and_the_history_replaced_under_it(
     procs: list[Proc], clean_env: Path
 ) -> None:

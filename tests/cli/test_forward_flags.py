@@ -140,6 +140,7 @@ def test_listen_to_an_https_app_needs_its_ca_and_says_so(
     assert proc.interrupt() == 0
 
 
+@pytest.mark.slow
 def test_listen_with_the_ca_bundle_reaches_an_https_app(
     listening: Callable[..., tuple[Proc, str, list[str]]],
     user_app: StartApp,

@@ -3,12 +3,13 @@ sequence of times (the second's part is formatted once per second and reused).""
 
 from __future__ import annotations
 
+import factories
 from hypothesis import given
 from hypothesis import strategies as st
 
 from walletpass_tui.cli.attempt_lines import attempt_line
 from walletpass_tui.text import format_ms
-from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import Attempt
 
 NOW = 1_795_000_000_000
 times = st.integers(min_value=0, max_value=4_102_444_800_000)  # 1970 to 2100
@@ -16,19 +17,7 @@ near = st.integers(min_value=NOW - 3000, max_value=NOW + 3000)  # the same few s
 
 
 def attempt(ms: int, webhook_id: str = "msg_1") -> Attempt:
-    return Attempt(
-        received_at_ms=ms,
-        method="POST",
-        path="/webhooks",
-        headers=(),
-        body=b"{}",
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-        topic="pass.activated",
-        attempt_no=1,
-    )
+    return factories.attempt(webhook_id, at=ms, topic="pass.activated", attempt_no=1)
 
 
 @given(st.lists(times | near, min_size=1, max_size=20))

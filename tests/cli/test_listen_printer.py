@@ -9,29 +9,19 @@ import io
 import json
 from typing import Any
 
+import factories
+
 from walletpass_tui.cli.listen_printer import ListenPrinter
 from walletpass_tui.schemas.model import GroupKey
 from walletpass_tui.schemas.records import DriftRecord
-from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import Attempt
 
 DEADLINE_S = 30.0  # "did not hang" only
 
 
 def attempt(n: int) -> Attempt:
-    return Attempt(
-        received_at_ms=1_795_000_000_000 + n,
-        method="POST",
-        path="/webhooks",
-        headers=(),
-        body=b"{}",
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=f"msg_{n}",
-        topic="pass.activated",
-        attempt_no=1,
-        id=n,
-    )
+    at = 1_795_000_000_000 + n
+    return factories.attempt(f"msg_{n}", at=at, topic="pass.activated", attempt_no=1, id=n)
 
 
 def record(n: int, path: str = "data.serialNumber") -> DriftRecord:

@@ -6,38 +6,28 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
-import pty
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import factories
 import pytest
+from process_helpers import CLEAR, run_with_stderr_on_a_pty
 
 from walletpass_tui.cli import main
 from walletpass_tui.cli.events_cmd import maintenance
 from walletpass_tui.cli.progress import Progress
-from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.store import Store
 
 COUNT = 1_200
-CLEAR = "\r\x1b[2K"
 
 
 def attempt(i: int, at: int) -> Attempt:
-    return Attempt(
-        received_at_ms=at,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", f"msg_{i}"),),
-        body=json.dumps({"type": "pass.activated", "n": i}).encode(),
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=f"msg_{i}",
-        topic="pass.activated",
-    )
+    body = json.dumps({"type": "pass.activated", "n": i}).encode()
+    headers = (("webhook-id", f"msg_{i}"),)
+    return factories.attempt(f"msg_{i}", body, at=at, headers=headers, topic="pass.activated")
 
 
 async def fill(home: Path, times: list[int]) -> None:
@@ -60,32 +50,7 @@ async def history(clean_env: Path) -> Path:
     return clean_env
 
 
-def run_with_stderr_on_a_pty(*argv: str, stdout: object) -> tuple[int, str]:
-    """Run walletpass-tui with stderr on a new pseudo-terminal; (status, what the pty got)."""
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "walletpass_tui", *argv],
-            stdout=stdout,
-            stderr=follower,
-            stdin=subprocess.DEVNULL,
-            env=dict(os.environ),
-        )
-        os.close(follower)
-        got = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the process closed its end
-                break
-            if not chunk:
-                break
-            got += chunk
-        return proc.wait(timeout=60), got.decode("utf-8", "replace")
-    finally:
-        os.close(leader)
-
-
+@pytest.mark.slow
 def test_export_shows_progress_on_a_terminal_and_clears_it(history: Path, tmp_path: Path) -> None:
     out = tmp_path / "export.jsonl"
     with out.open("wb") as fh:
@@ -98,6 +63,7 @@ def test_export_shows_progress_on_a_terminal_and_clears_it(history: Path, tmp_pa
     assert [json.loads(line)["webhook_id"] for line in lines[:2]] == ["msg_0", "msg_1"]
 
 
+@pytest.mark.slow
 def test_export_piped_writes_nothing_extra(history: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "walletpass_tui", "events", "export"],
@@ -110,6 +76,7 @@ def test_export_piped_writes_nothing_extra(history: Path) -> None:
     assert len(done.stdout.splitlines()) == COUNT
 
 
+@pytest.mark.slow
 def test_prune_shows_progress_on_a_terminal_only(history: Path) -> None:
     code, shown = run_with_stderr_on_a_pty(
         "events", "prune", "--older-than", "1d", "--yes", stdout=subprocess.DEVNULL
@@ -118,6 +85,7 @@ def test_prune_shows_progress_on_a_terminal_only(history: Path) -> None:
     assert f"pruned 0 of {COUNT:,}" in shown and shown.endswith(CLEAR)
 
 
+@pytest.mark.slow
 def test_prune_with_stderr_piped_says_only_the_result(history: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "walletpass_tui", "events", "prune", "--older-than", "1d", "--yes"],

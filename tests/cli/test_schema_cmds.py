@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import CLEAR, run_with_stderr_on_a_pty
 from service_helpers import TEMPLATES, Cli
-from test_progress import CLEAR, run_with_stderr_on_a_pty
 
 from walletpass_tui.cli import main
 from walletpass_tui.schemas.storage import schemas_path
@@ -227,6 +227,7 @@ print(json.dumps({"code": code, "heavy": sorted(m for m in %r if m in sys.module
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

@@ -71,6 +71,7 @@ def test_the_relay_database_and_its_log_files_are_private_whatever_the_umask(
     assert set(modes.values()) == {0o600}, modes
 
 
+@pytest.mark.slow
 def test_opening_another_connection_keeps_the_locks_of_the_first(tmp_path: Path) -> None:
     """Closing any descriptor of a file drops every POSIX lock the process holds on it: a second
     connection must not open and close the file by hand, or another process closing its own
@@ -140,6 +141,7 @@ def test_serve_usage_errors_exit_2_and_bad_values_exit_1(
     assert code == 1 and "--tls-key" in err
 
 
+@pytest.mark.slow
 async def test_serve_runs_until_sigterm_and_list_says_when_a_channel_is_over_quota(
     relay_process: RelayProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:

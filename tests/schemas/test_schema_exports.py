@@ -163,6 +163,7 @@ def samples_ts(name: str, bodies: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_the_typescript_compiles_strictly_with_every_sample_assigned(
     tsc: list[str], tmp_path: Path
 ) -> None:
@@ -183,6 +184,7 @@ def test_the_typescript_compiles_strictly_with_every_sample_assigned(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_tsc_rejects_a_sample_of_another_shape(tsc: list[str], tmp_path: Path) -> None:
     group = learned([activated(n) for n in range(5)]).groups[ACTIVATED]
     wrong = activated(9, serialNumber=9)

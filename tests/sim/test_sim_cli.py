@@ -329,6 +329,7 @@ async def test_emit_refuses_a_body_file_that_is_not_json(
 # -- sim serve --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_sim_serve_prints_its_urls_and_key_and_stops_on_ctrl_c(clean_env: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich.style import Style
+from ui_helpers import attempt
 
-from tests.ui.ui_helpers import attempt
 from walletpass_tui.text import format_size
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
 from walletpass_tui.ui.panes.delivery_parts import attempts_text, headers_text, summary_text

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
 
@@ -64,6 +66,7 @@ with open(sys.argv[1], "w") as fh:
 """
 
 
+@pytest.mark.slow
 async def test_the_first_frame_loads_none_of_what_comes_after_it(
     clean_env: Path, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import sqlite3
 from collections.abc import AsyncIterator
 
+import factories
 import pytest
 from ui_helpers import plain, wait_for
 
@@ -13,7 +14,7 @@ from walletpass_tui.config import Settings
 from walletpass_tui.ui.app import build_app
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
+from walletpass_tui.webhooks.models import Attempt, StoreError
 from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
@@ -21,17 +22,8 @@ SIZE = (160, 30)
 
 
 def attempt(webhook_id: str) -> Attempt:
-    return Attempt(
-        received_at_ms=1_795_000_000_000,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", webhook_id),),
-        body=b'{"type": "pass.activated"}',
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-    )
+    body = b'{"type": "pass.activated"}'
+    return factories.attempt(webhook_id, body, headers=(("webhook-id", webhook_id),))
 
 
 @pytest.fixture

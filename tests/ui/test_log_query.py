@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
+from ui_helpers import attempt
 
-from tests.ui.ui_helpers import attempt
 from walletpass_tui.api.topics import TOPICS, UNKNOWN_TOPIC, TopicError, parse_topic
 from walletpass_tui.ui.view.log_columns import cell_text, row_from_attempt
 from walletpass_tui.ui.view.log_query import matches, parse_filter

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from factories import log_row
 
 from walletpass_tui.ui.view.log_window import PAGE, LogWindow
 from walletpass_tui.webhooks.models import LogRow
 
 
 def rows(ids: range | list[int]) -> list[LogRow]:
-    return [
-        LogRow(
-            i,
-            1_000 * i,
-            f"msg_{i}",
-            "pass.activated",
-            None,
-            "verified",
-            "verified",
-            1,
-            None,
-            200,
-            None,
-        )
-        for i in ids
-    ]
+    return [log_row(i) for i in ids]
 
 
 def newest_first(start: int, stop: int) -> list[LogRow]:

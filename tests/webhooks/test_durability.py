@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from walletpass_tui.webhooks.models import LogFilter
 from walletpass_tui.webhooks.store import Store
@@ -61,6 +62,7 @@ def start_listen(home: Path) -> tuple[subprocess.Popen[bytes], int]:
     raise AssertionError("listen did not start")
 
 
+@pytest.mark.slow
 async def test_every_acknowledged_delivery_survives_sigkill(tmp_path: Path) -> None:
     proc, port = start_listen(tmp_path)
     url = f"http://127.0.0.1:{port}/webhooks"

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from factories import T0, json_attempt
 
 from walletpass_tui.webhooks.models import (
     REJECTED,
@@ -24,33 +25,6 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
-
-T0 = 1_795_000_000_000
-
-
-def make(
-    webhook_id: str | None = "msg_1",
-    *,
-    verdict: str = VERIFIED,
-    body: bytes = b'{"type": "pass.activated", "data": {"passId": "pass_1"}}',
-    status: int | None = None,
-    at: int = T0,
-    **kw: object,
-) -> Attempt:
-    kw.setdefault(
-        "headers", (("Content-Type", "application/json"), ("webhook-id", webhook_id or ""))
-    )
-    return Attempt(
-        received_at_ms=at,
-        method="POST",
-        path="/webhooks",
-        body=body,
-        verdict=verdict,
-        reason="verified" if verdict == VERIFIED else "no signature matches",
-        status=status if status is not None else (200 if verdict == VERIFIED else 401),
-        webhook_id=webhook_id,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture
@@ -71,7 +45,7 @@ def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tupl
 async def test_an_attempt_is_stored_whole(store: Store) -> None:
     body = b"\xff\x00not json, not utf-8\r\n\x80"
     stored = await store.record(
-        make(
+        json_attempt(
             "msg_raw",
             body=body,
             remote_addr="127.0.0.1",
@@ -101,10 +75,10 @@ async def test_an_attempt_is_stored_whole(store: Store) -> None:
 
 
 async def test_attempts_are_grouped_into_messages_by_webhook_id(store: Store) -> None:
-    first = await store.record(make("msg_a", verdict=REJECTED, at=T0))
-    second = await store.record(make("msg_a", at=T0 + 5000, endpoint_id="ep_9"))
-    third = await store.record(make("msg_a", at=T0 + 305_000, status=200))
-    await store.record(make("msg_b", at=T0 + 1))
+    first = await store.record(json_attempt("msg_a", verdict=REJECTED, at=T0))
+    second = await store.record(json_attempt("msg_a", at=T0 + 5000, endpoint_id="ep_9"))
+    third = await store.record(json_attempt("msg_a", at=T0 + 305_000, status=200))
+    await store.record(json_attempt("msg_b", at=T0 + 1))
     assert [first.attempt_no, second.attempt_no, third.attempt_no] == [1, 2, 3]
     attempts = await store.message_attempts("msg_a")
     assert [a.attempt_no for a in attempts] == [1, 2, 3]
@@ -121,7 +95,7 @@ async def test_attempts_are_grouped_into_messages_by_webhook_id(store: Store) ->
 
 
 async def test_attempts_without_webhook_id_are_rows_but_no_message(store: Store) -> None:
-    stored = await store.record(make(None, verdict=REJECTED))
+    stored = await store.record(json_attempt(None, verdict=REJECTED))
     assert stored.attempt_no == 1
     assert await store.count() == 1
     assert await store.list_messages() == []
@@ -129,8 +103,8 @@ async def test_attempts_without_webhook_id_are_rows_but_no_message(store: Store)
 
 async def test_rejected_bodies_are_cut_at_64_kib_verified_ones_are_not(store: Store) -> None:
     big = b"x" * (REJECTED_BODY_LIMIT * 2 + 3)
-    rejected = await store.record(make("msg_big_r", verdict=REJECTED, body=big))
-    verified = await store.record(make("msg_big_v", body=big))
+    rejected = await store.record(json_attempt("msg_big_r", verdict=REJECTED, body=big))
+    verified = await store.record(json_attempt("msg_big_v", body=big))
     r = await store.attempt(rejected.id)
     v = await store.attempt(verified.id)
     assert r is not None and v is not None
@@ -143,9 +117,9 @@ async def test_oldest_rejected_are_pruned_past_the_cap_verified_history_stays(
 ) -> None:
     async with await Store.open(tmp_path / "d.sqlite3", rejected_cap=10) as store:
         for i in range(5):
-            await store.record(make(f"msg_ok_{i}"))
+            await store.record(json_attempt(f"msg_ok_{i}"))
         for i in range(30):
-            await store.record(make(f"msg_bad_{i:02d}", verdict=REJECTED))
+            await store.record(json_attempt(f"msg_bad_{i:02d}", verdict=REJECTED))
         await store.settled()
         rejected = await store.log_page(LogFilter(verdict=REJECTED), limit=100)
         assert len(rejected) == 10
@@ -162,7 +136,7 @@ async def test_text_that_is_not_utf8_is_stored_escaped_and_the_writer_survives(
     store: Store,
 ) -> None:
     # aiohttp hands over header bytes that are not UTF-8 as lone surrogates.
-    odd = make(
+    odd = json_attempt(
         "msg_\udcff\udcfe",
         headers=(("X-Odd", "caf\udce9"),),
         forwarded_for="\udcff",
@@ -175,12 +149,12 @@ async def test_text_that_is_not_utf8_is_stored_escaped_and_the_writer_survives(
     assert again.headers == (("X-Odd", "caf\\xe9"),)
     assert again.forwarded_for == "\\xff"
     assert again.topic == "?"
-    assert (await store.record(make("msg_after"))).id == stored.id + 1
+    assert (await store.record(json_attempt("msg_after"))).id == stored.id + 1
 
 
 async def test_search_finds_bodies_and_ids_after_the_commit(store: Store) -> None:
-    await store.record(make("msg_s1", body=b'{"data": {"passId": "pass_0042"}}'))
-    await store.record(make("msg_s2", body=b'{"data": {"passId": "pass_0043"}}'))
+    await store.record(json_attempt("msg_s1", body=b'{"data": {"passId": "pass_0042"}}'))
+    await store.record(json_attempt("msg_s2", body=b'{"data": {"passId": "pass_0043"}}'))
     await store.settled()
     found = await store.log_page(LogFilter(text="pass_0042"))
     assert [r.webhook_id for r in found] == ["msg_s1"]
@@ -191,10 +165,10 @@ async def test_search_finds_bodies_and_ids_after_the_commit(store: Store) -> Non
 
 
 async def test_ids_are_never_reused_after_everything_was_pruned(store: Store) -> None:
-    old = await store.record(make("msg_old", body=b"needle-one"))
+    old = await store.record(json_attempt("msg_old", body=b"needle-one"))
     await store.settled()
     assert await store.prune_older_than(T0 + 1) == 1
-    new = await store.record(make("msg_new", body=b"needle-two", at=T0 + 10))
+    new = await store.record(json_attempt("msg_new", body=b"needle-two", at=T0 + 10))
     await store.settled()
     assert new.id > old.id
     assert [r.webhook_id for r in await store.log_page(LogFilter(text="needle"))] == ["msg_new"]
@@ -202,7 +176,7 @@ async def test_ids_are_never_reused_after_everything_was_pruned(store: Store) ->
 
 async def test_pruning_rows_the_index_never_saw_keeps_the_index_sound(store: Store) -> None:
     # Rows written by another process (or committed just before a crash) are not indexed yet.
-    await store.record(make("msg_indexed", body=b"alpha"))
+    await store.record(json_attempt("msg_indexed", body=b"alpha"))
     await store.settled()
     with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as other:
         other.execute(
@@ -212,7 +186,7 @@ async def test_pruning_rows_the_index_never_saw_keeps_the_index_sound(store: Sto
             (T0 - 1,),
         )
     assert await store.prune_older_than(T0) == 1
-    await store.record(make("msg_later", body=b"alpha beta", at=T0 + 1))
+    await store.record(json_attempt("msg_later", body=b"alpha beta", at=T0 + 1))
     await store.settled()
     assert await store.count(LogFilter(text="alpha")) == 2
     rows = raw_rows(
@@ -229,7 +203,7 @@ async def test_concurrent_records_share_few_commits(store: Store) -> None:
     await store.settled()
     n = 300
     before = store.commits
-    stored = await asyncio.gather(*(store.record(make(f"msg_c{i:03d}")) for i in range(n)))
+    stored = await asyncio.gather(*(store.record(json_attempt(f"msg_c{i:03d}")) for i in range(n)))
     assert sorted(a.id for a in stored) == list(range(stored[0].id, stored[0].id + n))
     # The transactions that stored these rows (the store's public counter).
     batches = store.commits - before
@@ -239,7 +213,7 @@ async def test_concurrent_records_share_few_commits(store: Store) -> None:
 
 async def test_concurrent_redeliveries_get_consecutive_attempt_numbers(store: Store) -> None:
     ids = [f"msg_r{i}" for i in range(20)]
-    work = [make(w) for w in ids for _ in range(5)]
+    work = [json_attempt(w) for w in ids for _ in range(5)]
     stored = await asyncio.gather(*(store.record(a) for a in work))
     by_id: dict[str, list[int]] = {}
     for a in stored:
@@ -249,12 +223,12 @@ async def test_concurrent_redeliveries_get_consecutive_attempt_numbers(store: St
 
 
 async def test_readers_do_not_block_the_writer_and_see_only_committed_rows(store: Store) -> None:
-    await store.record(make("msg_before"))
+    await store.record(json_attempt("msg_before"))
     with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as reader:
         reader.execute("BEGIN")
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (1,)
         # The open read transaction does not hold it up (it would fail as "locked" if it did).
-        await store.record(make("msg_during"))
+        await store.record(json_attempt("msg_during"))
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (1,)  # snapshot
         reader.execute("COMMIT")
         assert reader.execute("SELECT COUNT(*) FROM attempts").fetchone() == (2,)
@@ -262,7 +236,7 @@ async def test_readers_do_not_block_the_writer_and_see_only_committed_rows(store
 
 
 async def test_queries_answer_while_another_connection_holds_the_write_lock(store: Store) -> None:
-    await store.record(make("msg_1"))
+    await store.record(json_attempt("msg_1"))
     with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")
         other.execute("DELETE FROM meta WHERE key = 'nothing'")
@@ -273,14 +247,14 @@ async def test_queries_answer_while_another_connection_holds_the_write_lock(stor
 async def test_close_commits_what_was_queued(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     store = await Store.open(path)
-    pending = [asyncio.ensure_future(store.record(make(f"msg_q{i}"))) for i in range(50)]
+    pending = [asyncio.ensure_future(store.record(json_attempt(f"msg_q{i}"))) for i in range(50)]
     await asyncio.sleep(0)
     await store.close()
     await store.close()  # twice is fine
     assert all(p.done() and not p.exception() for p in pending)
     assert raw_rows(path, "SELECT COUNT(*) FROM attempts") == [(50,)]
     with pytest.raises(StoreError, match="closed"):
-        await store.record(make("msg_late"))
+        await store.record(json_attempt("msg_late"))
 
 
 # -- failures --------------------------------------------------------------------------------------
@@ -291,9 +265,9 @@ async def test_a_write_failure_is_a_store_error_and_the_writer_recovers(tmp_path
         with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as other:
             other.execute("BEGIN EXCLUSIVE")
             with pytest.raises(StoreError, match="locked"):
-                await store.record(make("msg_blocked"))
+                await store.record(json_attempt("msg_blocked"))
             other.execute("ROLLBACK")
-        stored = await store.record(make("msg_after"))
+        stored = await store.record(json_attempt("msg_after"))
         assert stored.attempt_no == 1
         assert await store.count() == 1
 
@@ -303,8 +277,8 @@ async def test_a_finalizer_bug_fails_its_batch_not_the_writer(store: Store) -> N
         raise RuntimeError("boom")
 
     with pytest.raises(StoreError, match="boom"):
-        await store.record(make("msg_x"), broken)
-    assert (await store.record(make("msg_y"))).attempt_no == 1
+        await store.record(json_attempt("msg_x"), broken)
+    assert (await store.record(json_attempt("msg_y"))).attempt_no == 1
 
 
 def _lock_file(path: Path) -> Iterator[None]:
@@ -331,7 +305,7 @@ read_only = contextlib.contextmanager(_lock_file)
 
 async def _make_db(path: Path) -> None:
     async with await Store.open(path) as s:
-        await s.record(make("msg_1"))
+        await s.record(json_attempt("msg_1"))
 
 
 async def test_read_only_database_is_a_clear_error_at_open(tmp_path: Path) -> None:
@@ -405,5 +379,5 @@ async def test_schema_is_versioned_and_migrated_forward(tmp_path: Path) -> None:
         assert raw_rows(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
         # The old row survived and was indexed by the migration's backlog pass.
         assert [r.webhook_id for r in await store.log_page(LogFilter(text="needle"))] == ["msg_old"]
-        assert (await store.record(make("msg_old"))).attempt_no == 2
+        assert (await store.record(json_attempt("msg_old"))).attempt_no == 2
         assert await store.forwards_for_message("msg_old") == []

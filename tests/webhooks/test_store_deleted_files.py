@@ -20,10 +20,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import factories
 import httpx
 import pytest
 
-from walletpass_tui.webhooks.models import PENDING, VERIFIED, Attempt, ForwardResult, evolve
+from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardResult, evolve
 from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
@@ -32,17 +33,9 @@ LOG_DELETED = "was deleted while in use; every delivery in it was copied into"
 
 
 def make(webhook_id: str) -> Attempt:
-    return Attempt(
-        received_at_ms=T0,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", webhook_id),),
-        body=b'{"note": "harbour"}',
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-        topic="pass.activated",
+    headers = (("webhook-id", webhook_id),)
+    return factories.attempt(
+        webhook_id, b'{"note": "harbour"}', headers=headers, topic="pass.activated"
     )
 
 
@@ -216,6 +209,7 @@ def listen(clean_env: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_listen_stores_every_acknowledged_delivery_after_the_history_is_deleted(
     clean_env: Path, listen: tuple[subprocess.Popen[str], str]
 ) -> None:

@@ -10,24 +10,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import factories
 import pytest
 
-from walletpass_tui.webhooks.models import VERIFIED, Attempt
+from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.store import Store
 
 
 def make(webhook_id: str) -> Attempt:
-    return Attempt(
-        received_at_ms=1_795_000_000_000,
-        method="POST",
-        path="/webhooks",
-        headers=(),
-        body=b'{"secret": "delivery data"}',
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-    )
+    return factories.attempt(webhook_id, b'{"secret": "delivery data"}')
 
 
 @pytest.fixture
@@ -73,6 +64,7 @@ async def test_loose_files_from_before_are_tightened(tmp_path: Path, loose_umask
         }
 
 
+@pytest.mark.slow
 async def test_a_second_store_on_the_same_history_keeps_the_first_ones_locks(
     tmp_path: Path,
 ) -> None:

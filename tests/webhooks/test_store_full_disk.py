@@ -76,6 +76,7 @@ async def record(path: Path, *ids: str) -> None:
         await store.settled()
 
 
+@pytest.mark.slow
 def test_the_writes_really_fail_in_that_process(tmp_path: Path) -> None:
     probe = "import os; os.write(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT), b'x')"
     script = NO_WRITES.replace("runpy.run_module('walletpass_tui', run_name='__main__')", probe)
@@ -236,6 +237,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_receiving_acknowledges_nothing_it_could_not_store(
     tmp_path: Path,
 ) -> None:

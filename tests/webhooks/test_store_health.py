@@ -9,9 +9,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+import factories
 import pytest
 
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
+from walletpass_tui.webhooks.models import Attempt, StoreError
 from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
@@ -20,17 +21,8 @@ PAGE = 4096
 
 
 def make(webhook_id: str) -> Attempt:
-    return Attempt(
-        received_at_ms=T0,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", webhook_id),),
-        body=b'{"type": "pass.activated", "data": {"passId": "pass_0001"}}' + b" " * 200,
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-    )
+    body = b'{"type": "pass.activated", "data": {"passId": "pass_0001"}}' + b" " * 200
+    return factories.attempt(webhook_id, body, headers=(("webhook-id", webhook_id),))
 
 
 def build(path: Path) -> None:

@@ -10,7 +10,9 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+import factories
+
+from walletpass_tui.webhooks.models import Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store
 
 T0 = 1_795_000_000_000
@@ -21,17 +23,9 @@ BODY = b'{"type": "pass.activated", "data": {"passId": "pass_0001"}, "pad": "' +
 
 
 def make(i: int) -> Attempt:
-    return Attempt(
-        received_at_ms=T0 + i,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", f"msg_{i:06d}"),),
-        body=BODY,
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=f"msg_{i:06d}",
-        topic="pass.activated",
+    msg = f"msg_{i:06d}"
+    return factories.attempt(
+        msg, BODY, at=T0 + i, headers=(("webhook-id", msg),), topic="pass.activated"
     )
 
 

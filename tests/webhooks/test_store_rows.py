@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from factories import attempt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.webhooks.test_store_writer import make
 from walletpass_tui.webhooks.models import evolve
 from walletpass_tui.webhooks.store.rows import attempt_from_row, attempt_values, headers_json
 
@@ -29,17 +29,16 @@ def test_headers_are_stored_as_json_dumps_would(headers: list[tuple[str, str]]) 
 
 @given(st.lists(st.tuples(header_text, header_text), max_size=8))
 def test_stored_headers_read_back_unchanged(headers: list[tuple[str, str]]) -> None:
-    attempt = evolve(make("msg_h"), headers=tuple(headers))
-    row = attempt_values(attempt)
+    row = attempt_values(attempt("msg_h", headers=tuple(headers)))
     assert attempt_from_row(row).headers == tuple(headers)
 
 
 def test_evolve_changes_fields_and_refuses_names_that_are_not_fields() -> None:
     """A misspelt field would otherwise ride along unseen on the frozen attempt and never be
     stored; like ``dataclasses.replace``, evolve names it."""
-    attempt = make("msg_e")
-    changed = evolve(attempt, note="kept", attempt_no=3)
+    original = attempt("msg_e")
+    changed = evolve(original, note="kept", attempt_no=3)
     assert (changed.note, changed.attempt_no, changed.webhook_id) == ("kept", 3, "msg_e")
-    assert attempt.note is None  # the original is untouched
+    assert original.note is None  # the original is untouched
     with pytest.raises(TypeError, match=r"unexpected Attempt field\(s\): notes, verdikt"):
-        evolve(attempt, verdikt="verified", notes="lost", status=200)
+        evolve(original, verdikt="verified", notes="lost", status=200)

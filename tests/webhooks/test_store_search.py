@@ -7,11 +7,12 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+import factories
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.models import Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store, indexer
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -21,18 +22,8 @@ T0 = 1_795_000_000_000
 
 
 def make(webhook_id: str | None, body: bytes = b"{}", topic: str | None = None) -> Attempt:
-    return Attempt(
-        received_at_ms=T0,
-        method="POST",
-        path="/webhooks",
-        headers=(("webhook-id", webhook_id or ""),),
-        body=body,
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-        topic=topic,
-    )
+    headers = (("webhook-id", webhook_id or ""),)
+    return factories.attempt(webhook_id, body, headers=headers, topic=topic)
 
 
 async def found(store: Store, text: str) -> list[str | None]:

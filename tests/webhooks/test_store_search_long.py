@@ -8,10 +8,11 @@ import asyncio
 import json
 from pathlib import Path
 
+import factories
 import pytest
 
 from walletpass_tui.cli import main
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
+from walletpass_tui.webhooks.models import Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.search import matches_text
 
@@ -19,18 +20,7 @@ T0 = 1_795_000_000_000
 
 
 def make(webhook_id: str, body: bytes) -> Attempt:
-    return Attempt(
-        received_at_ms=T0,
-        method="POST",
-        path="/webhooks",
-        headers=(),
-        body=body,
-        verdict=VERIFIED,
-        reason="verified",
-        status=200,
-        webhook_id=webhook_id,
-        topic="pass.activated",
-    )
+    return factories.attempt(webhook_id, body, topic="pass.activated")
 
 
 def pasted(count: int) -> list[str]:

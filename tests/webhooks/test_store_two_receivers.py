@@ -12,6 +12,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from walletpass_tui.webhooks.store import schema
 
 RECEIVER = """
@@ -49,6 +51,7 @@ asyncio.run(main())
 COUNT = 400
 
 
+@pytest.mark.slow
 def test_two_receivers_on_one_history_store_every_acknowledged_delivery(tmp_path: Path) -> None:
     path = tmp_path / "deliveries.sqlite3"
     procs = [

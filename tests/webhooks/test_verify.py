@@ -12,6 +12,7 @@ import hmac
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from factories import SPEC_BODY, SPEC_ID, SPEC_NOW, SPEC_SECRET, SPEC_SIGNATURE, SPEC_TS
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from standardwebhooks import Webhook
@@ -26,14 +27,8 @@ from walletpass_tui.webhooks.verify import (
     verify,
 )
 
-# The Standard Webhooks specification's example (standard-webhooks/spec, "Signature scheme").
-SPEC_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-SPEC_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
-SPEC_TS = 1614265330
-SPEC_BODY = b'{"test": 2432232314}'
-SPEC_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-SPEC_NOW = datetime.fromtimestamp(SPEC_TS, UTC)
-
+# SPEC_*: the Standard Webhooks specification's example (standard-webhooks/spec, "Signature
+# scheme"), in factories.py.
 OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 
 

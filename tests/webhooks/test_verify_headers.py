@@ -4,11 +4,11 @@ missing headers a sender uses."""
 
 from __future__ import annotations
 
+from factories import SPEC_BODY, SPEC_ID, SPEC_NOW, SPEC_SECRET, SPEC_TS
 from hypothesis import given
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from tests.webhooks.test_verify import SPEC_BODY, SPEC_ID, SPEC_NOW, SPEC_SECRET, SPEC_TS
 from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.verify import SigningKey, compute_signature, parse_secret, verify
 

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from factories import json_attempt
+from forward_helpers import eventually
 
-from tests.webhooks.forward_helpers import eventually
-from tests.webhooks.test_store import make
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store import wal_sync as wal_sync_module
@@ -71,7 +71,7 @@ async def test_a_lone_delivery_is_answered_only_after_the_fsync_of_its_commit(
     store: Store, fsync: GatedFsync
 ) -> None:
     fsync.release.clear()
-    recording = asyncio.create_task(store.record(make("msg_a")))
+    recording = asyncio.create_task(store.record(json_attempt("msg_a")))
     await wait_for(fsync.started)
     # Committed (another connection sees the row), but the caller has not heard yet.
     assert rows_on_disk(store.path) == 1
@@ -91,7 +91,7 @@ async def test_commits_made_during_an_fsync_share_the_next_one(
     await wait_for(fsync.started)
     # ...while deliveries keep being committed: the writer does not wait for the disk, but
     # nobody is answered before an fsync that began after their commit.
-    recording = [asyncio.create_task(store.record(make(f"msg_{n}"))) for n in range(5)]
+    recording = [asyncio.create_task(store.record(json_attempt(f"msg_{n}"))) for n in range(5)]
 
     async def all_committed() -> bool:
         return rows_on_disk(store.path) == 5
@@ -109,19 +109,21 @@ async def test_a_failed_fsync_fails_the_commits_it_covered_and_says_why(
 ) -> None:
     fsync.fail = True
     with pytest.raises(StoreError, match=r"could not be written to disk \(Input/output error\)"):
-        await store.record(make("msg_lost"))
+        await store.record(json_attempt("msg_lost"))
     assert store.health.problem is not None and "check the disk" in store.health.problem
     fsync.fail = False
-    assert (await store.record(make("msg_next"))).id is not None
+    assert (await store.record(json_attempt("msg_next"))).id is not None
     assert store.health.problem is None
 
 
 async def test_relayed_deliveries_ask_for_no_fsync_of_their_own(
     store: Store, fsync: GatedFsync
 ) -> None:
-    await store.record(make("msg_relayed", relay_url="https://relay.test/x", relay_cursor=1))
+    await store.record(
+        json_attempt("msg_relayed", relay_url="https://relay.test/x", relay_cursor=1)
+    )
     assert fsync.calls == 0
-    await store.record(make("msg_posted"))
+    await store.record(json_attempt("msg_posted"))
     assert fsync.calls == 1
 
 

@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC
-from typing import Any
+from typing import Any, overload
 
 import httpx
 
@@ -182,6 +182,10 @@ class WalletPassClient:
             )
         return f"Bearer {key.reveal()}"
 
+    @overload
+    def _scrub(self, text: str) -> str: ...
+    @overload
+    def _scrub(self, text: str | None) -> str | None: ...
     def _scrub(self, text: str | None) -> str | None:
         """``text`` with our API key masked, should the service echo it back in an error."""
         key = self.settings.api_key
@@ -334,7 +338,7 @@ class WalletPassClient:
         )
 
     def _backoff_delay(self, attempt: int) -> float:
-        return self._retry_base_delay * (2 ** (attempt - 1))
+        return self._retry_base_delay * (2.0 ** (attempt - 1))
 
 
 def _decode_text(data: bytes, encoding: str | None) -> str:

@@ -300,6 +300,6 @@ def watched_transport(**options: Any) -> httpx.AsyncHTTPTransport:
     transport = httpx.AsyncHTTPTransport(**options)
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if isinstance(backend, httpcore.AsyncNetworkBackend):
-        pool._network_backend = _WatchedBackend(backend)  # type: ignore[union-attr]
+    if pool is not None and isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _WatchedBackend(backend)
     return transport

@@ -69,9 +69,10 @@ def completable(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                 # The parser is built for this script only; type conversion still runs first.
                 action.choices = TOPIC_WORDS
             elif action.metavar in FILE_METAVARS:
+                # shtab reads an attribute argparse's Action does not declare.
                 action.complete = shtab.FILE  # type: ignore[attr-defined]
             elif action.metavar in DIR_METAVARS:
-                action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
+                action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]  # as above
     return parser
 
 

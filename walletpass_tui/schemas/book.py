@@ -144,7 +144,7 @@ class Book:
 
     def step(self, limit: int = CHUNK) -> Step:
         """Learn up to ``limit`` history rows past the last one learned."""
-        return self._transaction(lambda db: self._learn_rows(db, limit))  # type: ignore[no-any-return]
+        return self._transaction(lambda db: self._learn_rows(db, limit))
 
     def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
         step = Step(upto=self.upto)
@@ -212,9 +212,7 @@ class Book:
         """Learn from the template objects of ``GET passTemplates``."""
         when = now_ms() if seen_at_ms is None else seen_at_ms
         items = list(templates)
-        return self._transaction(  # type: ignore[no-any-return]
-            lambda db: self.catalog.learn_templates(items, when)
-        )
+        return self._transaction(lambda db: self.catalog.learn_templates(items, when))
 
     def top(self) -> int:
         """The history's highest row id now."""

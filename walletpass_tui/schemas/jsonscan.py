@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from json.decoder import scanstring
-from typing import Any, Protocol
+from collections.abc import Callable
+from json.decoder import scanstring  # type: ignore[attr-defined]  # json's, not in typeshed
+from typing import Any, Protocol, cast
 
 STRING = "string"
 INTEGER = "integer"
@@ -32,6 +33,8 @@ ARRAY = "array"
 TYPES = (STRING, INTEGER, NUMBER, BOOLEAN, NULL, OBJECT, ARRAY)
 
 _WS = re.compile(r"[ \t\n\r]*")
+# It matches the empty string too, so it never returns None.
+_ws_match = cast(Callable[[str, int], re.Match[str]], _WS.match)
 # A string without escapes (most of them), read in one match; others go through scanstring.
 _PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
 _PLAIN_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
@@ -135,7 +138,7 @@ def decode(body: bytes) -> str:
 
 def scan(text: str, sink: Sink) -> None:
     """Tell ``sink`` every value of the JSON document ``text``; NotJson when it is not one."""
-    ws = _WS.match
+    ws = _ws_match
     number = _NUMBER.match
     plain_string = _PLAIN_STRING.match
     stack: list[bool] = []  # True: inside an object; False: inside an array
@@ -227,8 +230,9 @@ def _key(text: str, pos: int, sink: Sink) -> int:
     if not text.startswith('"', pos):
         raise NotJson(f"expected a key at {pos}")
     name, pos = scanstring(text, pos + 1, True)
-    pos = _WS.match(text, pos).end()
+    ws = _ws_match
+    pos = ws(text, pos).end()
     if not text.startswith(":", pos):
         raise NotJson(f"expected ':' at {pos}")
     sink.key(name)
-    return _WS.match(text, pos + 1).end()
+    return ws(text, pos + 1).end()

@@ -104,7 +104,8 @@ class SchemaReader:
     ) -> list[DriftRecord]:
         """Findings, newest first; only one group's with ``key``, only those first seen at or
         after ``since_ms`` with it."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[object] = []
         if key is not None:
             where.append("grp = ?")
             params.append(key.stored)

@@ -160,9 +160,9 @@ async def running_demo(
     send every delivery through it."""
     with data_lock(settings.home):
         sim = SimulatedService(time_scale=DEMO_TIME_SCALE)
-        await sim.start("127.0.0.1", 0)
+        sim_url = await sim.start("127.0.0.1", 0)
         try:
-            demo = demo_settings(settings, sim.url, sim.api_key, port)
+            demo = demo_settings(settings, sim_url, sim.api_key, port)
             shutil.rmtree(demo.home, ignore_errors=True)
             options = ReceiverOptions(
                 host="127.0.0.1",
@@ -173,7 +173,8 @@ async def running_demo(
                 injection=DemoInjection(),
             )
             async with contextlib.AsyncExitStack() as stack:
-                ingress, feeds = None, ()
+                ingress = None
+                feeds: tuple[Feed, ...] = ()
                 if relay is not None:
                     ingress, feed = await stack.enter_async_context(relay(demo.home / "relay"))
                     feeds = (feed,)

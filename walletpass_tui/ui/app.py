@@ -40,7 +40,16 @@ from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
-from walletpass_tui.webhooks.models import FORWARD, VERIFIED, Attempt, LogRow, Stats, now_ms
+from walletpass_tui.webhooks.models import (
+    FORWARD,
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+    ForwardRow,
+    LogRow,
+    Stats,
+    now_ms,
+)
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
 # What the dashboard shows: its own receiver's runtime, or one attached to another process's.
@@ -155,12 +164,14 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if settings.public_url:
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
         self._load_preferences(parts.config_file or settings.config_file)
-        # The runtime's subscribe() is a Store's; the log's new rows are posted without a wait.
-        self._feed = LiveFeed(runtime, self, shown=self.live.shown)  # type: ignore[arg-type]
+        # The runtime's subscribe() is the store's; the log's new rows are posted without a wait.
+        self._feed = LiveFeed(runtime, self, shown=self.live.shown)
         self._feed.start()
-        self._unsubscribe = runtime.subscribe(
-            forwards=lambda row, result: self.post_message(ForwardAnswered(row, result))
-        )
+
+        def answered(row: ForwardRow, result: ForwardResult) -> None:
+            self.post_message(ForwardAnswered(row, result))
+
+        self._unsubscribe = runtime.subscribe(forwards=answered)
         # Every failed write of the history is said in the header until one succeeds again.
         self._unwatch_health = runtime.store.on_health(self._history_health)
         self._relay: RelayLink | None = None
@@ -249,6 +260,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.run_worker(save(), group="save-theme", exclusive=True, exit_on_error=False)
 
     async def _open_main_screen(self) -> None:
+        assert self.context is not None  # made by on_mount, which schedules this
         await self.push_screen(MainScreen(self.context, log_capacity=self.parts.log_capacity))
         for notice in self.parts.notices:
             self.notify(notice, severity="warning", timeout=15, markup=False)

@@ -110,12 +110,12 @@ def _pretty_chunks(doc: Any, limit: int) -> Any:
     of the document, so the first ``limit`` characters are exactly those of the whole
     (escaping is character by character), and a megabyte string is not escaped whole in one
     call that holds the interpreter's lock while the event loop waits for it."""
-    escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+    escape = json.encoder.encode_basestring
 
     def encode(text: str) -> str:
         return escape(text[:limit] if len(text) > limit else text)
 
-    make = json.encoder._make_iterencode  # type: ignore[attr-defined]
+    make = json.encoder._make_iterencode  # type: ignore[attr-defined]  # json's, not in typeshed
     iterencode = make({}, _no_default, encode, 2, _float_text, ": ", ",", False, False, False)
     return iterencode(doc, 0)
 

@@ -36,6 +36,7 @@ class ReportsWorkerErrors:
 
     def worker_failed(self, group: str, error: BaseException | None) -> None:
         """Show the failure; override to show it inside the pane."""
+        # A mixin: the widget or app it is mixed into has notify().
         self.notify(  # type: ignore[attr-defined]
             failure_text(error), title="Something went wrong", severity="error", markup=False
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -662,12 +663,10 @@ class HttpServer:
         self.connections: set[HttpConnection] = set()
         self._server: asyncio.Server | None = None
 
-    async def bind(self, sock: object) -> asyncio.Server:
+    async def bind(self, sock: socket.socket) -> asyncio.Server:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: HttpConnection(self),
-            sock=sock,  # type: ignore[arg-type]
-            start_serving=False,
+            lambda: HttpConnection(self), sock=sock, start_serving=False
         )
         return self._server
 

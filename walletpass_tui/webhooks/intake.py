@@ -4,7 +4,7 @@ relayed to this laptop, a POST to the relay's ingress.
 ``IntakeRequest`` is the one form of a request: its method, path and target, its headers (in the
 order received, looked up case-insensitively, every line of a repeated one), where it came from,
 when, and its body read within bounds. Adapters make one from the receiver's ``http_server.Request``,
-from aiohttp's ``web.Request`` (the relay) and from a relayed ``Inbound`` whose body is in memory.
+from an aiohttp request (the relay) and from a relayed ``Inbound`` whose body is in memory.
 
 ``Intake`` runs the checks every door shares, in this order, each raising one
 ``Rejected(reason)`` (``reasons.py``: the status and the words are the same at every door):
@@ -145,7 +145,7 @@ class IntakeRequest:
         )
 
     @classmethod
-    def from_aiohttp(cls, request: web.Request, received: datetime) -> IntakeRequest:
+    def from_aiohttp(cls, request: web.BaseRequest, received: datetime) -> IntakeRequest:
         """An aiohttp request (the relay's ingress), its body still arriving."""
         return cls(
             method=request.method,
@@ -183,7 +183,7 @@ class IntakeRequest:
         """Who sent it, by ``client_address`` under the door's ``sources`` (worked out once)."""
         if self._client is _UNKNOWN:
             self._client = client_address(sources, self.peer, self.forwarded_for())
-        return self._client  # type: ignore[return-value]
+        return self._client  # type: ignore[return-value]  # worked out: no longer _UNKNOWN
 
     def webhook_id(self) -> str | None:
         """The webhook-id as it is stored (``stored_webhook_id``)."""

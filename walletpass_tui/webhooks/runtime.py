@@ -479,6 +479,7 @@ class DeliveryRuntime:
     def _inject(self, **changes: object) -> None:
         if self.setup.options is None:
             raise RuntimeError("No receiver runs in this runtime.")
+        # Fields by name, from this class only; replace() checks the names when it runs.
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)

@@ -63,9 +63,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         written = 0
         with progress:
             for n, attempt_id in enumerate(wanted, 1):
-                attempt = await store.attempt(attempt_id)
-                if attempt is not None:  # pruned meanwhile
-                    write(attempt)
+                found = await store.attempt(attempt_id)
+                if found is not None:  # pruned meanwhile
+                    write(found)
                     written += 1
                 progress.update(n)
         return written

@@ -96,7 +96,9 @@ def drifting_messages(
             if not ids:
                 break
             offset += len(ids)
-            drift = schema_drift(settings, functools.partial(_drift_for_messages, ids=ids), {})
+            drift: dict[str, list[DriftRecord]] = schema_drift(
+                settings, functools.partial(_drift_for_messages, ids=ids), {}
+            )
             for webhook_id in ids:
                 attempts = await store.message_attempts_without_bodies(webhook_id)
                 if not attempts:

@@ -49,6 +49,7 @@ from walletpass_tui.relay.link.received_times import ReceivedTimes
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
+    DEFAULT_IDLE_TIMEOUT_S,
     MISBEHAVING_AFTER,
     RelayAuthError,
     RelayClientError,
@@ -208,7 +209,6 @@ class RelayLink:
             tolerance_ms=int(tolerance_s * 1000),
             newest_ms=await runtime.store.relay_received_at(self.url),
         )
-        extra = {} if self.idle_timeout_s is None else {"idle_timeout_s": self.idle_timeout_s}
         self.subscriber = RelaySubscriber(
             self.url,
             self._token,
@@ -219,7 +219,9 @@ class RelayLink:
             backoff_initial_s=self.backoff_initial_s,
             backoff_max_s=self.backoff_max_s,
             max_body=options.max_body if options is not None else DEFAULT_MAX_BODY,
-            **extra,
+            idle_timeout_s=(
+                DEFAULT_IDLE_TIMEOUT_S if self.idle_timeout_s is None else self.idle_timeout_s
+            ),
         )
         channel = asyncio.create_task(self._learn_channel(), name="relay-channel")
         channel.add_done_callback(lambda task: task.cancelled() or task.exception())  # seen
@@ -300,14 +302,14 @@ class RelayLink:
         # the history's order, --since and pruning go by it.
         inbound = replace(inbound, received_at=datetime.now(UTC))
         topic, pass_id = labels(delivery.body)
-        fields = {"body": delivery.body, "body_size": len(delivery.body)}
         rejected = inbound.attempt(
             Reason.RELAY_TIME,
             problem,
             started=time.perf_counter(),
             topic=topic,
             pass_id=pass_id,
-            **fields,
+            body=delivery.body,
+            body_size=len(delivery.body),
         )
         await self._hand_over(
             runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
@@ -425,6 +427,7 @@ class RelayLink:
         )
 
     def _set(self, **changes: object) -> None:
+        # Fields by name, from this class only; replace() checks the names when it runs.
         new = replace(self.state, **changes)  # type: ignore[arg-type]
         if new == self.state:
             return

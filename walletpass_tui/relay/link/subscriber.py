@@ -102,7 +102,7 @@ class SubscriberState:
 
 def backoff_delay(failures: int, initial: float, cap: float, rng: random.Random) -> float:
     """Exponential from ``initial``, at most ``cap``, with jitter (50-100 %)."""
-    base = min(cap, initial * (2 ** min(failures, 30)))
+    base = min(cap, initial * (2.0 ** min(failures, 30)))
     return base * (0.5 + rng.random() / 2)
 
 
@@ -140,7 +140,8 @@ class RelaySubscriber:
         self.idle_timeout_s = idle_timeout_s
         self.line_timeout_s = line_timeout_s or 2 * idle_timeout_s
         self.max_event = event_limit(max_body)
-        self._ssl = ssl_context
+        # aiohttp's default (True) verifies against the system's certificates.
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self._rng = random.Random()
         self.state = SubscriberState(cursor=after, head=after)
         self._announced = after  # the newest head the relay announced
@@ -156,6 +157,7 @@ class RelaySubscriber:
         return self.state.cursor
 
     def _set(self, **changes: object) -> None:
+        # Fields by name, from this class only; replace() checks the names when it runs.
         new = replace(self.state, **changes)  # type: ignore[arg-type]
         if new != self.state:
             self.state = new

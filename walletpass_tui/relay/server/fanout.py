@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 from walletpass_tui.relay.events import sse_event
 from walletpass_tui.relay.server.channels import Channel, token_hash
@@ -228,7 +228,7 @@ class Feeds:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __iter__(self) -> Iterable[Feed]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Feed]:
         return iter(list(self._by_id.values()))
 
     @property

@@ -60,7 +60,7 @@ class Ingress:
         self._clock = clock
         self.accepted = 0
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         arrived = IntakeRequest.from_aiohttp(request, self._clock())
         slug = request.path[len(INGRESS_PREFIX) :].rstrip("/")
         feed = await self.feeds.by_slug(slug) if slug and "/" not in slug else None

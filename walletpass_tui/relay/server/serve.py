@@ -100,7 +100,7 @@ class RelayServer:
             host = f"[{host}]"
         return f"{self.scheme}://{host}:{port}"
 
-    def public_url(self, request: web.Request | None = None) -> str:
+    def public_url(self, request: web.BaseRequest | None = None) -> str:
         if self.options.public_url:
             return public_base(self.options.public_url)
         if request is not None:
@@ -225,7 +225,7 @@ class RelayServer:
                 log.warning("relay: pruning failed (%s)", type(exc).__name__)
             await asyncio.sleep(self.options.prune_every_s)
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if path.startswith(INGRESS_PREFIX):
             assert self.ingress is not None

@@ -42,7 +42,7 @@ class EventStream:
 
     def __init__(
         self,
-        request: web.Request,
+        request: web.BaseRequest,
         writer: AbstractStreamWriter,
         feed: Feed,
         *,

@@ -55,7 +55,7 @@ class Subscriptions:
         feeds: Feeds,
         storage: RelayStorage,
         *,
-        public_url: Callable[[web.Request], str],
+        public_url: Callable[[web.BaseRequest], str],
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
         max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
@@ -79,7 +79,7 @@ class Subscriptions:
                 self._stopped.set_result(None)
         return self._stopped
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         rest = request.path[len(CHANNELS_PREFIX) :].rstrip("/")
         slug, _, tail = rest.partition("/")
         if not slug or tail not in ("", "events"):
@@ -113,7 +113,7 @@ class Subscriptions:
             return _text(400, "Bad request: Last-Event-ID and ?after= take a cursor (0 or more)")
         return await self._stream(request, channel, after)
 
-    async def _authorize(self, request: web.Request, slug: str) -> Channel | None:
+    async def _authorize(self, request: web.BaseRequest, slug: str) -> Channel | None:
         """The channel the request's token opens at ``slug``, or None; ``RelayStoreError`` when
         the database cannot tell (never taken for a wrong token)."""
         token = bearer_token(request.headers.get("Authorization"))
@@ -134,7 +134,7 @@ class Subscriptions:
         return current == channel.id
 
     async def _stream(
-        self, request: web.Request, channel: Channel, after: int
+        self, request: web.BaseRequest, channel: Channel, after: int
     ) -> web.StreamResponse:
         feed = self.feeds.by_id(channel)
         if feed.subscribers >= self.max_channel_subscribers:
@@ -160,7 +160,7 @@ class Subscriptions:
             self.streams -= 1
 
     async def _serve(
-        self, request: web.Request, feed: Feed, channel: Channel, after: int
+        self, request: web.BaseRequest, feed: Feed, channel: Channel, after: int
     ) -> web.StreamResponse:
         token = bearer_token(request.headers.get("Authorization"))
         response = web.StreamResponse(
@@ -176,9 +176,11 @@ class Subscriptions:
 
         cursor = after
         try:
+            writer = await response.prepare(request)
+            assert writer is not None  # None only from a response already ended
             out = EventStream(
                 request,
-                await response.prepare(request),
+                writer,
                 feed,
                 heartbeat_s=self.heartbeat_s,
                 stopped=self.stopped,
@@ -254,7 +256,7 @@ async def _send_page(out: EventStream, feed: Feed, storage: RelayStorage, cursor
     return cursor
 
 
-def _cursor(request: web.Request) -> int | None:
+def _cursor(request: web.BaseRequest) -> int | None:
     text = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
     value = parse_ascii_int(text, max_digits=19)
     return value if value is not None and value <= MAX_CURSOR else None

@@ -72,7 +72,7 @@ class RelayWriter:
     ``submit`` returns a future resolved only after COMMIT (or with the error that prevented it).
     """
 
-    def __init__(self, path: Path, on_commit: Callable[[list[Stored]], None]) -> None:
+    def __init__(self, path: Path, on_commit: Callable[[list[Stored]], object]) -> None:
         self.path = path
         self._db = connect(path)
         self._jobs: queue.SimpleQueue[tuple[Job, Future[Any]] | None] = queue.SimpleQueue()

@@ -62,10 +62,10 @@ async def load_delivery(
         listed = await store.message_attempts_without_bodies(arrived.webhook_id)
         row = next((a for a in listed if a.id == attempt_id), None)
         if row is not None and row.body_size == len(arrived.body):
-            attempt = replace(row, body=arrived.body)
-            attempts = tuple(attempt if a.id == attempt_id else a for a in listed)
+            with_body = replace(row, body=arrived.body)
+            attempts = tuple(with_body if a.id == attempt_id else a for a in listed)
             forwards = tuple(await store.forwards_for_message(arrived.webhook_id))
-            return DeliveryData(attempt, attempts, forwards)
+            return DeliveryData(with_body, attempts, forwards)
     attempt = await store.attempt(attempt_id)
     if attempt is None:
         return None

@@ -139,7 +139,7 @@ class CheckScreen(Screen[None]):
         short = self.size.height < SHORT_ROWS
         self.set_class(short, "-short")
         for widget in self.query("#check-form Input, #check-form Select, #check-form Button"):
-            widget.compact = short  # type: ignore[attr-defined]
+            widget.compact = short  # type: ignore[attr-defined]  # Input, Select, Button have it
 
     @property
     def table(self) -> DataTable[Text | str]:

@@ -3,7 +3,7 @@ config file's ``[keys]``, with each binding's id (what ``[keys]`` names)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -40,7 +40,7 @@ class HelpScreen(ModalScreen[None]):
     def key_rows(self, bindings: Sequence[BindingType]) -> list[tuple[str, str, str]]:
         """(keys, description, binding id) per action, the keys of one action joined
         (``j / ↓``), as the config file's ``[keys]`` remapped them."""
-        keymap: dict[str, str] = self.app._keymap
+        keymap: Mapping[str, str] = self.app._keymap
         merged: dict[tuple[str, str], tuple[list[str], str]] = {}
         for binding in Binding.make_bindings(bindings):
             if not binding.description:

@@ -364,8 +364,7 @@ class MainScreen(Screen[None]):
 
         app = self.app
         if not app.is_screen_installed(DETAIL_SCREEN):
-            screen = DetailScreen(self.context.store, step=self._step_log)
-            app.install_screen(screen, DETAIL_SCREEN)
+            app.install_screen(DetailScreen(self.context.store, step=self._step_log), DETAIL_SCREEN)
         screen = app.get_screen(DETAIL_SCREEN)
         assert isinstance(screen, DetailScreen)
         screen.open(attempt_id)

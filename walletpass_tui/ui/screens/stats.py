@@ -44,6 +44,11 @@ def _ms_scale(value: float) -> str:
     return f"{scale_label(value)}ms" if value < 1000 else f"{scale_label(value / 1000)}s"
 
 
+def _topic_count(topic: str) -> Value:
+    """One topic's deliveries in a minute."""
+    return lambda minute: minute.topics.get(topic, 0)
+
+
 def _clock(minute: int) -> str:
     return format_ms(minute * MINUTE_MS, time_only=True)[:5]
 
@@ -277,7 +282,7 @@ class StatsScreen(Screen[None]):
         topics = self.traffic.topics()
         box.border_title = "By topic"
         rows = [
-            (topic, count, self.traffic.series(lambda m, t=topic: m.topics.get(t, 0)))
+            (topic, count, self.traffic.series(_topic_count(topic)))
             for topic, count in topics[:TOPIC_ROWS]
         ]
         self.query_one("#topic-sparks", TopicSparks).show(rows)

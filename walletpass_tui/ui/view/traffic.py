@@ -124,14 +124,14 @@ class Traffic:
             minute.redelivered += row.redelivered
             topic = row.topic or NO_TOPIC
             minute.topics[topic] = minute.topics.get(topic, 0) + row.deliveries
-        for row in history.forwards:
-            minute = self._minute(row.minute)
+        for forwards_row in history.forwards:
+            minute = self._minute(forwards_row.minute)
             if minute is None:
                 continue
-            minute.forwards += row.forwards
-            minute.forward_ms += row.total_ms
-            minute.forward_max_ms = max(minute.forward_max_ms, row.max_ms)
-            minute.forward_failed += row.failed
+            minute.forwards += forwards_row.forwards
+            minute.forward_ms += forwards_row.total_ms
+            minute.forward_max_ms = max(minute.forward_max_ms, forwards_row.max_ms)
+            minute.forward_failed += forwards_row.failed
         self.loaded = True
         seen = history.last_attempt_id
         held, self._held = self._held, []

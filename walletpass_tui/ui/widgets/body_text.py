@@ -58,6 +58,7 @@ class BodyText(Static):
         lines = self._wrapped.get(width)
         if lines is None:
             overflow = self.styles.get_rule("text_overflow", "fold")
+            # get_rule() is typed object; text_overflow holds an overflow method's name.
             lines = visual.wrap(width, overflow=overflow)  # type: ignore[arg-type]
             if len(self._wrapped) >= 4:
                 self._wrapped.clear()

@@ -44,7 +44,7 @@ def top_up_checkpoint(db: sqlite3.Connection) -> bool:
     log is complete in the file and the next commit starts it over. Whether it is complete (a
     reader may hold frames back)."""
     busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    return busy == 0 and frames == copied
+    return bool(busy == 0 and frames == copied)
 
 
 def restart_log(db: sqlite3.Connection, wait_ms: int, busy_timeout_ms: int) -> bool:
@@ -55,14 +55,14 @@ def restart_log(db: sqlite3.Connection, wait_ms: int, busy_timeout_ms: int) -> b
         busy, frames, copied = db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
     finally:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    return busy == 0 and frames == copied
+    return bool(busy == 0 and frames == copied)
 
 
 def copy_whole_log(db: sqlite3.Connection) -> bool:
     """On the writer's thread: copy every frame of the log into the database file (which is
     fsynced); whether nothing is left only in the log."""
     busy, frames, copied = db.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
-    return busy == 0 and frames == copied
+    return bool(busy == 0 and frames == copied)
 
 
 class LogBound:

@@ -20,8 +20,8 @@ def peek(db: sqlite3.Connection, attempts: Sequence[Attempt]) -> Known:
 
 def peek_with(
     db: sqlite3.Connection, attempts: Sequence[Attempt], also: str
-) -> tuple[Known, object]:
-    """``peek`` and, in the same statement, the one value the query ``also`` selects (None when
+) -> tuple[Known, int | None]:
+    """``peek`` and, in the same statement, the one integer the query ``also`` selects (None when
     it is empty): each statement is a hand-back of the GIL by the writer's thread.
 
     The list of ids is padded with NULLs (which match nothing) to a power of two, so a handful of
@@ -29,7 +29,7 @@ def peek_with(
     again for each size."""
     ids = sorted({a.webhook_id for a in attempts if a.webhook_id})
     known: Known = {}
-    extra: object = None
+    extra: int | None = None
     first_chunk = True
     for start in range(0, max(len(ids), 1), PEEK_CHUNK):
         chunk: list[str | None] = list(ids[start : start + PEEK_CHUNK])

@@ -33,8 +33,22 @@ FORWARD_COLUMNS = (
 
 
 def log_row(row: Sequence[Any]) -> LogRow:
-    *head, differs = row
-    return LogRow(*head, bool(differs))
+    (id_, received, webhook_id, topic, pass_id, verdict, reason, attempt_no, endpoint_id) = row[:9]
+    status, note, differs = row[9:]
+    return LogRow(
+        id_,
+        received,
+        webhook_id,
+        topic,
+        pass_id,
+        verdict,
+        reason,
+        attempt_no,
+        endpoint_id,
+        status,
+        note,
+        bool(differs),
+    )
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:

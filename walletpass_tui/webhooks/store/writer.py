@@ -401,7 +401,7 @@ class GroupCommit:
             item = await self._wait(IDLE_S if backlog else None)
             if item is not _NOTHING:
                 self._busy = True
-                return item  # type: ignore[return-value]
+                return item  # type: ignore[return-value]  # not _NOTHING: a Pending
             step_now = True  # idle long enough, or woken: a step if there is work
         self._busy = True
         return self._queue.get_nowait()

@@ -276,6 +276,7 @@ class RelayDB:
     def revoke(self, name_or_token: str) -> int:
         """Revoke one token (given in full) or every token of a channel (by name); how many."""
         stamp = now_ms()
+        params: tuple[int | str, ...]
         if self.channel_by_name(name_or_token) is not None:
             channel = self._require(name_or_token)
             sql, params = (
