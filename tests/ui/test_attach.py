@@ -31,6 +31,7 @@ from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import sign
 
 SECRET = "whsec_" + base64.b64encode(b"attach-tests-secret-0123456789ab").decode()
@@ -255,3 +256,14 @@ async def test_an_attached_dashboard_marks_drift_the_receiver_learned(
             if (row.webhook_id or "").startswith("msg_steady_")
         ]
         assert steady_ids and not any(i in marks for i in steady_ids)
+
+
+async def test_a_replay_from_an_attached_dashboard_takes_the_default_target_options(
+    home: Path, processes: list[Listen]
+) -> None:
+    """The receiver's --forward-header and --ca-bundle live in its own process; an attached
+    dashboard's replay and check screens ask for a target's options all the same."""
+    await start_listen(home, processes)
+    async with attached(home) as (app, _):
+        options = app.context.target_options("http://127.0.0.1:9/hooks")
+        assert options == TargetOptions()

@@ -115,7 +115,7 @@ async def run_attached_async(
     from walletpass_tui.ui.attached import AttachedRuntime
 
     async with AttachedRuntime(settings, record) as runtime:
-        first_page = read_first_page(runtime)  # type: ignore[arg-type]
+        first_page = read_first_page(runtime)
         await asyncio.sleep(0)
         from walletpass_tui.ui.app import build_app
 

@@ -35,7 +35,7 @@ FORBIDDEN = (
     "403 Forbidden: this address needs the URL that `walletpass-tui web` printed, with its token.\n"
 )
 PAGE = Path(__file__).with_name("web_page.html")
-STATIC = Path(__import__("textual_serve").__file__).parent / "static"
+STATIC = Path(str(__import__("textual_serve").__file__)).parent / "static"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -160,11 +160,15 @@ class WebView:
         width = _bounded(request.query.get("width", "80"), 80, MAX_COLUMNS)
         height = _bounded(request.query.get("height", "24"), 24, MAX_ROWS)
         await websocket.prepare(request)
+
+        async def close() -> None:
+            await websocket.close()
+
         service = AppService(
             self.command,
             write_bytes=websocket.send_bytes,
             write_str=websocket.send_str,
-            close=websocket.close,
+            close=close,
             download_manager=self.downloads,
         )
         self.sessions[service] = websocket

@@ -178,7 +178,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if runtime.feeds:  # --relay: its module (aiohttp) is loaded already
             from walletpass_tui.ui.view.relay_header import relay_link_of, watch_relay
 
-            self._relay = relay_link_of(runtime)
+            self._relay = relay_link_of(runtime.feeds)
             self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
         if isinstance(runtime, AttachedRuntime):
             self._watch_attached(runtime)
@@ -450,8 +450,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def _watch_attached(self, runtime: AttachedRuntime) -> None:
         self._was_gone = runtime.gone
         self._unwatch_attached = runtime.watch(self._attached_changed)
+
         # Rows skipped (far behind, or the history replaced): the log and the counts read again.
-        runtime.on_gap = lambda skipped: self.post_message(DeliveriesStored((), dropped=skipped))
+        def gap(skipped: int) -> None:
+            self.post_message(DeliveriesStored((), dropped=skipped))
+
+        runtime.on_gap = gap
 
     def _attached_fields(self, runtime: AttachedRuntime, own_problem: str | None) -> dict[str, Any]:
         """The header's words about a receiver in another process: which, or that it stopped;

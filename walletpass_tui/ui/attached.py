@@ -27,7 +27,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from walletpass_tui.config import Settings
@@ -41,7 +41,13 @@ from walletpass_tui.webhooks.control import (
 )
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
-from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.models import (
+    Attempt,
+    ForwardMode,
+    ForwardResult,
+    ForwardRow,
+    ForwardState,
+)
 from walletpass_tui.webhooks.store import Store, queries
 
 if TYPE_CHECKING:
@@ -206,6 +212,12 @@ class AttachedRuntime:
         return False
 
     @property
+    def forwarder(self) -> None:
+        """The receiver's forwarder runs in its own process: a replay or check from an attached
+        dashboard adds no --forward-header and trusts no --ca-bundle of the receiver's."""
+        return None
+
+    @property
     def serving(self) -> bool:
         return self.connected
 
@@ -351,10 +363,11 @@ class AttachedRuntime:
             id=note.id,
             attempt_id=note.attempt_id,
             webhook_id=note.webhook_id,
-            kind=note.kind,
-            mode="",
+            kind="replay" if note.kind == "replay" else "forward",
+            # Not told over the control channel, and nothing that hears a forward reads them.
+            mode=cast("ForwardMode", ""),
             target=note.target,
-            state="",
+            state=cast("ForwardState", ""),
             tries=0,
             next_try_at_ms=0,
             created_at_ms=0,

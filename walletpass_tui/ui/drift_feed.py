@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.reader import SchemaReader
@@ -49,7 +49,7 @@ def learns(runtime: DeliveryRuntime | AttachedRuntime) -> bool:
 
 class DriftFeed:
     def __init__(
-        self, runtime: DeliveryRuntime | AttachedRuntime, app: App[object], live: LiveSignals
+        self, runtime: DeliveryRuntime | AttachedRuntime, app: App[Any], live: LiveSignals
     ) -> None:
         self.runtime = runtime
         self.app = app

@@ -208,8 +208,10 @@ class Attachable:
             runtime.respond(status)
         elif op == "delay":
             seconds = message.get("seconds")
-            if type(seconds) not in (int, float) or not 0 <= seconds <= 60:
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
                 raise ValueError("delay takes seconds from 0 to 60")
-            runtime.delay(float(seconds))  # type: ignore[arg-type]
+            if not 0 <= seconds <= 60:
+                raise ValueError("delay takes seconds from 0 to 60")
+            runtime.delay(float(seconds))
         else:  # pragma: no cover - the server admits only OPS
             raise ValueError(f"no such request: {op}")

@@ -186,7 +186,9 @@ class ForwardNote:
             kind=_text(raw.get("kind"), 20) or "",
             target=_text(raw.get("target")) or "",
             status=status if type(status) is int and 100 <= status <= 599 else None,
-            latency_ms=float(latency) if type(latency) in (int, float) else 0.0,
+            latency_ms=float(latency)
+            if isinstance(latency, int | float) and not isinstance(latency, bool)
+            else 0.0,
             error=_text(raw.get("error")),
         )
 
@@ -362,7 +364,7 @@ class _Viewer(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
-        transport.set_write_buffer_limits(high=self.server.max_unread)
+        self.transport.set_write_buffer_limits(high=self.server.max_unread)
         self._refilled = asyncio.get_running_loop().time()
         self.server.viewers.add(self)
         try:
@@ -370,7 +372,7 @@ class _Viewer(asyncio.Protocol):
             self.send(encode(hello))
         except Exception:  # a bug of the receiver's side must not stop it
             log.exception("control channel: the hello could not be made")
-            transport.abort()
+            self.transport.abort()
 
     def send(self, line: bytes) -> None:
         if not self.transport.is_closing():

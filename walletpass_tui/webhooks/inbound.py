@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui.webhooks.intake import stored_webhook_id
-from walletpass_tui.webhooks.models import REJECTED, Attempt
+from walletpass_tui.webhooks.models import REJECTED, Attempt, StoredVerdict
 from walletpass_tui.webhooks.reasons import Reason
 
 
@@ -71,7 +71,7 @@ class Inbound:
         detail: str = "",
         *,
         started: float,
-        verdict: str = REJECTED,
+        verdict: StoredVerdict = REJECTED,
         **fields: Any,
     ) -> Attempt:
         """The attempt to store, with where it came from (the relay and its cursor)."""

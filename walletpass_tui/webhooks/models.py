@@ -15,7 +15,7 @@ from walletpass_tui.errors import WalletpassError
 
 # The words stored in the history's columns, each a closed set (``reasons.Reason`` holds the
 # reasons). The constants are the only spelling code uses.
-Verdict = Literal["verified", "rejected"]
+StoredVerdict = Literal["verified", "rejected"]
 VERIFIED: Final = "verified"
 REJECTED: Final = "rejected"
 
@@ -69,7 +69,7 @@ class Attempt:
     path: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
-    verdict: Verdict
+    verdict: StoredVerdict
     reason: str
     status: int
     webhook_id: str | None = None
@@ -125,7 +125,7 @@ class LogRow:
     webhook_id: str | None
     topic: str | None
     pass_id: str | None
-    verdict: Verdict
+    verdict: StoredVerdict
     reason: str
     attempt_no: int
     endpoint_id: str | None
@@ -139,7 +139,7 @@ class MessageRow:
     webhook_id: str
     topic: str | None
     pass_id: str | None
-    verdict: Verdict
+    verdict: StoredVerdict
     reason: str
     attempts: int
     first_received_at_ms: int
@@ -197,7 +197,7 @@ class ForwardRow:
 @dataclass(frozen=True)
 class LogFilter:
     topic: str | None = None
-    verdict: Verdict | None = None
+    verdict: StoredVerdict | None = None
     text: str | None = None
     since_ms: int | None = None
     source: Source | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)

@@ -40,6 +40,7 @@ from walletpass_tui.webhooks.models import (
     VERIFIED,
     Attempt,
     ForwardResult,
+    StoredVerdict,
     StoreError,
     evolve,
 )
@@ -307,7 +308,7 @@ def _attempt(
     reason: Reason,
     detail: str = "",
     *,
-    verdict: str = REJECTED,
+    verdict: StoredVerdict = REJECTED,
     **fields: Any,
 ) -> Attempt:
     """The attempt to store for a request: its reason and verdict, and what else is known (body,

@@ -30,7 +30,14 @@ from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt, LogFilter, LogRow
+from walletpass_tui.webhooks.models import (
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    LogFilter,
+    LogRow,
+    StoredVerdict,
+)
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
@@ -317,7 +324,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self.focus_log()
 
     def action_cycle_verdict(self) -> None:
-        order = [None, VERIFIED, REJECTED]
+        order: list[StoredVerdict | None] = [None, VERIFIED, REJECTED]
         following = order[(order.index(self.filter.verdict) + 1) % len(order)]
         self.set_terms(replace(self.filter, verdict=following))
 

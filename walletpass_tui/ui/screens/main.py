@@ -29,6 +29,7 @@ from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
+from walletpass_tui.webhooks.models import CHECK, RECEIVED, REJECTED, VERIFIED
 
 if TYPE_CHECKING:  # the other screens are imported when opened, after the first paint
     from walletpass_tui.ui.screens.create_endpoint import Created
@@ -345,14 +346,14 @@ class MainScreen(Screen[None]):
     def action_only(self, verdict: str) -> None:
         self.action_show_pane("events")
         log = self.event_log
-        log.set_terms(replace(log.filter, verdict=verdict))
+        log.set_terms(replace(log.filter, verdict=REJECTED if verdict == REJECTED else VERIFIED))
 
     def action_only_source(self, source: str) -> None:
         """Only what senders posted (``received``: the check's requests hidden), or only the
         check's requests (``check``)."""
         self.action_show_pane("events")
         log = self.event_log
-        log.set_terms(replace(log.filter, source=source))
+        log.set_terms(replace(log.filter, source=CHECK if source == CHECK else RECEIVED))
 
     def action_follow(self) -> None:
         self.action_show_pane("events")

@@ -26,11 +26,13 @@ from walletpass_tui.webhooks.models import (
     VERIFIED,
     Attempt,
     LogFilter,
+    Source,
+    StoredVerdict,
     is_check_note,
 )
 from walletpass_tui.webhooks.store.search import matches_text
 
-_VERDICT_WORDS = {
+_VERDICT_WORDS: dict[str, StoredVerdict] = {
     "verified": VERIFIED,
     "ok": VERIFIED,
     "good": VERIFIED,
@@ -40,7 +42,7 @@ _VERDICT_WORDS = {
     "invalid": REJECTED,
     "failed": REJECTED,
 }
-_SOURCE_WORDS = {
+_SOURCE_WORDS: dict[str, Source] = {
     "received": RECEIVED,
     "service": RECEIVED,
     "sender": RECEIVED,
@@ -71,8 +73,8 @@ def _topic(value: str) -> tuple[str | None, str | None]:
 def parse_filter(text: str) -> ParsedFilter:
     """``text`` as a LogFilter; unknown ``topic:``/``verdict:`` values are reported, not guessed."""
     topic: str | None = None
-    verdict: str | None = None
-    source: str | None = None
+    verdict: StoredVerdict | None = None
+    source: Source | None = None
     words: list[str] = []
     problem: str | None = None
     for token in text.split():

@@ -3,16 +3,15 @@ stopped. The app subscribes once and republishes the header when these words cha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from walletpass_tui.relay.link.feed import LinkState, RelayLink
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 
-def relay_link_of(runtime: DeliveryRuntime) -> RelayLink | None:
-    """The runtime's relay link (``--relay``), if it has one."""
-    return next((feed for feed in runtime.feeds if isinstance(feed, RelayLink)), None)
+def relay_link_of(feeds: Iterable[object]) -> RelayLink | None:
+    """The relay link among a runtime's feeds (``--relay``), if it has one."""
+    return next((feed for feed in feeds if isinstance(feed, RelayLink)), None)
 
 
 def relay_fields(link: RelayLink | None) -> dict[str, Any]:

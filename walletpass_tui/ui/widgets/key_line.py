@@ -45,7 +45,7 @@ class KeyLine(Widget):
             by_action.setdefault(
                 "command_palette", [Binding(palette, "command_palette", "Commands")]
             )
-        unavailable = getattr(self.app, "unavailable_actions", frozenset())
+        unavailable: frozenset[str] = getattr(self.app, "unavailable_actions", frozenset())
         hints = []
         for action, bindings in by_action.items():
             shown: list[str] = []
