@@ -3,13 +3,13 @@ overflow, headers that are not text, rejections kept bounded in count and size."
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from ingress_helpers import exchange, post_head
 from relay_helpers import OTHER_SECRET, SECRET, RelayData, add_channel, query, signed, urls
 
 from walletpass_tui.relay.server import writer
@@ -25,40 +25,6 @@ async def running(relay_data: RelayData, **ingress: Any) -> AsyncIterator[RelayS
         yield server
     finally:
         await server.stop()
-
-
-async def exchange(
-    server: RelayServer, raw: bytes, *, then: bytes = b"", closes: bool = False
-) -> tuple[bytes, bool]:
-    """Send ``raw`` (and later ``then``); the whole answer and, asked with ``closes``, whether
-    the relay then closed the connection."""
-    assert server.bound is not None
-    reader, w = await asyncio.open_connection("127.0.0.1", server.bound[1])
-    try:
-        w.write(raw)
-        if then:
-            await asyncio.sleep(0.05)
-            w.write(then)
-        async with asyncio.timeout(30):  # "did not hang"
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = next(
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-            body = await reader.readexactly(length)
-            closed = False
-            if closes:
-                with contextlib.suppress(ConnectionError):
-                    closed = await reader.read(1) == b""
-        return head + body, closed
-    finally:
-        w.close()
-
-
-def post_head(path: str, headers: dict[str, str], extra: bytes = b"") -> bytes:
-    lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    return f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}".encode() + extra + b"\r\n"
 
 
 def rejected(server: RelayServer) -> list[tuple[int, str, str, int]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
+from ingress_helpers import exchange, post_head
 from relay_helpers import add_channel, query, signed, urls
-from test_relay_ingress_bounds import exchange, post_head
 
 from walletpass_tui.relay.server.serve import RelayServer
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from test_snapshots import NOW, fixed_home
+from snapshot_scene import NOW, fixed_home
 from textual.pilot import Pilot
 from ui_helpers import scene
 

@@ -50,7 +50,7 @@ def schema_scene() -> list[Attempt]:
 
 
 def make_schema_app() -> WalletPassApp:
-    from test_snapshots import make
+    from snapshot_scene import make
 
     return make("test_schema_screen", rows=schema_scene)
 
@@ -58,7 +58,7 @@ def make_schema_app() -> WalletPassApp:
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait for the main screen and the drift read from the schema file, open the Schema screen,
     and wait until it shows the findings."""
-    from test_snapshots import settle as main_settled
+    from snapshot_scene import settle as main_settled
 
     app = pilot.app
     assert isinstance(app, WalletPassApp)
