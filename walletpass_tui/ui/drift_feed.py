@@ -71,7 +71,15 @@ class DriftFeed:
             self._unsubscribe = self.runtime.subscribe(deliveries=self._arrived)
             self._timer = self.app.set_interval(REREAD_S, self._linger)
         else:
-            self._unsubscribe = self.runtime.subscribe(drift=self._drift, learned=self._learned)
+            # The learner tells from a callback its thread scheduled on the loop, outside the
+            # app's context: hop onto the app's message queue before touching a widget (a timer
+            # started there would not find the app when it fires).
+            self._unsubscribe = self.runtime.subscribe(
+                drift=lambda attempt_id, records: self.app.call_later(
+                    self._drift, attempt_id, records
+                ),
+                learned=lambda upto: self.app.call_later(self._learned, upto),
+            )
         self.reread()
 
     def stop(self) -> None:
