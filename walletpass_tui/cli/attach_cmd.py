@@ -77,7 +77,7 @@ def not_running(home: Path, found: instance.Found) -> str:
     try:
         if isinstance(instance.find(home / "demo", wait_s=0), instance.Running):
             demo = f" A demo runs on it: walletpass-tui attach{instance.home_flag(home / 'demo')}"
-    except instance.InstanceError:
+    except instance.InstanceError:  # no demo to mention: the hint is optional
         pass
     return (
         f"No receiver runs on {home}{gone}. Start one with `walletpass-tui listen{flag}` (or "

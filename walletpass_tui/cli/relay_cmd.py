@@ -370,7 +370,7 @@ def _run(args: argparse.Namespace, action: Any) -> Any:
 
     try:
         asyncio.get_running_loop()
-    except RuntimeError:
+    except RuntimeError:  # no loop running: the usual case, start one
         return asyncio.run(run())
     # Called from code that runs an event loop already (a test, an embedding): its own thread.
     from concurrent.futures import ThreadPoolExecutor

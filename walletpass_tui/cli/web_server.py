@@ -58,7 +58,7 @@ def static_files(root: Path = STATIC) -> dict[str, Path]:
 def _bounded(value: object, default: int, top: int) -> int:
     try:
         number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # a malformed size from the browser: the default
         return default
     return max(1, min(number, top))
 
@@ -176,6 +176,7 @@ class WebView:
             await service.start(width, height)
             await self._read_browser(websocket, service)
         except (ConnectionError, asyncio.CancelledError):
+            # the browser hung up, or the server stops: nothing to say
             pass
         finally:
             await self._stop(service)
@@ -191,7 +192,7 @@ class WebView:
                 continue
             try:
                 kind, data = json.loads(message.data)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError):  # a malformed message from the browser: ignored
                 continue
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8", "replace"))

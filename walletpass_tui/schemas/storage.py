@@ -171,7 +171,7 @@ def identity(history: Path) -> tuple[int, int] | None:
     under a running learner is noticed and made anew."""
     try:
         st = os.stat(schemas_path(history))
-    except OSError:
+    except OSError:  # no schema file: none to reuse
         return None
     return st.st_dev, st.st_ino
 

@@ -195,7 +195,7 @@ class AttachedRuntime:
         parts = urlsplit(self.record.url)
         try:
             port = parts.port
-        except ValueError:
+        except ValueError:  # a bad port in the record: no port
             return None
         return (parts.hostname or "", port) if port is not None else None
 
@@ -293,7 +293,7 @@ class AttachedRuntime:
                 found: instance.Found | None = await asyncio.to_thread(
                     instance.find, home, wait_s=FIND_WAIT_S
                 )
-            except (instance.InstanceError, OSError) as exc:
+            except (instance.InstanceError, OSError) as exc:  # shown as the attached view's problem
                 found, self.problem = None, str(exc)
             if isinstance(found, instance.Running) and found.record is not None:
                 if self.gone or self.record != found.record:
@@ -303,6 +303,7 @@ class AttachedRuntime:
                     try:
                         client = await ControlClient.connect(instance.socket_path(home))
                     except (OSError, ControlError, TimeoutError) as exc:
+                        # shown as the attached view's problem
                         self.problem = str(exc) or type(exc).__name__
                     else:
                         backoff = BACKOFF_MIN_S
@@ -343,13 +344,13 @@ class AttachedRuntime:
         elif kind == "state":
             try:
                 self.status = ReceiverStatus.from_wire(message.get("state"))
-            except ValueError:
+            except ValueError:  # a state this version does not know: ignored
                 return
             self._changed()
         elif kind == "forward":
             try:
                 note = ForwardNote.from_wire(message)
-            except ValueError:
+            except ValueError:  # a forward note this version does not know: ignored
                 return
             self._forwarded(note)
 

@@ -336,7 +336,7 @@ class ControlServer:
     def _admit(self, conn: socket.socket) -> bool:
         try:
             uid = peer_uid(conn)
-        except OSError:
+        except OSError:  # no peer credentials: refused
             return False
         if uid is not None and uid != os.geteuid():
             self.counts.strangers += 1
@@ -412,7 +412,7 @@ class _Viewer(asyncio.Protocol):
     def _handle(self, line: bytes) -> None:
         try:
             message = decode(line)
-        except ValueError as exc:
+        except ValueError as exc:  # answered to the peer with its reason
             self._fail(str(exc))
             return
         if not self._take_token():
@@ -428,7 +428,7 @@ class _Viewer(asyncio.Protocol):
             return
         try:
             self.server.handler.request(str(op), message)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError) as exc:  # answered to the peer with its reason
             self._reply(rid, str(exc)[:MAX_TEXT] or "refused")
         else:
             self._reply(rid, None)
@@ -531,6 +531,7 @@ class ControlClient:
                 try:
                     message = await _read_message(self.reader)
                 except (ControlError, OSError) as exc:
+                    # the receiver went away: returned as the reason
                     why = str(exc)
                     return why
                 if message is None:

@@ -161,7 +161,7 @@ async def send(
                     headers=tuple(response.headers.items()),
                     body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
                 )
-    except (httpx.HTTPError, TimeoutError) as exc:
+    except (httpx.HTTPError, TimeoutError) as exc:  # recorded as the forward's outcome
         error = to_target(why_no_answer(exc, target, timeout_s, bytes(first))).text
     return ForwardResult(
         status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error

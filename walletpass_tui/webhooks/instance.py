@@ -196,7 +196,7 @@ def find(home: Path, *, wait_s: float = STATE_WAIT_S) -> Found:
 def _lock_held(path: Path) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no lock file: nobody holds it
         return False
     except OSError as exc:
         raise InstanceError(f"Cannot open {path} ({exc.strerror}); remove it.") from None
@@ -217,9 +217,9 @@ def _read_state(path: Path) -> tuple[InstanceRecord | None, str | None]:
     """(record, None), (None, why it cannot be read) or (None, None) when there is none."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no record: no receiver
         return None, None
-    except OSError as exc:
+    except OSError as exc:  # returned as the reason
         return None, f"{path} cannot be read ({exc.strerror})"
     try:
         st = os.fstat(fd)
@@ -230,7 +230,7 @@ def _read_state(path: Path) -> tuple[InstanceRecord | None, str | None]:
         os.close(fd)
     try:
         return InstanceRecord.from_bytes(data), None
-    except ValueError as exc:
+    except ValueError as exc:  # returned as the reason
         return None, f"{path} is not a receiver's state ({exc})"
 
 
@@ -243,7 +243,7 @@ def _checked_dir(directory: Path, *, create: bool) -> bool:
             os.mkdir(directory, 0o700)
     try:
         st = os.lstat(directory)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no run directory: False, as documented
         return False
     if not stat.S_ISDIR(st.st_mode):
         raise InstanceError(

@@ -395,7 +395,7 @@ class RelayLink:
             try:
                 stored = await write()
                 break
-            except StoreError:
+            except StoreError:  # the store reports it (its health line); retried below
                 # The store says why on its own (its health line); the delivery waits at the
                 # relay meanwhile, and the mark stays below it, so a restart fetches it again. One
                 # already stored (its write failed after the commit) is not stored again.

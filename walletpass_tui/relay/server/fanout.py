@@ -179,7 +179,7 @@ class Feed:
                 for cursor, data in rows:
                     self._push(cursor, data, after=after)
                 self.wake()
-        except RelayStoreError:
+        except RelayStoreError:  # the database is down: subscribers read it themselves later
             if generation == self._generation:
                 self.reset()  # the subscribers read the database themselves, when it answers
                 self.wake()

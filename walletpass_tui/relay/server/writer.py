@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -21,6 +22,8 @@ from typing import Any
 
 from walletpass_tui.relay.server.storage.base import RelayStoreError
 from walletpass_tui.relay.server.storage.sqlite import connect
+
+log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first
@@ -102,7 +105,7 @@ class RelayWriter:
             while len(batch) < MAX_BATCH:
                 try:
                     more = self._jobs.get_nowait()
-                except queue.Empty:
+                except queue.Empty:  # the queue is drained: the batch is complete
                     break
                 if more is None:
                     stop = True
@@ -130,6 +133,9 @@ class RelayWriter:
                     db.execute("ROLLBACK")
                 raise
         except Exception as exc:
+            log.debug(
+                "relay: a batch of %d not stored: %s: %s", len(batch), type(exc).__name__, exc
+            )
             error = RelayStoreError(f"Not stored: the relay database failed ({exc}).")
             for _, future in batch:
                 with contextlib.suppress(InvalidStateError):  # the caller gave up waiting

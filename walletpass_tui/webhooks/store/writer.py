@@ -469,7 +469,7 @@ class GroupCommit:
             if self.thread.disconnected:  # deleted, and starting over failed last time
                 raise FilesMoved(DELETED, self.thread.path)
             stored = await self._write(batch, self.syncs.fsync_now if inline else None)
-        except FilesMoved as moved:
+        except FilesMoved as moved:  # files moved under us: started over, or the caller is told
             if again and self.start_over is not None:
                 await self._after_move(batch, moved)
             else:

@@ -285,7 +285,7 @@ class PostgresStorage:
             while len(batch) < rules.MAX_BATCH:
                 try:
                     more = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                except asyncio.QueueEmpty:  # the queue is drained: the batch is complete
                     break
                 if more is None:
                     stop = True
@@ -311,6 +311,7 @@ class PostgresStorage:
         except Exception as exc:
             self._release_held(set())
             error = self._failure(exc)
+            log.debug("relay: a batch of %d not written: %s", len(batch), error)
             if len(batch) > 1 and not isinstance(error, DatabaseUnavailable):
                 # Something in one job, not the database: write them one by one so only the
                 # one at fault fails.
@@ -776,7 +777,8 @@ def _fail(batch: list[tuple[Any, asyncio.Future[Any]]], error: Exception) -> Non
 async def _close_pool(pool: Any) -> None:
     try:
         await asyncio.wait_for(pool.close(), 5)
-    except Exception:
+    except Exception as exc:
+        log.debug("relay: the pool did not close (%s): terminated", type(exc).__name__)
         pool.terminate()
 
 
