@@ -94,6 +94,7 @@ def run_attached(
     # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
     # normal priority) is scheduled before this dashboard, never the other way round.
     with contextlib.suppress(OSError, AttributeError):
+        # no priority to lower here: it runs at the usual one
         if os.getpriority(os.PRIO_PROCESS, 0) < ATTACHED_NICENESS:
             os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
     # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on

@@ -162,5 +162,5 @@ def _quiet_server_logs() -> None:
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = True
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # quieter access lines are a nicety
         logging.getLogger("aiohttp.access").disabled = True

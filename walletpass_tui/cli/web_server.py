@@ -24,6 +24,8 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from walletpass_tui.logs import suppressed
+
 log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 8  # attached dashboards (one process each) served at once
@@ -181,7 +183,7 @@ class WebView:
         finally:
             await self._stop(service)
             self.sessions.pop(service, None)
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the browser's websocket"):
                 await websocket.close()
         return websocket
 
@@ -218,7 +220,7 @@ class WebView:
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            with contextlib.suppress(Exception):
+            with suppressed(log, "waiting for a dashboard process to end"):
                 await asyncio.wait_for(process.wait(), self.stop_wait_s)
 
     async def _close_sessions(self, app: web.Application) -> None:

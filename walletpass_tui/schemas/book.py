@@ -79,7 +79,7 @@ class Book:
 
     def close(self) -> None:
         if self.db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 self.db.close()
             self.db = None
 
@@ -125,7 +125,7 @@ class Book:
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                     db.execute("ROLLBACK")
             self.version = -1
             raise

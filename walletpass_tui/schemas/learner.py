@@ -97,7 +97,7 @@ class SchemaLearner:
         if self._thread is not None:
             raise RuntimeError("This SchemaLearner was already started.")
         self._announce_after = announce_after
-        with contextlib.suppress(RuntimeError):
+        with contextlib.suppress(RuntimeError):  # no loop: nothing to announce to
             self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
         self._thread.start()

@@ -91,7 +91,7 @@ def schemas_path(history: Path) -> Path:
 def discard(history: Path) -> None:
     """Delete the schema file and its companions: it is learned again from the history."""
     for file in history_schema.companions(schemas_path(history)):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
 

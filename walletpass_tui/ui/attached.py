@@ -320,6 +320,7 @@ class AttachedRuntime:
     async def _talk(self, client: ControlClient) -> None:
         hello = client.hello
         with contextlib.suppress(ValueError):
+            # a record this version does not read: the one found is kept
             self.record = instance.InstanceRecord.from_dict(hello.instance)
         self._client = client
         self.status, self.connected, self.gone, self.problem = hello.state, True, False, None
@@ -402,7 +403,7 @@ class AttachedRuntime:
                     if found.batches:  # a stream: the next read waits a little, to take more
                         await asyncio.sleep(self._read_every_s)
                 wait = self._slow_poll_s if self.connected else self._poll_s
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError):  # the poll's interval ended
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
                 self._wake.clear()
@@ -466,5 +467,5 @@ class _RowReader:
     def close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 db.close()

@@ -277,7 +277,7 @@ class ControlServer:
         and accept viewers until ``stop()``."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # no socket left behind: nothing to remove
                 os.unlink(self.path)
             with reachable_path(self.path) as where:
                 sock.bind(where)
@@ -295,7 +295,7 @@ class ControlServer:
         task, self._accepting = self._accepting, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await task
         for viewer in list(self.viewers):
             viewer.transport.abort()
@@ -303,7 +303,7 @@ class ControlServer:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.path)
 
     def broadcast(self, message: Mapping[str, Any]) -> None:
@@ -345,7 +345,7 @@ class ControlServer:
         if len(self.viewers) >= self.max_clients:
             self.counts.over_limit += 1
             reason = f"{self.max_clients} dashboards are attached already; close one first"
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the refused peer may be gone: refused anyway
                 conn.send(encode({"type": "error", "reason": reason}))
             return False
         return True

@@ -239,7 +239,7 @@ def _checked_dir(directory: Path, *, create: bool) -> bool:
     symlink, not a directory or another user's. Group or other bits found are removed."""
     if create:
         Path(directory).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):
+        with contextlib.suppress(FileExistsError):  # there already: checked below
             os.mkdir(directory, 0o700)
     try:
         st = os.lstat(directory)
@@ -297,7 +297,7 @@ class Claim:
         if self._fd is None:
             raise RuntimeError("The claim was released.")
         temp = self.directory / f".{STATE_NAME}.{os.getpid()}"
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # no leftover
             os.unlink(temp)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         try:
@@ -312,7 +312,7 @@ class Claim:
         until ``release()``, so none can start in the middle of this one's stop)."""
         if self._published:
             self._published = False
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.state_path)
 
     def release(self) -> None:
@@ -352,7 +352,7 @@ def claim(home: Path, *, wait_s: float = CLAIM_WAIT_S) -> Claim:
             raise AlreadyRunning(Path(home), Running(record, problem))
         time.sleep(_POLL_S)
     previous, _ = _read_state(directory / STATE_NAME)
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError):  # already gone
         os.unlink(directory / STATE_NAME)  # whatever it said, its receiver is gone
     return Claim(home, fd, previous)
 

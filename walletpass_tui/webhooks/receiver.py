@@ -297,7 +297,7 @@ class Receiver:
 
     async def _reject(self, record: Attempt, rejection: Rejected) -> Response:
         """Record the rejected request (a store failure does not change the answer) and answer."""
-        with contextlib.suppress(StoreError):
+        with contextlib.suppress(StoreError):  # the store reports it; the answer is the same
             await self.store.record(record)
         headers = tuple(rejection.headers.items()) if rejection.headers else ()
         return Response(rejection.status, rejection.answer_text(), headers, close=rejection.close)

@@ -138,7 +138,7 @@ class Follower:
 
     def close(self) -> None:
         if self.db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 self.db.close()
         self.db = None
 
@@ -217,6 +217,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             with contextlib.suppress(ValueError, OSError):
+                # the handler cannot be put back at exit: nothing to do about it
                 signal.signal(sig, handler)
 
 

@@ -265,7 +265,7 @@ class Feeds:
     async def by_slug(self, slug: str) -> Feed | None:
         """The feed of the channel at ``slug``, or None. When the database cannot be read, the
         channels last read serve; a slug among none of them raises ``RelayStoreError``."""
-        with contextlib.suppress(RelayStoreError):
+        with contextlib.suppress(RelayStoreError):  # the channels last read serve, as documented
             await self.refresh()
         feed = self._by_slug.get(slug)
         if feed is None and await self.storage.slug_exists(slug):

@@ -134,7 +134,7 @@ class Ingress:
             headers=_kept_headers(list(arrived.headers.items())),
             body=body,
         )
-        with contextlib.suppress(RelayStoreError):
+        with contextlib.suppress(RelayStoreError):  # a rejection not kept: its answer is the same
             await self.writer.submit(job)
 
 

@@ -232,7 +232,7 @@ class Subscriptions:
                         return response
         except (ConnectionError, PeerStalled):  # the subscriber went away, or read nothing
             return response
-        with contextlib.suppress(ConnectionError, RuntimeError):
+        with contextlib.suppress(ConnectionError, RuntimeError):  # the subscriber went away
             await response.write_eof()
         return response
 

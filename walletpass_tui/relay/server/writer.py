@@ -129,7 +129,7 @@ class RelayWriter:
                         stored.append(result)
                 db.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                     db.execute("ROLLBACK")
                 raise
         except Exception as exc:
@@ -146,7 +146,7 @@ class RelayWriter:
             with contextlib.suppress(Exception):  # the loop is closing: nobody to tell
                 self._on_commit(stored)
         for (_, future), result in zip(batch, results, strict=True):
-            with contextlib.suppress(InvalidStateError):
+            with contextlib.suppress(InvalidStateError):  # the caller gave up waiting
                 future.set_result(result)
 
     def _apply(self, db: sqlite3.Connection, job: Job) -> Any:

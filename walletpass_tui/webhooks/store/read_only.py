@@ -115,7 +115,7 @@ async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexU
             )
             await conn.execute_fetchall("SELECT rowid FROM idx.attempts_fts LIMIT 1")
         except sqlite3.Error:  # no usable index: tried read-only, or searched without it
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
                 await conn.execute("DETACH DATABASE idx")
             if immutable or not log_is_empty(ipath):
                 return search.IndexUse(attached=False)  # every row is looked at instead

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.server import writer as rules
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
@@ -263,11 +264,11 @@ class PostgresStorage:
         self._closing = True
         if self._queue is not None and self._writer_task is not None:
             self._queue.put_nowait(None)
-            with contextlib.suppress(Exception):
+            with suppressed(log, "relay: ending the database writer"):
                 await self._writer_task
         if self._listener_task is not None:
             self._listener_task.cancel()
-            with contextlib.suppress(BaseException):
+            with suppressed(log, "relay: ending the database listener", BaseException):
                 await self._listener_task
         await _close_pool(self._pool)
 
@@ -471,7 +472,7 @@ class PostgresStorage:
                 self._set_reachable(False)
             finally:
                 if conn is not None:
-                    with contextlib.suppress(Exception):
+                    with suppressed(log, "relay: dropping the listening connection"):
                         conn.terminate()
             if self._closing:
                 return
@@ -699,7 +700,7 @@ class PostgresStorage:
                     await conn.execute("SELECT pg_notify($1, $2)", NOTIFY_CHANNEL, NOTIFY_CHANNELS)
                 return removed
             finally:
-                with contextlib.suppress(Exception):
+                with suppressed(log, "relay: releasing the pruning lock"):
                     await conn.execute("SELECT pg_advisory_unlock($1)", PRUNE_LOCK)
 
         return await self._run(prune)
