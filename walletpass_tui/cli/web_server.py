@@ -218,7 +218,7 @@ class WebView:
             log.debug("attached dashboard did not quit when asked: %r", exc)
         process = service._process  # textual-serve keeps its process private
         if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 process.kill()
             with suppressed(log, "waiting for a dashboard process to end"):
                 await asyncio.wait_for(process.wait(), self.stop_wait_s)
