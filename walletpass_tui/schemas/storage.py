@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 from pathlib import Path
@@ -19,6 +20,8 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.webhooks.store import schema as history_schema
+
+log = logging.getLogger(__name__)
 
 SUFFIX = "-schemas"
 FORMAT = 1  # PRAGMA user_version of the schema file; another one is rebuilt
@@ -106,6 +109,7 @@ def connect(
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and not _damaged(exc):
             raise  # locked, unreadable directory...: not the file's fault
+        log.info("the schema file of %s is damaged (%s): it is made anew", history, exc)
     discard(history)
     return _connect(history, busy_timeout_ms, history_optional)
 
