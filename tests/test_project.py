@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -397,3 +398,117 @@ def test_every_error_a_person_may_see_has_the_one_root() -> None:
             if issubclass(kind, BaseException) and not issubclass(kind, WalletpassError):
                 outside.append(f"{name}.{node.name}")
     assert not outside, "errors outside the one root: " + ", ".join(outside)
+
+
+LOG_METHODS = frozenset({"debug", "info", "warning", "error", "exception", "critical", "log"})
+
+
+def test_no_exception_is_swallowed_without_a_word() -> None:
+    """An ``except`` that does not re-raise logs what happened (``log.debug`` for the expected,
+    ``log.warning`` for the unexpected) or says why nothing is worth logging in a comment on its
+    line or before its first statement; so does every ``contextlib.suppress``. No pattern is
+    exempt: an ``ImportError`` fallback says so too."""
+    assert _silent_excepts(ROOT / "walletpass_tui") == []
+
+
+def test_the_silent_except_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import contextlib\n"
+        "try:\n"
+        "    import uvloop\n"
+        "except ImportError:\n"  # 4: silent
+        "    uvloop = None\n"
+        "try:\n"
+        "    x = int('1')\n"
+        "except ValueError:  # not a number: None\n"
+        "    x = None\n"
+        "try:\n"
+        "    x = int('2')\n"
+        "except ValueError:\n"
+        "    # not a number: None\n"
+        "    x = None\n"
+        "try:\n"
+        "    x = int('3')\n"
+        "except ValueError as exc:\n"
+        "    log.debug('not a number: %s', exc)\n"
+        "try:\n"
+        "    x = int('4')\n"
+        "except ValueError:\n"
+        "    self._log.warning('not a number')\n"
+        "try:\n"
+        "    x = int('5')\n"
+        "except ValueError:\n"
+        "    raise SystemExit(2) from None\n"
+        "try:\n"
+        "    x = int('6')\n"
+        "except ValueError:\n"  # 29: silent, the '#' is inside a string
+        "    x = '# not a comment'\n"
+        "with contextlib.suppress(OSError):\n"  # 31: silent
+        "    pass\n"
+        "with contextlib.suppress(OSError):  # already gone\n"
+        "    pass\n"
+    )
+    assert _silent_excepts(tmp_path) == [
+        "m.py:4: except ImportError:",
+        "m.py:29: except ValueError:",
+        "m.py:31: with contextlib.suppress(OSError):",
+    ]
+
+
+def _silent_excepts(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        comments = {
+            token.start[0]
+            for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type == tokenize.COMMENT
+        }
+        silent = []
+
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ExceptHandler):
+                if _raises(node) or _logs(node) or _said(comments, node.lineno, node.body):
+                    continue
+            elif isinstance(node, ast.With | ast.AsyncWith):
+                if not any(_is_suppress(item.context_expr) for item in node.items):
+                    continue
+                if _said(comments, node.lineno, node.body):
+                    continue
+            else:
+                continue
+            silent.append(node.lineno)
+        where = path.relative_to(root).as_posix()
+        found += [f"{where}:{n}: {lines[n - 1].strip()}" for n in sorted(silent)]
+    return found
+
+
+def _said(comments: set[int], first: int, body: list[ast.stmt]) -> bool:
+    """A comment on the line that opens the clause or before its first statement."""
+    return any(n in comments for n in range(first, body[0].lineno + 1))
+
+
+def _raises(handler: ast.ExceptHandler) -> bool:
+    return any(isinstance(n, ast.Raise) for n in ast.walk(handler))
+
+
+def _logs(handler: ast.ExceptHandler) -> bool:
+    """A call of ``log.debug(...)``, ``logger.warning(...)``, ``self._log.exception(...)``."""
+    for n in ast.walk(handler):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            receiver = n.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else ""
+            name = receiver.id if isinstance(receiver, ast.Name) else name
+            if n.func.attr in LOG_METHODS and "log" in name.lower():
+                return True
+    return False
+
+
+def _is_suppress(expr: ast.expr) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    return (isinstance(func, ast.Attribute) and func.attr == "suppress") or (
+        isinstance(func, ast.Name) and func.id == "suppress"
+    )

@@ -276,7 +276,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             raw = tomllib.load(fh)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no config file: the defaults
         return {}
     except UnicodeDecodeError:
         raise ConfigError(

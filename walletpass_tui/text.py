@@ -101,7 +101,7 @@ def parse_json_body(body: bytes) -> Any | None:
         return None
     try:
         return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # not JSON: None, as documented
         return None
 
 

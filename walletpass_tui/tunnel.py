@@ -37,14 +37,14 @@ def plain_https_url(value: Any) -> str | None:
         url = check_url(value, schemes=("https",))
         parts = urlsplit(url)
         port = parts.port
-    except (UrlError, ValueError):
+    except (UrlError, ValueError):  # not an https tunnel URL: skipped
         return None
     host = parts.hostname or ""
     if port is not None or parts.query or parts.path not in ("", "/") or "." not in host:
         return None
     try:
         ipaddress.ip_address(host)
-    except ValueError:
+    except ValueError:  # a name, not an address: kept
         return url.rstrip("/")
     return None  # an address, not a tunnel's host name
 
@@ -88,4 +88,5 @@ async def discover_ngrok(
                     return None  # not an agent's answer
             return pick_public_url(json.loads(body), port)
     except (httpx.HTTPError, ValueError, RecursionError):
+        # no agent or not its answer: no public URL
         return None

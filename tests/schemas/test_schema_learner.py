@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -207,7 +208,10 @@ async def test_a_file_deleted_under_the_learner_is_learned_again(
     assert snapshot(store.path) == before
 
 
-async def test_a_damaged_file_is_deleted_and_learned_again(store: Store) -> None:
+async def test_a_damaged_file_is_deleted_and_learned_again(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="walletpass_tui.schemas")
     await varied_history(store)
     first = SchemaLearner(store.path).start()
     await first.asettled()
@@ -223,6 +227,8 @@ async def test_a_damaged_file_is_deleted_and_learned_again(store: Store) -> None
         assert snapshot(store.path) == before
     finally:
         await second.aclose()
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("walletpass_tui.schemas")]
+    assert any(f"schema file of {store.path} is damaged" in line for line in said), said
 
 
 async def test_two_learners_on_one_history_work_side_by_side(store: Store) -> None:

@@ -67,6 +67,7 @@ def retry_after_s(value: str | None, now_s: float) -> float | None:
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):
+        # not an HTTP date: no Retry-After, as if absent
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -345,6 +346,7 @@ def _decode_text(data: bytes, encoding: str | None) -> str:
     try:
         return data.decode(encoding or "utf-8")
     except (LookupError, UnicodeDecodeError):
+        # an unknown or wrong charset: shown with replacement characters
         return data.decode("utf-8", errors="replace")
 
 

@@ -109,6 +109,7 @@ def _host(url: str | httpx.URL) -> str:
     try:
         host = httpx.URL(str(url)).host
     except (httpx.InvalidURL, TypeError, ValueError):
+        # no host to name in the message: it says so without one
         host = ""
     return printable(host or "the target", 200)
 

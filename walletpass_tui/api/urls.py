@@ -53,14 +53,14 @@ def _plain_host(host: str) -> bool:
     """A DNS name (IDNA allowed) or an IP address, nothing else."""
     try:
         ipaddress.ip_address(host)
-    except ValueError:
+    except ValueError:  # not an IP address: checked as a DNS name below
         pass
     else:
         return True
     if not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
-        except UnicodeError:
+        except UnicodeError:  # not IDNA: not a host name, the caller says so
             return False
     labels = host.rstrip(".").split(".")
     return len(host) <= 253 and all(_LABEL.match(label) for label in labels)
@@ -138,7 +138,7 @@ def url_problem(url: str, *, allow_http: bool = False) -> str | None:
     """Why ``url`` cannot be a webhook endpoint's URL, or None when it can (for forms)."""
     try:
         check_url(url, what="The URL", schemes=ENDPOINT_SCHEMES, allow_http=allow_http)
-    except UrlError as exc:
+    except UrlError as exc:  # the reason is the form's answer
         return str(exc)
     return None
 
@@ -147,7 +147,7 @@ def target_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a forward or replay target (http or https), or None (for forms)."""
     try:
         check_url(url, what="The target URL")
-    except UrlError as exc:
+    except UrlError as exc:  # the reason is the form's answer
         return str(exc)
     return None
 
@@ -157,13 +157,13 @@ def is_local_address(url: str) -> bool:
     reach: ``localhost``, ``*.local``, loopback, private, link-local or unspecified addresses."""
     try:
         host = (urlsplit(url.strip()).hostname or "").rstrip(".").lower()
-    except ValueError:
+    except ValueError:  # not a URL: not local
         return False
     if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
         return True
     try:
         address = ipaddress.ip_address(host)
-    except ValueError:
+    except ValueError:  # a name, not an address: not local
         return False
     return (
         address.is_private

@@ -93,7 +93,7 @@ def _answer_json(result: CaseResult) -> dict[str, Any]:
     a = result.answer
     try:
         body: str | None = a.body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: the report shows its size instead
         body = None
     return {
         "status": a.status,

@@ -162,7 +162,7 @@ def _quiet_after_broken_pipe() -> int:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # stdout already gone: nothing left to quiet
         pass
     return 0
 
@@ -178,11 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _start_log(args, argv)
         handler = getattr(args, "handler", None) or _default_handler
         return handler(args)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (| head): quiet exit, nothing to say
         return _quiet_after_broken_pipe()
     except WalletpassError as exc:  # a failure of the world, not a bug: one line, its status
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: said on stderr
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

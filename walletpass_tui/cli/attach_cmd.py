@@ -77,7 +77,7 @@ def not_running(home: Path, found: instance.Found) -> str:
     try:
         if isinstance(instance.find(home / "demo", wait_s=0), instance.Running):
             demo = f" A demo runs on it: walletpass-tui attach{instance.home_flag(home / 'demo')}"
-    except instance.InstanceError:
+    except instance.InstanceError:  # no demo to mention: the hint is optional
         pass
     return (
         f"No receiver runs on {home}{gone}. Start one with `walletpass-tui listen{flag}` (or "
@@ -94,6 +94,7 @@ def run_attached(
     # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
     # normal priority) is scheduled before this dashboard, never the other way round.
     with contextlib.suppress(OSError, AttributeError):
+        # no priority to lower here: it runs at the usual one
         if os.getpriority(os.PRIO_PROCESS, 0) < ATTACHED_NICENESS:
             os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
     # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on

@@ -84,7 +84,7 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text.strip())
-        except ValueError:
+        except ValueError:  # not a number: the usage error below says so
             value = None
         if value is None or not low <= value <= high:
             raise argparse.ArgumentTypeError(
@@ -104,7 +104,7 @@ def bounded_float(
     def parse(text: str) -> float:
         try:
             value = float(text.strip())
-        except ValueError:
+        except ValueError:  # not a number: the usage error below says so
             value = None
         above = value is not None and (value >= low if low_inclusive else value > low)
         if value is None or not above or not value <= high:

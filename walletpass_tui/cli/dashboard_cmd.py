@@ -43,7 +43,7 @@ async def run_dashboard_async(
     async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
         try:
             await runtime.start_instance("dashboard")
-        except AlreadyRunning as exc:
+        except AlreadyRunning as exc:  # another receiver runs: the caller says so
             return exc
         first_page = read_first_page(runtime)
         await asyncio.sleep(0)  # the read goes to the store's thread...

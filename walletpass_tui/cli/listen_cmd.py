@@ -64,7 +64,7 @@ def run_loop(main: Coroutine[Any, Any, int]) -> int:
     deliveries per second."""
     try:
         import uvloop
-    except ImportError:
+    except ImportError:  # no uvloop: the standard event loop, as documented
         return asyncio.run(main)
     return uvloop.run(main)
 

@@ -25,7 +25,7 @@ def on_terminal(stream: TextIO) -> bool:
     """Whether ``stream`` is a terminal (False for pipes, files, closed or replaced streams)."""
     try:
         return stream.isatty()
-    except (AttributeError, ValueError, OSError):
+    except (AttributeError, ValueError, OSError):  # no terminal behind it: not a tty
         return False
 
 
@@ -33,7 +33,7 @@ def _columns(stream: TextIO) -> int:
     """The terminal's width; 80 when it does not say (a new pseudo-terminal reports 0)."""
     try:
         columns = os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, ValueError, OSError):
+    except (AttributeError, ValueError, OSError):  # no terminal size: the default width
         columns = 0
     return columns if columns > 0 else 80
 

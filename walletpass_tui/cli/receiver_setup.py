@@ -132,7 +132,7 @@ def relay_url(url: str, settings: Settings, flag: str) -> str:
     host = (parts.hostname or "").rstrip(".").lower()
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
+    except ValueError:  # a name, not an address: not loopback
         loopback = False
     if not loopback:
         raise UsageError(

@@ -228,6 +228,7 @@ async def _serve(server: Any) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
+            # no signal handlers here: Ctrl-C still stops it
             loop.add_signal_handler(sig, stop.set)
     await server.start()
     print(f"Relay listening on {server.url} (data: {server.storage.target.display})", flush=True)
@@ -284,8 +285,9 @@ async def _follow(follower: Any) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
+            # no signal handlers here: Ctrl-C still stops it
             loop.add_signal_handler(sig, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
         await task
 
 
@@ -370,7 +372,7 @@ def _run(args: argparse.Namespace, action: Any) -> Any:
 
     try:
         asyncio.get_running_loop()
-    except RuntimeError:
+    except RuntimeError:  # no loop running: the usual case, start one
         return asyncio.run(run())
     # Called from code that runs an event loop already (a test, an embedding): its own thread.
     from concurrent.futures import ThreadPoolExecutor

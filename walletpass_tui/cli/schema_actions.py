@@ -77,7 +77,7 @@ def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
         return GroupKey.of_topic(None)
     try:
         return GroupKey.of_topic(parse_topic(name))
-    except TopicError:
+    except TopicError:  # not a topic: tried as a stored group below
         pass
     learned = [] if reader is None else _reading(reader.groups)
     topics = [g.group.topic for g in learned if not g.group.templates and g.group.topic]

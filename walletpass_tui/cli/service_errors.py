@@ -38,7 +38,7 @@ def api_failure(exc: ApiError, settings: Settings, *, rescue_secret: bool = Fals
         path = settings.home / f"unparsed-create-answer-{stamp}.txt"
         try:
             write_private_file(path, body.encode())
-        except OSError:
+        except OSError:  # the message carries the body instead
             # Nowhere to keep it: showing it is the only way not to lose it.
             return CommandError(f"{message} The service answered: {printable(body)}")
         return CommandError(

@@ -24,6 +24,7 @@ def stop_on_signals() -> Iterator[asyncio.Event]:
     caught: list[signal.Signals] = []
     for sig in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            # no signal handlers here: Ctrl-C still stops it
             loop.add_signal_handler(sig, stop.set)
             caught.append(sig)
     try:
@@ -31,4 +32,5 @@ def stop_on_signals() -> Iterator[asyncio.Event]:
     finally:
         for sig in caught:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                # not set, or the loop is gone: nothing to remove
                 loop.remove_signal_handler(sig)

@@ -40,7 +40,7 @@ def learn_templates(settings: Settings, templates: Sequence[Any]) -> None:
 
     try:
         found = learn(settings.database_path, templates)
-    except SchemaError as exc:
+    except SchemaError as exc:  # said on stderr
         print(f"warning: the templates' schema was not learned: {exc}", file=sys.stderr)
         return
     for record in found:

@@ -68,7 +68,7 @@ def is_loopback(host: str) -> bool:
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
+    except ValueError:  # a name, not an address: not loopback
         return False
 
 
@@ -121,7 +121,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     def receiver_problem() -> str | None:
         try:
             return not_running(home, instance.find(home, wait_s=0))
-        except instance.InstanceError as exc:
+        except instance.InstanceError as exc:  # the reason is shown in the browser
             return str(exc)
 
     view = WebView(attach_command(args, home), token, receiver_problem=receiver_problem)
@@ -162,5 +162,5 @@ def _quiet_server_logs() -> None:
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = True
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # quieter access lines are a nicety
         logging.getLogger("aiohttp.access").disabled = True

@@ -24,6 +24,8 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from walletpass_tui.logs import suppressed
+
 log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 8  # attached dashboards (one process each) served at once
@@ -58,7 +60,7 @@ def static_files(root: Path = STATIC) -> dict[str, Path]:
 def _bounded(value: object, default: int, top: int) -> int:
     try:
         number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # a malformed size from the browser: the default
         return default
     return max(1, min(number, top))
 
@@ -176,11 +178,12 @@ class WebView:
             await service.start(width, height)
             await self._read_browser(websocket, service)
         except (ConnectionError, asyncio.CancelledError):
+            # the browser hung up, or the server stops: nothing to say
             pass
         finally:
             await self._stop(service)
             self.sessions.pop(service, None)
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the browser's websocket"):
                 await websocket.close()
         return websocket
 
@@ -191,7 +194,7 @@ class WebView:
                 continue
             try:
                 kind, data = json.loads(message.data)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError):  # a malformed message from the browser: ignored
                 continue
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8", "replace"))
@@ -215,9 +218,9 @@ class WebView:
             log.debug("attached dashboard did not quit when asked: %r", exc)
         process = service._process  # textual-serve keeps its process private
         if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 process.kill()
-            with contextlib.suppress(Exception):
+            with suppressed(log, "waiting for a dashboard process to end"):
                 await asyncio.wait_for(process.wait(), self.stop_wait_s)
 
     async def _close_sessions(self, app: web.Application) -> None:

@@ -184,7 +184,7 @@ def readable_parts(data: bytes) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     found with its message."""
     try:
         obj: Any = json.loads(data)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON: no fields to show, the raw bytes are kept
         return "", "", ()
     if not isinstance(obj, dict):
         return "", "", ()

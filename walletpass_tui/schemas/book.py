@@ -11,6 +11,7 @@ catalog is loaded again first, so two programs never learn a row twice or lose e
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from walletpass_tui.schemas import storage
 from walletpass_tui.schemas.catalog import Catalog, Delivery
 from walletpass_tui.schemas.model import Finding
 from walletpass_tui.webhooks.models import VERIFIED, now_ms
+
+log = logging.getLogger(__name__)
 
 CHUNK = 512  # history rows per learning transaction
 REBUILD_CHUNK = 4096
@@ -76,7 +79,7 @@ class Book:
 
     def close(self) -> None:
         if self.db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 self.db.close()
             self.db = None
 
@@ -93,7 +96,8 @@ class Book:
         try:
             if self.db is not None:
                 storage.check(self.db)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            log.info("the schema file of %s is damaged (%s): it is made anew", self.history, exc)
             self.close()
             storage.discard(self.history)
         self.version = -1  # whatever was half learned in memory is loaded again
@@ -121,7 +125,7 @@ class Book:
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                     db.execute("ROLLBACK")
             self.version = -1
             raise

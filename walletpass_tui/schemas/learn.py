@@ -299,7 +299,7 @@ def observe(body: bytes, group: GroupSchema) -> Observation | None:
     observer = Observer(group)
     try:
         scan(decode(body), observer)  # large, not UTF-8, or more than json.loads takes
-    except NotJson:
+    except NotJson:  # not JSON: nothing to learn from this body
         return None
     return observer.result()
 
@@ -314,7 +314,7 @@ def parse_small(body: bytes) -> Any:
         return UNPARSED
     try:
         return json.loads(decode(body))
-    except (NotJson, ValueError, RecursionError):
+    except (NotJson, ValueError, RecursionError):  # not JSON: kept as unparsed
         return UNPARSED
 
 
@@ -336,7 +336,7 @@ def shape_of(doc: Any) -> Shape | None:
     for a document nested too deep to tell."""
     try:
         return _shape(doc)
-    except RecursionError:
+    except RecursionError:  # nested too deep: no shape, as documented
         return None
 
 
@@ -353,5 +353,5 @@ def template_body(template: Any) -> bytes | None:
     """A template object (already parsed by the API client) as JSON text to learn from."""
     try:
         return json.dumps(template, ensure_ascii=True).encode("ascii")
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError):  # not JSON-able: nothing to learn
         return None

@@ -97,7 +97,7 @@ class SchemaLearner:
         if self._thread is not None:
             raise RuntimeError("This SchemaLearner was already started.")
         self._announce_after = announce_after
-        with contextlib.suppress(RuntimeError):
+        with contextlib.suppress(RuntimeError):  # no loop: nothing to announce to
             self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
         self._thread.start()
@@ -205,7 +205,7 @@ class SchemaLearner:
                     self._announce_after = self._book.top()
                 self.problem = None
                 return
-            except Exception as exc:
+            except Exception as exc:  # _failed logs it and shows the problem
                 self._failed(exc)
                 self._stopping.wait(RETRY_S)
 
@@ -213,7 +213,7 @@ class SchemaLearner:
         while True:
             try:
                 job, future = self._jobs.get_nowait()
-            except queue.Empty:
+            except queue.Empty:  # no more jobs
                 return
             if not future.set_running_or_notify_cancel():
                 continue
@@ -222,7 +222,7 @@ class SchemaLearner:
                 continue
             try:
                 result = job()
-            except BaseException as exc:
+            except BaseException as exc:  # _failed logs it; the caller gets the exception
                 self._failed(exc)
                 future.set_exception(exc)
             else:
@@ -237,7 +237,7 @@ class SchemaLearner:
             commits = self._commits
             try:
                 step = self._book.step(CHUNK)
-            except Exception as exc:
+            except Exception as exc:  # _failed logs it and shows the problem
                 self._failed(exc)
                 self._stopping.wait(RETRY_S)
                 self._wake.set()

@@ -79,7 +79,7 @@ def storable(text: str) -> str:
     """``text`` as valid UTF-8 (a lone surrogate from a JSON escape is kept as ``\\udXXX``)."""
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # a lone surrogate: kept escaped, as documented
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 

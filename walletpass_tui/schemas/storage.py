@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 from pathlib import Path
@@ -19,6 +20,8 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.webhooks.store import schema as history_schema
+
+log = logging.getLogger(__name__)
 
 SUFFIX = "-schemas"
 FORMAT = 1  # PRAGMA user_version of the schema file; another one is rebuilt
@@ -91,7 +94,7 @@ def schemas_path(history: Path) -> Path:
 def discard(history: Path) -> None:
     """Delete the schema file and its companions: it is learned again from the history."""
     for file in history_schema.companions(schemas_path(history)):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
 
@@ -106,6 +109,7 @@ def connect(
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and not _damaged(exc):
             raise  # locked, unreadable directory...: not the file's fault
+        log.info("the schema file of %s is damaged (%s): it is made anew", history, exc)
     discard(history)
     return _connect(history, busy_timeout_ms, history_optional)
 
@@ -171,7 +175,7 @@ def identity(history: Path) -> tuple[int, int] | None:
     under a running learner is noticed and made anew."""
     try:
         st = os.stat(schemas_path(history))
-    except OSError:
+    except OSError:  # no schema file: none to reuse
         return None
     return st.st_dev, st.st_ino
 

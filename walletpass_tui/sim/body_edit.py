@@ -86,7 +86,7 @@ def parse_value(text: str) -> Any:
     try:
         value = json.loads(text)
         json.dumps(value, allow_nan=False)  # NaN, Infinity, 1e999: not JSON, kept as text
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON: sent as the text typed
         return text
     return value
 

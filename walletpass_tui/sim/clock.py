@@ -199,7 +199,7 @@ class FakeClock:
             return
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:
+        except RuntimeError:  # no loop: nothing to wake
             return
         self._check_scheduled = True
         loop.call_soon(self._check)

@@ -136,7 +136,7 @@ async def _forged(client: httpx.AsyncClient, url: str, topic: str, msg_id: str) 
         **sign(WRONG_SECRET, msg_id, body, datetime.now(UTC)),
         "Content-Type": "application/json",
     }
-    with contextlib.suppress(httpx.HTTPError):
+    with contextlib.suppress(httpx.HTTPError):  # a forged post not taken: the demo goes on
         await client.post(url, content=body, headers=headers)
 
 
@@ -196,7 +196,7 @@ async def running_demo(
                         yield Demo(sim, runtime, client, demo)
                     finally:
                         driver.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
+                        with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                             await driver
         finally:
             await sim.stop()

@@ -69,7 +69,7 @@ def url_problem(url: Any) -> str | None:
         parts = urlsplit(url)
         host = parts.hostname
         parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError:
+    except ValueError:  # answered with its reason
         return "url is not a valid URL."
     if parts.scheme not in ("http", "https") or not host:
         return "url must be an http or https URL with a host, e.g. https://example.com/webhooks."

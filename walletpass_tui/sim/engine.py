@@ -400,10 +400,10 @@ class DeliveryEngine:
                         excerpt += chunk
                         if len(excerpt) >= EXCERPT_BYTES:
                             break
-        except TimeoutError:
+        except TimeoutError:  # recorded as the delivery's outcome
             status, error = None, TIMEOUT
             detail = f"no answer within {format_wait(self.deadline_s)}"
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx.HTTPError, OSError) as exc:  # recorded as the delivery's outcome
             if status is None:
                 error = CONNECTION_ERROR
                 detail = _describe_http_error(exc)

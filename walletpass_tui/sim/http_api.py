@@ -172,9 +172,9 @@ class _Routes:
                 raise _not_json(request.content_type)
             payload = await self._json_body(request, required=True)
             url, topics, enabled = validate_create_body(payload)
-        except _Unsupported as exc:
+        except _Unsupported as exc:  # answered 415 with its reason
             return _error(415, "unsupported_media_type", str(exc))
-        except ValueError as exc:
+        except ValueError as exc:  # answered 400 with its reason
             return _error(400, "invalid_request", str(exc))
         endpoint = self.service.add_endpoint(url, topics, enabled)
         return web.json_response(endpoint.created_json(), status=201)
@@ -208,9 +208,9 @@ class _Routes:
             if topic not in TOPICS:
                 raise _Invalid(f"topic must be pass.activated or pass.deactivated, not {topic!r}.")
             message, endpoint_ids = self.service.publish(topic, payload.get("body"))
-        except _Unsupported as exc:
+        except _Unsupported as exc:  # answered 415 with its reason
             return _error(415, "unsupported_media_type", str(exc))
-        except _Invalid as exc:
+        except _Invalid as exc:  # answered 400 with its reason
             return _error(400, "invalid_request", str(exc))
         return web.json_response(
             {"messageId": message.id, "topic": topic, "endpoints": endpoint_ids}, status=202
@@ -228,14 +228,14 @@ class _Routes:
     def _set(self, request: web.Request, enabled: bool) -> web.Response:
         try:
             endpoint = self.service.set_enabled(request.match_info["id"], enabled)
-        except UnknownEndpointError as exc:
+        except UnknownEndpointError as exc:  # answered 404 with its reason
             return _error(404, "not_found", str(exc))
         return web.json_response(endpoint.public_json())
 
     async def _remove(self, request: web.Request) -> web.Response:
         try:
             endpoint = self.service.remove(request.match_info["id"])
-        except UnknownEndpointError as exc:
+        except UnknownEndpointError as exc:  # answered 404 with its reason
             return _error(404, "not_found", str(exc))
         return web.json_response({"removed": endpoint.id})
 

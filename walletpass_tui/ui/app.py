@@ -201,7 +201,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.config_file = path
         try:
             prefs = load_ui_prefs(path)
-        except ConfigError as exc:
+        except ConfigError as exc:  # shown as a notification
             self.notify(str(exc), title="Preferences not read", severity="error", markup=False)
             prefs = UiPrefs()
         if prefs.theme and not self.theme_given:
@@ -254,7 +254,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         async def save() -> None:
             try:
                 await asyncio.to_thread(save_ui_theme, path, theme.name)
-            except ConfigError as exc:
+            except ConfigError as exc:  # shown as a notification
                 self.notify(str(exc), title="Theme not saved", severity="error", markup=False)
 
         self.run_worker(save(), group="save-theme", exclusive=True, exit_on_error=False)
@@ -550,7 +550,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
         try:
             await runtime.request("pause", paused=not runtime.paused)
-        except ControlError as exc:
+        except ControlError as exc:  # shown as a notification
             self.notify(str(exc), title="Pause unavailable", severity="warning", markup=False)
             return
         self._show_receiver()

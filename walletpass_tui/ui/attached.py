@@ -195,7 +195,7 @@ class AttachedRuntime:
         parts = urlsplit(self.record.url)
         try:
             port = parts.port
-        except ValueError:
+        except ValueError:  # a bad port in the record: no port
             return None
         return (parts.hostname or "", port) if port is not None else None
 
@@ -293,7 +293,7 @@ class AttachedRuntime:
                 found: instance.Found | None = await asyncio.to_thread(
                     instance.find, home, wait_s=FIND_WAIT_S
                 )
-            except (instance.InstanceError, OSError) as exc:
+            except (instance.InstanceError, OSError) as exc:  # shown as the attached view's problem
                 found, self.problem = None, str(exc)
             if isinstance(found, instance.Running) and found.record is not None:
                 if self.gone or self.record != found.record:
@@ -303,6 +303,7 @@ class AttachedRuntime:
                     try:
                         client = await ControlClient.connect(instance.socket_path(home))
                     except (OSError, ControlError, TimeoutError) as exc:
+                        # shown as the attached view's problem
                         self.problem = str(exc) or type(exc).__name__
                     else:
                         backoff = BACKOFF_MIN_S
@@ -319,6 +320,7 @@ class AttachedRuntime:
     async def _talk(self, client: ControlClient) -> None:
         hello = client.hello
         with contextlib.suppress(ValueError):
+            # a record this version does not read: the one found is kept
             self.record = instance.InstanceRecord.from_dict(hello.instance)
         self._client = client
         self.status, self.connected, self.gone, self.problem = hello.state, True, False, None
@@ -343,13 +345,13 @@ class AttachedRuntime:
         elif kind == "state":
             try:
                 self.status = ReceiverStatus.from_wire(message.get("state"))
-            except ValueError:
+            except ValueError:  # a state this version does not know: ignored
                 return
             self._changed()
         elif kind == "forward":
             try:
                 note = ForwardNote.from_wire(message)
-            except ValueError:
+            except ValueError:  # a forward note this version does not know: ignored
                 return
             self._forwarded(note)
 
@@ -401,7 +403,7 @@ class AttachedRuntime:
                     if found.batches:  # a stream: the next read waits a little, to take more
                         await asyncio.sleep(self._read_every_s)
                 wait = self._slow_poll_s if self.connected else self._poll_s
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError):  # the poll's interval ended
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
                 self._wake.clear()
@@ -465,5 +467,5 @@ class _RowReader:
     def close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 db.close()

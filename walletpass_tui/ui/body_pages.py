@@ -74,13 +74,13 @@ def _parse(body: bytes) -> Any:
         return _NOT_JSON
     try:
         text = body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: shown as bytes
         return _NOT_JSON
     try:
         return json.loads(text, parse_float=NumberLiteral, parse_int=_int)
-    except RecursionError:
+    except RecursionError:  # nested too deep: shown as text
         return _too_deep(text)
-    except ValueError:
+    except ValueError:  # not JSON: shown as text
         return _NOT_JSON
 
 

@@ -55,7 +55,7 @@ def key_problem(key: str) -> str | None:
         return None
     try:
         unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(name, name)))
-    except KeyError:
+    except KeyError:  # the reason is the answer
         return f"{printable(name, 40)!r} is not a key name (such as x, ctrl+x, f5, slash)"
     return None
 

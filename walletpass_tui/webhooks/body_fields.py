@@ -39,20 +39,20 @@ def _load(body: bytes) -> tuple[Any | None, str | None]:
         return None, None
     try:
         text = body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: no fields, as documented
         return None, None
     try:
         return json.loads(text), None
-    except json.JSONDecodeError:
+    except json.JSONDecodeError:  # not JSON: no fields, as documented
         return None, None
     except ValueError:  # an integer beyond Python's digit limit: valid JSON, kept as written
         try:
             return json.loads(text, parse_int=_int_or_literal), None
-        except RecursionError:
+        except RecursionError:  # nested too deep: no fields, the text kept
             return None, text
-        except ValueError:
+        except ValueError:  # not JSON: no fields, as documented
             return None, None
-    except RecursionError:
+    except RecursionError:  # nested too deep: no fields, the text kept
         return None, text
 
 

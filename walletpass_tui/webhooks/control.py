@@ -277,7 +277,7 @@ class ControlServer:
         and accept viewers until ``stop()``."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # no socket left behind: nothing to remove
                 os.unlink(self.path)
             with reachable_path(self.path) as where:
                 sock.bind(where)
@@ -295,7 +295,7 @@ class ControlServer:
         task, self._accepting = self._accepting, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await task
         for viewer in list(self.viewers):
             viewer.transport.abort()
@@ -303,7 +303,7 @@ class ControlServer:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.path)
 
     def broadcast(self, message: Mapping[str, Any]) -> None:
@@ -336,7 +336,7 @@ class ControlServer:
     def _admit(self, conn: socket.socket) -> bool:
         try:
             uid = peer_uid(conn)
-        except OSError:
+        except OSError:  # no peer credentials: refused
             return False
         if uid is not None and uid != os.geteuid():
             self.counts.strangers += 1
@@ -345,7 +345,7 @@ class ControlServer:
         if len(self.viewers) >= self.max_clients:
             self.counts.over_limit += 1
             reason = f"{self.max_clients} dashboards are attached already; close one first"
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the refused peer may be gone: refused anyway
                 conn.send(encode({"type": "error", "reason": reason}))
             return False
         return True
@@ -412,7 +412,7 @@ class _Viewer(asyncio.Protocol):
     def _handle(self, line: bytes) -> None:
         try:
             message = decode(line)
-        except ValueError as exc:
+        except ValueError as exc:  # answered to the peer with its reason
             self._fail(str(exc))
             return
         if not self._take_token():
@@ -428,7 +428,7 @@ class _Viewer(asyncio.Protocol):
             return
         try:
             self.server.handler.request(str(op), message)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError) as exc:  # answered to the peer with its reason
             self._reply(rid, str(exc)[:MAX_TEXT] or "refused")
         else:
             self._reply(rid, None)
@@ -531,6 +531,7 @@ class ControlClient:
                 try:
                     message = await _read_message(self.reader)
                 except (ControlError, OSError) as exc:
+                    # the receiver went away: returned as the reason
                     why = str(exc)
                     return why
                 if message is None:

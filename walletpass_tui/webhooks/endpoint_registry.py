@@ -126,7 +126,7 @@ class EndpointRegistry:
     def load(self) -> list[LocalEndpoint]:
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
+        except FileNotFoundError:  # no registry file: no endpoints
             return []
         except OSError as exc:
             raise ConfigError(f"Cannot read {self.path} ({exc.strerror}).") from None

@@ -61,7 +61,7 @@ def attempt_json(a: Attempt, *, with_body: bool = True) -> dict[str, Any]:
         data["headers"] = [[k, v] for k, v in a.headers]
         try:
             data["body"] = a.body.decode("utf-8")
-        except UnicodeDecodeError:
+        except UnicodeDecodeError:  # not UTF-8: the body goes as base64
             data["body"] = None
         data["body_base64"] = base64.b64encode(a.body).decode("ascii")
         data["body_truncated"] = a.body_truncated
@@ -85,7 +85,7 @@ def _safe_text(body: bytes) -> str | None:
     """The body as text when it can be shown and quoted literally; None when it needs base64."""
     try:
         text = body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: exported as base64
         return None
     if not _plain(text):
         return None  # control bytes (ESC, NUL, CR, bidi overrides...) travel as base64

@@ -161,7 +161,7 @@ async def send(
                     headers=tuple(response.headers.items()),
                     body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
                 )
-    except (httpx.HTTPError, TimeoutError) as exc:
+    except (httpx.HTTPError, TimeoutError) as exc:  # recorded as the forward's outcome
         error = to_target(why_no_answer(exc, target, timeout_s, bytes(first))).text
     return ForwardResult(
         status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
@@ -318,7 +318,7 @@ class Forwarder:
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await task
         self._tasks.clear()
         clients, self._clients = list(self._clients.values()), {}
@@ -347,7 +347,7 @@ class Forwarder:
                 continue
             delay = (row.next_try_at_ms - int(time.time() * 1000)) / 1000
             if delay > 0:
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError):  # the retry's time came
                     await asyncio.wait_for(wake.wait(), timeout=delay)
                 wake.clear()
                 continue

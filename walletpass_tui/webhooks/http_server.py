@@ -283,7 +283,7 @@ class HttpConnection(asyncio.Protocol):
                 except httptools.HttpParserUpgrade as upgrade:
                     data = data[upgrade.args[0] :]  # the upgrade's body, and what follows it
                     self._ignore_upgrade()
-        except httptools.HttpParserCallbackError as exc:
+        except httptools.HttpParserCallbackError as exc:  # answered 4xx with its reason
             if isinstance(exc.__context__, _Refused):
                 self._refuse(exc.__context__.status, exc.__context__.reason)
             else:
@@ -504,7 +504,7 @@ class HttpConnection(asyncio.Protocol):
         body = response.text.encode("utf-8")
         try:
             phrase = HTTPStatus(response.status).phrase
-        except ValueError:
+        except ValueError:  # a status without a phrase: Unknown
             phrase = "Unknown"
         lines = [
             f"HTTP/1.1 {response.status} {phrase}",

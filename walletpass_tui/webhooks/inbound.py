@@ -101,4 +101,5 @@ def _when(ms: int) -> datetime:
     try:
         return datetime.fromtimestamp(ms / 1000, UTC)
     except (OverflowError, ValueError, OSError):
+        # a time out of range: now; the timestamp check refuses it
         return datetime.now(UTC)

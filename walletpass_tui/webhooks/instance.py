@@ -196,7 +196,7 @@ def find(home: Path, *, wait_s: float = STATE_WAIT_S) -> Found:
 def _lock_held(path: Path) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no lock file: nobody holds it
         return False
     except OSError as exc:
         raise InstanceError(f"Cannot open {path} ({exc.strerror}); remove it.") from None
@@ -217,9 +217,9 @@ def _read_state(path: Path) -> tuple[InstanceRecord | None, str | None]:
     """(record, None), (None, why it cannot be read) or (None, None) when there is none."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no record: no receiver
         return None, None
-    except OSError as exc:
+    except OSError as exc:  # returned as the reason
         return None, f"{path} cannot be read ({exc.strerror})"
     try:
         st = os.fstat(fd)
@@ -230,7 +230,7 @@ def _read_state(path: Path) -> tuple[InstanceRecord | None, str | None]:
         os.close(fd)
     try:
         return InstanceRecord.from_bytes(data), None
-    except ValueError as exc:
+    except ValueError as exc:  # returned as the reason
         return None, f"{path} is not a receiver's state ({exc})"
 
 
@@ -239,11 +239,11 @@ def _checked_dir(directory: Path, *, create: bool) -> bool:
     symlink, not a directory or another user's. Group or other bits found are removed."""
     if create:
         Path(directory).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):
+        with contextlib.suppress(FileExistsError):  # there already: checked below
             os.mkdir(directory, 0o700)
     try:
         st = os.lstat(directory)
-    except FileNotFoundError:
+    except FileNotFoundError:  # no run directory: False, as documented
         return False
     if not stat.S_ISDIR(st.st_mode):
         raise InstanceError(
@@ -297,7 +297,7 @@ class Claim:
         if self._fd is None:
             raise RuntimeError("The claim was released.")
         temp = self.directory / f".{STATE_NAME}.{os.getpid()}"
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # no leftover
             os.unlink(temp)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         try:
@@ -312,7 +312,7 @@ class Claim:
         until ``release()``, so none can start in the middle of this one's stop)."""
         if self._published:
             self._published = False
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.state_path)
 
     def release(self) -> None:
@@ -352,7 +352,7 @@ def claim(home: Path, *, wait_s: float = CLAIM_WAIT_S) -> Claim:
             raise AlreadyRunning(Path(home), Running(record, problem))
         time.sleep(_POLL_S)
     previous, _ = _read_state(directory / STATE_NAME)
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError):  # already gone
         os.unlink(directory / STATE_NAME)  # whatever it said, its receiver is gone
     return Claim(home, fd, previous)
 

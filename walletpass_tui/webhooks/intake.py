@@ -287,7 +287,7 @@ def is_utf8(text: str) -> bool:
     UTF-8 as lone surrogates."""
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # a lone surrogate: not valid, the caller says so
         return False
     return True
 

@@ -167,7 +167,7 @@ class Receiver:
             try:
                 stat = self.registry.path.stat()
                 stamp: tuple[int, int, int] | None = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-            except OSError:
+            except OSError:  # no registry file: no stamp
                 stamp = None
             if stamp != self._registry_stamp:
                 self._registry_stamp = stamp
@@ -188,7 +188,7 @@ class Receiver:
             intake.check_head(arrived)
             body = await intake.read(arrived)
             record = self._verified(arrived, body, endpoint_id)
-        except Rejected as rejection:
+        except Rejected as rejection:  # kept as a rejected attempt and answered with its reason
             record = _attempt(arrived, rejection.reason, rejection.detail, **rejection.record)
             return await self._reject(record, rejection)
         return await self._deliver(record, arrived.started)
@@ -276,7 +276,7 @@ class Receiver:
                 await self.store.add_forward_result(
                     stored, kind=FORWARD, mode=ORIGINAL, target=target, result=result
                 )
-        except StoreError as exc:
+        except StoreError as exc:  # answered 503 with its reason; the store reports it
             return Response(503, f"Service unavailable: not stored ({exc})")
         if injection.delay_s:
             await asyncio.sleep(injection.delay_s)
@@ -297,7 +297,7 @@ class Receiver:
 
     async def _reject(self, record: Attempt, rejection: Rejected) -> Response:
         """Record the rejected request (a store failure does not change the answer) and answer."""
-        with contextlib.suppress(StoreError):
+        with contextlib.suppress(StoreError):  # the store reports it; the answer is the same
             await self.store.record(record)
         headers = tuple(rejection.headers.items()) if rejection.headers else ()
         return Response(rejection.status, rejection.answer_text(), headers, close=rejection.close)

@@ -61,7 +61,7 @@ def _address(text: str | None) -> IPAddress | None:
         text = text[1 : text.index("]")]
     try:
         addr = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
+    except ValueError:  # not an address: no source
         return None
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return addr.ipv4_mapped

@@ -146,7 +146,7 @@ def _v1_signatures(header: str) -> tuple[int, list[bytes]]:
             continue
         try:
             found.append(base64.b64decode(value, validate=True))
-        except (binascii.Error, ValueError):
+        except (binascii.Error, ValueError):  # not base64: not a signature, the next one is tried
             continue
     return entries, found
 
@@ -211,7 +211,7 @@ def sign(secret: str, msg_id: str, body: bytes, when: datetime) -> dict[str, str
     timestamp = str(int(when.timestamp()))
     try:
         text = body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: signed as bytes
         signature = compute_signature(key, msg_id, timestamp, body)
     else:
         signature = Webhook(key).sign(msg_id, when, text)

@@ -51,7 +51,7 @@ def schema_drift(settings: Settings, read: Callable[[SchemaReader], T], empty: T
 
     try:
         return read(SchemaReader(settings.database_path))
-    except SchemaError as exc:
+    except SchemaError as exc:  # said on stderr
         print(f"warning: drift is not shown: {exc}", file=sys.stderr)
         return empty
 
@@ -265,7 +265,7 @@ def print_attempt(a: Attempt, previous_ms: int | None, drift: Sequence[DriftReco
     print(f"  body ({size} bytes{note}):")
     try:
         text = a.body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: shown as base64, as the line says
         print("    (not UTF-8; base64) " + base64.b64encode(a.body).decode("ascii"))
     else:
         for line in text.split("\n"):

@@ -23,7 +23,7 @@ def _confirm(question: str) -> bool:
         return False
     try:
         answer = input(f"{question} [y/N] ")
-    except EOFError:
+    except EOFError:  # no answer on stdin: no
         return False
     return answer.strip().lower() in ("y", "yes")
 

@@ -69,7 +69,7 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
         history: History
         try:
             history = await open_history(settings.database_path)
-        except Outdated:
+        except Outdated:  # an old schema: read with the full store, which upgrades it
             history = await Store.open(settings.database_path)
         async with history:
             return await work(history)

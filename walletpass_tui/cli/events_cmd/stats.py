@@ -76,7 +76,7 @@ def parse_window_start(text: str, now_ms: int) -> int:
     """``--since``: a duration back from now (``90m``, ``12h``, ``7d``) or an ISO 8601 time."""
     try:
         seconds = parse_duration(text)
-    except UsageError:
+    except UsageError:  # not a duration: read as a time instead
         since = parse_since(text)
         assert since is not None
         return since

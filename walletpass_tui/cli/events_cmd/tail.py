@@ -78,7 +78,7 @@ class Follower:
     def _file_id(self) -> tuple[int, int] | None:
         try:
             st = os.stat(self.path)
-        except OSError:
+        except OSError:  # not there (yet, or any more): the follower waits for it
             return None
         return st.st_dev, st.st_ino
 
@@ -97,7 +97,7 @@ class Follower:
             return False
         try:
             db = queries.connect_read_only(self.path)
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # said by _unreadable; tried again
             return self._unreadable(exc)
         try:
             version = queries.readable_schema(db, self.path)
@@ -124,7 +124,7 @@ class Follower:
             else:
                 self.cursor = 0
                 self._catch_up(since_ms=self.last_look_ms)
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # said by _unreadable; tried again
             self.close()
             return self._unreadable(exc)
         self.from_now = True
@@ -138,7 +138,7 @@ class Follower:
 
     def close(self) -> None:
         if self.db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
                 self.db.close()
         self.db = None
 
@@ -217,6 +217,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             with contextlib.suppress(ValueError, OSError):
+                # the handler cannot be put back at exit: nothing to do about it
                 signal.signal(sig, handler)
 
 
@@ -237,7 +238,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             follower.open()
             while not stop.wait(POLL_S):
                 follower.poll()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C ends tail: nothing to say
             pass
         finally:
             follower.close()

@@ -64,7 +64,7 @@ def _call(args: argparse.Namespace, method: str, path: str, body: Any = None) ->
         ) from None
     try:
         data = response.json()
-    except ValueError:
+    except ValueError:  # not JSON: the status line says what failed
         data = None
     if response.status_code >= 400:
         message = None

@@ -33,7 +33,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     key, reused = _serve_key(args)
     if not 0 <= args.sim_port <= 65535:
         raise CommandError(f"--port must be between 0 and 65535, got {args.sim_port}.")
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops it, as the next line says
         asyncio.run(_serve(args.sim_host, args.sim_port, key, scale, reused))
     print("Simulator stopped.", flush=True)
     return 0

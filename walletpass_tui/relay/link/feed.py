@@ -244,6 +244,7 @@ class RelayLink:
             channel.cancel()
             marks.cancel()
             with contextlib.suppress(asyncio.CancelledError, StoreError):
+                # stopping: the marks task's end, or the store says why on its own
                 await marks
             with contextlib.suppress(StoreError):  # if not, the next run skips what is stored
                 await self._write_mark(runtime)
@@ -395,11 +396,12 @@ class RelayLink:
             try:
                 stored = await write()
                 break
-            except StoreError:
+            except StoreError:  # the store reports it (its health line); retried below
                 # The store says why on its own (its health line); the delivery waits at the
                 # relay meanwhile, and the mark stays below it, so a restart fetches it again. One
                 # already stored (its write failed after the commit) is not stored again.
                 with contextlib.suppress(StoreError):
+                    # the store says why on its own; fetched again after a restart
                     if await runtime.store.has_relay_cursor(self.url, cursor):
                         self._stored(cursor)
                         return

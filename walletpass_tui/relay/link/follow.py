@@ -60,7 +60,7 @@ def load_cursor(path: Path) -> int:
     try:
         with path.open("rb") as fh:
             data = fh.read(CURSOR_DIGITS + 2)  # a cursor and its newline, and one byte to spare
-    except OSError:
+    except OSError:  # no cursor file (yet): start from 0
         return 0
     return parse_ascii_int(data.removesuffix(b"\n"), max_digits=CURSOR_DIGITS) or 0
 
@@ -146,6 +146,7 @@ class RelayFollower:
                     await response.read()
                     status = response.status
             except (aiohttp.ClientError, TimeoutError, OSError):
+                # no answer: status 0 says so to the caller
                 status = 0
             if 200 <= status < 500:
                 break

@@ -73,7 +73,7 @@ class ReceivedTimes:
 def _when(ms: float) -> str:
     try:
         moment = datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, ValueError, OSError):
+    except (OverflowError, ValueError, OSError):  # a time out of range: shown as its number
         return f"{int(ms)} ms"
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 

@@ -291,7 +291,7 @@ class RelaySubscriber:
         cursor = self._checked_cursor(item.id)
         try:
             delivery = RelayedDelivery.parse(cursor, item.raw)
-        except EventError as exc:
+        except EventError as exc:  # kept and shown as unreadable, with its reason
             await self._pass_unreadable(cursor, item.raw, str(exc))
             return
         try:

@@ -179,7 +179,7 @@ class Feed:
                 for cursor, data in rows:
                     self._push(cursor, data, after=after)
                 self.wake()
-        except RelayStoreError:
+        except RelayStoreError:  # the database is down: subscribers read it themselves later
             if generation == self._generation:
                 self.reset()  # the subscribers read the database themselves, when it answers
                 self.wake()
@@ -265,7 +265,7 @@ class Feeds:
     async def by_slug(self, slug: str) -> Feed | None:
         """The feed of the channel at ``slug``, or None. When the database cannot be read, the
         channels last read serve; a slug among none of them raises ``RelayStoreError``."""
-        with contextlib.suppress(RelayStoreError):
+        with contextlib.suppress(RelayStoreError):  # the channels last read serve, as documented
             await self.refresh()
         feed = self._by_slug.get(slug)
         if feed is None and await self.storage.slug_exists(slug):

@@ -89,7 +89,7 @@ class Ingress:
             # No secret on the channel: a well-formed post is stored for the laptops to verify.
             if not (verdict.ok or (key is None and verdict.reason is Reason.NO_SECRET)):
                 raise Rejected(verdict.reason, verdict.detail)
-        except Rejected as rejection:
+        except Rejected as rejection:  # kept as a rejection and answered with its reason
             await self._keep_rejection(feed, arrived, rejection, body, client)
             return _answer(rejection)
 
@@ -108,7 +108,7 @@ class Ingress:
         job = NewDelivery(feed.channel.id, received_ms, arrived.webhook_id(), data)
         try:
             await self.writer.submit(job)
-        except RelayStoreError as exc:
+        except RelayStoreError as exc:  # answered 503 with its reason
             return _unavailable(f"not stored ({exc})")
         self.accepted += 1
         return web.Response(status=200, text="OK: stored\n")
@@ -134,7 +134,7 @@ class Ingress:
             headers=_kept_headers(list(arrived.headers.items())),
             body=body,
         )
-        with contextlib.suppress(RelayStoreError):
+        with contextlib.suppress(RelayStoreError):  # a rejection not kept: its answer is the same
             await self.writer.submit(job)
 
 

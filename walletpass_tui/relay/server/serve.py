@@ -187,7 +187,7 @@ class RelayServer:
     async def stop(self) -> None:
         if self._prune_task is not None:
             self._prune_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await self._prune_task
             self._prune_task = None
         if self.subscriptions is not None:

@@ -118,6 +118,7 @@ class EventStream:
         sock = self._transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError, AttributeError, ValueError):
+                # no socket option here: the abort still closes it
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._transport.abort()
 

@@ -88,7 +88,7 @@ class Subscriptions:
             return _text(405, "Method not allowed: use GET", headers={"Allow": "GET"})
         try:
             channel = await self._authorize(request, slug)
-        except RelayStoreError:
+        except RelayStoreError:  # answered 503; the database's outage is logged where it is noticed
             return _text(
                 503,
                 "Service unavailable: the relay's database cannot be reached now; retry shortly",
@@ -190,7 +190,7 @@ class Subscriptions:
                 if self.feeds.database_ok:
                     feed.prime(head)
                 head = max(head, feed.head_hint)
-            except RelayStoreError:
+            except RelayStoreError:  # the database is down: the feed's last known head
                 head = feed.head_hint
             await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
             checked = time.monotonic()
@@ -232,7 +232,7 @@ class Subscriptions:
                         return response
         except (ConnectionError, PeerStalled):  # the subscriber went away, or read nothing
             return response
-        with contextlib.suppress(ConnectionError, RuntimeError):
+        with contextlib.suppress(ConnectionError, RuntimeError):  # the subscriber went away
             await response.write_eof()
         return response
 

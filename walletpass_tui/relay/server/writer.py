@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -21,6 +22,8 @@ from typing import Any
 
 from walletpass_tui.relay.server.storage.base import RelayStoreError
 from walletpass_tui.relay.server.storage.sqlite import connect
+
+log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
 REJECTED_CAP = 1000  # kept per channel; the oldest go first
@@ -102,7 +105,7 @@ class RelayWriter:
             while len(batch) < MAX_BATCH:
                 try:
                     more = self._jobs.get_nowait()
-                except queue.Empty:
+                except queue.Empty:  # the queue is drained: the batch is complete
                     break
                 if more is None:
                     stop = True
@@ -126,10 +129,13 @@ class RelayWriter:
                         stored.append(result)
                 db.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                     db.execute("ROLLBACK")
                 raise
         except Exception as exc:
+            log.debug(
+                "relay: a batch of %d not stored: %s: %s", len(batch), type(exc).__name__, exc
+            )
             error = RelayStoreError(f"Not stored: the relay database failed ({exc}).")
             for _, future in batch:
                 with contextlib.suppress(InvalidStateError):  # the caller gave up waiting
@@ -140,7 +146,7 @@ class RelayWriter:
             with contextlib.suppress(Exception):  # the loop is closing: nobody to tell
                 self._on_commit(stored)
         for (_, future), result in zip(batch, results, strict=True):
-            with contextlib.suppress(InvalidStateError):
+            with contextlib.suppress(InvalidStateError):  # the caller gave up waiting
                 future.set_result(result)
 
     def _apply(self, db: sqlite3.Connection, job: Job) -> Any:

@@ -46,7 +46,7 @@ async def load_drift(store: Store, attempt_id: int) -> tuple[DriftRecord, ...]:
     reader = SchemaReader(store.path)
     try:
         return tuple(await asyncio.to_thread(reader.drift_for_attempt, attempt_id))
-    except SchemaError:
+    except SchemaError:  # drift is not shown; the schema pane says why
         return ()
 
 

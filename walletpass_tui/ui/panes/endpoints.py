@@ -57,7 +57,7 @@ class EndpointsPane(Vertical):
         notice = self.query_one("#endpoints-notice", Notice)
         try:
             self.endpoints = self.context.registry.load()
-        except ConfigError as exc:
+        except ConfigError as exc:  # shown in the pane's notice
             self.endpoints = []
             table.display = False
             notice.show(NoticeText(str(exc), error=True))

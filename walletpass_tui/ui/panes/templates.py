@@ -29,7 +29,7 @@ def answer_document(result: TemplateList) -> Any:
     if result.raw_text:
         try:
             return json.loads(result.raw_text)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON: shown as the raw text
             pass
     if result.container is None:
         return result.templates
@@ -111,7 +111,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
         assert client is not None
         try:
             result = await client.list_pass_templates()
-        except ApiError as exc:
+        except ApiError as exc:  # shown in the pane's notice
             self._show_notice(notice_for_error(exc))
             self.border_title = "Templates · failed"
         else:
@@ -134,7 +134,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
                 found = await asyncio.to_thread(learn_templates, runtime.store.path, templates)
             else:
                 found = await runtime.learn_templates(templates)
-        except SchemaError as exc:
+        except SchemaError as exc:  # shown as a notification
             self.notify(str(exc), title="Template fields not learned", markup=False)
             return
         templates_learned(live_signals(self), found)

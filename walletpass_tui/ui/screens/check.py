@@ -179,7 +179,7 @@ class CheckScreen(Screen[None]):
             return
         try:
             options = self.options()
-        except CheckError as exc:
+        except CheckError as exc:  # shown in the form
             self._problem(str(exc))
             return
         self._problem(None)

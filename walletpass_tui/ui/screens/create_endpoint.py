@@ -171,7 +171,7 @@ class CreateEndpointScreen(WorkerForm[Created | None]):
         assert client is not None
         try:
             endpoint = await client.create_webhook_endpoint(url, topics, enabled)
-        except ApiError as exc:
+        except ApiError as exc:  # shown in the form
             self._set_busy(False)
             self._notice(notice_for_error(exc, retry_key="ctrl+s"))
             return
@@ -183,6 +183,6 @@ class CreateEndpointScreen(WorkerForm[Created | None]):
         try:
             if registry.get(endpoint.id) is None:
                 registry.record_created(endpoint)
-        except ConfigError as exc:
+        except ConfigError as exc:  # the reason is shown by the caller
             return str(exc)
         return None

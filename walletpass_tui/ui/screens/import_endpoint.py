@@ -84,7 +84,7 @@ class ImportEndpointScreen(ModalScreen[str | None]):
                 self.query_one("#import-secret", Input).value,
                 enabled=self.query_one("#import-enabled", Switch).value,
             )
-        except ConfigError as exc:
+        except ConfigError as exc:  # shown in the form
             problem.update(Text(f"✗ {exc}"))
             problem.set_class(True, "-invalid")
             return

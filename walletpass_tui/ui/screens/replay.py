@@ -55,7 +55,7 @@ def editable_text(body: bytes) -> str | None:
         return None
     try:
         text = body.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # not UTF-8: not editable as text
         return None
     if any((ch < " " and ch not in "\n\t") or ch == "\x7f" for ch in text):
         return None
@@ -231,7 +231,7 @@ class ReplayScreen(WorkerForm[Replayed | None]):
                 body=body,
                 options=options,
             )
-        except ForwardError as exc:
+        except ForwardError as exc:  # shown in the form
             self._set_busy(False)
             self._notice(NoticeText("Not sent.", hint=str(exc), error=True))
             return

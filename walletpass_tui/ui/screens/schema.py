@@ -66,7 +66,7 @@ def group_of(name: str) -> GroupKey | None:
         return TEMPLATES
     try:
         return GroupKey.from_stored(name)
-    except ValueError:
+    except ValueError:  # not a stored group name: none
         return None
 
 

@@ -49,7 +49,7 @@ def clipboard_text(attempt: Attempt, what: str, *, url: str) -> Copied:
         try:
             text = attempt.body.decode("utf-8")
             how = ""
-        except UnicodeDecodeError:
+        except UnicodeDecodeError:  # not UTF-8: copied escaped, as the note says
             text = attempt.body.decode("utf-8", errors="backslashreplace")
             how = " (not UTF-8: its other bytes as \\xNN)"
         if attempt.body_truncated:

@@ -66,7 +66,7 @@ def _topic(value: str) -> tuple[str | None, str | None]:
     """The full topic name for ``value`` read as everywhere else (``api.topics``), or why not."""
     try:
         return parse_topic(value.lower()), None
-    except TopicError as error:
+    except TopicError as error:  # the reason is the answer
         return None, str(error)
 
 

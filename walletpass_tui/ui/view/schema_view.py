@@ -109,7 +109,7 @@ def read_schema(reader: SchemaReader, wanted: GroupKey | None) -> SchemaData:
             reader.fields(selected),
             reader.drift(selected, limit=FINDINGS_LIMIT),
         )
-    except SchemaError as exc:
+    except SchemaError as exc:  # shown in the schema view
         return SchemaData(problem=str(exc))
 
 

@@ -72,7 +72,7 @@ def _clear_orphans(path: Path) -> None:
     if path.exists():
         return
     for orphan in schema.companions(path)[1:]:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(orphan)
 
 

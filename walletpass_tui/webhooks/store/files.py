@@ -90,7 +90,7 @@ class HistoryFiles:
 def _stat(path: Path) -> os.stat_result | None:
     try:
         return os.stat(path)
-    except OSError:
+    except OSError:  # gone: None, as documented
         return None
 
 

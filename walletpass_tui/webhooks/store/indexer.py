@@ -83,7 +83,7 @@ def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
 def discard(path: Path) -> None:
     """Remove the index file (and its companions): it is rebuilt from the rows."""
     for file in schema.companions(index_path(path)):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
 
@@ -165,11 +165,12 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                 db.execute("ROLLBACK")
         raise
     finally:
         with contextlib.suppress(sqlite3.Error):
+            # emptying a scratch table: a failing connection says so elsewhere
             db.execute("DELETE FROM temp.pending")
     return int(count)
 
@@ -255,7 +256,7 @@ class Indexer:
         while True:
             await self._wake.wait()
             if not self._now.is_set():
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError):  # the coalescing wait ended
                     await asyncio.wait_for(self._now.wait(), COALESCE_S)
             self._now.clear()
             self._wake.clear()
@@ -293,7 +294,7 @@ class Indexer:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await self._task
         await self.disconnect()
         self._executor.shutdown(wait=False)

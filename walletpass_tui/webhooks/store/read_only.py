@@ -51,7 +51,7 @@ def log_is_empty(path: Path) -> bool:
     """Whether the database at ``path`` has no write-ahead log with anything in it."""
     try:
         return os.stat(path.with_name(path.name + "-wal")).st_size == 0
-    except FileNotFoundError:
+    except FileNotFoundError:  # no write-ahead log: empty
         return True
 
 
@@ -114,8 +114,8 @@ async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexU
                 "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
             )
             await conn.execute_fetchall("SELECT rowid FROM idx.attempts_fts LIMIT 1")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
+        except sqlite3.Error:  # no usable index: tried read-only, or searched without it
+            with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
                 await conn.execute("DETACH DATABASE idx")
             if immutable or not log_is_empty(ipath):
                 return search.IndexUse(attached=False)  # every row is looked at instead

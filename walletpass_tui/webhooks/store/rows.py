@@ -156,10 +156,10 @@ def clean(text: str | None) -> str | None:
         return text
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # a lone surrogate: kept by its bytes
         try:
             raw = text.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
+        except UnicodeEncodeError:  # not even as bytes: replaced
             return text.encode("utf-8", "replace").decode("utf-8")
         return raw.decode("utf-8", "backslashreplace")
     return text

@@ -170,10 +170,11 @@ def make_private(path: Path) -> None:
     """
     if not path.exists():
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        with contextlib.suppress(FileExistsError):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process: fine
             os.close(os.open(path, flags, 0o600))
     for file in companions(path):
         with contextlib.suppress(FileNotFoundError, PermissionError):
+            # gone or not ours: SQLite says so when it opens it
             if file.stat().st_mode & 0o077:
                 os.chmod(file, 0o600)
 
@@ -246,7 +247,7 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
             db.execute(f"PRAGMA user_version = {step}")
         db.execute("COMMIT")
     except BaseException:
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
             db.execute("ROLLBACK")
         raise
 

@@ -116,7 +116,7 @@ class WalSync:
         it. Only once every fsync asked for is done (``drain``)."""
         with self._fd_lock:
             if self._fd is not None:
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError):  # closing a descriptor being dropped
                     os.close(self._fd)
                 self._fd = None
 

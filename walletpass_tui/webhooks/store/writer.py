@@ -215,7 +215,7 @@ def commit_batch(
             sync()
     except BaseException:
         if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
                 db.execute("ROLLBACK")
         raise
     return stored
@@ -346,7 +346,7 @@ class GroupCommit:
         if self._task is not None:
             self._queue.put_nowait(None)
             self._poke()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await self._task
         await self.syncs.close()
         await self.checkpoints.close()
@@ -420,7 +420,7 @@ class GroupCommit:
                 if timeout is None:
                     await self._waiter
                 else:
-                    with contextlib.suppress(TimeoutError):
+                    with contextlib.suppress(TimeoutError):  # the wait's deadline ended
                         async with asyncio.timeout(timeout):
                             await self._waiter
             finally:
@@ -469,7 +469,7 @@ class GroupCommit:
             if self.thread.disconnected:  # deleted, and starting over failed last time
                 raise FilesMoved(DELETED, self.thread.path)
             stored = await self._write(batch, self.syncs.fsync_now if inline else None)
-        except FilesMoved as moved:
+        except FilesMoved as moved:  # files moved under us: started over, or the caller is told
             if again and self.start_over is not None:
                 await self._after_move(batch, moved)
             else:

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.server import writer as rules
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
@@ -263,11 +264,11 @@ class PostgresStorage:
         self._closing = True
         if self._queue is not None and self._writer_task is not None:
             self._queue.put_nowait(None)
-            with contextlib.suppress(Exception):
+            with suppressed(log, "relay: ending the database writer"):
                 await self._writer_task
         if self._listener_task is not None:
             self._listener_task.cancel()
-            with contextlib.suppress(BaseException):
+            with suppressed(log, "relay: ending the database listener", BaseException):
                 await self._listener_task
         await _close_pool(self._pool)
 
@@ -285,7 +286,7 @@ class PostgresStorage:
             while len(batch) < rules.MAX_BATCH:
                 try:
                     more = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                except asyncio.QueueEmpty:  # the queue is drained: the batch is complete
                     break
                 if more is None:
                     stop = True
@@ -311,6 +312,7 @@ class PostgresStorage:
         except Exception as exc:
             self._release_held(set())
             error = self._failure(exc)
+            log.debug("relay: a batch of %d not written: %s", len(batch), error)
             if len(batch) > 1 and not isinstance(error, DatabaseUnavailable):
                 # Something in one job, not the database: write them one by one so only the
                 # one at fault fails.
@@ -470,7 +472,7 @@ class PostgresStorage:
                 self._set_reachable(False)
             finally:
                 if conn is not None:
-                    with contextlib.suppress(Exception):
+                    with suppressed(log, "relay: dropping the listening connection"):
                         conn.terminate()
             if self._closing:
                 return
@@ -698,7 +700,7 @@ class PostgresStorage:
                     await conn.execute("SELECT pg_notify($1, $2)", NOTIFY_CHANNEL, NOTIFY_CHANNELS)
                 return removed
             finally:
-                with contextlib.suppress(Exception):
+                with suppressed(log, "relay: releasing the pruning lock"):
                     await conn.execute("SELECT pg_advisory_unlock($1)", PRUNE_LOCK)
 
         return await self._run(prune)
@@ -776,7 +778,8 @@ def _fail(batch: list[tuple[Any, asyncio.Future[Any]]], error: Exception) -> Non
 async def _close_pool(pool: Any) -> None:
     try:
         await asyncio.wait_for(pool.close(), 5)
-    except Exception:
+    except Exception as exc:
+        log.debug("relay: the pool did not close (%s): terminated", type(exc).__name__)
         pool.terminate()
 
 
