@@ -75,10 +75,7 @@ class DriftFeed:
             # app's context: hop onto the app's message queue before touching a widget (a timer
             # started there would not find the app when it fires).
             self._unsubscribe = self.runtime.subscribe(
-                drift=lambda attempt_id, records: self.app.call_later(
-                    self._drift, attempt_id, records
-                ),
-                learned=lambda upto: self.app.call_later(self._learned, upto),
+                drift=self._drift_heard, learned=self._learned_heard
             )
         self.reread()
 
@@ -97,6 +94,12 @@ class DriftFeed:
     def _linger(self) -> None:
         if time.monotonic() - self._arrived_at < ATTACHED_LINGER_S:
             self.reread()
+
+    def _drift_heard(self, attempt_id: int, records: Sequence[DriftRecord]) -> None:
+        self.app.call_later(self._drift, attempt_id, records)
+
+    def _learned_heard(self, upto: int) -> None:
+        self.app.call_later(self._learned, upto)
 
     def _drift(self, attempt_id: int, records: Sequence[DriftRecord]) -> None:
         if self.marks.add(attempt_id, records):
