@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import attempt
 
-from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
 
 LATER = (
@@ -73,16 +73,10 @@ async def test_the_first_frame_loads_none_of_what_comes_after_it(
     await asyncio.to_thread(clean_env.mkdir, parents=True, exist_ok=True)
     async with await Store.open(clean_env / "deliveries.sqlite3") as store:
         await store.record(
-            Attempt(
-                received_at_ms=1_700_000_000_000,
-                method="POST",
-                path="/webhooks",
+            attempt(
+                "msg_1",
+                b'{"type": "pass.activated"}',
                 headers=(("webhook-id", "msg_1"),),
-                body=b'{"type": "pass.activated"}',
-                verdict=VERIFIED,
-                reason="verified",
-                status=200,
-                webhook_id="msg_1",
                 topic="pass.activated",
             )
         )
