@@ -148,6 +148,28 @@ async def test_sessions_are_bounded_and_a_closed_one_frees_its_place() -> None:
             await again.close()
 
 
+async def test_upgrades_arriving_at_once_never_exceed_the_bound() -> None:
+    view = WebView(SLEEPER, TOKEN, max_sessions=2, stop_wait_s=0.2)
+    async for port in served(view):
+        url = f"http://127.0.0.1:{port}/{TOKEN}/ws"
+        async with aiohttp.ClientSession() as session:
+
+            async def connect(url: str = url) -> aiohttp.ClientWebSocketResponse | int:
+                try:
+                    return await session.ws_connect(url)
+                except aiohttp.WSServerHandshakeError as refused:
+                    return refused.status
+
+            outcomes = await asyncio.gather(*(connect() for _ in range(8)))
+            opened = [o for o in outcomes if not isinstance(o, int)]
+            assert len(opened) == 2
+            assert [o for o in outcomes if isinstance(o, int)] == [503] * 6
+            await until(lambda: len(view.sessions) == 2)
+            for ws in opened:
+                await ws.close()
+            await until(lambda: view.places == 0)
+
+
 async def test_an_oversized_browser_message_closes_its_session_and_ends_its_process() -> None:
     view = WebView(SLEEPER, TOKEN, stop_wait_s=0.2)
     async for port in served(view):

@@ -83,8 +83,10 @@ class WebView:
         self.max_sessions = max_sessions
         self.stop_wait_s = stop_wait_s
         self.sessions: dict[AppService, web.WebSocketResponse] = {}
+        self.places = 0  # sessions taken, counted before the first await so none overshoots
         self.downloads = DownloadManager()
         self.static = static_files()
+        self.page = PAGE.read_text(encoding="utf-8")
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._gate], client_max_size=MAX_MESSAGE_BYTES)
@@ -121,7 +123,7 @@ class WebView:
         if problem:
             return web.Response(status=503, text=problem + "\n")
         font_size = _bounded(request.query.get("fontsize", "16"), 16, 64)
-        text = PAGE.read_text(encoding="utf-8").replace("{{ font_size }}", str(font_size))
+        text = self.page.replace("{{ font_size }}", str(font_size))
         return web.Response(text=text, content_type="text/html")
 
     async def _static_file(self, request: web.Request) -> web.StreamResponse:
@@ -150,7 +152,7 @@ class WebView:
         return response
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
-        if len(self.sessions) >= self.max_sessions:
+        if self.places >= self.max_sessions:
             return web.Response(
                 status=503,
                 text=f"{self.max_sessions} dashboards are open already; close one first.\n",
@@ -158,6 +160,13 @@ class WebView:
         problem = self.receiver_problem()
         if problem:
             return web.Response(status=503, text=problem + "\n")
+        self.places += 1  # taken before the first await: upgrades at once cannot all pass
+        try:
+            return await self._session(request)
+        finally:
+            self.places -= 1
+
+    async def _session(self, request: web.Request) -> web.StreamResponse:
         websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE_BYTES)
         width = _bounded(request.query.get("width", "80"), 80, MAX_COLUMNS)
         height = _bounded(request.query.get("height", "24"), 24, MAX_ROWS)
