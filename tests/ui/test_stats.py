@@ -167,3 +167,32 @@ async def test_header_sparkline_and_stats_screen_from_history_then_live(
         await pilot.press("enter")
         await wait_for(lambda: isinstance(app.screen, StatsScreen))
         assert queries == 1
+
+
+async def test_topics_from_the_wire_are_plain_text_and_their_columns_bounded(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    """Anyone who can post sets a topic (rejected posts keep theirs): a markup-looking topic is
+    shown as written, and 30 of them get 12 columns and one for the rest."""
+    forged = [
+        attempt(n, at_ms=at(2, n % 60), topic=f"[/x][red]t{n:02d}", verdict="rejected")
+        for n in range(30)
+    ]
+    await record_all(store, forged)
+    app = make_app(clock=lambda: NOW)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(lambda: isinstance(app.screen, MainScreen))
+        await wait_for(lambda: app.traffic.loaded and len(app.traffic.topics()) == 30)
+        await pilot.press("s")
+        await wait_for(lambda: isinstance(app.screen, StatsScreen))
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        await pilot.press("n")
+        table = screen.numbers
+        await wait_for(lambda: table.display and table.row_count == 60)
+        labels = [str(column.label) for column in table.columns.values()]
+        topic_labels = [label for label in labels if label.startswith("[/x]")]
+        assert len(topic_labels) == 12
+        assert "18 other topics" in labels
+        row = [str(c) for c in table.get_row(str(at(2) // MINUTE_MS))]
+        assert row[1] == "30" and row[labels.index("18 other topics")] == "18"

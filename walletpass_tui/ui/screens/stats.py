@@ -29,7 +29,8 @@ from walletpass_tui.webhooks.store.queries import MINUTE_MS
 
 REDRAW_S = 1.0
 GUTTER = 7  # the scale's labels, left of a chart
-TOPIC_ROWS = 4  # topics charted (the busiest); the numbers list them all
+TOPIC_ROWS = 4  # topics charted (the busiest); the numbers list more
+NUMBER_TOPICS = 12  # topics with a column of their own in the numbers; the rest summed
 
 Value = Callable[[Minute], float | None]
 
@@ -303,13 +304,18 @@ class StatsScreen(Screen[None]):
     def _fill_numbers(self) -> None:
         """Every minute of the hour, the newest first, with every count the charts draw."""
         table = self.numbers
-        topics = [topic for topic, _count in self.traffic.topics()]
+        seen = [topic for topic, _count in self.traffic.topics()]
+        # Topics come from the wire, rejected posts included: a column each for the busiest, the
+        # rest summed in one, and every name a Text (a str label would be read as markup).
+        topics, others = seen[:NUMBER_TOPICS], set(seen[NUMBER_TOPICS:])
         table.clear(columns=True)
         table.add_column("minute (UTC)", key="minute")
         table.add_column("deliveries", key="deliveries")
         for topic in topics:
             name = short_topic(topic) if topic in TOPICS else one_line(topic, 20)
-            table.add_column(name, key=f"topic:{topic}")
+            table.add_column(Text(name), key=f"topic:{topic}")
+        if others:
+            table.add_column(f"{len(others):,} other topics", key="topics:others")
         for key, title in (
             ("rejected", "rejected"),
             ("redelivered", "redelivered"),
@@ -325,6 +331,11 @@ class StatsScreen(Screen[None]):
                 _clock(minute),
                 f"{counts.deliveries:,}",
                 *(f"{counts.topics.get(t, 0):,}" for t in topics),
+                *(
+                    [f"{sum(n for t, n in counts.topics.items() if t in others):,}"]
+                    if others
+                    else []
+                ),
                 f"{counts.rejected:,}",
                 f"{counts.redelivered:,}",
                 f"{counts.forwards:,}",
