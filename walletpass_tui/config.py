@@ -94,6 +94,29 @@ def mask_database_url(value: str | None) -> str:
     return f"{scheme}://{netloc}{path}{question}{query}" + ("#…" if hash_mark else "")
 
 
+def database_url_secrets(value: str | None) -> list[str]:
+    """Every secret a PostgreSQL URL holds (the user part's password, each ``password=`` and
+    ``sslpassword=`` parameter), as written and percent-decoded, the longest first: to scrub
+    from a driver's message, which may echo any of them."""
+    if not is_postgres_url(value):
+        return []
+    from urllib.parse import unquote
+
+    rest = str(value).strip().partition("://")[2].partition("#")[0]
+    rest, _, query = rest.partition("?")
+    netloc = rest.split("/", 1)[0]
+    found: set[str] = set()
+    userinfo, at, _hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        found.add(userinfo.partition(":")[2])
+    for item in query.split("&"):
+        key, _, secret = item.partition("=")
+        if key.lower() in _DSN_SECRET_KEYS:
+            found.add(secret)
+    found |= {unquote(secret) for secret in found}
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
 class Secret:
     """A string that never shows itself in ``str``, ``repr`` or f-strings."""
 

@@ -183,3 +183,30 @@ def test_the_sqlite_relay_never_loads_the_postgresql_driver(
         result = json.loads(report.read_text())
         assert result["code"] == 0
         assert result["asyncpg"] is (backend == "postgres"), (argv, backend)
+
+
+def test_healthz_never_shows_the_user_as_the_database_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq defaults the database name to the user's; /healthz says it does not know instead."""
+    from walletpass_tui.relay.server.storage.target import database_target
+
+    monkeypatch.delenv("PGDATABASE", raising=False)
+    monkeypatch.delenv("PGUSER", raising=False)
+    described = database_target("postgresql://alice:pw@db.example", tmp_path).describe()
+    assert described == {
+        "backend": "postgresql",
+        "host": "db.example",
+        "port": 5432,
+        "database": None,
+    }
+    assert "alice" not in str(described) and "pw" not in str(described)
+
+
+def test_every_secret_of_a_database_url_is_found_to_be_scrubbed() -> None:
+    from walletpass_tui.config import database_url_secrets
+
+    url = "postgresql://relay:s%40cret@db:5432/relay?sslpassword=other&password=third&x=1"
+    assert set(database_url_secrets(url)) == {"s%40cret", "s@cret", "other", "third"}
+    assert database_url_secrets("postgresql://relay@db/relay") == []
+    assert database_url_secrets("/var/lib/relay.sqlite3") == []

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from walletpass_tui.config import database_url_secrets
 from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.server import writer as rules
 from walletpass_tui.relay.server.channels import (
@@ -789,21 +790,6 @@ def _reason(exc: BaseException, target: DatabaseTarget) -> str:
     url = target.url or ""
     if url:
         text = text.replace(url, target.display)
-    password = _password(url)
-    if password:
-        text = text.replace(password, "…")
+    for secret in database_url_secrets(url):
+        text = text.replace(secret, "…")
     return text.splitlines()[0][:200]
-
-
-def _password(url: str) -> str | None:
-    from urllib.parse import unquote
-
-    rest = url.split("://", 1)[-1]
-    netloc = rest.split("/", 1)[0].split("?", 1)[0]
-    userinfo, at, _ = netloc.rpartition("@")
-    found = userinfo.partition(":")[2] if at else ""
-    for item in rest.partition("?")[2].split("&"):
-        key, _, value = item.partition("=")
-        if key.lower() in ("password", "sslpassword") and value:
-            found = found or value
-    return unquote(found) if found else None

@@ -72,7 +72,9 @@ def database_target(value: str | None, home: Path) -> DatabaseTarget:
 
 def _url_parts(url: str) -> tuple[str | None, int | None, str | None]:
     """(host, port, database name) of a PostgreSQL URL, as libpq would default them where the
-    URL is silent (``PGHOST``, ``PGPORT``, ``PGDATABASE``, else localhost, 5432 and the user)."""
+    URL is silent (``PGHOST``, ``PGPORT``, ``PGDATABASE``, else localhost and 5432). A name the
+    URL and the environment do not give is None, not libpq's default (the user name, which
+    ``/healthz`` never shows)."""
     rest = url.split("://", 1)[1] if "://" in url else url
     rest = rest.split("#", 1)[0]
     rest, _, query = rest.partition("?")
@@ -81,10 +83,7 @@ def _url_parts(url: str) -> tuple[str | None, int | None, str | None]:
         (unquote(k), unquote(v))
         for k, _, v in (item.partition("=") for item in query.split("&") if item)
     )
-    userinfo, at, hosts = netloc.rpartition("@")
-    if not at:
-        hosts, userinfo = netloc, ""
-    user = unquote(userinfo.partition(":")[0]) or params.get("user") or os.environ.get("PGUSER")
+    hosts = netloc.rpartition("@")[2]  # the user part is never shown
     first = hosts.split(",", 1)[0]
     host: str | None
     port_text: str | None
@@ -96,5 +95,5 @@ def _url_parts(url: str) -> tuple[str | None, int | None, str | None]:
     host = unquote(host) if host else params.get("host") or os.environ.get("PGHOST") or "localhost"
     port_text = port_text or params.get("port") or os.environ.get("PGPORT") or "5432"
     port = parse_ascii_int(port_text, max_digits=5)
-    name = unquote(path) or params.get("dbname") or os.environ.get("PGDATABASE") or user
+    name = unquote(path) or params.get("dbname") or os.environ.get("PGDATABASE") or None
     return host, port, name
