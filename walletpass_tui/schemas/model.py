@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from walletpass_tui.schemas.jsonscan import ARRAY, INTEGER, NUMBER, OBJECT, TYPES
+from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
 from walletpass_tui.schemas.paths import MAP, MAP_KEYS, UNTRACKED_CAP, Segment, child, looks_like_id
 
 # -- groups ---------------------------------------------------------------------------------------
@@ -125,10 +125,6 @@ class PathStats:
     @property
     def is_object(self) -> bool:
         return OBJECT in self.types
-
-    @property
-    def is_array(self) -> bool:
-        return ARRAY in self.types
 
 
 def type_order(types: dict[str, int]) -> list[str]:

@@ -147,6 +147,9 @@ class Attachable:
         self.server.broadcast(note.to_wire())
 
     def _state_changed(self) -> None:
+        if not self.server.viewers:  # nobody to tell; a viewer that arrives is greeted with it
+            self._status = None
+            return
         status = self.status()
         if status != self._status:  # a relay link reports every cursor; the words change seldom
             self._status = status

@@ -10,7 +10,7 @@ from an aiohttp request (the relay) and from a relayed ``Inbound`` whose body is
 ``Rejected(reason)`` (``reasons.py``: the status and the words are the same at every door):
 
 1. ``check_head``: the method (POST; 405 with ``Allow: POST``), then the source: with an
-   allow-list, the client (``client_address``: the one rule) must be in it (403). A relayed
+   allow-list, the client (``SourcePolicy.client_address``: the one rule) must be in it (403). A relayed
    delivery carries no socket of this door's: the relay's ingress applied its own allow-list to
    the socket it saw.
 2. ``read``: the raw body within ``max_body`` (a declared length over it refused before a byte is
@@ -51,7 +51,6 @@ __all__ = [
     "Intake",
     "IntakeRequest",
     "IntakeRules",
-    "client_address",
     "forwarded_for_text",
     "is_utf8",
     "stored_webhook_id",
@@ -180,9 +179,11 @@ class IntakeRequest:
         return self.headers.getall(FORWARDED_FOR, [])
 
     def client(self, sources: SourcePolicy) -> IPAddress | None:
-        """Who sent it, by ``client_address`` under the door's ``sources`` (worked out once)."""
+        """Who sent it, by the door's ``sources`` (``SourcePolicy.client_address``: the peer, or
+        behind a trusted proxy the last untrusted hop of every X-Forwarded-For line), worked out
+        once."""
         if self._client is _UNKNOWN:
-            self._client = client_address(sources, self.peer, self.forwarded_for())
+            self._client = sources.client_address(self.peer, self.forwarded_for())
         return self._client  # type: ignore[return-value]  # worked out: no longer _UNKNOWN
 
     def webhook_id(self) -> str | None:
@@ -232,11 +233,7 @@ class Intake:
         rules = self.rules
         limit = rules.max_body
         try:
-            source = request._source
-            if source is not None and request._body is None:  # from a socket: read it here
-                body = request._body = await read_body(source, limit, rules.read_timeout_s)
-            else:
-                body = await request.read_body(limit, rules.read_timeout_s)
+            body = await request.read_body(limit, rules.read_timeout_s)
         except BodyTooLarge as exc:
             said = f"{exc.size} bytes > {limit}" if exc.declared else f"more than {limit} bytes"
             raise Rejected(
@@ -261,15 +258,6 @@ class Intake:
         return verify(
             request.headers, body, keys, now=request.received, tolerance_s=self.rules.tolerance_s
         )
-
-
-def client_address(
-    sources: SourcePolicy, peer: str | None, forwarded_for: Sequence[str]
-) -> IPAddress | None:
-    """The one client-address rule, for every door: the peer, or, when the peer is a trusted
-    proxy, the last untrusted hop of X-Forwarded-For with every line of it counting (a line the
-    sender wrote first cannot stand in for the one the proxy appended). ``sources.py`` has it."""
-    return sources.client_address(peer, forwarded_for)
 
 
 def stored_webhook_id(value: str | None) -> str | None:

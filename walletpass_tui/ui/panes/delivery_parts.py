@@ -15,7 +15,7 @@ from rich.text import Text
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.text import body_text, format_gap, format_ms, format_size, one_line, visible
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
-from walletpass_tui.ui.view.drift_text import change_text
+from walletpass_tui.ui.view.drift_text import SEVERITY_RANK, change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK, REJECTED_MARK, VERIFIED_MARK
 from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardRow, is_check_note
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
@@ -183,9 +183,8 @@ def forwards_text(forwards: tuple[ForwardRow, ...], s: StyleOf) -> Text:
 def drift_text(records: Sequence[DriftRecord], s: StyleOf) -> Text:
     """The payload drift the delivery showed first, one finding a line, the most severe first:
     ``Δ breaking  data.serialNumber: string -> integer (type_changed)``."""
-    rank = {"breaking": 0, "warning": 1, "info": 2}
     text = Text()
-    ordered = sorted(records, key=lambda r: rank.get(r.severity, 3))
+    ordered = sorted(records, key=lambda r: -SEVERITY_RANK.get(r.severity, -1))
     for index, record in enumerate(ordered):
         if index:
             text.append("\n")
