@@ -357,6 +357,11 @@ class DeliveryRuntime:
         return self._store
 
     @property
+    def options(self) -> ReceiverOptions | None:
+        """The receiver's options (None: no receiver runs)."""
+        return self.setup.options
+
+    @property
     def bound(self) -> tuple[str, int] | None:
         """(host, port) the receiver is bound to, or None without a receiver."""
         return self._bound
