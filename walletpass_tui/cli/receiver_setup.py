@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings, mask_secret
 from walletpass_tui.errors import UsageError
+from walletpass_tui.runtime.local import DeliverySetup
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourcePolicy
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given

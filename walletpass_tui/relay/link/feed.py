@@ -37,9 +37,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
+from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S, Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
@@ -67,8 +67,26 @@ from walletpass_tui.webhooks.reasons import Reason
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+if TYPE_CHECKING:  # the store and the listening options are the runtime's to import
+    from walletpass_tui.webhooks.listening import ReceiverOptions
+    from walletpass_tui.webhooks.store import Store
+
+
+class LinkTarget(Protocol):
+    """What the link uses of the runtime it feeds: the home (one link per channel and home), the
+    store (the relay's mark, rejected events), the receiver's bounds and its ``accept``."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def options(self) -> ReceiverOptions | None: ...
+
+    async def accept(self, inbound: Inbound) -> Attempt: ...
+
 
 # How long the link waits, before following, for the relay to say when the channel was created.
 CHANNEL_WAIT_S = 10.0
@@ -192,18 +210,18 @@ class RelayLink:
 
         return unsubscribe
 
-    async def run(self, runtime: DeliveryRuntime) -> None:
+    async def run(self, runtime: LinkTarget) -> None:
         """Follow the channel into ``runtime`` until cancelled; raises RelayClientError when
         the relay refuses (401, 404) or another process follows it into the same home."""
         with _following(runtime.settings.home, self.url):
             await self._run(runtime)
 
-    async def _run(self, runtime: DeliveryRuntime) -> None:
+    async def _run(self, runtime: LinkTarget) -> None:
         after, self._stored_above = await runtime.store.start_relay_mark(self.url)
         self._marks = LowWater(after)
         self._mark_written = after
         self._set(cursor=after, head=max(after, self.state.head))
-        options = runtime.setup.options
+        options = runtime.options
         tolerance_s = options.tolerance_s if options is not None else DEFAULT_TOLERANCE_S
         self.times = ReceivedTimes(
             tolerance_ms=int(tolerance_s * 1000),
@@ -268,7 +286,7 @@ class RelayLink:
             self.times.created_ms = info.created_at_ms
             return
 
-    async def _write_marks(self, runtime: DeliveryRuntime) -> None:
+    async def _write_marks(self, runtime: LinkTarget) -> None:
         """The mark to the store whenever it moved, at most once every MARK_EVERY_S."""
         while True:
             await self._mark_moved.wait()
@@ -277,7 +295,7 @@ class RelayLink:
                 await self._write_mark(runtime)
             await asyncio.sleep(MARK_EVERY_S)
 
-    async def _write_mark(self, runtime: DeliveryRuntime) -> None:
+    async def _write_mark(self, runtime: LinkTarget) -> None:
         mark = self._marks.mark
         if mark > self._mark_written:
             await runtime.store.advance_relay_mark(self.url, mark)
@@ -288,7 +306,7 @@ class RelayLink:
         if self._marks.mark > self._mark_written:
             self._mark_moved.set()
 
-    async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
+    async def _deliver(self, runtime: LinkTarget, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
         rejected when the relay's received time is not credible."""
         inbound = relayed_inbound(delivery, self.url)
@@ -316,9 +334,7 @@ class RelayLink:
             runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
         )
 
-    async def _unreadable(
-        self, runtime: DeliveryRuntime, cursor: int, raw: bytes, why: str
-    ) -> None:
+    async def _unreadable(self, runtime: LinkTarget, cursor: int, raw: bytes, why: str) -> None:
         """An event the relay sent that is not a delivery: recorded as rejected, with its cursor
         (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
         its head (with a webhook-id, it is listed with its message)."""
@@ -343,7 +359,7 @@ class RelayLink:
 
     async def _hand_over(
         self,
-        runtime: DeliveryRuntime,
+        runtime: LinkTarget,
         cursor: int,
         write: Callable[[], Awaitable[Attempt]],
         delivery: RelayedDelivery | None,
@@ -373,7 +389,7 @@ class RelayLink:
     def _release(self, size: int) -> None:
         self._in_flight_bytes -= size
 
-    async def _is_stored(self, runtime: DeliveryRuntime, cursor: int) -> bool:
+    async def _is_stored(self, runtime: LinkTarget, cursor: int) -> bool:
         try:
             return await runtime.store.has_relay_cursor(self.url, cursor)
         except StoreError:  # then the store refuses a second copy, and _store looks again
@@ -386,7 +402,7 @@ class RelayLink:
 
     async def _store(
         self,
-        runtime: DeliveryRuntime,
+        runtime: LinkTarget,
         cursor: int,
         write: Callable[[], Awaitable[Attempt]],
         delivery: RelayedDelivery | None,

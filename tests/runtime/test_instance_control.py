@@ -22,10 +22,10 @@ import httpx
 import pytest
 
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks import control, instance
-from walletpass_tui.webhooks.control import ControlClient, ControlError, ControlServer
+from walletpass_tui.runtime import control, instance
+from walletpass_tui.runtime.control import ControlClient, ControlError, ControlServer
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
 SECRET = "whsec_" + base64.b64encode(b"c" * 32).decode()

@@ -15,11 +15,11 @@ import pytest
 from aiohttp import web
 
 from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 

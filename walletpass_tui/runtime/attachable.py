@@ -17,16 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.control import OPS, ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.control import OPS, ControlServer, ForwardNote, ReceiverStatus
 from walletpass_tui.webhooks.injection import RESPOND_RANGE
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 
 ROWS_EVERY_S = 0.05
 
 if TYPE_CHECKING:
+    from walletpass_tui.runtime.local import DeliveryRuntime
     from walletpass_tui.webhooks.injection import Injection
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 
 @runtime_checkable
