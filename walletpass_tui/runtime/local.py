@@ -470,9 +470,8 @@ class DeliveryRuntime:
         self._inject(fail_first=attempts)
 
     def respond(self, status: int | None) -> None:
-        """Answer every verified delivery with ``status`` (None: answer normally)."""
-        if status is not None and not 100 <= status <= 599:
-            raise ValueError("respond takes an HTTP status between 100 and 599")
+        """Answer every verified delivery with ``status`` (None: answer normally); a status that
+        cannot be a final answer is a ValueError saying the rule (``Injection`` holds it)."""
         self._inject(respond_status=status)
 
     def delay(self, seconds: float) -> None:
