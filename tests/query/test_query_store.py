@@ -15,7 +15,10 @@ BODIES = [
     {"type": "pass.activated", "data": {"platform": "google", "balance": 5, "tier": "gold"}},
     {"type": "pass.activated", "data": {"platform": "apple", "balance": 20}},
     {"type": "pass.deactivated", "data": {"platform": "Google", "balance": 12.5, "tier": "silver"}},
-    {"type": "pass.activated", "data": {"platform": "apple", "tags": ["vip", "new"], "balance": "30"}},
+    {
+        "type": "pass.activated",
+        "data": {"platform": "apple", "tags": ["vip", "new"], "balance": "30"},
+    },
     b"not json at all",
     {"type": "pass.activated", "data": {"platform": "google", "tier": None, "ok": True}},
 ]

@@ -24,7 +24,6 @@ from typing import Any
 from walletpass_tui.query import index as field_index
 from walletpass_tui.query.language import (
     All,
-    AnyOf,
     Compare,
     FieldPath,
     Has,
@@ -55,7 +54,7 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.store import search
 
-FIELD_FUNCTION = "wp_field"  # (row id, body, term) -> whether the row's body matches the term
+FIELD_FUNCTION = "wp_field"  # (body, term) -> whether the row's body matches the term
 PATH_FUNCTION = "wp_path_like"  # (path, pattern with {*}) -> whether the path is one it stands for
 _NUMERIC = "typeof({c}) IN ('integer', 'real')"
 _CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
@@ -161,28 +160,21 @@ def _term(text: str) -> Has | Compare | None:
     return node if isinstance(node, Has | Compare) else None
 
 
-class _LastBody:
-    """The fields of the last row a function read: a row's terms share one reading."""
-
-    row: int | None = None
-    fields: BodyFields | None = None
-
-
-_last = _LastBody()
+@functools.lru_cache(maxsize=16)
+def fields_of(body: bytes) -> BodyFields:
+    """``body_fields``, remembered for the last few bodies: a row's terms, and the same rows
+    asked again (the next page, the count), share one reading. Never changed by a caller."""
+    return body_fields(body)
 
 
-def field_function(row_id: int, body: bytes | str | None, term_text: str) -> int:
+def field_function(body: bytes | str | None, term_text: str) -> int:
     """``wp_field``: whether the row's body matches the term written ``term_text``."""
     term = _term(term_text)
     if term is None:
         return 0
-    fields = _last.fields
-    if _last.row != row_id or fields is None:
-        if isinstance(body, str):
-            body = body.encode("utf-8", "surrogatepass")
-        fields = body_fields(body or b"")
-        _last.row, _last.fields = row_id, fields
-    return int(match_term(term, fields))
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    return int(match_term(term, fields_of(body or b"")))
 
 
 def path_function(path: str | None, pattern: str) -> int:
@@ -227,7 +219,7 @@ def _path_sql(path: FieldPath, column: str, params: list[Any]) -> str:
 
 
 def _term_sql(term: Has | Compare, params: list[Any], upto: int | None) -> str:
-    later = f"{FIELD_FUNCTION}(a.id, a.body, ?)"
+    later = f"{FIELD_FUNCTION}(a.body, ?)"
     if upto is None:
         params.append(write(term))
         return later
@@ -275,7 +267,7 @@ def _node_sql(node: Node, params: list[Any], upto: int | None) -> str:
 def _node_matches(node: Node, attempt: Attempt, fields: list[BodyFields]) -> bool:
     if isinstance(node, Has | Compare):
         if not fields:
-            fields.append(body_fields(attempt.body))
+            fields.append(fields_of(attempt.body))
         return match_term(node, fields[0])
     if isinstance(node, Word):
         return search.matches_text(node.text, attempt)
@@ -299,7 +291,8 @@ def _driver_term(node: Node) -> Has | Compare | None:
     parts = node.parts if isinstance(node, All) else (node,)
     terms = [p for p in parts if isinstance(p, Has | Compare) and not p.path.any_key]
     compares = [t for t in terms if isinstance(t, Compare)]
-    ranked = [t for t in compares if t.op == ":"] + [t for t in compares if t.op != ":"]
+    ranked: list[Has | Compare] = [t for t in compares if t.op == ":"]
+    ranked += [t for t in compares if t.op != ":"]
     ranked += [t for t in terms if isinstance(t, Has)]
     return ranked[0] if ranked else None
 
@@ -317,7 +310,7 @@ class FieldCondition:
         return field_index.MARK_SQL
 
     def functions(self) -> Sequence[tuple[str, int, Callable[..., Any]]]:
-        return ((FIELD_FUNCTION, 3, field_function), (PATH_FUNCTION, 2, path_function))
+        return ((FIELD_FUNCTION, 2, field_function), (PATH_FUNCTION, 2, path_function))
 
     def sql(self, params: list[Any], upto: int | None) -> str:
         return _node_sql(self.node, params, upto)

@@ -20,7 +20,17 @@ from walletpass_tui.query.language import (
     Word,
     parse,
 )
-from walletpass_tui.webhooks.models import LogFilter, Source, StoredVerdict
+from walletpass_tui.webhooks.models import (
+    CHECK,
+    REJECTED,
+    VERIFIED,
+    Attempt,
+    LogFilter,
+    Source,
+    StoredVerdict,
+    is_check_note,
+)
+from walletpass_tui.webhooks.store.search import matches_text
 
 
 def to_filter(node: Node | None) -> LogFilter:
@@ -73,3 +83,21 @@ def filter_text(flt: LogFilter) -> str:
         grouped = parts and isinstance(where, FieldCondition) and isinstance(where.node, AnyOf)
         parts.append(f"({where.text()})" if grouped else where.text())
     return " ".join(parts)
+
+
+def matches(flt: LogFilter, attempt: Attempt) -> bool:
+    """Whether one attempt (a live row, a row ``events tail`` reads) belongs in a log filtered by
+    ``flt``: the store's own rules, in memory."""
+    if flt.topic and attempt.topic != flt.topic:
+        return False
+    if flt.verdict == VERIFIED and attempt.verdict != VERIFIED:
+        return False
+    if flt.verdict == REJECTED and attempt.verdict == VERIFIED:
+        return False
+    if flt.since_ms is not None and attempt.received_at_ms < flt.since_ms:
+        return False
+    if flt.source is not None and is_check_note(attempt.note) != (flt.source == CHECK):
+        return False
+    if flt.text and not matches_text(flt.text, attempt):
+        return False
+    return flt.where is None or flt.where.matches(attempt)

@@ -157,9 +157,11 @@ class Fields:
     # -- marks -------------------------------------------------------------------------------
 
     def upto(self) -> int:
-        row = self._conn().execute(
-            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'indexed_upto'"
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'indexed_upto'")
+            .fetchone()
+        )
         return int(row[0]) if row else 0
 
     def top(self) -> int:

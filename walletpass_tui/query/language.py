@@ -489,9 +489,7 @@ class _Parser:
                 return None
             verdict = _VERDICT_WORDS.get(value.lower())
             if verdict is None:
-                raise QueryProblem(
-                    f"unknown verdict {_shown(value)!r}: use verified or rejected"
-                )
+                raise QueryProblem(f"unknown verdict {_shown(value)!r}: use verified or rejected")
             return VerdictIs(verdict)
         if sep and lowered in _SOURCE_KEYS:
             if not value:
@@ -540,9 +538,7 @@ class _Parser:
         else:
             val = Value(raw)
         if op in (">", ">=", "<", "<=") and (val.literal is not None or val.prefix is not None):
-            raise QueryProblem(
-                f"{_shown(text)}: {op} compares numbers or text, not {_shown(raw)}"
-            )
+            raise QueryProblem(f"{_shown(text)}: {op} compares numbers or text, not {_shown(raw)}")
         return Compare(path, cast(Op, op), val)
 
 
@@ -565,8 +561,7 @@ def parse(text: str) -> Parsed:
             node = more if node is None else All((node, more))
     if node is not None and _terms(node) > MAX_TERMS:
         problem = (
-            f"The query has more than {MAX_TERMS} terms besides its words; split it or write "
-            "fewer."
+            f"The query has more than {MAX_TERMS} terms besides its words; split it or write fewer."
         )
         return Parsed(None, (*parser.problems, problem), tuple(parser.unfinished))
     return Parsed(node, tuple(parser.problems), tuple(parser.unfinished))

@@ -23,12 +23,12 @@ PAGE = 500
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.models import LogFilter
+    from walletpass_tui.cli.events_cmd.where import log_filter
 
     settings = settings_from_args(args)
     target = args.to or settings.receiver_url()
     since = parse_since(args.since)
-    flt = LogFilter(topic=args.topic, verdict=args.verdict, text=args.search, since_ms=since)
+    flt = log_filter(args, settings, since)
     out = sys.stdout
     # The lines themselves show the progress when they go to the terminal.
     progress = Progress("exported", enabled=on_terminal(sys.stderr) and not on_terminal(out))

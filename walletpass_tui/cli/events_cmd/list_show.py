@@ -125,10 +125,15 @@ def _drift_cell(records: Sequence[DriftRecord]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.events_cmd.where import log_filter, message_condition
+
     settings = settings_from_args(args)
     since = parse_since(args.since)
     if getattr(args, "drift", False):
+        if args.where:
+            raise UsageError("--where does not combine with --drift; use one of them.")
         return _list_drift(settings, args, since)
+    flt = log_filter(args, settings, since)
     # A home that has received nothing yet has an empty history, not a missing one: a script
     # gets [] and exit 0.
     fresh = not settings.database_path.exists()
@@ -139,10 +144,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
-                topic=args.topic,
-                verdict=args.verdict,
+                topic=flt.topic,
+                verdict=flt.verdict,
                 since_ms=since,
-                text=args.search,
+                text=flt.text,
+                where=message_condition(flt),
             ),
         )
     )

@@ -406,7 +406,9 @@ def _plans(
         if driven is not None:
             driver, rest = driven
             later = _plan(flt, "attempts a", "a.id", [], index, None, before_id, after_id)
-            later = replace(later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto])
+            later = replace(
+                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
+            )
             first = _plan(
                 replace(flt, where=rest) if flt is not None else None,
                 driver.source,
