@@ -18,21 +18,21 @@ from walletpass_tui.webhooks.store import Store
 
 BODIES = [
     {"type": "pass.activated", "data": {"platform": "google", "note": "it's; -- fine"}},
-    {"type": "pass.activated", "data": {"platform": "apple", "note": "a \"quoted\" note"}},
+    {"type": "pass.activated", "data": {"platform": "apple", "note": 'a "quoted" note'}},
 ]
 
 HOSTILE = [
     "data.platform:'google'",
-    "data.platform:\"x' OR 1=1 --\"",
+    'data.platform:"x\' OR 1=1 --"',
     "data.platform:x'; DROP TABLE attempts; --",
     'data["x\') OR 1=1 --"]:1',
-    "data.note:\"it's; -- fine\"",
+    'data.note:"it\'s; -- fine"',
     "--",
     ";",
     "'",
     '"',
     '"unclosed',
-    "data.note:\"unclosed",
+    'data.note:"unclosed',
     "))))((((",
     "OR OR AND",
     "-",
@@ -59,12 +59,12 @@ async def test_hostile_queries_are_answered_and_touch_nothing(tmp_path: Path) ->
         await record(store, BODIES)
         index_all(history)
         for text in HOSTILE:
-            flt, parsed = parse_filter(text)
+            flt, _ = parse_filter(text)
             rows = await store.log_page(flt, limit=10)  # a StoreError would fail the test
             assert await store.count(flt) == len(rows), text[:80]
             await store.list_messages(text=flt.text, where=flt.where)
         assert await store.count() == len(BODIES)
-        found, _ = parse_filter("data.note:\"it's; -- fine\"")
+        found, _ = parse_filter('data.note:"it\'s; -- fine"')
         assert [r.webhook_id for r in await store.log_page(found)] == ["msg_1"]
         quoted, _ = parse_filter('data.note:"a \\"quoted\\" note"')
         assert [r.webhook_id for r in await store.log_page(quoted)] == ["msg_2"]

@@ -26,6 +26,7 @@ import logging
 import os
 import sqlite3
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,7 +220,7 @@ class Fields:
             if self.upto() != start:  # another program indexed these meanwhile
                 db.execute("ROLLBACK")
                 return
-            ids = self._ids({path for path, _, _ in entries})
+            ids = self._ids(dict.fromkeys(path for path, _, _ in entries))
             rows: Counter[int] = Counter()
             few: Counter[tuple[int, object]] = Counter()
             kept: list[tuple[int, int, object]] = []
@@ -248,7 +249,8 @@ class Fields:
             raise
         self._many |= many
 
-    def _ids(self, paths: set[str]) -> dict[str, int]:
+    def _ids(self, paths: Iterable[str]) -> dict[str, int]:
+        """Each path's id, a new one made for each new path in order while there is room."""
         db = self._conn()
         out: dict[str, int] = {}
         for path in paths:

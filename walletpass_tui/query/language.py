@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from walletpass_tui.api.topics import TopicError, parse_topic
+from walletpass_tui.errors import UsageError
 from walletpass_tui.schemas.paths import ITEM, MAP, ROOT, Segment, child, quote
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.models import (
@@ -81,7 +82,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _LITERALS = ("true", "false", "null")
 
 
-class QueryProblem(ValueError):
+class QueryProblem(UsageError):
     """A term that cannot be read; ``str()`` says what to type instead."""
 
 
@@ -401,7 +402,7 @@ def _negates(text: str, pos: int) -> bool:
         return True
     try:
         found = read_path(rest)
-    except QueryProblem:
+    except QueryProblem:  # not a path: the dash is part of a word, the term says the rest
         return False
     return found is not None and rest.startswith(OPS, found[1])
 
@@ -470,7 +471,7 @@ class _Parser:
             return Word(token.text)
         try:
             return self.term(token.text)
-        except QueryProblem as problem:
+        except QueryProblem as problem:  # said: the term is left out and named
             self.problems.append(str(problem))
             return None
 

@@ -105,7 +105,7 @@ def _integer(value: Any) -> int | float:
         return int(value)
     try:
         return float(value)
-    except OverflowError:
+    except OverflowError:  # beyond a float: infinite, as json.loads makes 1e999
         return math.inf if value > 0 else -math.inf
 
 
