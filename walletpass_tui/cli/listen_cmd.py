@@ -17,7 +17,7 @@ from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
 from walletpass_tui.webhooks.instance import InstanceRecord, home_flag
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup

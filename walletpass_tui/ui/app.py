@@ -23,7 +23,7 @@ from textual.theme import Theme
 
 from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import NGROK_API, discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
 from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_feed import LiveFeed
