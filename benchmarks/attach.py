@@ -135,11 +135,11 @@ async def viewer(home: Path, seconds: float, out: Path, done: Path) -> None:
     """One attached dashboard, headless: when each webhook-id's row was first drawn, and when the
     receiver stored it (its own clock). It stays until the sender is done (``done`` written)."""
     from walletpass_tui.config import Settings
+    from walletpass_tui.runtime import instance
+    from walletpass_tui.runtime.attached import AttachedRuntime
     from walletpass_tui.ui.app import build_app
-    from walletpass_tui.ui.attached import AttachedRuntime
     from walletpass_tui.ui.screens.main import MainScreen
     from walletpass_tui.ui.widgets.log_view import LogView
-    from walletpass_tui.webhooks import instance
 
     drawn: dict[str, float] = {}
     received: dict[str, float] = {}

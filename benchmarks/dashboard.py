@@ -169,6 +169,7 @@ def sender(
 
 async def measure(home: Path, rate: float, seconds: float, launched_at: float) -> dict[str, Any]:
     from walletpass_tui.config import Settings
+    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
     from walletpass_tui.ui.app import build_app
     from walletpass_tui.ui.panes.event_log import EventLogPane
     from walletpass_tui.ui.screens.detail import DetailScreen
@@ -176,7 +177,6 @@ async def measure(home: Path, rate: float, seconds: float, launched_at: float) -
     from walletpass_tui.ui.widgets.log_view import LogView
     from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
     from walletpass_tui.webhooks.listening import ReceiverOptions
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.store import Store
 
     imported_at = time.time()

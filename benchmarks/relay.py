@@ -70,7 +70,7 @@ from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url  # noqa: E402
 from walletpass_tui.relay.server.storage import open_storage  # noqa: E402
 from walletpass_tui.relay.server.storage.base import IssuedChannel  # noqa: E402
-from walletpass_tui.relay.server.storage.sqlite import RelayDB  # noqa: E402
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB  # noqa: E402
 from walletpass_tui.relay.server.storage.target import (  # noqa: E402
     database_path,
     database_target,
@@ -420,8 +420,8 @@ async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tu
 
     from walletpass_tui.config import Settings
     from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.listening import ReceiverOptions
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.verify import SigningKey, sign
 
     now = datetime.now(UTC)

@@ -31,8 +31,11 @@ from textual.widgets import Input
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings, load_settings
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.control import OPS, ReceiverStatus
+from walletpass_tui.runtime.instance import InstanceRecord
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
@@ -40,9 +43,7 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
-from walletpass_tui.webhooks.control import OPS, ReceiverStatus
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.instance import InstanceRecord
 from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
@@ -53,7 +54,6 @@ from walletpass_tui.webhooks.models import (
     Attempt,
     ForwardResult,
 )
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

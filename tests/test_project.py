@@ -26,7 +26,8 @@ def _tool(name: str) -> str:
 
 def test_core_layers_never_import_the_ui() -> None:
     """pyproject.toml's import-linter contracts: the core never imports the UI or Textual, and
-    the layers cli > ui > relay/check/sim > webhooks > tunnel > api > config > text hold."""
+    the layers cli > ui > runtime > relay/check/sim/schemas > webhooks > tunnel > api > config >
+    text hold."""
     result = subprocess.run([_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" in result.stdout and "0 broken" in result.stdout
@@ -38,9 +39,11 @@ import importlib, json, pkgutil, sys
 # httpx imports its optional command line (and with it rich) only when click is installed, as
 # import-linter's dependency is here; a user's install has no click. Keep the test about our code.
 sys.modules["click"] = None
+import walletpass_tui.runtime as runtime
 import walletpass_tui.webhooks as core
-for info in pkgutil.walk_packages(core.__path__, "walletpass_tui.webhooks."):
-    importlib.import_module(info.name)
+for package in (core, runtime):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(info.name)
 print(json.dumps(sorted(m for m in ("textual", "rich") if m in sys.modules)))
 """
 
@@ -51,7 +54,7 @@ def test_the_core_loads_neither_textual_nor_rich() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", (
-        f"importing walletpass_tui.webhooks loaded {result.stdout}"
+        f"importing walletpass_tui.webhooks and walletpass_tui.runtime loaded {result.stdout}"
     )
 
 
@@ -142,7 +145,14 @@ def test_mypy_is_clean() -> None:
     assert "no issues found" in result.stdout
 
 
-_STRICT_CORE = ("webhooks.store.writer", "relay.server.serve", "api.client", "check.cases", "text")
+_STRICT_CORE = (
+    "webhooks.store.writer",
+    "runtime.local",
+    "relay.server.serve",
+    "api.client",
+    "check.cases",
+    "text",
+)
 
 
 def test_mypy_is_strict_for_the_core_only() -> None:

@@ -22,10 +22,10 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── webhooks.models.StoreError       the history cannot be read or written
     ├── webhooks.listening.ReceiverError the receiver's port cannot be had
     ├── relay.server.serve.RelayError    the relay cannot start
-    ├── relay.server.storage.RelayStoreError  the relay's database cannot be used
+    ├── relay.server.storage.errors.RelayStoreError  the relay's database cannot be used
     ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
     ├── sim.endpoints.SimError           the simulated service refused
-    └── sim.demo.DemoError               the demo cannot start
+    └── runtime.demo.DemoError           the demo cannot start
 
 A usage error raised while the arguments are checked is exit 2 whichever module raised it; a
 module that reads the same kind of value from a file or the environment raises it as a failure

@@ -12,9 +12,9 @@ import pytest
 from process_helpers import DEADLINE_S, Proc, post, start_listen
 
 from walletpass_tui.cli import main
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.attached import AttachedRuntime
-from walletpass_tui.webhooks import instance
 
 BODY = b'{"type": "pass.activated", "data": {"passId": "pass_1"}}'
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import Settings, load_settings
-from walletpass_tui.sim.demo import DemoInjection
+from walletpass_tui.runtime.demo import DemoInjection
 from walletpass_tui.ui.widgets.log_view import LogView
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 

@@ -210,8 +210,8 @@ def test_the_dashboards_flags_reach_its_forwards(
     """``walletpass-tui --forward-to URL --forward-header ... --ca-bundle ...``: the dashboard's own
     runtime forwards a delivery to an https app with its own CA, the header added. The screen is
     left out (its run is replaced by the forward); the screens are in tests/ui."""
+    from walletpass_tui.runtime.local import DeliveryRuntime
     from walletpass_tui.ui.app import WalletPassApp
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
     app = user_app(tls=local_ca.leaf.server_context())
 

@@ -23,13 +23,13 @@ import pytest
 from ui_helpers import attempt, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import sign

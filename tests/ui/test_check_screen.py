@@ -16,12 +16,12 @@ from textual.widgets import DataTable, Input, Select, Static
 from ui_helpers import ENDPOINT_ID, SECRET, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 
 HOSTILE = "[bold red]pwned[/] \x1b[2J\u202e"

@@ -15,6 +15,7 @@ from ui_helpers import ENDPOINT_ID, SECRET, SIZE, body_for, sender_for, wait_for
 from user_app import UserApp, user_app_fixture  # noqa: F401  (the "user_app" fixture)
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
@@ -22,7 +23,6 @@ from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import parse_route
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions, read_ca_bundle
 

@@ -18,6 +18,7 @@ from ui_helpers import SECRET, SIZE, body_for, plain, sender_for, wait_for
 
 from walletpass_tui.cli import build_parser, dashboard_cmd
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
@@ -25,7 +26,6 @@ from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 

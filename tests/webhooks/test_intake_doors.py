@@ -33,12 +33,12 @@ from walletpass_tui.relay.link.feed import relayed_inbound
 from walletpass_tui.relay.server.channels import ingress_url
 from walletpass_tui.relay.server.ingress import IngressOptions
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.reasons import Reason
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.verify import SigningKey
 

@@ -26,9 +26,9 @@ from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page, theme_arg
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.instance import AlreadyRunning
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.instance import AlreadyRunning
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 
 
 async def run_dashboard_async(

@@ -15,9 +15,9 @@ from walletpass_tui.text import printable
 if TYPE_CHECKING:
     from walletpass_tui.api.client import WalletPassClient
     from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.ui.attached import AttachedRuntime
+    from walletpass_tui.runtime.attached import AttachedRuntime
+    from walletpass_tui.runtime.local import DeliveryRuntime
     from walletpass_tui.webhooks.models import LogRow
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 
 class LazyServiceClient:

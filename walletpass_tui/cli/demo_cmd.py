@@ -1,7 +1,7 @@
 """``demo``: the whole product on the built-in simulated service, no account needed.
 
 The demo's behaviour (simulator, failures on purpose, forged posts, the lock on its data) is in
-:mod:`walletpass_tui.sim.demo`; this module parses the flags and puts the dashboard on top.
+:mod:`walletpass_tui.runtime.demo`; this module parses the flags and puts the dashboard on top.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.sim.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
-from walletpass_tui.webhooks.runtime import Feed
+from walletpass_tui.runtime.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
+from walletpass_tui.runtime.local import Feed
 
 if TYPE_CHECKING:
     from walletpass_tui.ui.app import WalletPassApp

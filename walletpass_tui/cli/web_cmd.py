@@ -22,7 +22,7 @@ from pathlib import Path
 
 from walletpass_tui import logs
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
-from walletpass_tui.webhooks import instance
+from walletpass_tui.runtime import instance
 
 log = logging.getLogger(__name__)
 

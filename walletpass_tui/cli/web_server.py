@@ -16,6 +16,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -57,12 +58,29 @@ def static_files(root: Path = STATIC) -> dict[str, Path]:
     }
 
 
-def _bounded(value: object, default: int, top: int) -> int:
-    try:
-        number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):  # a malformed size from the browser: the default
-        return default
-    return max(1, min(number, top))
+def positive(value: object, top: int) -> int | None:
+    """A count from a browser's message (a terminal's width or height) within 1..``top``, or None
+    when ``value`` cannot be one: not a JSON number (a boolean or a string is not), not finite
+    (``1e999`` reads as infinity, ``NaN`` is accepted by the parser), below 1."""
+    number: int
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value):
+        number = int(value)
+    else:
+        return None
+    return min(number, top) if number >= 1 else None
+
+
+def query_positive(request: web.Request, name: str, top: int) -> int | None:
+    """The query parameter ``name`` as a count within 1..``top``: ASCII digits only, else None."""
+    text = request.query.get(name, "")
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip("0")
+    return positive(top if len(digits) > 9 else int(digits or "0"), top)  # int() caps its digits
 
 
 class WebView:
@@ -122,7 +140,7 @@ class WebView:
         problem = self.receiver_problem()
         if problem:
             return web.Response(status=503, text=problem + "\n")
-        font_size = _bounded(request.query.get("fontsize", "16"), 16, 64)
+        font_size = query_positive(request, "fontsize", 64) or 16
         text = self.page.replace("{{ font_size }}", str(font_size))
         return web.Response(text=text, content_type="text/html")
 
@@ -168,8 +186,8 @@ class WebView:
 
     async def _session(self, request: web.Request) -> web.StreamResponse:
         websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE_BYTES)
-        width = _bounded(request.query.get("width", "80"), 80, MAX_COLUMNS)
-        height = _bounded(request.query.get("height", "24"), 24, MAX_ROWS)
+        width = query_positive(request, "width", MAX_COLUMNS) or 80
+        height = query_positive(request, "height", MAX_ROWS) or 24
         await websocket.prepare(request)
 
         async def close() -> None:
@@ -208,10 +226,10 @@ class WebView:
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8", "replace"))
             elif kind == "resize" and isinstance(data, dict):
-                await service.set_terminal_size(
-                    _bounded(data.get("width"), 80, MAX_COLUMNS),
-                    _bounded(data.get("height"), 24, MAX_ROWS),
-                )
+                width = positive(data.get("width"), MAX_COLUMNS)
+                height = positive(data.get("height"), MAX_ROWS)
+                if width is not None and height is not None:  # else not a size: ignored
+                    await service.set_terminal_size(width, height)
             elif kind == "ping" and isinstance(data, str | int | float):
                 await websocket.send_json(["pong", data])
             elif kind == "blur":

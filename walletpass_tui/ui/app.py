@@ -1,7 +1,7 @@
 """The dashboard application: built by ``build_app`` from injected parts, which the command line,
 the demo and the tests all call the same way.
 
-The app is given an open delivery runtime (``webhooks.runtime``) and only subscribes to it; it
+The app is given an open delivery runtime (``runtime.local``) and only subscribes to it; it
 tells the runtime to start accepting deliveries once the first frame is painted. Whoever opened
 the runtime closes it, unless the app was handed an opener, in which case it opens and closes it.
 """
@@ -22,9 +22,10 @@ from textual.binding import Binding
 from textual.theme import Theme
 
 from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.local import DeliveryRuntime, RuntimeOpener
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_feed import LiveFeed
 from walletpass_tui.ui.messages import (
@@ -50,7 +51,6 @@ from walletpass_tui.webhooks.models import (
     Stats,
     now_ms,
 )
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
 
 # What the dashboard shows: its own receiver's runtime, or one attached to another process's.
 Runtime = DeliveryRuntime | AttachedRuntime
@@ -546,7 +546,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     async def _toggle_attached_pause(self, runtime: AttachedRuntime) -> None:
         """Ask the receiver in the other process; say why when it cannot."""
-        from walletpass_tui.webhooks.control import ControlError
+        from walletpass_tui.runtime.control import ControlError
 
         try:
             await runtime.request("pause", paused=not runtime.paused)
@@ -733,7 +733,7 @@ def build_app(
     where the saved theme and ``[keys]`` are read (default: the runtime's settings' file).
     ``clock``: epoch milliseconds now, for the traffic charts (fixed in pictures).
     ``notices``: sentences said once the screen is up.
-    An ``AttachedRuntime`` (``ui/attached.py``) stands for a receiver in another process.
+    An ``AttachedRuntime`` (``runtime/attached.py``) stands for a receiver in another process.
     """
     parts = AppParts(
         runtime,

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.reader import SchemaReader
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.messages import LiveSignals
 from walletpass_tui.ui.view.schema_view import DriftMarks, read_marks
 
@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
+    from walletpass_tui.runtime.local import DeliveryRuntime
     from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.webhooks.models import Attempt
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 log = logging.getLogger(__name__)
 

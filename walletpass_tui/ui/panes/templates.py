@@ -123,9 +123,9 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
     @work(exclusive=True, group="templates-learn", exit_on_error=False)
     async def _learn(self, templates: list[Any]) -> None:
         """The templates listed teach the ``templates`` schema (the Schema screen, ``S``)."""
+        from walletpass_tui.runtime.attached import AttachedRuntime
         from walletpass_tui.schemas import learn_templates
         from walletpass_tui.schemas.errors import SchemaError
-        from walletpass_tui.ui.attached import AttachedRuntime
         from walletpass_tui.ui.drift_feed import templates_learned
 
         runtime = self.context.runtime

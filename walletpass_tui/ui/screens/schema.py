@@ -22,11 +22,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.text import format_ms, one_line, printable
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.drift_feed import learns
 from walletpass_tui.ui.messages import live_signals
 from walletpass_tui.ui.view.drift_text import change_text
@@ -41,7 +42,6 @@ from walletpass_tui.ui.view.schema_view import (
 )
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 LEARNING_OFF = (
     "Schema learning is off in this dashboard (--no-schemas): no payload fields are learned and "

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import LogRow
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
-    from walletpass_tui.ui.attached import AttachedRuntime
+    from walletpass_tui.runtime.attached import AttachedRuntime
     from walletpass_tui.webhooks.forward import SecretLookup
     from walletpass_tui.webhooks.target_options import TargetOptions
 

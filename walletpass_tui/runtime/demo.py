@@ -29,11 +29,11 @@ from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.sim.service import SimulatedService
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.webhooks.verify import sign
 
 DEMO_TIME_SCALE = 0.01  # 5 s -> 50 ms, 5 min -> 3 s, 30 min -> 18 s

@@ -49,13 +49,13 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.runtime.attachable import Attachable
+    from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
-    from walletpass_tui.webhooks.attachable import Attachable
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
-    from walletpass_tui.webhooks.instance import InstanceRecord
     from walletpass_tui.webhooks.receiver import Receiver
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
@@ -357,6 +357,11 @@ class DeliveryRuntime:
         return self._store
 
     @property
+    def options(self) -> ReceiverOptions | None:
+        """The receiver's options (None: no receiver runs)."""
+        return self.setup.options
+
+    @property
     def bound(self) -> tuple[str, int] | None:
         """(host, port) the receiver is bound to, or None without a receiver."""
         return self._bound
@@ -465,9 +470,8 @@ class DeliveryRuntime:
         self._inject(fail_first=attempts)
 
     def respond(self, status: int | None) -> None:
-        """Answer every verified delivery with ``status`` (None: answer normally)."""
-        if status is not None and not 100 <= status <= 599:
-            raise ValueError("respond takes an HTTP status between 100 and 599")
+        """Answer every verified delivery with ``status`` (None: answer normally); a status that
+        cannot be a final answer is a ValueError saying the rule (``Injection`` holds it)."""
         self._inject(respond_status=status)
 
     def delay(self, seconds: float) -> None:
@@ -494,7 +498,7 @@ class DeliveryRuntime:
         AlreadyRunning when another receiver holds the home."""
         if self._bound is None or self._attachable is not None:
             raise RuntimeError("start_instance() needs an open runtime with a receiver, once.")
-        from walletpass_tui.webhooks.attachable import Attachable
+        from walletpass_tui.runtime.attachable import Attachable
 
         self._attachable = await Attachable.start(self, kind)
         return self._attachable.previous

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.instance import (
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.instance import (
     AlreadyRunning,
     InstanceError,
     InstanceRecord,
@@ -155,7 +155,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from walletpass_tui.webhooks import instance
+    from walletpass_tui.runtime import instance
     claim = instance.claim(Path(sys.argv[1]))
     claim.publish(instance.InstanceRecord(
         pid=__import__("os").getpid(), kind="listen",

@@ -15,11 +15,11 @@ import pytest
 from aiohttp import web
 
 from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -132,8 +132,10 @@ async def test_injection_is_changed_through_the_runtime(tmp_path: Path) -> None:
         runtime.fail_first(1)
         assert (await post(runtime.url, "msg_f")).status_code == 500
         assert (await post(runtime.url, "msg_f")).status_code == 200
-        with pytest.raises(ValueError):
-            runtime.respond(99)
+        for status in (99, 100, 101, 600):
+            with pytest.raises(ValueError, match="final HTTP status from 200 to 599"):
+                runtime.respond(status)
+        assert (await post(runtime.url, "msg_f")).status_code == 200  # the answers it had
 
 
 async def test_forward_results_reach_subscribers(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@
 receiver, and offers the dashboard the same things: the history (a store of its own on the same
 file: SQLite in WAL mode lets the two processes share it), the endpoints, new deliveries after
 each commit (``subscribe``), forwards answered, whether acknowledgements are paused. What it
-cannot do itself it asks the receiver, over the control channel (``webhooks/control.py``).
+cannot do itself it asks the receiver, over the control channel (``runtime/control.py``).
 
 New deliveries: the receiver says "rows up to id N" after commits; this side reads those rows
 from the history, read-only, on a thread, and hands them on: at once after a quiet spell, then at
@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.control import (
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.control import (
     ControlClient,
     ControlError,
     ForwardNote,

@@ -17,15 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.control import OPS, ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.control import OPS, ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.webhooks.injection import RESPOND_RANGE
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 
 ROWS_EVERY_S = 0.05
 
 if TYPE_CHECKING:
+    from walletpass_tui.runtime.local import DeliveryRuntime
     from walletpass_tui.webhooks.injection import Injection
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 
 @runtime_checkable
@@ -206,9 +207,9 @@ class Attachable:
             runtime.fail_first(attempts)
         elif op == "respond":
             status = message.get("status")
-            if status is not None and (type(status) is not int or not 100 <= status <= 599):
-                raise ValueError("respond takes a status from 100 to 599, or null")
-            runtime.respond(status)
+            if status is not None and type(status) is not int:
+                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+            runtime.respond(status)  # a ValueError with the rule when it cannot be an answer
         elif op == "delay":
             seconds = message.get("seconds")
             if not isinstance(seconds, int | float) or isinstance(seconds, bool):
