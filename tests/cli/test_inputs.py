@@ -234,6 +234,9 @@ async def test_deliveries_without_a_topic_are_listed_as_topic_unknown(
         (["listen", "--port", "70000"], "from 0 to 65535"),
         (["listen", "--max-body", "0"], "from 1 to"),
         (["listen", "--delay", "-1"], "from 0 and at most 60"),
+        (["listen", "--respond", "101"], "from 200 to 599"),  # 1xx is no answer to a delivery
+        (["listen", "--respond", "100"], "from 200 to 599"),
+        (["--respond", "199"], "from 200 to 599"),  # the dashboard
         (
             [
                 "trigger",

@@ -133,8 +133,10 @@ async def test_injection_is_changed_through_the_runtime(tmp_path: Path) -> None:
         runtime.fail_first(1)
         assert (await post(runtime.url, "msg_f")).status_code == 500
         assert (await post(runtime.url, "msg_f")).status_code == 200
-        with pytest.raises(ValueError):
-            runtime.respond(99)
+        for status in (99, 100, 101, 600):
+            with pytest.raises(ValueError, match="final HTTP status from 200 to 599"):
+                runtime.respond(status)
+        assert (await post(runtime.url, "msg_f")).status_code == 200  # the answers it had
 
 
 async def test_a_request_is_checked_done_at_once_and_told_to_watchers(tmp_path: Path) -> None:

@@ -19,11 +19,12 @@ from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 
 if TYPE_CHECKING:
-    from walletpass_tui.relay.link.feed import LinkState, RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.relay.link.state import LinkState
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -73,7 +74,7 @@ class RelayStatePrinter:
     """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
 
     def __init__(self, out: TextIO) -> None:
-        from walletpass_tui.relay.link.feed import StateLines
+        from walletpass_tui.relay.link.state import StateLines
 
         self.out = out
         self.lines = StateLines()

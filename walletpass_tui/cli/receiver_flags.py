@@ -135,10 +135,11 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
     )
     inj.add_argument(
         "--respond",
-        type=bounded_int(100, 599),
+        type=bounded_int(200, 599),  # a final status; Injection holds the rule
         default=None,
         metavar="STATUS",
-        help="answer every verified delivery with STATUS",
+        help="answer every verified delivery with STATUS (200 to 599; 204, 205 and 304 without "
+        "a body)",
     )
     inj.add_argument(
         "--delay",

@@ -48,8 +48,6 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
     respond = getattr(args, "respond", None)
     fail_first = getattr(args, "fail_first", 0)
     delay = getattr(args, "delay", 0.0)
-    if respond is not None and not 100 <= respond <= 599:
-        raise CommandError("--respond takes an HTTP status between 100 and 599.")
     if fail_first < 0 or delay < 0:
         raise CommandError("--fail-first and --delay take zero or more.")
     if delay >= 15:
@@ -60,11 +58,15 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
     sources = SourcePolicy.build(
         getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
     )
+    try:
+        injection = Injection(fail_first=fail_first, respond_status=respond, delay_s=delay)
+    except ValueError as exc:  # a status no client can read as an answer
+        raise UsageError(f"--{exc}.") from None
     return replace(
         receiver_options(settings),
         secrets=signing_keys(getattr(args, "secret", [])),
         sources=sources,
-        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+        injection=injection,
     )
 
 

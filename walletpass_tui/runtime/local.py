@@ -48,7 +48,7 @@ from walletpass_tui.runtime.protocol import (
     StatusFeed,
 )
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.injection import RESPOND_RANGE, Injection
 from walletpass_tui.webhooks.listening import (
     ReceiverOptions,
     bound_address,
@@ -528,9 +528,8 @@ class DeliveryRuntime:
         self._inject(fail_first=attempts)
 
     def respond(self, status: int | None) -> None:
-        """Answer every verified delivery with ``status`` (None: answer normally)."""
-        if status is not None and not 100 <= status <= 599:
-            raise ValueError("respond takes an HTTP status between 100 and 599")
+        """Answer every verified delivery with ``status`` (None: answer normally); a status that
+        cannot be a final answer is a ValueError saying the rule (``Injection`` holds it)."""
         self._inject(respond_status=status)
 
     def delay(self, seconds: float) -> None:
@@ -570,9 +569,9 @@ class DeliveryRuntime:
             self.fail_first(attempts)
         elif op == "respond":
             status = message.get("status")
-            if status is not None and (type(status) is not int or not 100 <= status <= 599):
-                raise ValueError("respond takes a status from 100 to 599, or null")
-            self.respond(status)
+            if status is not None and type(status) is not int:
+                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+            self.respond(status)  # a ValueError with the rule when it cannot be an answer
         elif op == "delay":
             seconds = message.get("seconds")
             if not isinstance(seconds, int | float) or isinstance(seconds, bool):

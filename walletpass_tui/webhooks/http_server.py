@@ -50,6 +50,9 @@ FEED_BYTES = 4 * 1024  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
 MAX_CONNECTIONS = 512  # open at once; at most half the process's file descriptors
 SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
+FINAL_STATUSES = range(200, 600)  # what a request can be answered with (1xx are interim only)
+NO_CONTENT = frozenset({204, 304})  # answered with neither content nor a Content-Length
+EMPTY_CONTENT = frozenset({205})  # answered with no content and a Content-Length of 0
 
 
 class Body:
@@ -501,17 +504,20 @@ class HttpConnection(asyncio.Protocol):
     def _send(
         self, method: str, response: Response, close: bool, *, keep_alive: bool = False
     ) -> None:
-        body = response.text.encode("utf-8")
+        if response.status not in FINAL_STATUSES:  # a bug: never frame what no client can read
+            log.error("a handler answered %r, not a final status: answered 500", response.status)
+            response = Response(500, "Internal error: the delivery was not handled\n", close=True)
+        status = response.status
+        body = b"" if status in NO_CONTENT or status in EMPTY_CONTENT else response.text.encode()
         try:
-            phrase = HTTPStatus(response.status).phrase
+            phrase = HTTPStatus(status).phrase
         except ValueError:  # a status without a phrase: Unknown
             phrase = "Unknown"
-        lines = [
-            f"HTTP/1.1 {response.status} {phrase}",
-            "Content-Type: text/plain; charset=utf-8",
-            f"Content-Length: {len(body)}",
-            f"Date: {_http_date()}",
-        ]
+        lines = [f"HTTP/1.1 {status} {phrase}"]
+        if status not in NO_CONTENT:
+            lines.append("Content-Type: text/plain; charset=utf-8")
+            lines.append(f"Content-Length: {len(body)}")
+        lines.append(f"Date: {_http_date()}")
         lines.extend(f"{name}: {value}" for name, value in response.headers)
         if close:
             lines.append("Connection: close")
