@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
     Channel,
