@@ -22,7 +22,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── webhooks.models.StoreError       the history cannot be read or written
     ├── webhooks.listening.ReceiverError the receiver's port cannot be had
     ├── relay.server.serve.RelayError    the relay cannot start
-    ├── relay.server.storage.RelayStoreError  the relay's database cannot be used
+    ├── relay.server.storage.errors.RelayStoreError  the relay's database cannot be used
     ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
     ├── sim.endpoints.SimError           the simulated service refused
     └── runtime.demo.DemoError           the demo cannot start

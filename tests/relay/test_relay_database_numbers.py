@@ -14,9 +14,9 @@ from pg_cluster import PgCluster
 
 from walletpass_tui.relay.server.storage import open_storage
 from walletpass_tui.relay.server.storage.base import Committed
-from walletpass_tui.relay.server.storage.postgres_schema import NOTIFY_CHANNEL
+from walletpass_tui.relay.server.storage.postgres.schema import NOTIFY_CHANNEL
+from walletpass_tui.relay.server.storage.records import Stored
 from walletpass_tui.relay.server.storage.target import database_target
-from walletpass_tui.relay.server.writer import Stored
 
 
 @pytest.mark.parametrize("port", ["²", "５４３２", "5432x"])

@@ -32,15 +32,15 @@ from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.link.subscriber import RelayAuthError
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayServer
-from walletpass_tui.relay.server.storage.base import RelayStoreError
-from walletpass_tui.relay.server.storage.postgres import PostgresStorage
-from walletpass_tui.relay.server.storage.postgres_schema import (
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.postgres.schema import (
     NOTIFY_CHANNEL,
     PRUNE_LOCK,
     SCHEMA_VERSION,
 )
+from walletpass_tui.relay.server.storage.postgres.storage import PostgresStorage
+from walletpass_tui.relay.server.storage.records import NewDelivery
 from walletpass_tui.relay.server.storage.target import database_target
-from walletpass_tui.relay.server.writer import NewDelivery
 
 
 @pytest.fixture

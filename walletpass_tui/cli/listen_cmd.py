@@ -23,7 +23,8 @@ from walletpass_tui.tunnel import discover_ngrok
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 
 if TYPE_CHECKING:
-    from walletpass_tui.relay.link.feed import LinkState, RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.relay.link.state import LinkState
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -73,7 +74,7 @@ class RelayStatePrinter:
     """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
 
     def __init__(self, out: TextIO) -> None:
-        from walletpass_tui.relay.link.feed import StateLines
+        from walletpass_tui.relay.link.state import StateLines
 
         self.out = out
         self.lines = StateLines()

@@ -29,8 +29,9 @@ from collections.abc import Iterator
 
 from walletpass_tui.relay.events import sse_event
 from walletpass_tui.relay.server.channels import Channel, token_hash
-from walletpass_tui.relay.server.storage.base import Committed, RelayStorage, RelayStoreError
-from walletpass_tui.relay.server.writer import Stored
+from walletpass_tui.relay.server.storage.base import Committed, RelayStorage
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.records import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
 RING_EVENTS = 512

@@ -24,8 +24,9 @@ from aiohttp import web
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
 from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage.base import RelayStoreError
-from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, RelayWriter
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.records import NewDelivery, NewRejection
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S
 from walletpass_tui.webhooks.reasons import Reason, Rejected
@@ -48,13 +49,13 @@ class Ingress:
     def __init__(
         self,
         feeds: Feeds,
-        writer: RelayWriter,
+        storage: RelayStorage,
         options: IngressOptions,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.feeds = feeds
-        self.writer = writer
+        self.storage = storage
         self.options = options
         self.intake = Intake(options)
         self._clock = clock
@@ -107,7 +108,7 @@ class Ingress:
         )
         job = NewDelivery(feed.channel.id, received_ms, arrived.webhook_id(), data)
         try:
-            await self.writer.submit(job)
+            await self.storage.submit(job)
         except RelayStoreError as exc:  # answered 503 with its reason
             return _unavailable(f"not stored ({exc})")
         self.accepted += 1
@@ -135,7 +136,7 @@ class Ingress:
             body=body,
         )
         with contextlib.suppress(RelayStoreError):  # a rejection not kept: its answer is the same
-            await self.writer.submit(job)
+            await self.storage.submit(job)
 
 
 def _ms(when: datetime) -> int:

@@ -27,12 +27,8 @@ from walletpass_tui.relay.server.channels import public_base
 from walletpass_tui.relay.server.fanout import Feeds
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
 from walletpass_tui.relay.server.storage import open_storage
-from walletpass_tui.relay.server.storage.base import (
-    RETRY_AFTER_S,
-    RelayStorage,
-    RelayStoreError,
-    now_ms,
-)
+from walletpass_tui.relay.server.storage.base import RelayStorage, now_ms
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
@@ -149,8 +145,7 @@ class RelayServer:
         self.feeds = feeds = Feeds(storage)
         feeds.load(await storage.channels(counts=False))
         await storage.serve(feeds)
-        # Ingress writes through the storage: ``submit`` is its writer's.
-        self.ingress = Ingress(feeds, storage, opts.ingress)  # type: ignore[arg-type]
+        self.ingress = Ingress(feeds, storage, opts.ingress)
         self.subscriptions = Subscriptions(
             feeds,
             storage,

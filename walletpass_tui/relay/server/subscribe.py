@@ -32,7 +32,8 @@ from walletpass_tui import __version__
 from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
 from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage.base import RETRY_AFTER_S, RelayStorage, RelayStoreError
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 from walletpass_tui.text import parse_ascii_int
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from walletpass_tui.relay.link.feed import LinkState, RelayLink
+from walletpass_tui.relay.link.feed import RelayLink
+from walletpass_tui.relay.link.state import LinkState
 
 
 def relay_link_of(feeds: Iterable[object]) -> RelayLink | None:

@@ -1,8 +1,10 @@
-"""What every relay database offers: the errors, the notices, and the ``RelayStorage`` protocol.
+"""What every relay database offers: the notices it gives the fan-out, and the ``RelayStorage``
+protocol.
 
 Ingress, fan-out, subscribers, pruning and the ``relay channel`` commands use a storage only
-through this protocol; ``sqlite_backend`` (one process, one file) and ``postgres`` (any number of
-processes on one database) implement it.
+through this protocol, the records it writes (``records.py``) and its errors (``errors.py``);
+``sqlite/`` (one process, one file) and ``postgres/`` (any number of processes on one database)
+implement it.
 """
 
 from __future__ import annotations
@@ -10,24 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
-
-if TYPE_CHECKING:
-    from walletpass_tui.relay.server.storage.target import DatabaseTarget
-    from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored
-
-RETRY_AFTER_S = 5  # what a post or a subscriber is told to wait while the database is away
-
-
-class RelayStoreError(WalletpassError):
-    """The relay database cannot be used; the message says what to do."""
-
-
-class DatabaseUnavailable(RelayStoreError):
-    """The database cannot be reached now; the relay answers 503 with Retry-After until it can."""
+from walletpass_tui.relay.server.storage.records import NewDelivery, NewRejection, Stored
+from walletpass_tui.relay.server.storage.target import DatabaseTarget
 
 
 def now_ms() -> int:

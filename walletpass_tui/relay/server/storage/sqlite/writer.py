@@ -1,5 +1,4 @@
-"""What the relay writes (``NewDelivery``, ``NewRejection``, ``Stored``), and SQLite's one writer: a
-thread that commits whatever waits in one transaction.
+"""SQLite's one writer: a thread that commits whatever waits in one transaction.
 
 ``submit`` returns a future resolved only after COMMIT (or with the error that prevented it), so
 ingress answers 2xx only for what is on disk; many concurrent deliveries share one commit (group
@@ -16,55 +15,21 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.relay.server.storage.base import RelayStoreError
-from walletpass_tui.relay.server.storage.sqlite import connect
+from walletpass_tui.relay.server.storage import records
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.records import (
+    MAX_BATCH,
+    NewDelivery,
+    NewRejection,
+    Stored,
+    storable_text,
+)
+from walletpass_tui.relay.server.storage.sqlite.schema import connect
 
 log = logging.getLogger(__name__)
-
-MAX_BATCH = 512
-REJECTED_CAP = 1000  # kept per channel; the oldest go first
-REJECTED_BODY_LIMIT = 64 * 1024
-
-
-def storable_text(value: str | None) -> str | None:
-    """Text every database takes: a header that was not UTF-8 (lone surrogates) and NUL are
-    replaced, so a rejection kept for debugging never fails the transaction it shares."""
-    if value is None:
-        return None
-    return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
-
-
-@dataclass(frozen=True)
-class NewDelivery:
-    channel_id: int
-    received_at_ms: int
-    webhook_id: str | None
-    data: bytes  # the JSON sent to subscribers, exactly as stored
-
-
-@dataclass(frozen=True)
-class NewRejection:
-    channel_id: int
-    received_at_ms: int
-    status: int
-    reason: str
-    webhook_id: str | None
-    source: str | None
-    headers: str
-    body: bytes
-
-
-@dataclass(frozen=True)
-class Stored:
-    cursor: int
-    channel_id: int
-    used_bytes: int  # the channel's usage after this commit
-    data: bytes
-
 
 Job = NewDelivery | NewRejection | Callable[[sqlite3.Connection], Any]
 
@@ -176,13 +141,13 @@ class RelayWriter:
                     storable_text(job.webhook_id),
                     storable_text(job.source),
                     storable_text(job.headers),
-                    job.body[:REJECTED_BODY_LIMIT],
+                    job.body[: records.REJECTED_BODY_LIMIT],
                 ),
             )
             db.execute(
                 "DELETE FROM rejected WHERE channel_id=? AND id <= "
                 "(SELECT id FROM rejected WHERE channel_id=? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (job.channel_id, job.channel_id, REJECTED_CAP),
+                (job.channel_id, job.channel_id, records.REJECTED_CAP),
             )
             return None
         return job(db)

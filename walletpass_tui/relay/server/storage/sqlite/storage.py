@@ -13,9 +13,9 @@ from typing import Any
 
 from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
 from walletpass_tui.relay.server.storage.base import IssuedChannel, StorageEvents
-from walletpass_tui.relay.server.storage.sqlite import RelayDB, prune_before
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB, prune_before
+from walletpass_tui.relay.server.storage.sqlite.writer import Job, RelayWriter
 from walletpass_tui.relay.server.storage.target import DatabaseTarget
-from walletpass_tui.relay.server.writer import Job, RelayWriter
 
 
 class SqliteStorage:

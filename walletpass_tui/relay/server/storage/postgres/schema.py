@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from walletpass_tui.relay.server.storage.base import RelayStoreError
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
 
 # pg_advisory locks are keyed by one bigint; these spell "wpr-migr" and "wpr-prun".
 MIGRATE_LOCK = 0x7770722D6D696772
 PRUNE_LOCK = 0x7770722D7072756E
 NOTIFY_CHANNEL = "walletpass_relay"
+# The notices sent on it: "d CHANNEL FIRST LAST USED" after deliveries were stored, "c" after a
+# channel, a token or a quota changed.
+NOTIFY_DELIVERIES = "d"
+NOTIFY_CHANNELS = "c"
 
 MIGRATIONS: list[str] = [
     """

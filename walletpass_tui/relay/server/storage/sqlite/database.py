@@ -1,23 +1,18 @@
-"""The relay's SQLite database: channels, tokens (hashes only), stored deliveries and bounded
-rejections, in one file for one relay process.
+"""The relay's SQLite database read and changed synchronously: channels, tokens (hashes only),
+stored deliveries and bounded rejections, in one file for one relay process.
 
-Plain ``sqlite3`` in WAL mode with ``synchronous = FULL``. The server writes deliveries through
-one ``RelayWriter`` thread (``writer.py``); reads, and the ``relay channel`` commands (which may
-run while the server does), use their own connections.
-
-Cursors are the ``deliveries`` table's AUTOINCREMENT key: increasing in commit order and never
-reused, even after pruning, so a subscriber's "after N" always means the same thing.
+The server writes deliveries through one ``RelayWriter`` thread (``writer.py``); reads, and the
+``relay channel`` commands (which may run while the server does), use their own connection here.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.private_files import ensure_private_dir
 from walletpass_tui.relay.server.channels import (
     DEFAULT_QUOTA_BYTES,
     Channel,
@@ -27,95 +22,9 @@ from walletpass_tui.relay.server.channels import (
     new_token,
     token_hash,
 )
-from walletpass_tui.relay.server.storage.base import IssuedChannel, RelayStoreError, now_ms
-from walletpass_tui.webhooks.store.schema import make_private
-
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 5000
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS channels (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    slug TEXT NOT NULL UNIQUE,
-    secret TEXT,
-    quota_bytes INTEGER NOT NULL,
-    used_bytes INTEGER NOT NULL DEFAULT 0,
-    created_at_ms INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tokens (
-    id INTEGER PRIMARY KEY,
-    channel_id INTEGER NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
-    hash TEXT NOT NULL UNIQUE,
-    hint TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL,
-    revoked_at_ms INTEGER
-);
-CREATE TABLE IF NOT EXISTS deliveries (
-    cursor INTEGER PRIMARY KEY AUTOINCREMENT,
-    channel_id INTEGER NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
-    received_at_ms INTEGER NOT NULL,
-    webhook_id TEXT,
-    size INTEGER NOT NULL,
-    data BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS deliveries_by_channel ON deliveries (channel_id, cursor);
-CREATE INDEX IF NOT EXISTS deliveries_by_time ON deliveries (received_at_ms);
-CREATE TABLE IF NOT EXISTS rejected (
-    id INTEGER PRIMARY KEY,
-    channel_id INTEGER NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
-    received_at_ms INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    webhook_id TEXT,
-    source TEXT,
-    headers TEXT NOT NULL,
-    body BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS rejected_by_channel ON rejected (channel_id, id);
-"""
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating) the relay database; every problem is a RelayStoreError."""
-    try:
-        ensure_private_dir(path.parent)
-    except OSError as exc:
-        raise RelayStoreError(
-            f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
-            "choose another with --home or WALLETPASS_HOME."
-        ) from None
-    try:
-        make_private(path)
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise RelayStoreError(f"{path} cannot use write-ahead logging (mode {mode}).")
-        db.execute("PRAGMA synchronous = FULL")
-        db.execute("PRAGMA foreign_keys = ON")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RelayStoreError(
-                f"{path} was written by a newer walletpass-tui (schema {version}); upgrade it."
-            )
-        if version < SCHEMA_VERSION:
-            db.execute("BEGIN IMMEDIATE")
-            for statement in _statements(SCHEMA):
-                db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-    except (sqlite3.Error, OSError) as exc:
-        raise RelayStoreError(f"Cannot open the relay database {path} ({exc}).") from None
-    return db
-
-
-def _statements(script: str) -> Iterator[str]:
-    for part in script.split(";"):
-        if part.strip():
-            yield part.strip()
-
+from walletpass_tui.relay.server.storage.base import IssuedChannel, now_ms
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.sqlite.schema import connect
 
 _CHANNEL_SELECT = """
 SELECT c.id, c.name, c.slug, c.created_at_ms, c.secret, c.quota_bytes, c.used_bytes,
