@@ -308,6 +308,45 @@ data_dir = "/tmp/wp-data"
     assert settings.home == Path("/tmp/wp-data")
 
 
+def test_the_tunnel_table(xdg: dict[str, Path], tmp_path: Path) -> None:
+    config = write_toml(
+        tmp_path / "c.toml",
+        """
+[tunnel]
+provider = "cloudflared"
+name = "hooks"
+url = "https://hooks.example.com/"
+""",
+    )
+    settings = load_settings({}, env={}, config_file=config)
+    assert (settings.tunnel, settings.tunnel_name, settings.tunnel_url) == (
+        "cloudflared",
+        "hooks",
+        "https://hooks.example.com",
+    )
+    assert settings.source_of("tunnel") == f"file {config}"
+    # --tunnel none turns off what the file asks for.
+    assert load_settings({"tunnel": "none"}, env={}, config_file=config).tunnel is None
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('provider = "localtunnel"', "The tunnel must be one of cloudflared, ngrok or none"),
+        ('provider = "cloudflared"\nname = "two words"', "The tunnel name must be"),
+        ('provider = "cloudflared"\nname = "--url"', "The tunnel name must be"),
+        ("provider = 3", "The setting tunnel from config file"),
+    ],
+)
+def test_a_tunnel_table_that_cannot_be_used(
+    xdg: dict[str, Path], tmp_path: Path, table: str, said: str
+) -> None:
+    config = write_toml(tmp_path / "c.toml", "[tunnel]\n" + table + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}, env={}, config_file=config)
+    assert said in str(caught.value)
+
+
 def test_bad_toml_is_a_clear_error(xdg: dict[str, Path], tmp_path: Path) -> None:
     config = write_toml(tmp_path / "c.toml", 'base_url = "https://unterminated\n')
     with pytest.raises(ConfigError) as info:

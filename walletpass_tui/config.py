@@ -34,6 +34,7 @@ DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
+TUNNEL_PROVIDERS = ("cloudflared", "ngrok")  # --tunnel / [tunnel] provider; "none": no tunnel
 
 
 class ConfigError(WalletpassError):
@@ -168,6 +169,9 @@ class Settings:
     public_url: str | None = None
     relay_token: Secret | None = None  # a relay channel's subscriber token (listen --relay)
     relay_database: str | None = None  # relay serve's database: a PostgreSQL URL or a file
+    tunnel: str | None = None  # the tunnel listen starts: cloudflared, ngrok (None: none)
+    tunnel_name: str | None = None  # a named cloudflared tunnel
+    tunnel_url: str | None = None  # the named tunnel's (or the ngrok domain's) https:// URL
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -213,6 +217,9 @@ class Settings:
             ("public_url", self.public_url or "(not set)"),
             ("relay_token", self.relay_token.masked if self.relay_token else "(not set)"),
             ("relay_database", mask_database_url(self.relay_database)),
+            ("tunnel", self.tunnel or "(not set)"),
+            ("tunnel_name", self.tunnel_name or "(not set)"),
+            ("tunnel_url", self.tunnel_url or "(not set)"),
         ]
         return [(name, value, self.source_of(name)) for name, value in rows]
 
@@ -236,6 +243,9 @@ class Settings:
             "relay_database": (
                 mask_database_url(self.relay_database) if self.relay_database else None
             ),
+            "tunnel": self.tunnel,
+            "tunnel_name": self.tunnel_name,
+            "tunnel_url": self.tunnel_url,
         }
 
 
@@ -272,10 +282,13 @@ _FIELDS: dict[str, type] = {
     "public_url": str,
     "relay_token": str,
     "relay_database": str,
+    "tunnel": str,
+    "tunnel_name": str,
+    "tunnel_url": str,
 }
 
 # Tables the TOML file may group settings in; their keys are read as if at the top level.
-_TOML_TABLES = ("receiver", "service", "relay")
+_TOML_TABLES = ("receiver", "service", "relay", "tunnel")
 # Tables of the dashboard's preferences (``load_ui_prefs``), not settings.
 _UI_TABLES = ("ui", "keys")
 
@@ -289,7 +302,10 @@ _TOML_ALIASES = {
     "timeout": "timeout_s",
 }
 # Spellings read only inside one table: ``[relay] database = "postgresql://..."``.
-_TABLE_ALIASES = {"relay": {"database": "relay_database"}}
+_TABLE_ALIASES = {
+    "relay": {"database": "relay_database"},
+    "tunnel": {"provider": "tunnel", "name": "tunnel_name", "url": "tunnel_url"},
+}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -391,6 +407,25 @@ def _validate(values: dict[str, Any]) -> None:
     timeout = values.get("timeout_s")
     if timeout is not None and not 0 < float(timeout) < float("inf"):
         raise ConfigError(f"The API call timeout must be more than 0 seconds, got {timeout}.")
+    tunnel = values.get("tunnel")
+    if tunnel is not None and tunnel not in (*TUNNEL_PROVIDERS, "none"):
+        raise ConfigError(
+            f"The tunnel must be one of {', '.join(TUNNEL_PROVIDERS)} or none, "
+            f"not {printable(str(tunnel), 40)!r}."
+        )
+    name = values.get("tunnel_name")
+    if name is not None and (
+        not name
+        or len(name) > 100
+        or not name.isascii()
+        or not name.isprintable()
+        or name.startswith("-")
+        or " " in name
+    ):
+        raise ConfigError(
+            "The tunnel name must be a cloudflared tunnel's name or id: letters, digits, "
+            "dashes, no spaces."
+        )
     api_key = values.get("api_key")
     if api_key is not None and (
         not api_key.isascii() or not api_key.isprintable() or " " in api_key
@@ -446,7 +481,9 @@ def load_settings(
     if isinstance(values.get("api_key"), str):
         values["api_key"] = values["api_key"].strip()
     _validate(values)
-    for key in ("base_url", "registration_url", "public_url"):
+    if values.get("tunnel") == "none":
+        values["tunnel"] = None
+    for key in ("base_url", "registration_url", "public_url", "tunnel_url"):
         if values.get(key):
             values[key] = str(values[key]).rstrip("/")
     api_key = values.pop("api_key", None)

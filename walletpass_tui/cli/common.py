@@ -262,7 +262,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     return settings
 
 
-_URL_SETTINGS = ("base_url", "registration_url", "public_url")
+_URL_SETTINGS = ("base_url", "registration_url", "public_url", "tunnel_url")
 
 
 def print_json(data: Any, out: TextIO | None = None) -> None:

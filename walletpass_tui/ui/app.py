@@ -25,7 +25,7 @@ from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_t
 from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.runtime.local import DeliveryRuntime, RuntimeOpener
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import NGROK_API, discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_feed import LiveFeed
 from walletpass_tui.ui.messages import (
