@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.private_files import ensure_private_dir, write_private_file
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -569,11 +570,6 @@ def save_ui_theme(path: Path, theme: str) -> None:
         raise ConfigError(f"Cannot save the theme in {path} ({exc.strerror or exc}).") from None
 
 
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) if needed."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-
 def check_writable(path: Path) -> None:
     """ConfigError unless ``path`` can be (re)written: its directory exists or can be made
     (0700) and accepts a new file (atomic writes replace the file through a new one)."""
@@ -591,20 +587,3 @@ def check_writable(path: Path) -> None:
             f"Cannot write {path} ({exc.strerror or exc}); make the data directory writable or "
             "choose another with --home / WALLETPASS_HOME."
         ) from None
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

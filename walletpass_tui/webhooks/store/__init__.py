@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir
 from walletpass_tui.webhooks.models import (
     DEFAULT_REJECTED_CAP,
     Attempt,
