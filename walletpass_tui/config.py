@@ -547,7 +547,9 @@ def load_ui_prefs(path: Path | None) -> UiPrefs:
 
 def save_ui_theme(path: Path, theme: str) -> None:
     """Write ``[ui] theme = "..."`` into the config file at ``path`` (created if need be), keeping
-    everything else in it as it was, comments included; the file stays 0600."""
+    everything else in it as it was, comments included; the file stays 0600. A config file that
+    is a symlink is written through (the link stays); when that fails, the error says where the
+    link leads."""
     import tomlkit
 
     try:
@@ -567,7 +569,13 @@ def save_ui_theme(path: Path, theme: str) -> None:
     try:
         write_private_file(path, tomlkit.dumps(document).encode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"Cannot save the theme in {path} ({exc.strerror or exc}).") from None
+        where = str(path)
+        if path.is_symlink():  # written through: say where the link leads
+            where += f", a link to {os.path.realpath(path)}"
+        raise ConfigError(
+            f"Cannot save the theme in {printable(where, 400)} ({exc.strerror or exc}); set "
+            "[ui] theme there yourself, or choose one per run with --theme."
+        ) from None
 
 
 def check_writable(path: Path) -> None:

@@ -3,7 +3,8 @@ files written into them.
 
 * :func:`ensure_private_dir` makes a directory and every parent it lacks, each 0700; a directory
   that exists already is left as it is (it may be shared, like ``~/.local``).
-* :func:`write_private_file` replaces a file's content atomically, 0600 from the first byte.
+* :func:`write_private_file` replaces a file's content atomically, 0600 from the first byte;
+  through a symlink, the file it leads to.
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ def ensure_private_dir(path: Path) -> None:
 
 
 def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
+    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly.
+
+    A ``path`` that is a symlink (a config file kept with one's dotfiles) is written through: the
+    file it leads to is replaced, the link stays. Raises OSError as the write does: the link's
+    file in a directory that does not exist or cannot be written, a link that loops."""
     ensure_private_dir(path.parent)
+    path = link_target(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -46,3 +52,14 @@ def write_private_file(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def link_target(path: Path) -> Path:
+    """The file a write to ``path`` reaches: ``path`` itself, or where its chain of symlinks
+    ends (a file not made yet included). Raises OSError for a link that loops."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:  # a link to a file not made yet: it is made there
+        return Path(os.path.realpath(path))
