@@ -96,6 +96,8 @@ def matches(flt: LogFilter, attempt: Attempt) -> bool:
         return False
     if flt.since_ms is not None and attempt.received_at_ms < flt.since_ms:
         return False
+    if flt.until_ms is not None and attempt.received_at_ms >= flt.until_ms:
+        return False
     if flt.source is not None and is_check_note(attempt.note) != (flt.source == CHECK):
         return False
     if flt.text and not matches_text(flt.text, attempt):

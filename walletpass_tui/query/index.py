@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from walletpass_tui.query.values import body_fields
-from walletpass_tui.webhooks.store import schema
+from walletpass_tui.webhooks.store import tables
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def index_path(history: Path) -> Path:
 
 def discard(history: Path) -> None:
     """Remove the field index (and its companions): it is made again from the rows."""
-    for file in schema.companions(index_path(history)):
+    for file in tables.companions(index_path(history)):
         with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
@@ -118,13 +118,13 @@ class Fields:
             self._open()
 
     def _open(self) -> None:
-        schema.make_private(self.path)
+        tables.make_private(self.path)
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = OFF")  # rebuildable: no fsync
-            for statement in schema.split_sql(_CREATE):
+            for statement in tables.split_sql(_CREATE):
                 db.execute(statement)
             found = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if found is None or found[0] != FORMAT:

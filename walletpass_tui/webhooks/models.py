@@ -252,6 +252,7 @@ class LogFilter:
     text: str | None = None
     since_ms: int | None = None
     source: Source | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
+    until_ms: int | None = None  # received before this time
     where: RowCondition | None = None  # field queries and the rest beyond the columns above
 
     @property
@@ -261,6 +262,7 @@ class LogFilter:
             or self.verdict
             or (self.text and self.text.strip())
             or self.since_ms
+            or self.until_ms
             or self.source
             or self.where is not None
         )

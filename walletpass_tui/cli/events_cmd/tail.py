@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, TextIO
 from walletpass_tui.cli.attempt_lines import attempt_text
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.webhooks.store import queries
-from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION
+from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt

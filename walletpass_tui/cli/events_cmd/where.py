@@ -40,9 +40,22 @@ def _agree(flag: str, given: str | None, queried: str | None) -> str | None:
     return given or queried
 
 
-def log_filter(args: argparse.Namespace, settings: Settings, since_ms: int | None) -> LogFilter:
-    """The filter of ``--topic``, ``--verdict``, ``--since``, ``--search`` and ``--where``."""
-    base = LogFilter(topic=args.topic, verdict=args.verdict, text=args.search, since_ms=since_ms)
+def log_filter(
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+) -> LogFilter:
+    """The filter of ``--topic``, ``--verdict``, ``--since``, ``--until``, ``--search`` and
+    ``--where``."""
+    base = LogFilter(
+        topic=args.topic,
+        verdict=args.verdict,
+        text=args.search,
+        since_ms=since_ms,
+        until_ms=until_ms,
+    )
     text = getattr(args, "where", None)
     if not text:
         return base
@@ -54,6 +67,7 @@ def log_filter(args: argparse.Namespace, settings: Settings, since_ms: int | Non
         verdict=_agree("verdict", args.verdict, queried.verdict),  # type: ignore[arg-type]  # one of the two
         text=words,
         since_ms=since_ms,
+        until_ms=until_ms,
     )
 
 
