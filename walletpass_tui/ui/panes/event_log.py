@@ -55,7 +55,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             "filter",
             "Filter",
             id="log.filter",
-            tooltip="Filter: words, topic:…, verdict:…, source:…, fields (data.platform:google)",
+            tooltip="Filter: words, topic:…, verdict:…, fields: data.x:…",
         ),
         Binding(
             "f",
