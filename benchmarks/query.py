@@ -37,6 +37,7 @@ import os
 import random
 import resource
 import shutil
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -334,9 +335,11 @@ def ack(args: argparse.Namespace, history: Path, table: list[str]) -> None:
     try:
         deadline = time.monotonic() + 120
         while True:
-            with contextlib.suppress(OSError):
-                with __import__("socket").create_connection(("127.0.0.1", port), 0.2):
-                    break
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:  # not listening yet
+                pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"listen did not start: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
             time.sleep(0.1)
@@ -350,7 +353,14 @@ def ack(args: argparse.Namespace, history: Path, table: list[str]) -> None:
                 if phase == "queries":
                     until = time.time() + args.ack_seconds + 2
                     looper = subprocess.Popen(
-                        [sys.executable, "-c", _LOOPER, str(home / history.name), texts, str(until)],
+                        [
+                            sys.executable,
+                            "-c",
+                            _LOOPER,
+                            str(home / history.name),
+                            texts,
+                            str(until),
+                        ],
                         stdout=subprocess.PIPE,
                         text=True,
                     )
