@@ -124,15 +124,27 @@ def test_a_state_file_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
         (json.dumps({**json.loads(record().to_bytes()), "kind": "evil"}).encode(), "known kind"),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "http://x/\x1b[2J"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "file:///etc/passwd"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "http://" + "a" * 400}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "http://x.example"}
+            ).encode(),
+            "public_url is not an https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "https://x/\u202e"}
+            ).encode(),
+            "public_url is not an https URL",
         ),
     ],
 )

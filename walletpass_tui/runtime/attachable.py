@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from walletpass_tui.runtime import instance
@@ -75,6 +75,7 @@ class Attachable:
             started_at_ms=now_ms(),
             control=True,
             relay=feed.url if feed is not None else None,
+            public_url=runtime.public_url,
         )
         attachable = cls(runtime, claim, record)
         try:
@@ -112,6 +113,17 @@ class Attachable:
         self._unsubscribe.append(runtime.watch_injection(lambda _: self._state_changed()))
         if self._feed is not None:
             self._unsubscribe.append(self._feed.subscribe(state=lambda _: self._state_changed()))
+        if runtime.tunnel is not None:
+            self._unsubscribe.append(runtime.tunnel.subscribe(lambda _: self._tunnel_changed()))
+
+    def _tunnel_changed(self) -> None:
+        """The state file follows the tunnel's URL (what `endpoints create --from-listener`
+        reads from another shell); attached dashboards are told."""
+        public_url = self.runtime.public_url
+        if public_url != self.record.public_url:
+            self.record = replace(self.record, public_url=public_url)
+            self.claim.publish(self.record)
+        self._state_changed()
 
     def _committed(self, batch: Sequence[Attempt]) -> None:
         newest = max((a.id for a in batch if a.id is not None), default=0)
@@ -159,12 +171,6 @@ class Attachable:
     def status(self) -> ReceiverStatus:
         runtime = self.runtime
         injection: Injection = runtime.injection
-        settings = runtime.settings
-        public = (
-            settings.public_url.rstrip("/") + settings.receiver_path
-            if settings.public_url
-            else None
-        )
         state = getattr(self._feed, "state", None)
         problem = runtime.store.health.problem
         return ReceiverStatus(
@@ -172,7 +178,7 @@ class Attachable:
             injection=injection.describe(),
             forwarding=runtime.forwarding,
             forward_targets=tuple(route.target for route in runtime.routes),
-            public_url=public,
+            public_url=runtime.public_url,
             relay=str(state.headline) if state is not None else None,
             relay_up=bool(state.healthy) if state is not None else False,
             history_problem=problem.replace(str(runtime.store.path), runtime.store.path.name)

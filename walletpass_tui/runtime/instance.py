@@ -69,6 +69,9 @@ class InstanceRecord:
     control: bool = True  # it serves the control channel at <run>/control.sock
     relay: str | None = None  # the relay channel it follows, when it follows one
     version: str = __version__
+    # Where the service should post while its tunnel is up (https://host/path): what
+    # `endpoints create --from-listener` offers from another shell. Rewritten as it changes.
+    public_url: str | None = None
 
     @property
     def address(self) -> str | None:
@@ -123,11 +126,14 @@ class InstanceRecord:
             control=control,
             relay=_checked_url(raw.get("relay"), "relay"),
             version=version,
+            public_url=_checked_url(raw.get("public_url"), "public_url", schemes=("https",)),
         )
 
 
-def _checked_url(value: object, name: str) -> str | None:
-    """An http(s) URL of printable ASCII, at most MAX_URL characters, or None."""
+def _checked_url(
+    value: object, name: str, schemes: tuple[str, ...] = ("http", "https")
+) -> str | None:
+    """A URL of ``schemes`` in printable ASCII, at most MAX_URL characters, or None."""
     if value is None:
         return None
     if (
@@ -135,9 +141,9 @@ def _checked_url(value: object, name: str) -> str | None:
         or len(value) > MAX_URL
         or not value.isascii()
         or not value.isprintable()
-        or urlsplit(value).scheme not in ("http", "https")
+        or urlsplit(value).scheme not in schemes
     ):
-        raise ValueError(f"{name} is not an http URL")
+        raise ValueError(f"{name} is not an {' or '.join(schemes)} URL")
     return value
 
 
