@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from walletpass_tui.config import (
     Settings,
     load_settings,
     mask_secret,
-    write_private_file,
 )
 
 KEY = "wp_live_Zk2v9Qe1xR7mB4nC8tY3uW6s"
@@ -457,48 +454,3 @@ def test_an_unusable_api_key_is_refused_without_showing_it(xdg: dict[str, Path],
 def test_surrounding_whitespace_of_the_key_is_dropped(xdg: dict[str, Path]) -> None:
     settings = load_settings({}, env={"WALLETPASS_API_KEY": f"  {KEY}\n"})
     assert settings.api_key == Secret(KEY)
-
-
-# -- private files -----------------------------------------------------------------------------
-
-
-def mode(path: Path) -> int:
-    return stat.S_IMODE(os.stat(path).st_mode)
-
-
-def test_write_private_file_is_0600_in_a_0700_directory(tmp_path: Path) -> None:
-    target = tmp_path / "new" / "deeper" / "secrets.json"
-    old_umask = os.umask(0)
-    try:
-        write_private_file(target, b"{}")
-    finally:
-        os.umask(old_umask)
-    assert target.read_bytes() == b"{}"
-    assert mode(target) == 0o600
-    assert mode(target.parent) == 0o700
-    assert list(target.parent.iterdir()) == [target], "no temporary file is left behind"
-
-
-def test_write_private_file_tightens_a_loose_existing_file(tmp_path: Path) -> None:
-    target = tmp_path / "secrets.json"
-    target.write_bytes(b"old")
-    target.chmod(0o644)
-    write_private_file(target, b"new")
-    assert target.read_bytes() == b"new"
-    assert mode(target) == 0o600
-
-
-def test_write_private_file_cleans_up_on_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    target = tmp_path / "secrets.json"
-    target.write_bytes(b"keep me")
-
-    def fail(*args: Any) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError):
-        write_private_file(target, b"new")
-    assert target.read_bytes() == b"keep me"
-    assert [p.name for p in tmp_path.iterdir()] == ["secrets.json"]

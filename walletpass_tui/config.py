@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.private_files import ensure_private_dir, write_private_file
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -25,6 +26,9 @@ ENV_REGISTRATION_URL = "WALLETPASS_REGISTRATION_URL"
 ENV_HOME = "WALLETPASS_HOME"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
 ENV_RELAY_DATABASE = "WALLETPASS_RELAY_DATABASE"
+ENV_SECRET = (
+    "WALLETPASS_SECRET"  # signing secrets, white space between several (cli/secret_flags.py)
+)
 
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
@@ -543,7 +547,9 @@ def load_ui_prefs(path: Path | None) -> UiPrefs:
 
 def save_ui_theme(path: Path, theme: str) -> None:
     """Write ``[ui] theme = "..."`` into the config file at ``path`` (created if need be), keeping
-    everything else in it as it was, comments included; the file stays 0600."""
+    everything else in it as it was, comments included; the file stays 0600. A config file that
+    is a symlink is written through (the link stays); when that fails, the error says where the
+    link leads."""
     import tomlkit
 
     try:
@@ -563,12 +569,13 @@ def save_ui_theme(path: Path, theme: str) -> None:
     try:
         write_private_file(path, tomlkit.dumps(document).encode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"Cannot save the theme in {path} ({exc.strerror or exc}).") from None
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) if needed."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        where = str(path)
+        if path.is_symlink():  # written through: say where the link leads
+            where += f", a link to {os.path.realpath(path)}"
+        raise ConfigError(
+            f"Cannot save the theme in {printable(where, 400)} ({exc.strerror or exc}); set "
+            "[ui] theme there yourself, or choose one per run with --theme."
+        ) from None
 
 
 def check_writable(path: Path) -> None:
@@ -588,20 +595,3 @@ def check_writable(path: Path) -> None:
             f"Cannot write {path} ({exc.strerror or exc}); make the data directory writable or "
             "choose another with --home / WALLETPASS_HOME."
         ) from None
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

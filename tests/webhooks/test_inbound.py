@@ -225,7 +225,7 @@ def test_any_relayed_input_is_stored_once_with_its_raw_body(
 async def test_a_history_from_before_the_relay_is_upgraded_in_place(tmp_path: Path) -> None:
     import sqlite3
 
-    from walletpass_tui.webhooks.store.schema import MIGRATIONS, digest, split_sql
+    from walletpass_tui.webhooks.store.tables import MIGRATIONS, digest, split_sql
 
     path = tmp_path / "deliveries.sqlite3"
     db = sqlite3.connect(path, isolation_level=None)

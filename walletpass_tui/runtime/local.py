@@ -30,15 +30,25 @@ import importlib
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
+from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus
+from walletpass_tui.runtime.protocol import (
+    DeliveryListener,
+    DriftListener,
+    ForwardListener,
+    GapListener,
+    LearnedListener,
+    Learning,
+    StatusFeed,
+)
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.injection import RESPOND_RANGE, Injection
 from walletpass_tui.webhooks.listening import (
     ReceiverOptions,
     bound_address,
@@ -59,18 +69,12 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.inbound import Inbound
     from walletpass_tui.webhooks.receiver import Receiver
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
 RuntimeState = Literal["unopened", "opened", "closed"]
 
 log = logging.getLogger(__name__)
-
-DeliveryListener = Callable[[Sequence[Attempt]], None]
-ForwardListener = Callable[[ForwardRow, ForwardResult], None]
-# (the attempt's row id, the drift it showed first): called once per delivery that drifted
-DriftListener = Callable[[int, Sequence["DriftRecord"]], None]
-# the last row id the schema learner has looked at (the drift of every row up to it was told)
-LearnedListener = Callable[[int], None]
 
 
 class Feed(Protocol):
@@ -103,7 +107,8 @@ class DeliverySetup:
 
 
 class DeliveryRuntime:
-    """An async context manager owning everything one delivery passes through.
+    """An async context manager owning everything one delivery passes through; a ``Runtime``
+    (``protocol.py``) whose receiver runs in this process.
 
     ``store``/``registry`` may be handed in already open (tests, benchmarks); a store handed in is
     left open at exit, one the runtime opened is closed after every acknowledged delivery is on
@@ -156,10 +161,9 @@ class DeliveryRuntime:
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
-        self._injection_listeners: Listeners[[Injection]] = Listeners(__name__, "failure injection")
-        self.tunnel: TunnelWatcher | None = (
-            None  # the setup's tunnel: made on open, serve() starts it
-        )
+        self._injection_listeners: Listeners[[]] = Listeners(__name__, "failure injection")
+        # The setup's tunnel: made on open, started by serve().
+        self.tunnel: TunnelWatcher | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -387,6 +391,52 @@ class DeliveryRuntime:
         return self._store
 
     @property
+    def status_feed(self) -> StatusFeed | None:
+        """The feed that says how it is doing (the relay link), if any."""
+        return next((f for f in self.feeds if isinstance(f, StatusFeed)), None)
+
+    @property
+    def status(self) -> ReceiverStatus:
+        """What this receiver says of itself (to the header, and to attached dashboards)."""
+        injection = self.injection
+        state = getattr(self.status_feed, "state", None)
+        store = self.store
+        problem = store.health.problem
+        return ReceiverStatus(
+            paused=injection.paused,
+            injection=injection.describe(),
+            forwarding=self.forwarding,
+            forward_targets=tuple(route.target for route in self.routes),
+            public_url=self.public_url,
+            relay=str(state.headline) if state is not None else None,
+            relay_up=bool(state.healthy) if state is not None else False,
+            history_problem=problem.replace(str(store.path), store.path.name) if problem else None,
+            controls=OPS,
+        )
+
+    @property
+    def gone(self) -> bool:
+        """Never: the receiver runs in this process."""
+        return False
+
+    def describe(self) -> str | None:
+        """None: the receiver runs in this process."""
+        return None
+
+    @property
+    def learning(self) -> Learning:
+        return "here" if self.learner is not None else "off"
+
+    def target_options(self, target: str) -> TargetOptions:
+        """A --forward-to target's added headers and trusted certificates; nothing to another
+        URL."""
+        if self.forwarder is not None:
+            return self.forwarder.options(target)
+        from walletpass_tui.webhooks.target_options import TargetOptions
+
+        return TargetOptions()
+
+    @property
     def options(self) -> ReceiverOptions | None:
         """The receiver's options (None: no receiver runs)."""
         return self.setup.options
@@ -431,8 +481,9 @@ class DeliveryRuntime:
         *,
         drift: DriftListener | None = None,
         learned: LearnedListener | None = None,
+        gaps: GapListener | None = None,
     ) -> Callable[[], None]:
-        """Call, on the event loop:
+        """Call, on the event loop (``gaps`` never: every commit here is heard):
 
         * ``deliveries(batch)`` after each commit;
         * ``forwards(row, result)`` after each forward is answered;
@@ -510,6 +561,50 @@ class DeliveryRuntime:
             raise ValueError("delay takes zero or more seconds")
         self._inject(delay_s=seconds)
 
+    def can(self, op: str) -> bool:
+        """Whether ``op`` is one of the requests a receiver takes (asked without a receiver,
+        the answer says there is none)."""
+        return op in OPS
+
+    def request(self, op: str, **args: Any) -> asyncio.Future[None]:
+        """Do ``op`` (``control.OPS``) now, as a viewer's request is done; the future is done
+        when this returns, with ControlError when no receiver runs here."""
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.setup.options is None:
+            answer.set_exception(ControlError("No receiver runs in this dashboard."))
+        else:
+            self.control(op, args)
+            answer.set_result(None)
+        return answer
+
+    def control(self, op: str, message: Mapping[str, Any]) -> None:
+        """A request (a dashboard's, or a viewer's over the control channel), checked field by
+        field (ValueError naming the rule it broke) and done through the methods above."""
+        if op == "pause":
+            paused = message.get("paused")
+            if type(paused) is not bool:
+                raise ValueError("pause takes paused: true or false")
+            self.pause_acks(paused)
+        elif op == "fail_first":
+            attempts = message.get("attempts")
+            if type(attempts) is not int or not 0 <= attempts <= 1000:
+                raise ValueError("fail_first takes attempts from 0 to 1000")
+            self.fail_first(attempts)
+        elif op == "respond":
+            status = message.get("status")
+            if status is not None and type(status) is not int:
+                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+            self.respond(status)  # a ValueError with the rule when it cannot be an answer
+        elif op == "delay":
+            seconds = message.get("seconds")
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+                raise ValueError("delay takes seconds from 0 to 60")
+            if not 0 <= seconds <= 60:
+                raise ValueError("delay takes seconds from 0 to 60")
+            self.delay(float(seconds))
+        else:
+            raise ValueError(f"no such request: {op}")
+
     def _inject(self, **changes: object) -> None:
         if self.setup.options is None:
             raise RuntimeError("No receiver runs in this runtime.")
@@ -517,7 +612,7 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
-        self._injection_listeners.notify(self._injection)
+        self._injection_listeners.notify()
 
     # -- attached dashboards: the instance record and the control channel --------------------------
 
@@ -533,13 +628,10 @@ class DeliveryRuntime:
         self._attachable = await Attachable.start(self, kind)
         return self._attachable.previous
 
-    def watch_injection(self, listener: Callable[[Injection], None]) -> Callable[[], None]:
-        """Call ``listener(injection)`` whenever the failures injected change (pause included);
-        returns a function that stops it."""
+    def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` whenever the failures injected change (pause included); returns a
+        function that stops it."""
         return self._injection_listeners.subscribe(listener)
-
-
-RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
 
 
 def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:

@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import (
     topic_arg,
 )
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags
 
 _HERE = "walletpass_tui.cli.events_cmd"
@@ -160,10 +161,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
-    rp.add_argument(
-        "--secret",
-        metavar="WHSEC",
-        help="secret to re-sign with when the endpoint is not known locally",
+    add_secret_flags(
+        rp, what="the secret to re-sign with when the endpoint is not known locally", many=False
     )
     rp.add_argument(
         "--attempt",

@@ -260,7 +260,7 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
     from walletpass_tui.webhooks.models import StoreError
     from walletpass_tui.webhooks.store import queries
     from walletpass_tui.webhooks.store.read_only import nobody_writes
-    from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION, explain
+    from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION, explain
 
     path = settings.database_path
     if not path.exists():

@@ -33,7 +33,7 @@ from typing import TextIO
 from walletpass_tui.cli.attempt_lines import attempt_text
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.webhooks.store import queries
-from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION
+from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION
 
 POLL_S = 0.15  # a new attempt is printed within this (plus the read) of its commit
 PAGE = 32  # attempts read at once with their bodies (each at most the receiver's max_body)

@@ -22,8 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from walletpass_tui.runtime.attached import AttachedRuntime
-from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.protocol import Runtime
 from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
@@ -98,7 +97,7 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
         "schema--value",
     }
 
-    def __init__(self, runtime: DeliveryRuntime | AttachedRuntime, *, group: str = "") -> None:
+    def __init__(self, runtime: Runtime, *, group: str = "") -> None:
         super().__init__(classes="schema-screen")
         self.runtime = runtime
         self.reader = SchemaReader(runtime.store.path)

@@ -31,7 +31,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.store import rows, schema, search
+from walletpass_tui.webhooks.store import rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class Reader:
             found = await self._db.execute_fetchall(sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
-            raise StoreError(schema.explain(exc, self.path)) from None
+            raise StoreError(tables.explain(exc, self.path)) from None
 
     async def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         found = await self.fetch(sql, params, lambda r: r[0])
@@ -363,7 +363,7 @@ def _where(
 
 
 def connect_read_only(
-    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
+    path: Path, busy_timeout_ms: int = tables.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
 ) -> sqlite3.Connection:
     """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
@@ -385,10 +385,10 @@ def readable_schema(db: sqlite3.Connection, path: Path) -> int:
     """The schema version of the history (below ``SCHEMA_VERSION``: being created, or not yet
     upgraded by a process that writes it); StoreError when a newer walletpass-tui wrote it."""
     version = schema_version(db)
-    if version > schema.SCHEMA_VERSION:
+    if version > tables.SCHEMA_VERSION:
         raise StoreError(
             f"The history database {path} was written by a newer walletpass-tui (schema "
-            f"{version}, this one knows {schema.SCHEMA_VERSION}); upgrade walletpass-tui or use "
+            f"{version}, this one knows {tables.SCHEMA_VERSION}); upgrade walletpass-tui or use "
             "another --home."
         )
     return version
