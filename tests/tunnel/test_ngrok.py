@@ -170,7 +170,8 @@ async def test_without_the_sdk_the_extra_is_named(monkeypatch: pytest.MonkeyPatc
     request = NgrokRequest("http://127.0.0.1:8787", credentials("127.0.0.1:9"))
     with pytest.raises(TunnelUnavailable) as caught:
         await sdk_connect(request)
-    assert "pip install 'walletpass-tui[ngrok]'" in str(caught.value)
+    assert "pipx inject walletpass-tui ngrok" in str(caught.value)
+    assert "pip install '.[ngrok]'" in str(caught.value)
 
 
 def test_what_the_sdk_says_is_one_line_without_the_token() -> None:

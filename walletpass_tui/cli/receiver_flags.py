@@ -31,7 +31,7 @@ def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True
         choices=("cloudflared", "ngrok", "none"),
         default=s,
         help="a public HTTPS URL for the receiver: cloudflared (the program you installed) or "
-        "ngrok (pip install 'walletpass-tui[ngrok]', NGROK_AUTHTOKEN); none: no tunnel, "
+        "ngrok (its agent SDK, the [ngrok] extra; NGROK_AUTHTOKEN); none: no tunnel, "
         "whatever [tunnel] provider says",
     )
 

@@ -221,6 +221,7 @@ class DeliveryRuntime:
                 from walletpass_tui.tunnel.watch import TunnelWatcher
 
                 self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
+                self.tunnel.subscribe(lambda _: self._injection_listeners.notify())
         except BaseException:
             await self.close()
             raise
@@ -410,6 +411,7 @@ class DeliveryRuntime:
             public_url=self.public_url,
             relay=str(state.headline) if state is not None else None,
             relay_up=bool(state.healthy) if state is not None else False,
+            tunnel=self.tunnel.state.headline() if self.tunnel is not None else None,
             history_problem=problem.replace(str(store.path), store.path.name) if problem else None,
             controls=OPS,
         )
@@ -629,8 +631,8 @@ class DeliveryRuntime:
         return self._attachable.previous
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` whenever the failures injected change (pause included); returns a
-        function that stops it."""
+        """Call ``listener()`` whenever the failures injected change (pause included) or the
+        tunnel's state does; returns a function that stops it."""
         return self._injection_listeners.subscribe(listener)
 
 
