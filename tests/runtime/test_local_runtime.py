@@ -18,9 +18,9 @@ from walletpass_tui.config import ConfigError, Settings
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.relayed import RelayedRequest
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -249,7 +249,7 @@ async def test_serving_and_a_relayed_delivery_at_once_share_one_receiver(tmp_pat
     module is imported in a thread): both get the same receiver, and the delivery is stored."""
     async with DeliveryRuntime(settings(tmp_path), setup()) as runtime:
         now = datetime.now(UTC)
-        inbound = Inbound.relayed(
+        relayed = RelayedRequest.from_relay(
             relay_url="https://relay.example/sub/x",
             cursor=1,
             received_at_ms=int(now.timestamp() * 1000),
@@ -259,6 +259,6 @@ async def test_serving_and_a_relayed_delivery_at_once_share_one_receiver(tmp_pat
             body=BODY,
             source="203.0.113.5",
         )
-        _, stored = await asyncio.gather(runtime.serve(), runtime.accept(inbound))
+        _, stored = await asyncio.gather(runtime.serve(), runtime.accept(relayed))
         assert stored.webhook_id == "msg_relayed" and stored.verdict == "verified"
         assert runtime.serving and runtime.receiver is not None

@@ -95,11 +95,11 @@ class Attachable:
         record = instance.InstanceRecord(
             pid=os.getpid(),
             kind=kind,
-            url=runtime.url,
+            url=instance.shown_url(runtime.url),
             started_at_ms=now_ms(),
             control=True,
-            relay=feed.url if feed is not None else None,
-            public_url=runtime.public_url,
+            relay=instance.shown_url(feed.url) if feed is not None else None,
+            public_url=instance.public_url_kept(runtime.public_url),
         )
         attachable = cls(runtime, claim, record)
         try:
@@ -143,7 +143,7 @@ class Attachable:
     def _tunnel_changed(self) -> None:
         """The state file follows the tunnel's URL (what `endpoints create --from-listener`
         reads from another shell); attached dashboards are told."""
-        public_url = self.runtime.public_url
+        public_url = instance.public_url_kept(self.runtime.public_url)
         if public_url != self.record.public_url:
             self.record = replace(self.record, public_url=public_url)
             self.claim.publish(self.record)

@@ -67,8 +67,8 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.tunnel.provider import Provider
     from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
-    from walletpass_tui.webhooks.inbound import Inbound
     from walletpass_tui.webhooks.receiver import Receiver
+    from walletpass_tui.webhooks.relayed import RelayedRequest
     from walletpass_tui.webhooks.target_options import TargetOptions
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
@@ -240,13 +240,13 @@ class DeliveryRuntime:
                     task.add_done_callback(self._feed_done)
                     self._feed_tasks.append(task)
 
-    async def accept(self, inbound: Inbound) -> Attempt:
+    async def accept(self, relayed: RelayedRequest) -> Attempt:
         """One delivery from a feed: verified, stored (committed) and forwarded as a POST would
         be; returns the stored attempt. Raises StoreError when it could not be stored."""
         receiver = await self._receiver()
         if receiver is None:
             raise RuntimeError("No receiver runs in this runtime.")
-        return await receiver.accept(inbound)
+        return await receiver.accept(relayed)
 
     async def _receiver(self) -> Receiver | None:
         """The receiver, built on the bound socket the first time it is needed (None without a

@@ -201,6 +201,7 @@ class LogFilter:
     text: str | None = None
     since_ms: int | None = None
     source: Source | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
+    until_ms: int | None = None  # received before this time
 
     @property
     def empty(self) -> bool:
@@ -209,6 +210,7 @@ class LogFilter:
             or self.verdict
             or (self.text and self.text.strip())
             or self.since_ms
+            or self.until_ms
             or self.source
         )
 

@@ -10,7 +10,6 @@ import argparse
 
 from walletpass_tui.cli.common import (
     bounded_int,
-    duration_arg,
     lazy_handler,
     target_url_arg,
     topic_arg,
@@ -18,11 +17,12 @@ from walletpass_tui.cli.common import (
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
 from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags
+from walletpass_tui.cli.time_args import when_arg
 
 _HERE = "walletpass_tui.cli.events_cmd"
 
 
-def add_filter_flags(parser: argparse.ArgumentParser) -> None:
+def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--topic",
         metavar="TOPIC",
@@ -31,7 +31,16 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
     parser.add_argument(
-        "--since", metavar="ISO", help="only messages seen since this time (ISO 8601)"
+        "--since",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} since WHEN: a duration back from now (90m, 12h, 7d) or an ISO 8601 time",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} before WHEN (as --since)",
     )
     parser.add_argument("--search", metavar="TEXT", help="full-text search over bodies and ids")
 
@@ -56,7 +65,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
-    add_filter_flags(lst)
+    add_filter_flags(lst, "messages seen")
     lst.add_argument(
         "--drift",
         action="store_true",
@@ -128,6 +137,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     st.add_argument(
         "--since",
         metavar="WHEN",
+        type=when_arg,
         default="24h",
         help="a duration back from now (90m, 12h, 7d) or an ISO 8601 time (default 24h)",
     )
@@ -200,7 +210,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="N",
         help="only the newest N attempts",
     )
-    add_filter_flags(ex)
+    add_filter_flags(ex, "attempts received")
     ex.set_defaults(handler=lazy_handler(f"{_HERE}.export", "cmd_export"))
 
     pr = ev_sub.add_parser(
@@ -213,7 +223,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="example: walletpass-tui events prune --older-than 7d",
     )
     pr.add_argument(
-        "--older-than", metavar="DURATION", type=duration_arg, help="e.g. 12h, 7d, 2w (0 = all)"
+        "--older-than",
+        metavar="WHEN",
+        type=when_arg,
+        help="delete what was received before WHEN: a duration back from now (12h, 7d, 2w; 0 = "
+        "all) or an ISO 8601 time",
     )
     pr.add_argument("--yes", action="store_true", help="do not ask, even when deleting everything")
     pr.set_defaults(handler=lazy_handler(f"{_HERE}.maintenance", "cmd_prune"))

@@ -1,7 +1,7 @@
 """The Events pane: the live log of deliveries, newest on top, over the whole stored history.
 
 It owns the log's data: the first page and every further one come from the store (``log_page``),
-new attempts come from the live feed, and a bounded ``LogWindow`` holds what is in memory. The
+new attempts come from ``LiveRows``, and a bounded ``LogWindow`` holds what is in memory. The
 ``LogView`` below it only draws.
 """
 
@@ -255,7 +255,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     # -- live rows ------------------------------------------------------------------------------
 
     def ingest(self, attempts: Sequence[Attempt], dropped: int = 0) -> None:
-        """Attempts just stored (oldest first), from the live feed."""
+        """Attempts just stored (oldest first), from ``LiveRows``."""
         if dropped:
             self.reload()
             return

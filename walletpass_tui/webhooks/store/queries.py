@@ -190,6 +190,7 @@ class Reader:
         verdict: str | None,
         since_ms: int | None,
         text: str | None,
+        until_ms: int | None = None,
     ) -> list[MessageRow]:
         clauses: list[str] = []
         params: list[Any] = []
@@ -203,6 +204,9 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
+        if until_ms is not None:
+            clauses.append("last_received_at_ms < ?")
+            params.append(until_ms)
         joined, matching = search.text_clauses(text or "", params, index=self._index)
         if matching:
             source = _JOINED if joined else "attempts a"
@@ -347,6 +351,9 @@ def _where(
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.until_ms is not None:
+            clauses.append("a.received_at_ms < ?")
+            params.append(flt.until_ms)
         if flt.source in (CHECK, RECEIVED):
             clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
             params.extend(CHECK_NOTE_PREFIXES)

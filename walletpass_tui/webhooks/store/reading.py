@@ -96,10 +96,16 @@ class History:
         topic: str | None = None,
         verdict: str | None = None,
         since_ms: int | None = None,
+        until_ms: int | None = None,
         text: str | None = None,
     ) -> list[MessageRow]:
         return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+            limit=limit,
+            topic=topic,
+            verdict=verdict,
+            since_ms=since_ms,
+            until_ms=until_ms,
+            text=text,
         )
 
     async def stats(self) -> Stats:
