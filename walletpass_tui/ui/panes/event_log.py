@@ -41,7 +41,7 @@ from walletpass_tui.webhooks.models import (
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "words · topic:activated · verdict:rejected · data.platform:google · has:data.tier"
     "   (Enter: done · Esc: clear)"
 )
 
@@ -55,7 +55,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             "filter",
             "Filter",
             id="log.filter",
-            tooltip="Filter: words, topic:…, verdict:…, source:…",
+            tooltip="Filter: words, topic:…, verdict:…, fields: data.x:…",
         ),
         Binding(
             "f",
