@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.private_files import ensure_private_dir, write_private_file
@@ -33,6 +34,7 @@ ENV_SECRET = (
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
 DEFAULT_RECEIVER_PATH = "/webhooks"
+MAX_RECEIVER_PATH = 1000  # characters of the receiver's path in its URL (percent-encoded)
 DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
@@ -200,7 +202,7 @@ class Settings:
         host = self.receiver_host
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        return f"http://{host}:{self.receiver_port}{self.receiver_path}"
+        return f"http://{host}:{self.receiver_port}{url_path(self.receiver_path)}"
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(name, display value, source) for every setting; secrets masked."""
@@ -394,10 +396,34 @@ _SECRET_FIELDS = ("api_key", "relay_token", "relay_database")
 _TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
 
 
+def url_path(path: str) -> str:
+    """The receiver's ``path`` as it goes in its URL: UTF-8, percent-encoded. The receiver
+    decodes a request's path before it compares, so ``/wébhooks`` is reached at
+    ``/w%C3%A9bhooks`` and a ``%`` of the path itself at ``%25``."""
+    return quote(path, safe="/!$&'()*+,;=:@")
+
+
+def receiver_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be the receiver's path, or None: it starts with ``/``, has no control
+    characters and is at most ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
+    receiver serves and ``attach`` and ``web`` find it by (its URL is bounded and printable)."""
+    if not path.startswith("/"):
+        return f"The receiver path must start with '/', got {printable(path, 80)!r}."
+    if not path.isprintable():
+        return (
+            f"The receiver path {printable(path, 80)!r} has control characters or is not text; "
+            "give a path like /webhooks."
+        )
+    if len(url_path(path)) > MAX_RECEIVER_PATH:
+        return f"The receiver path is longer than {MAX_RECEIVER_PATH} characters in a URL."
+    return None
+
+
 def _validate(values: dict[str, Any]) -> None:
     path = values.get("receiver_path")
-    if path is not None and not str(path).startswith("/"):
-        raise ConfigError(f"The receiver path must start with '/', got {path!r}.")
+    problem = receiver_path_problem(str(path)) if path is not None else None
+    if problem:
+        raise ConfigError(problem)
     port = values.get("receiver_port")
     if port is not None and not 0 <= int(port) <= 65535:
         raise ConfigError(f"The receiver port must be between 0 and 65535, got {port}.")

@@ -88,10 +88,10 @@ class Attachable:
         record = instance.InstanceRecord(
             pid=os.getpid(),
             kind=kind,
-            url=runtime.url,
+            url=instance.shown_url(runtime.url),
             started_at_ms=now_ms(),
             control=True,
-            relay=feed.url if feed is not None else None,
+            relay=instance.shown_url(feed.url) if feed is not None else None,
         )
         attachable = cls(runtime, claim, record)
         try:

@@ -44,6 +44,12 @@ def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"only {what} before WHEN (as --since)",
     )
     parser.add_argument("--search", metavar="TEXT", help="full-text search over bodies and ids")
+    parser.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="a field query, as in the dashboard's filter: data.platform:google, "
+        "data.balance>10, has:data.tier, -has:..., (a OR b); see docs/history.md",
+    )
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -63,6 +69,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="messages, newest first",
         epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
         "  walletpass-tui events list --search pass_0042 --json\n"
+        "  walletpass-tui events list --where 'data.passId:pass_00* -topic:deactivated'\n"
         "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
@@ -127,6 +134,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events tail\n"
         "  walletpass-tui events tail --verdict rejected\n"
+        "  walletpass-tui events tail --where 'has:data.passId'\n"
         "  walletpass-tui events tail --topic activated --json | jq .pass_id",
         formatter_class=raw,
     )
@@ -137,6 +145,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
     )
     tail.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    tail.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="only attempts that match this field query (as events list --where)",
+    )
     tail.add_argument(
         "--json", action="store_true", help="one JSON object per attempt (as listen --json)"
     )
@@ -214,6 +227,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "of 'events show --json') or as curl commands that reproduce each delivery exactly.",
         epilog="examples:\n"
         "  walletpass-tui events export --verdict verified > deliveries.jsonl\n"
+        "  walletpass-tui events export --where 'data.passId:pass_0042' > pass_0042.jsonl\n"
         "  walletpass-tui events export --format curl --search pass_0042 --to http://localhost:3000/webhooks",
         formatter_class=raw,
     )

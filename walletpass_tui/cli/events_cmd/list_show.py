@@ -142,12 +142,17 @@ def _drift_cell(records: Sequence[DriftRecord]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.events_cmd.where import log_filter, message_condition
+
     settings = settings_from_args(args)
     check_window(args.since, args.until)
     since = args.since.ms if args.since else None
     until = args.until.ms if args.until else None
     if getattr(args, "drift", False):
+        if args.where:
+            raise UsageError("--where does not combine with --drift; use one of them.")
         return _list_drift(settings, args, since, until)
+    flt = log_filter(args, settings, since_ms=since, until_ms=until)
     # A home that has received nothing yet has an empty history, not a missing one: a script
     # gets [] and exit 0.
     fresh = not settings.database_path.exists()
@@ -158,11 +163,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
-                topic=args.topic,
-                verdict=args.verdict,
+                topic=flt.topic,
+                verdict=flt.verdict,
                 since_ms=since,
                 until_ms=until,
-                text=args.search,
+                text=flt.text,
+                where=message_condition(flt),
             ),
         )
     )

@@ -1,7 +1,7 @@
 """The Events pane: the live log of deliveries, newest on top, over the whole stored history.
 
 It owns the log's data: the first page and every further one come from the store (``log_page``),
-new attempts come from the live feed, and a bounded ``LogWindow`` holds what is in memory. The
+new attempts come from ``LiveRows``, and a bounded ``LogWindow`` holds what is in memory. The
 ``LogView`` below it only draws.
 """
 
@@ -41,7 +41,7 @@ from walletpass_tui.webhooks.models import (
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "words · topic:activated · verdict:rejected · data.platform:google · has:data.tier"
     "   (Enter: done · Esc: clear)"
 )
 
@@ -55,7 +55,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             "filter",
             "Filter",
             id="log.filter",
-            tooltip="Filter: words, topic:…, verdict:…, source:…",
+            tooltip="Filter: words, topic:…, verdict:…, fields: data.x:…",
         ),
         Binding(
             "f",
@@ -255,7 +255,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     # -- live rows ------------------------------------------------------------------------------
 
     def ingest(self, attempts: Sequence[Attempt], dropped: int = 0) -> None:
-        """Attempts just stored (oldest first), from the live feed."""
+        """Attempts just stored (oldest first), from ``LiveRows``."""
         if dropped:
             self.reload()
             return
