@@ -15,7 +15,9 @@ Every runtime also learns the payload schema of each topic (``walletpass_tui.sch
 ``SchemaLearner`` starts right after the store opens, follows its commits on a thread of its own
 (never on the acknowledgement path) and stops right before the store closes. Drift it finds in a
 delivery is told to ``subscribe(drift=...)`` listeners. ``DeliverySetup(learn_schemas=False)``
-(``--no-schemas``) runs without it.
+(``--no-schemas``) runs without it. A ``FieldIndexer`` (``walletpass_tui.query``) follows the
+commits the same way and keeps the field index that field queries read
+(``DeliverySetup(index_fields=False)``: without it, queries look at every body).
 
 Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
 ``relay/link/feed.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
@@ -59,6 +61,7 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.query.indexer import FieldIndexer
     from walletpass_tui.runtime.attachable import Attachable
     from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
@@ -91,6 +94,7 @@ class DeliverySetup:
     Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
     ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
     ``learn_schemas``: learn each topic's payload schema from the history and find drift.
+    ``index_fields``: keep the field index of the history up to date (field queries).
     """
 
     options: ReceiverOptions | None = None
@@ -99,6 +103,7 @@ class DeliverySetup:
     explicit_secrets: tuple[str, ...] = ()
     forward: bool = False
     learn_schemas: bool = True
+    index_fields: bool = True
     tunnel: Provider | None = None  # a public URL for the receiver, started by serve()
 
     @property
@@ -153,6 +158,8 @@ class DeliveryRuntime:
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
+        self.field_indexer: FieldIndexer | None = None
+        self._unfollow_fields: Callable[[], None] | None = None
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
@@ -180,7 +187,8 @@ class DeliveryRuntime:
         await self.close()
 
     async def open(self) -> None:
-        """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
+        """Store -> schema learner, field indexer -> registry -> receiver (bound, not yet serving) ->
+        forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
         (the port is taken); whatever was opened before the failure is closed again, and the
@@ -200,6 +208,8 @@ class DeliveryRuntime:
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
             if self.setup.learn_schemas:
                 await self._start_learner(self._store)
+            if self.setup.index_fields:
+                self._start_field_indexer(self._store)
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
@@ -337,6 +347,7 @@ class DeliveryRuntime:
             self._socket = None
         self._bound = None
         await self._stop_learner()
+        await self._stop_field_indexer()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -359,6 +370,21 @@ class DeliveryRuntime:
             learner.on_drift(self._on_drift),
             learner.on_progress(self._on_learned),
         ]
+
+    def _start_field_indexer(self, store: Store) -> None:
+        from walletpass_tui.query.indexer import FieldIndexer
+
+        indexer = FieldIndexer(store.path).start()
+        self.field_indexer = indexer
+        self._unfollow_fields = indexer.follow(store)
+
+    async def _stop_field_indexer(self) -> None:
+        indexer, self.field_indexer = self.field_indexer, None
+        unfollow, self._unfollow_fields = self._unfollow_fields, None
+        if unfollow is not None:
+            unfollow()
+        if indexer is not None:
+            await asyncio.to_thread(indexer.stop)
 
     async def _stop_learner(self) -> None:
         learner, self.learner = self.learner, None

@@ -40,7 +40,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import (
     FORWARD,
@@ -691,7 +691,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         return [
             ("Everywhere", self.BINDINGS),
             ("Main screen", MainScreen.BINDINGS),
-            ("Event log", [*EventLogPane.BINDINGS, *LogView.BINDINGS]),
+            ("Event log", [*EventLogPane.BINDINGS, *LogLines.BINDINGS]),
             ("Templates", TemplatesPane.BINDINGS),
             ("Delivery detail", [*DetailScreen.BINDINGS, *DeliveryDetail.BINDINGS]),
             ("Template JSON", TemplateScreen.BINDINGS),
