@@ -15,6 +15,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     │   ├── webhooks.verify.SecretError  a signing secret that is not whsec_ + base64
     │   ├── webhooks.forward.ForwardError a --forward-to route that does not parse
     │   ├── check.runner.CheckError      a check that cannot be run as asked
+    │   ├── query.language.QueryProblem  a term of a field query that cannot be read
     │   └── relay.server.channels.ChannelError  a channel name or token that is not one
     ├── config.ConfigError               a setting or a private file that cannot be used
     │   └── webhooks.endpoint_import.EndpointExists

@@ -321,6 +321,18 @@ def test_the_token_is_in_the_url_only_never_in_the_log_or_stderr(
     assert sum(web.token in line for line in out) == 1
 
 
+def test_a_receiver_on_a_path_beyond_ascii_is_served(clean_env: Path) -> None:
+    listen, _ = start_listen("--path", "/wébhooks")
+    web = None
+    try:
+        web = Web()
+        assert get(web.url).status_code == 200
+    finally:
+        listen.kill()
+        if web:
+            web.proc.kill()
+
+
 def test_a_non_loopback_host_prints_who_can_see_the_history(clean_env: Path) -> None:
     listen, _ = start_listen()
     try:

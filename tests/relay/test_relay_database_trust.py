@@ -84,7 +84,7 @@ async def test_a_forged_notice_announces_nothing_and_delays_nothing(
     async with instances(pg_database, tmp_path, [None, None]) as (a, b):
         issued = add_channel(a, "team")
         channel_id, slug = issued.channel.id, issued.channel.slug
-        await until(lambda: a.feeds is not None and len(a.feeds) == 1)  # A heard of it
+        await until(lambda: a.fanouts is not None and len(a.fanouts) == 1)  # A heard of it
         # Cursors and usage far past anything stored, before anyone subscribes at A...
         await notify(pg_database, f"d {channel_id} {HUGE} {HUGE} {HUGE}")
         await asyncio.sleep(0.3)  # heard by A (nothing to wait on: it must change nothing)

@@ -146,7 +146,7 @@ def _start_log(args: argparse.Namespace, argv: Sequence[str]) -> None:
     except OSError as exc:
         raise UsageError(
             f"Cannot write the log file {printable(str(path), 200)} ({exc.strerror or exc}); "
-            "give a path in a directory you can write."
+            "give a new file, or a regular file of your own, in a directory you can write."
         ) from None
 
 

@@ -17,6 +17,7 @@ from walletpass_tui.cli.common import (
     topic_arg,
     url_arg,
 )
+from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.cli.service_errors import api_failure
 from walletpass_tui.config import ConfigError, Settings, check_writable
 from walletpass_tui.errors import UsageError
@@ -99,15 +100,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "can verify its deliveries. Nothing is sent to the service. An id already known is "
         "refused unless --replace is given; the replaced entry is then kept in a backup file. "
         "Like create, an http:// URL needs --allow-http.",
-        epilog="example: walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
-        "--topic pass.activated --secret whsec_...",
+        epilog="examples:\n"
+        "  walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
+        "--topic pass.activated --secret-file webhook-secret.txt\n"
+        "  walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
+        "--topic pass.activated --secret -    # asks for it, not shown as typed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     imp.add_argument("--id", required=True, dest="endpoint_id", help="the endpoint's id (ep_...)")
     imp.add_argument("--url", required=True, help="the endpoint's URL")
     imp.add_argument(
         "--topic", action="append", type=topic_arg, dest="topics", metavar="TOPIC", required=True
     )
-    imp.add_argument("--secret", required=True, help="its signing secret (whsec_...)")
+    add_secret_flags(imp, what="its signing secret (whsec_...)", many=False)
     imp.add_argument("--disabled", action="store_true", help="record it as disabled")
     imp.add_argument(
         "--replace",
@@ -267,6 +272,12 @@ def cmd_endpoints_import(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     _endpoint_url(args.url, settings)
+    given = one_secret(args)
+    if given is None:
+        raise UsageError(
+            "Give the endpoint's signing secret: --secret - (asked for, not shown), --secret-file "
+            "PATH or $WALLETPASS_SECRET."
+        )
     registry = _registry(settings)
     backup = backup_endpoint(registry, args.endpoint_id) if args.replace else None
     try:
@@ -275,7 +286,7 @@ def cmd_endpoints_import(args: argparse.Namespace) -> int:
             args.endpoint_id,
             args.url,
             _topics(args.topics),
-            args.secret,
+            given.value,
             enabled=not args.disabled,
             allow_http=settings.allow_http,
             replace=args.replace,

@@ -19,7 +19,7 @@ from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 
 if TYPE_CHECKING:
@@ -36,8 +36,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "signature, timestamp tolerance), stored in the history database, and printed. A verified "
         "delivery is answered 200 only after it is on disk.",
         epilog="examples:\n"
-        "  walletpass-tui listen --secret whsec_...\n"
-        "  walletpass-tui listen --secret whsec_... --forward-to http://localhost:3000/webhooks "
+        "  walletpass-tui listen\n"
+        '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui listen --forward-to '
+        "http://localhost:3000/webhooks "
         '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
@@ -233,15 +234,15 @@ def _announce(
         notes = "".join(f"; {note}" for note in route.options.notes())  # header values masked
         out.write(f"Forwarding {topic} to {route.target} ({mode}){notes}\n")
     options = runtime.setup.options
-    secrets = [f"{key.label} (--secret)" for key in (options.secrets if options else ())]
+    secrets = [key.label for key in (options.secrets if options else ())]
     for endpoint in runtime.registry.load():
         secrets.append(f"{endpoint.id} {endpoint.secret.masked}")
     if secrets:
         out.write("Verifying with: " + ", ".join(secrets) + "\n")
     else:
         out.write(
-            "No signing secret yet: every delivery will be rejected. Pass --secret whsec_... or "
-            "'walletpass-tui endpoints import'.\n"
+            "No signing secret yet: every delivery will be rejected. Set WALLETPASS_SECRET, give "
+            "--secret-file or --secret -, or 'walletpass-tui endpoints import'.\n"
         )
     injected = runtime.injection.describe()
     if injected:

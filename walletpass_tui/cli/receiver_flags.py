@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from walletpass_tui.cli.common import bounded_float, bounded_int, forward_to_arg, url_arg
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import HEADER_HELP, add_trust_flags, header_arg
 
 MAX_BODY_LIMIT = 64 * 1024 * 1024  # the largest --max-body accepted
@@ -31,12 +32,10 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
     """Flags for verifying, forwarding, filtering and failing deliveries."""
     s = argparse.SUPPRESS
     ver = parser.add_argument_group("verification")
-    ver.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="WHSEC",
-        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
+    add_secret_flags(
+        ver,
+        what="a signing secret to verify with, beside those of the endpoints known locally",
+        many=True,
     )
     ver.add_argument(
         "--tolerance",

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.api.topics import TOPICS, TopicError, parse_topic
 from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import parse_since
 from walletpass_tui.cli.progress import Progress
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
@@ -199,7 +198,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_drift(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    since = parse_since(args.since)
+    since = args.since.ms if args.since else None
     reader = _reader(settings)
     key = group_key(args.topic, reader) if args.topic else None
     records = [] if reader is None else _reading(lambda: reader.drift(key, since_ms=since))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from walletpass_tui.cli.common import lazy_handler
+from walletpass_tui.cli.time_args import when_arg
 
 _HANDLERS = "walletpass_tui.cli.schema_actions"
 
@@ -80,7 +81,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     drift.add_argument("--topic", metavar="TOPIC", help="only this topic's (" + TOPIC_HELP + ")")
     drift.add_argument(
-        "--since", metavar="ISO", help="only drift first seen since this time (ISO 8601)"
+        "--since",
+        metavar="WHEN",
+        type=when_arg,
+        help="only drift first seen since WHEN: a duration back from now (90m, 12h, 7d) or an "
+        "ISO 8601 time",
     )
     drift.add_argument("--json", action="store_true", help="print a JSON array")
     drift.set_defaults(handler=lazy_handler(_HANDLERS, "cmd_drift"))

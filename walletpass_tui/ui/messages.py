@@ -1,7 +1,7 @@
 """App-level messages, and the signals that carry live data down to the panes.
 
 Data flows one way. The app receives what happens outside the UI as messages (``DeliveriesStored``
-from the live feed, ``ForwardAnswered`` from the runtime) and publishes it on ``LiveSignals``; each
+from ``LiveRows``, ``ForwardAnswered`` from the runtime) and publishes it on ``LiveSignals``; each
 pane subscribes in its ``on_mount`` to what it shows. The app never looks inside its screens, and a
 pane that is gone (a screen closed, the app shutting down) is simply not called: ``Signal`` skips
 nodes that are no longer running.
@@ -94,7 +94,7 @@ class LiveSignals:
         self.drift_marks: DriftMarks | None = None
 
     def shown(self, attempt: Attempt) -> bool:
-        """Whether ``attempt`` becomes a row of the event log (the live feed posts the first
+        """Whether ``attempt`` becomes a row of the event log (``LiveRows`` posts the first
         of these after a spell without any at once)."""
         return self.log_shows is not None and self.log_shows(attempt)
 

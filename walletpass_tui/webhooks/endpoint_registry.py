@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint, format_created_at, validate_topics
-from walletpass_tui.config import ConfigError, Secret, write_private_file
+from walletpass_tui.config import ConfigError, Secret
+from walletpass_tui.private_files import write_private_file
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded when a secret is first checked
     from walletpass_tui.webhooks.verify import SigningKey

@@ -10,18 +10,19 @@ import argparse
 
 from walletpass_tui.cli.common import (
     bounded_int,
-    duration_arg,
     lazy_handler,
     target_url_arg,
     topic_arg,
 )
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags
+from walletpass_tui.cli.time_args import when_arg
 
 _HERE = "walletpass_tui.cli.events_cmd"
 
 
-def add_filter_flags(parser: argparse.ArgumentParser) -> None:
+def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--topic",
         metavar="TOPIC",
@@ -30,9 +31,24 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
     parser.add_argument(
-        "--since", metavar="ISO", help="only messages seen since this time (ISO 8601)"
+        "--since",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} since WHEN: a duration back from now (90m, 12h, 7d) or an ISO 8601 time",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} before WHEN (as --since)",
     )
     parser.add_argument("--search", metavar="TEXT", help="full-text search over bodies and ids")
+    parser.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="a field query, as in the dashboard's filter: data.platform:google, "
+        "data.balance>10, has:data.tier, -has:..., (a OR b); see docs/history.md",
+    )
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -52,10 +68,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="messages, newest first",
         epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
         "  walletpass-tui events list --search pass_0042 --json\n"
+        "  walletpass-tui events list --where 'data.passId:pass_00* -topic:deactivated'\n"
         "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
-    add_filter_flags(lst)
+    add_filter_flags(lst, "messages seen")
     lst.add_argument(
         "--drift",
         action="store_true",
@@ -95,6 +112,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events tail\n"
         "  walletpass-tui events tail --verdict rejected\n"
+        "  walletpass-tui events tail --where 'has:data.passId'\n"
         "  walletpass-tui events tail --topic activated --json | jq .pass_id",
         formatter_class=raw,
     )
@@ -105,6 +123,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
     )
     tail.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    tail.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="only attempts that match this field query (as events list --where)",
+    )
     tail.add_argument(
         "--json", action="store_true", help="one JSON object per attempt (as listen --json)"
     )
@@ -127,6 +150,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     st.add_argument(
         "--since",
         metavar="WHEN",
+        type=when_arg,
         default="24h",
         help="a duration back from now (90m, 12h, 7d) or an ISO 8601 time (default 24h)",
     )
@@ -160,10 +184,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
-    rp.add_argument(
-        "--secret",
-        metavar="WHSEC",
-        help="secret to re-sign with when the endpoint is not known locally",
+    add_secret_flags(
+        rp, what="the secret to re-sign with when the endpoint is not known locally", many=False
     )
     rp.add_argument(
         "--attempt",
@@ -183,6 +205,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "of 'events show --json') or as curl commands that reproduce each delivery exactly.",
         epilog="examples:\n"
         "  walletpass-tui events export --verdict verified > deliveries.jsonl\n"
+        "  walletpass-tui events export --where 'data.passId:pass_0042' > pass_0042.jsonl\n"
         "  walletpass-tui events export --format curl --search pass_0042 --to http://localhost:3000/webhooks",
         formatter_class=raw,
     )
@@ -201,7 +224,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="N",
         help="only the newest N attempts",
     )
-    add_filter_flags(ex)
+    add_filter_flags(ex, "attempts received")
     ex.set_defaults(handler=lazy_handler(f"{_HERE}.export", "cmd_export"))
 
     pr = ev_sub.add_parser(
@@ -214,7 +237,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="example: walletpass-tui events prune --older-than 7d",
     )
     pr.add_argument(
-        "--older-than", metavar="DURATION", type=duration_arg, help="e.g. 12h, 7d, 2w (0 = all)"
+        "--older-than",
+        metavar="WHEN",
+        type=when_arg,
+        help="delete what was received before WHEN: a duration back from now (12h, 7d, 2w; 0 = "
+        "all) or an ISO 8601 time",
     )
     pr.add_argument("--yes", action="store_true", help="do not ask, even when deleting everything")
     pr.set_defaults(handler=lazy_handler(f"{_HERE}.maintenance", "cmd_prune"))

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_history
+from walletpass_tui.cli.events_cmd.shared import no_such_message, with_history
+from walletpass_tui.cli.time_args import check_window
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import format_gap, format_ms, format_size, printable
@@ -82,7 +83,7 @@ def _drift_for_messages(reader: SchemaReader, ids: list[str]) -> dict[str, list[
 
 
 def drifting_messages(
-    settings: Settings, args: argparse.Namespace, since: int | None
+    settings: Settings, args: argparse.Namespace, since: int | None, until: int | None = None
 ) -> list[tuple[MessageRow, list[DriftRecord]]]:
     """``events list --drift``: the messages whose deliveries showed drift first, the latest
     drift first, with the other filters applied."""
@@ -110,6 +111,8 @@ def drifting_messages(
                     continue
                 if since is not None and row.last_received_at_ms < since:
                     continue
+                if until is not None and row.last_received_at_ms >= until:
+                    continue
                 found.append((row, drift.get(webhook_id, [])))
                 if len(found) >= args.limit:
                     break
@@ -125,10 +128,17 @@ def _drift_cell(records: Sequence[DriftRecord]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.events_cmd.where import log_filter, message_condition
+
     settings = settings_from_args(args)
-    since = parse_since(args.since)
+    check_window(args.since, args.until)
+    since = args.since.ms if args.since else None
+    until = args.until.ms if args.until else None
     if getattr(args, "drift", False):
-        return _list_drift(settings, args, since)
+        if args.where:
+            raise UsageError("--where does not combine with --drift; use one of them.")
+        return _list_drift(settings, args, since, until)
+    flt = log_filter(args, settings, since_ms=since, until_ms=until)
     # A home that has received nothing yet has an empty history, not a missing one: a script
     # gets [] and exit 0.
     fresh = not settings.database_path.exists()
@@ -139,10 +149,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
-                topic=args.topic,
-                verdict=args.verdict,
+                topic=flt.topic,
+                verdict=flt.verdict,
                 since_ms=since,
-                text=args.search,
+                until_ms=until,
+                text=flt.text,
+                where=message_condition(flt),
             ),
         )
     )
@@ -172,14 +184,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_drift(settings: Settings, args: argparse.Namespace, since: int | None) -> int:
+def _list_drift(
+    settings: Settings, args: argparse.Namespace, since: int | None, until: int | None
+) -> int:
     if args.search:
         raise UsageError(
             "--drift and --search cannot be combined; use --topic, --verdict or --since with "
             "--drift, or 'walletpass-tui schema drift'."
         )
     fresh = not settings.database_path.exists()
-    rows = [] if fresh else drifting_messages(settings, args, since)
+    rows = [] if fresh else drifting_messages(settings, args, since, until)
     if args.json:
         print_json([{**message_json(m), "drift": [r.to_json() for r in d]} for m, d in rows])
         return 0

@@ -1,15 +1,13 @@
-"""What the ``events`` actions share: the store opened for one command, time filters, not-found."""
+"""What the ``events`` actions share: the store opened for one command, not-found."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings
-from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -21,21 +19,6 @@ T = TypeVar("T")
 
 VERDICTS = ("verified", "rejected")
 LIST_LIMIT_MAX = 100_000
-
-
-def parse_since(text: str | None) -> int | None:
-    """``--since``: an ISO 8601 time (a local one when it has no zone) in epoch milliseconds."""
-    if not text:
-        return None
-    try:
-        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        if stamp.tzinfo is None:
-            stamp = stamp.astimezone()  # a local time, as people type it
-        return int(stamp.timestamp() * 1000)
-    except (ValueError, OverflowError, OSError):
-        raise UsageError(
-            f"--since {printable(text, 60)!r} is not an ISO 8601 time, e.g. 2026-11-23T14:00:00Z."
-        ) from None
 
 
 def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:

@@ -41,7 +41,7 @@ from walletpass_tui.webhooks.verify import sign
 def cmd_sim_deliver(args: argparse.Namespace) -> int:
     scale = checked_time_scale(args.time_scale)
     url = checked_target_url(args.to)
-    secret = checked_secret(args.secret)
+    secret = checked_secret(args)
     msg_id = checked_message_id(args.message_id)
     body = body_for(args, args.topic)
     message = Message(id=msg_id, topic=args.topic, body=body)
@@ -77,7 +77,7 @@ async def _deliver(url: str, secret: str, message: Message, scale: float) -> Del
 
 def cmd_trigger(args: argparse.Namespace) -> int:
     url = checked_target_url(args.to)
-    secret = checked_secret(args.secret)
+    secret = checked_secret(args)
     if not 0 < args.timeout <= 3600:
         raise CommandError(f"--timeout must be between 0 and 3600 seconds, got {args.timeout:g}.")
     events = fixture_events(args, need_topic=False)

@@ -59,10 +59,10 @@ from walletpass_tui.relay.link.subscriber import (
     backoff_delay,
 )
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.relayed import RelayedRequest
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class LinkTarget(Protocol):
     @property
     def options(self) -> ReceiverOptions | None: ...
 
-    async def accept(self, inbound: Inbound) -> Attempt: ...
+    async def accept(self, request: RelayedRequest) -> Attempt: ...
 
 
 # How long the link waits, before following, for the relay to say when the channel was created.
@@ -253,19 +253,19 @@ class RelayLink:
     async def _deliver(self, runtime: LinkTarget, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
         rejected when the relay's received time is not credible."""
-        inbound = relayed_inbound(delivery, self.url)
+        request = relayed_request(delivery, self.url)
         problem = self.times.problem(delivery.received_at_ms)
         if problem is None:
             self.times.accepted(delivery.received_at_ms)
             await self._hand_over(
-                runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
+                runtime, delivery.cursor, lambda: runtime.accept(request), delivery
             )
             return
         # Kept under this machine's time: the relay's is not credible (it is in the detail), and
         # the history's order, --since and pruning go by it.
-        inbound = replace(inbound, received_at=datetime.now(UTC))
+        request = replace(request, received_at=datetime.now(UTC))
         topic, pass_id = labels(delivery.body)
-        rejected = inbound.attempt(
+        rejected = request.attempt(
             Reason.RELAY_TIME,
             problem,
             started=time.perf_counter(),
@@ -397,10 +397,10 @@ class RelayLink:
         self._state_listeners.notify(new)
 
 
-def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
+def relayed_request(delivery: RelayedDelivery, relay_url: str) -> RelayedRequest:
     """Where a relayed delivery enters the runtime: what the relay received, from the client its
     source rule settled on, for ``runtime.accept`` (the same intake as a POST; ``intake.py``)."""
-    return Inbound.relayed(
+    return RelayedRequest.from_relay(
         relay_url=relay_url,
         cursor=delivery.cursor,
         received_at_ms=delivery.received_at_ms,

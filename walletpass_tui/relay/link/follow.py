@@ -25,7 +25,8 @@ from pathlib import Path
 
 import aiohttp
 
-from walletpass_tui.config import DEFAULT_MAX_BODY, write_private_file
+from walletpass_tui.config import DEFAULT_MAX_BODY
+from walletpass_tui.private_files import write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,

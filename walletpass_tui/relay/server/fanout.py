@@ -1,8 +1,9 @@
 """What the running relay knows about each channel: the recent events, who waits, the quota used.
 
-No subscriber has a queue. Each one holds only its cursor and asks its channel's ``Feed`` for what
-comes after it: recent events come from a ring bounded in count and bytes (each event's bytes built
-once and shared by every subscriber), anything older from the database, a small page at a time.
+No subscriber has a queue. Each one holds only its cursor and asks its channel's ``ChannelFanout``
+for what comes after it: recent events come from a ring bounded in count and bytes (each event's
+bytes built once and shared by every subscriber), anything older from the database, a small page
+at a time.
 Either way a page is bounded in bytes (``PAGE_BYTES``, at least one event), and a subscriber lets
 go of the rest of its page as soon as its socket is full (``stream.py``). A slow subscriber
 therefore costs a cursor, at most one event and a socket buffer, and ingress never waits for it.
@@ -11,7 +12,7 @@ The ring holds every stored event with a cursor above its floor, up to its last,
 On SQLite this process writes everything, in cursor order, so what it commits goes straight in.
 On PostgreSQL other processes commit too, and cursors are consecutive per channel: a commit of
 this process goes straight in only when it follows the ring's last cursor; anything else (a
-notice of another process's commit, a gap) makes the feed read the database after its last
+notice of another process's commit, a gap) makes the fanout read the database after its last
 cursor, once for all its subscribers. A notice is only a hint to look: any role that can connect
 to the database can send one, so its numbers are never believed. The head a subscriber is told,
 what it is sent and the usage the quota checks all come from rows this process read or wrote.
@@ -51,7 +52,7 @@ class UnusableSecret(RelayStoreError):
     """A channel's stored signing secret is not one: nothing posted to it can be verified."""
 
 
-class Feed:
+class ChannelFanout:
     """One channel's live state."""
 
     def __init__(self, channel: Channel, storage: RelayStorage | None = None) -> None:
@@ -177,7 +178,7 @@ class Feed:
             self._reading = None
 
     def _read_on(self) -> None:
-        """Read the database after the ring's last cursor (one task per feed at a time; a
+        """Read the database after the ring's last cursor (one task per fanout at a time; a
         notice heard meanwhile makes it read once more)."""
         if self.storage is None:
             return
@@ -185,7 +186,7 @@ class Feed:
             self._look_again = True
             return
         self._reading = asyncio.get_running_loop().create_task(
-            self._read_database(self._generation), name="relay-feed-read"
+            self._read_database(self._generation), name="relay-fanout-read"
         )
 
     async def _read_database(self, generation: int) -> None:
@@ -263,14 +264,14 @@ class Feed:
         return [(cursor, sse_event(cursor, data)) for cursor, data in rows]
 
 
-class Feeds:
-    """Every channel's feed, by id and by ingress slug, refreshed from the database."""
+class Fanouts:
+    """Every channel's fanout, by id and by ingress slug, refreshed from the database."""
 
     def __init__(self, storage: RelayStorage) -> None:
         self.storage = storage
         self.database_ok = True  # as the storage last said
-        self._by_id: dict[int, Feed] = {}
-        self._by_slug: dict[str, Feed] = {}
+        self._by_id: dict[int, ChannelFanout] = {}
+        self._by_slug: dict[str, ChannelFanout] = {}
         self._refreshed = -REFRESH_S
         self._lock = asyncio.Lock()
         self._refreshing: asyncio.Task[None] | None = None
@@ -279,7 +280,7 @@ class Feeds:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __iter__(self) -> Iterator[Feed]:
+    def __iter__(self) -> Iterator[ChannelFanout]:
         return iter(list(self._by_id.values()))
 
     @property
@@ -294,12 +295,12 @@ class Feeds:
         seen: set[int] = set()
         for channel in channels:
             seen.add(channel.id)
-            feed = self._by_id.get(channel.id)
-            if feed is None:
-                feed = self._by_id[channel.id] = Feed(channel, self.storage)
+            fanout = self._by_id.get(channel.id)
+            if fanout is None:
+                fanout = self._by_id[channel.id] = ChannelFanout(channel, self.storage)
             else:
-                feed.channel = channel
-                feed.used_bytes = channel.used_bytes
+                fanout.channel = channel
+                fanout.used_bytes = channel.used_bytes
         for gone in set(self._by_id) - seen:
             self._by_id.pop(gone).reset()
         self._by_slug = {f.channel.slug: f for f in self._by_id.values()}
@@ -313,23 +314,23 @@ class Feeds:
                 return
             self.load(await self.storage.channels(counts=False))
 
-    async def by_slug(self, slug: str) -> Feed | None:
-        """The feed of the channel at ``slug``, or None. When the database cannot be read, the
+    async def by_slug(self, slug: str) -> ChannelFanout | None:
+        """The fanout of the channel at ``slug``, or None. When the database cannot be read, the
         channels last read serve; a slug among none of them raises ``RelayStoreError``."""
         with contextlib.suppress(RelayStoreError):  # the channels last read serve, as documented
             await self.refresh()
-        feed = self._by_slug.get(slug)
-        if feed is None and await self.storage.slug_exists(slug):
+        fanout = self._by_slug.get(slug)
+        if fanout is None and await self.storage.slug_exists(slug):
             await self.refresh(older_than=0)  # added since the last refresh
-            feed = self._by_slug.get(slug)
-        return feed
+            fanout = self._by_slug.get(slug)
+        return fanout
 
-    def by_id(self, channel: Channel) -> Feed:
-        feed = self._by_id.get(channel.id)
-        if feed is None:
-            feed = self._by_id[channel.id] = Feed(channel, self.storage)
-            self._by_slug[channel.slug] = feed
-        return feed
+    def by_id(self, channel: Channel) -> ChannelFanout:
+        fanout = self._by_id.get(channel.id)
+        if fanout is None:
+            fanout = self._by_id[channel.id] = ChannelFanout(channel, self.storage)
+            self._by_slug[channel.slug] = fanout
+        return fanout
 
     async def token_channel(self, token: str) -> int | None:
         """The id of the channel a live token opens, or None; ``RelayStoreError`` when the
@@ -353,19 +354,19 @@ class Feeds:
 
     def on_commit(self, stored: list[Stored]) -> None:
         """On the event loop, in commit order: put the events in their rings, wake the waiters."""
-        touched: set[Feed] = set()
+        touched: set[ChannelFanout] = set()
         for item in stored:
-            feed = self._by_id.get(item.channel_id)
-            if feed is not None:
-                feed.append(item)
-                touched.add(feed)
-        for feed in touched:
-            feed.wake()
+            fanout = self._by_id.get(item.channel_id)
+            if fanout is not None:
+                fanout.append(item)
+                touched.add(fanout)
+        for fanout in touched:
+            fanout.wake()
 
     def on_committed(self, committed: Committed) -> None:
-        feed = self._by_id.get(committed.channel_id)
-        if feed is not None:
-            feed.committed(committed)
+        fanout = self._by_id.get(committed.channel_id)
+        if fanout is not None:
+            fanout.committed(committed)
 
     def on_channels_changed(self) -> None:
         self._tokens.clear()  # a revoked token is refused at its streams' next heartbeat
@@ -376,12 +377,12 @@ class Feeds:
         self.database_ok = reachable
         self._tokens.clear()  # changes made meanwhile were not heard
         if reachable:
-            for feed in self:
-                feed.reset()
+            for fanout in self:
+                fanout.reset()
             self._refreshed = -REFRESH_S
             self._refresh_soon()
-        for feed in self:
-            feed.wake()  # streams read the database again, and tell their subscribers
+        for fanout in self:
+            fanout.wake()  # streams read the database again, and tell their subscribers
 
     def _refresh_soon(self) -> None:
         if self._refreshing is not None and not self._refreshing.done():
@@ -398,5 +399,5 @@ class Feeds:
     def close(self) -> None:
         if self._refreshing is not None:
             self._refreshing.cancel()
-        for feed in self:
-            feed.reset()
+        for fanout in self:
+            fanout.reset()

@@ -15,6 +15,7 @@ from walletpass_tui.webhooks.models import (
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
 )
 from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
@@ -96,10 +97,19 @@ class History:
         topic: str | None = None,
         verdict: str | None = None,
         since_ms: int | None = None,
+        until_ms: int | None = None,
         text: str | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
+        """Messages, newest first; with ``where``, those with an attempt that matches it."""
         return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+            limit=limit,
+            topic=topic,
+            verdict=verdict,
+            since_ms=since_ms,
+            until_ms=until_ms,
+            text=text,
+            where=where,
         )
 
     async def stats(self) -> Stats:

@@ -35,7 +35,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, schema
+from walletpass_tui.webhooks.store import forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
     RESTART_WAIT_MS,
@@ -172,7 +172,7 @@ def _connect(
     path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
 ) -> sqlite3.Connection:
     # A log started over is cut back to half the bound (see checkpoints.py).
-    db = schema.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
+    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
     files.remember()
     return db
 
@@ -238,7 +238,7 @@ def _stamp(
     for offset, a in enumerate(attempts):
         digest = differs = None
         if a.webhook_id:
-            digest = schema.digest(a.topic, a.body)
+            digest = tables.digest(a.topic, a.body)
             first = firsts.get(a.webhook_id)
             if first is None:
                 firsts[a.webhook_id] = digest
@@ -435,7 +435,7 @@ class GroupCommit:
             self._rejected_since_prune = 0
             await self.thread.run(prune.rejected_beyond, self.rejected_cap)
         except Exception as exc:  # nothing stored is at stake: retried after the next commit
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
 
     async def _bound_log(self) -> None:
         """Between two batches, deliveries waiting or not: once the log file passed its bound,
@@ -453,7 +453,7 @@ class GroupCommit:
             else:
                 complete = await self.thread.run(top_up_checkpoint)
         except Exception as exc:  # nothing stored is at stake: tried again after the next batch
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
             return
         self.log.done(step, complete, size)
 
@@ -575,7 +575,7 @@ class GroupCommit:
         error = (
             exc
             if isinstance(exc, StoreError)
-            else StoreError(schema.explain(exc, self.thread.path))
+            else StoreError(tables.explain(exc, self.thread.path))
         )
         self.health.failed(str(error))
         for pending in batch:

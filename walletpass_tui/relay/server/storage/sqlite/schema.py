@@ -11,9 +11,9 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir
 from walletpass_tui.relay.server.storage.errors import RelayStoreError
-from walletpass_tui.webhooks.store.schema import make_private
+from walletpass_tui.webhooks.store.tables import make_private
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5000

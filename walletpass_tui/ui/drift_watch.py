@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.ui.messages import LiveSignals
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
-    from walletpass_tui.runtime.local import DeliveryRuntime
+    from walletpass_tui.runtime.protocol import Runtime
     from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.webhooks.models import Attempt
 
@@ -41,16 +40,14 @@ REREAD_S = 1.0  # the schema file is read again at most this often while learnin
 ATTACHED_LINGER_S = 3.0  # attached: how long after a delivery the schema file is still re-read
 
 
-def learns(runtime: DeliveryRuntime | AttachedRuntime) -> bool:
+def learns(runtime: Runtime) -> bool:
     """Whether what this dashboard shows is learned from: its own runtime's learner, or the
     receiver's it is attached to (read from the schema file that one keeps)."""
-    return isinstance(runtime, AttachedRuntime) or runtime.learner is not None
+    return runtime.learning != "off"
 
 
-class DriftFeed:
-    def __init__(
-        self, runtime: DeliveryRuntime | AttachedRuntime, app: App[Any], live: LiveSignals
-    ) -> None:
+class DriftWatch:
+    def __init__(self, runtime: Runtime, app: App[Any], live: LiveSignals) -> None:
         self.runtime = runtime
         self.app = app
         self.live = live
@@ -67,7 +64,7 @@ class DriftFeed:
         if not self.marks.enabled:
             self.live.drift.publish(None)
             return
-        if isinstance(self.runtime, AttachedRuntime):
+        if self.runtime.learning == "elsewhere":
             self._unsubscribe = self.runtime.subscribe(deliveries=self._arrived)
             self._timer = self.app.set_interval(REREAD_S, self._linger)
         else:

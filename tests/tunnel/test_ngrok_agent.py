@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from walletpass_tui.tunnel import discover_ngrok, pick_public_url
+from walletpass_tui.tunnel.ngrok_agent import discover_ngrok, pick_public_url
 
 # Shaped like ngrok v3's agent answer (trimmed).
 SAMPLE = {

@@ -1,22 +1,20 @@
-"""The public URL a tunnel gives the receiver: discovered from a local ngrok agent when one runs.
+"""A public URL found from an ngrok agent the user runs in another shell (no ``--tunnel``).
 
 ngrok's agent serves its state on 127.0.0.1:4040; ``GET /api/tunnels`` lists each tunnel with its
 ``public_url`` and the local address it forwards to (``config.addr``). Nothing else is contacted.
 
-The answer is untrusted: any local user can bind 127.0.0.1:4040 before ngrok does. Only a
-well-formed ``https://`` URL with a plain DNS host name (no IP address, port, user, path, query or
-fragment, nothing that is not printable ASCII) is taken; anything else is ignored. Callers say
-where the URL came from ("found from the ngrok agent") before offering it for registration.
+The answer is untrusted: any local user can bind 127.0.0.1:4040 before ngrok does. Only a URL
+that passes :func:`~walletpass_tui.tunnel.public_url.plain_https_url` is taken; anything else is
+ignored. The answer is read up to ``MAX_ANSWER`` bytes within ``timeout_s``. Callers say where
+the URL came from ("found from the ngrok agent") before offering it for registration.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from typing import Any
-from urllib.parse import urlsplit
 
-from walletpass_tui.api.urls import UrlError, check_url
+from walletpass_tui.tunnel.public_url import plain_https_url
 
 NGROK_API = "http://127.0.0.1:4040"
 MAX_ANSWER = 256 * 1024  # bytes of /api/tunnels read at most
@@ -27,26 +25,6 @@ def _forwards_to_port(tunnel: dict[str, Any], port: int) -> bool:
     addr = str(config.get("addr", "")) if isinstance(config, dict) else ""
     tail = addr.rsplit(":", 1)[-1].rstrip("/")
     return tail == str(port)
-
-
-def plain_https_url(value: Any) -> str | None:
-    """``value`` without a trailing slash when it is ``https://<dns name>``, else None."""
-    if not isinstance(value, str) or not value.isascii() or len(value) > 300:
-        return None
-    try:
-        url = check_url(value, schemes=("https",))
-        parts = urlsplit(url)
-        port = parts.port
-    except (UrlError, ValueError):  # not an https tunnel URL: skipped
-        return None
-    host = parts.hostname or ""
-    if port is not None or parts.query or parts.path not in ("", "/") or "." not in host:
-        return None
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:  # a name, not an address: kept
-        return url.rstrip("/")
-    return None  # an address, not a tunnel's host name
 
 
 def pick_public_url(payload: Any, port: int | None = None) -> str | None:

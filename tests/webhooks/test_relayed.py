@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
 from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.relayed import RelayedRequest
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -39,11 +39,11 @@ def relayed(
     secret: str = SECRET,
     body: bytes = BODY,
     relay_url: str = RELAY,
-) -> Inbound:
+) -> RelayedRequest:
     """A delivery the relay received when ``sent`` (signed then too), from 203.0.113.7."""
     sent = sent or datetime.now(UTC)
     headers = {**sign(secret, msg_id, body, sent), "content-type": "application/json"}
-    return Inbound.relayed(
+    return RelayedRequest.from_relay(
         relay_url=relay_url,
         cursor=cursor,
         received_at_ms=int(sent.timestamp() * 1000),
@@ -92,8 +92,8 @@ async def test_the_timestamp_is_still_checked_against_when_the_relay_received_it
     signed_at = datetime.now(UTC) - timedelta(hours=2)
     late = relayed("msg_replayed", 1, sent=signed_at)
     # The relay says it received it now: a two-hour-old signature is a replay, refused.
-    inbound = Inbound(**{**late.__dict__, "received_at": datetime.now(UTC)})
-    stored = await runtime.accept(inbound)
+    request = RelayedRequest(**{**late.__dict__, "received_at": datetime.now(UTC)})
+    stored = await runtime.accept(request)
     assert stored.reason == Reason.TIMESTAMP_TOO_OLD.value
     assert stored.verdict != VERIFIED
 
@@ -198,7 +198,7 @@ def test_any_relayed_input_is_stored_once_with_its_raw_body(
     home = tmp_path_factory.mktemp("prop")
 
     async def scenario() -> Attempt:
-        inbound = Inbound.relayed(
+        request = RelayedRequest.from_relay(
             relay_url=RELAY,
             cursor=1,
             received_at_ms=received_at_ms,
@@ -209,7 +209,7 @@ def test_any_relayed_input_is_stored_once_with_its_raw_body(
             source=source,
         )
         async with runtime_for(home) as rt:
-            stored = await rt.accept(inbound)
+            stored = await rt.accept(request)
             assert await rt.store.last_relay_cursor(RELAY) == 1
             again = await rt.store.attempt(stored.id)
             assert again is not None
@@ -225,7 +225,7 @@ def test_any_relayed_input_is_stored_once_with_its_raw_body(
 async def test_a_history_from_before_the_relay_is_upgraded_in_place(tmp_path: Path) -> None:
     import sqlite3
 
-    from walletpass_tui.webhooks.store.schema import MIGRATIONS, digest, split_sql
+    from walletpass_tui.webhooks.store.tables import MIGRATIONS, digest, split_sql
 
     path = tmp_path / "deliveries.sqlite3"
     db = sqlite3.connect(path, isolation_level=None)

@@ -1,8 +1,9 @@
 """A delivery that reached this machine another way than a POST to the receiver: through a relay.
 
 The relay kept what the service sent exactly (method, path, headers in order, raw body, source
-address, when it arrived); ``Receiver.accept(inbound)`` runs it through the same intake
-(``intake.py``: ``IntakeRequest.from_inbound``), verify, store and forward steps as a direct POST. The timestamp is checked against ``received_at`` (when
+address, when it arrived); ``Receiver.accept(relayed)`` runs it through the same intake
+(``intake.py``, as ``intake_request()``), verify, store and forward steps as a direct POST. The
+timestamp is checked against ``received_at`` (when
 the relay received it), so a delivery caught up after a laptop slept for hours is not refused as
 too old. ``relay_url`` and ``relay_cursor`` are stored with the attempt in the same commit: a
 restart resumes after the last stored cursor and never stores one twice.
@@ -16,13 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from walletpass_tui.webhooks.intake import stored_webhook_id
+from multidict import CIMultiDict
+
+from walletpass_tui.webhooks.intake import IntakeRequest, stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoredVerdict
 from walletpass_tui.webhooks.reasons import Reason
 
 
 @dataclass(frozen=True)
-class Inbound:
+class RelayedRequest:
     """One delivery as the relay received it (``source``: the address that posted it there)."""
 
     method: str
@@ -36,7 +39,7 @@ class Inbound:
     relay_cursor: int | None = None
 
     @classmethod
-    def relayed(
+    def from_relay(
         cls,
         *,
         relay_url: str,
@@ -48,7 +51,7 @@ class Inbound:
         body: bytes,
         source: str | None,
         forwarded_for: str | None = None,
-    ) -> Inbound:
+    ) -> RelayedRequest:
         return cls(
             method=method,
             path=path,
@@ -59,6 +62,21 @@ class Inbound:
             forwarded_for=forwarded_for,
             relay_url=relay_url,
             relay_cursor=cursor,
+        )
+
+    def intake_request(self, started: float = 0.0) -> IntakeRequest:
+        """The form every door's checks take: the body is in memory, and it comes with no socket
+        of this door's (``direct`` is False)."""
+        return IntakeRequest(
+            method=self.method,
+            path=self.path,
+            target=self.path,
+            headers=CIMultiDict(self.headers),
+            peer=self.source,
+            received=self.received_at,
+            body=self.body,
+            direct=False,
+            started=started,
         )
 
     def header(self, name: str) -> str | None:
