@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
-from walletpass_tui.cli.listen_printer import ListenPrinter
+from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
