@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
+from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_lines
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
-from walletpass_tui.cli.tunnel_lines import TunnelPrinter, first_lines
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
