@@ -15,7 +15,9 @@ Every runtime also learns the payload schema of each topic (``walletpass_tui.sch
 ``SchemaLearner`` starts right after the store opens, follows its commits on a thread of its own
 (never on the acknowledgement path) and stops right before the store closes. Drift it finds in a
 delivery is told to ``subscribe(drift=...)`` listeners. ``DeliverySetup(learn_schemas=False)``
-(``--no-schemas``) runs without it.
+(``--no-schemas``) runs without it. A ``FieldIndexer`` (``walletpass_tui.query``) follows the
+commits the same way and keeps the field index that field queries read
+(``DeliverySetup(index_fields=False)``: without it, queries look at every body).
 
 Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
 ``relay/link/feed.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
@@ -59,11 +61,14 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.query.indexer import FieldIndexer
     from walletpass_tui.runtime.attachable import Attachable
     from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.tunnel.provider import Provider
+    from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.receiver import Receiver
     from walletpass_tui.webhooks.relayed import RelayedRequest
@@ -89,6 +94,7 @@ class DeliverySetup:
     Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
     ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
     ``learn_schemas``: learn each topic's payload schema from the history and find drift.
+    ``index_fields``: keep the field index of the history up to date (field queries).
     """
 
     options: ReceiverOptions | None = None
@@ -97,6 +103,8 @@ class DeliverySetup:
     explicit_secrets: tuple[str, ...] = ()
     forward: bool = False
     learn_schemas: bool = True
+    index_fields: bool = True
+    tunnel: Provider | None = None  # a public URL for the receiver, started by serve()
 
     @property
     def forwarding(self) -> bool:
@@ -150,6 +158,8 @@ class DeliveryRuntime:
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
+        self.field_indexer: FieldIndexer | None = None
+        self._unfollow_fields: Callable[[], None] | None = None
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
@@ -159,6 +169,8 @@ class DeliveryRuntime:
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
         self._injection_listeners: Listeners[[]] = Listeners(__name__, "failure injection")
+        # The setup's tunnel: made on open, started by serve().
+        self.tunnel: TunnelWatcher | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -175,7 +187,8 @@ class DeliveryRuntime:
         await self.close()
 
     async def open(self) -> None:
-        """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
+        """Store -> schema learner, field indexer -> registry -> receiver (bound, not yet serving) ->
+        forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
         (the port is taken); whatever was opened before the failure is closed again, and the
@@ -195,6 +208,8 @@ class DeliveryRuntime:
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
             if self.setup.learn_schemas:
                 await self._start_learner(self._store)
+            if self.setup.index_fields:
+                self._start_field_indexer(self._store)
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
@@ -212,6 +227,11 @@ class DeliveryRuntime:
                 self._bound = bound_address(self._socket, options.host)
             if self.forwarder is not None:
                 await self.forwarder.start()
+            if setup.tunnel is not None and self._bound is not None:
+                from walletpass_tui.tunnel.watch import TunnelWatcher
+
+                self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
+                self.tunnel.subscribe(lambda _: self._injection_listeners.notify())
         except BaseException:
             await self.close()
             raise
@@ -223,6 +243,7 @@ class DeliveryRuntime:
         receiver = await self._receiver()
         if receiver is not None:
             await receiver.serve()
+            self._start_tunnel()
             if self.feeds and not self._feed_tasks:
                 for feed in self.feeds:
                     task = asyncio.create_task(feed.run(self))
@@ -267,6 +288,22 @@ class DeliveryRuntime:
             self.receiver = receiver
         return self.receiver
 
+    def _start_tunnel(self) -> None:
+        """The tunnel the setup asks for, to the bound port (its own task: the receiver never
+        waits for it, nor stops because of it)."""
+        if self.tunnel is not None and self._bound is not None:
+            from walletpass_tui.tunnel.choice import local_url
+
+            self.tunnel.start(local_url(*self._bound))
+
+    @property
+    def public_url(self) -> str | None:
+        """Where the service should post: the tunnel's URL while it is up (else the
+        ``public_url`` setting), with the receiver's path; None when there is neither."""
+        base = self.tunnel.state.public_url if self.tunnel is not None else None
+        base = base or self.settings.public_url
+        return base.rstrip("/") + self.settings.receiver_path if base else None
+
     async def feed_stopped(self) -> BaseException:
         """Wait until a feed stops for good; returns why (waits forever without feeds)."""
         if self._feed_error is None:
@@ -281,7 +318,7 @@ class DeliveryRuntime:
         self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
+        """Tunnel (its program stopped) -> control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
         receiver (port released, requests in flight answered) -> schema learner -> store -> the
         home released.
 
@@ -289,6 +326,9 @@ class DeliveryRuntime:
         committed together or not at all, and the next run resumes after the last one stored.
         """
         self._state = "closed"
+        tunnel, self.tunnel = self.tunnel, None
+        if tunnel is not None:  # its program stopped before anything else: none is left behind
+            await tunnel.stop()
         attachable, self._attachable = self._attachable, None
         if attachable is not None:  # attached dashboards see it go first
             await attachable.withdraw()
@@ -307,6 +347,7 @@ class DeliveryRuntime:
             self._socket = None
         self._bound = None
         await self._stop_learner()
+        await self._stop_field_indexer()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -329,6 +370,21 @@ class DeliveryRuntime:
             learner.on_drift(self._on_drift),
             learner.on_progress(self._on_learned),
         ]
+
+    def _start_field_indexer(self, store: Store) -> None:
+        from walletpass_tui.query.indexer import FieldIndexer
+
+        indexer = FieldIndexer(store.path).start()
+        self.field_indexer = indexer
+        self._unfollow_fields = indexer.follow(store)
+
+    async def _stop_field_indexer(self) -> None:
+        indexer, self.field_indexer = self.field_indexer, None
+        unfollow, self._unfollow_fields = self._unfollow_fields, None
+        if unfollow is not None:
+            unfollow()
+        if indexer is not None:
+            await asyncio.to_thread(indexer.stop)
 
     async def _stop_learner(self) -> None:
         learner, self.learner = self.learner, None
@@ -370,12 +426,6 @@ class DeliveryRuntime:
     def status(self) -> ReceiverStatus:
         """What this receiver says of itself (to the header, and to attached dashboards)."""
         injection = self.injection
-        settings = self.settings
-        public = (
-            settings.public_url.rstrip("/") + settings.receiver_path
-            if settings.public_url
-            else None
-        )
         state = getattr(self.status_feed, "state", None)
         store = self.store
         problem = store.health.problem
@@ -384,9 +434,10 @@ class DeliveryRuntime:
             injection=injection.describe(),
             forwarding=self.forwarding,
             forward_targets=tuple(route.target for route in self.routes),
-            public_url=public,
+            public_url=self.public_url,
             relay=str(state.headline) if state is not None else None,
             relay_up=bool(state.healthy) if state is not None else False,
+            tunnel=self.tunnel.state.headline() if self.tunnel is not None else None,
             history_problem=problem.replace(str(store.path), store.path.name) if problem else None,
             controls=OPS,
         )
@@ -606,8 +657,8 @@ class DeliveryRuntime:
         return self._attachable.previous
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` whenever the failures injected change (pause included); returns a
-        function that stops it."""
+        """Call ``listener()`` whenever the failures injected change (pause included) or the
+        tunnel's state does; returns a function that stops it."""
         return self._injection_listeners.subscribe(listener)
 
 

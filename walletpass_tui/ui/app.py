@@ -28,7 +28,7 @@ from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
-from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
     ForwardAnswered,
@@ -40,7 +40,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import (
     FORWARD,
@@ -54,7 +54,7 @@ from walletpass_tui.webhooks.models import (
 )
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
-    from walletpass_tui.ui.drift_feed import DriftFeed
+    from walletpass_tui.ui.drift_watch import DriftWatch
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
     from walletpass_tui.ui.view.traffic import Traffic
@@ -127,7 +127,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.pending_forwards = 0
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
-        self._feed: LiveFeed | None = None
+        self._live_rows: LiveRows | None = None
         self._runtime: Runtime | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
@@ -162,8 +162,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
         self._load_preferences(parts.config_file or settings.config_file)
         # The runtime's subscribe() is the store's; the log's new rows are posted without a wait.
-        self._feed = LiveFeed(runtime, self, shown=self.live.shown)
-        self._feed.start()
+        self._live_rows = LiveRows(runtime, self, shown=self.live.shown)
+        self._live_rows.start()
 
         def answered(row: ForwardRow, result: ForwardResult) -> None:
             self.post_message(ForwardAnswered(row, result))
@@ -262,7 +262,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._recount()  # the header's totals: a count of the whole history, not before paint
         self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
-        self._start_drift_feed()  # which deliveries drifted: the log's marks, after paint too
+        self._start_drift_watch()  # which deliveries drifted: the log's marks, after paint too
         self.call_after_refresh(_collect_again)
 
     _receiving = False
@@ -280,6 +280,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._show_receiver()
 
     _tunnel_sought = False
+    _public_from_receiver = False  # the public URL is the one the receiver (its tunnel) says
+    _tunnel_said: str | None = None
 
     def on_event_log_pane_ready(self, message: EventLogPane.Ready) -> None:
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
@@ -291,7 +293,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if self._tunnel_sought or runtime is None or runtime.bound is None:
             return
         self._tunnel_sought = True
-        if self.context is not None and not self.context.public_url:
+        starts_its_own = runtime.status.tunnel is not None or self._public_from_receiver
+        if self.context is not None and not self.context.public_url and not starts_its_own:
             self.run_worker(
                 self._discover_public_url(runtime.bound[1]), group="ngrok", exit_on_error=False
             )
@@ -304,16 +307,16 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.notify(why, title="Relay stopped", severity="error", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
-        if self._drift_feed is not None:
-            self._drift_feed.stop()
+        if self._drift_watch is not None:
+            self._drift_watch.stop()
         if getattr(self, "_unwatch_relay", None) is not None:
             self._unwatch_relay()
         if getattr(self, "_unwatch_health", None) is not None:
             self._unwatch_health()
         if getattr(self, "_unwatch_receiver", None) is not None:
             self._unwatch_receiver()
-        if self._feed is not None:
-            self._feed.stop()
+        if self._live_rows is not None:
+            self._live_rows.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -323,8 +326,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     # -- live updates: published to the panes, which subscribe to what they show ---------------------
 
     async def on_event(self, event: events.Event) -> None:
-        if self._feed is not None and isinstance(event, (events.Key, events.MouseEvent)):
-            self._feed.touch()  # a person is here: the live log draws at full frame rate
+        if self._live_rows is not None and isinstance(event, (events.Key, events.MouseEvent)):
+            self._live_rows.touch()  # a person is here: the live log draws at full frame rate
         await super().on_event(event)
 
     @cached_property
@@ -333,7 +336,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         return LiveSignals(self)
 
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
-        """One message per frame from the live feed: counted here, shown by the panes."""
+        """One message per frame from ``LiveRows``: counted here, shown by the panes."""
         self._count(message.attempts)
         self.traffic.add_attempts(message.attempts)
         self.live.deliveries.publish(message)
@@ -447,6 +450,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             "gone": runtime.gone,
             "relay": status.relay,
             "relay_up": status.relay_up,
+            "tunnel": status.tunnel,
             "history_problem": own_problem or status.history_problem,
         }
 
@@ -472,8 +476,17 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         runtime = self._runtime
         if runtime is None:
             return
-        if self.context is not None and runtime.status.public_url and not self.context.public_url:
-            self.context.public_url = runtime.status.public_url
+        status = runtime.status
+        if self.context is not None:
+            if status.public_url and status.public_url != self.context.public_url:
+                self.context.public_url = status.public_url  # the tunnel's URL, new or again
+                self._public_from_receiver = True
+            elif not status.public_url and self._public_from_receiver:
+                self.context.public_url = None  # the tunnel is down: no URL to offer
+        if status.tunnel != self._tunnel_said:
+            self._tunnel_said = status.tunnel
+            if status.tunnel and not status.tunnel.endswith("starting"):
+                self.notify(status.tunnel, title="Tunnel", severity="warning", markup=False)
         self._show_receiver()
         self.refresh_bindings()  # the key line greys what the receiver cannot take now
         if runtime.gone != self._was_gone:
@@ -636,13 +649,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     # -- payload schemas -------------------------------------------------------------------------
 
-    _drift_feed: DriftFeed | None = None
+    _drift_watch: DriftWatch | None = None
 
-    def _start_drift_feed(self) -> None:
-        from walletpass_tui.ui.drift_feed import DriftFeed
+    def _start_drift_watch(self) -> None:
+        from walletpass_tui.ui.drift_watch import DriftWatch
 
-        self._drift_feed = DriftFeed(self.runtime, self, self.live)
-        self._drift_feed.start()
+        self._drift_watch = DriftWatch(self.runtime, self, self.live)
+        self._drift_watch.start()
 
     def action_schema(self, group: str = "") -> None:
         """The Schema screen: each topic's learned fields and drift (``group='templates'``: the
@@ -678,7 +691,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         return [
             ("Everywhere", self.BINDINGS),
             ("Main screen", MainScreen.BINDINGS),
-            ("Event log", [*EventLogPane.BINDINGS, *LogView.BINDINGS]),
+            ("Event log", [*EventLogPane.BINDINGS, *LogLines.BINDINGS]),
             ("Templates", TemplatesPane.BINDINGS),
             ("Delivery detail", [*DetailScreen.BINDINGS, *DeliveryDetail.BINDINGS]),
             ("Template JSON", TemplateScreen.BINDINGS),

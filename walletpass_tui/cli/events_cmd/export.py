@@ -24,15 +24,14 @@ PAGE = 500
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.models import LogFilter
+    from walletpass_tui.cli.events_cmd.where import log_filter
 
     settings = settings_from_args(args)
     target = args.to or settings.receiver_url()
     check_window(args.since, args.until)
-    flt = LogFilter(
-        topic=args.topic,
-        verdict=args.verdict,
-        text=args.search,
+    flt = log_filter(
+        args,
+        settings,
         since_ms=args.since.ms if args.since else None,
         until_ms=args.until.ms if args.until else None,
     )

@@ -123,7 +123,7 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
     async def _learn(self, templates: list[Any]) -> None:
         """The templates listed teach the ``templates`` schema (the Schema screen, ``S``)."""
         from walletpass_tui.schemas.errors import SchemaError
-        from walletpass_tui.ui.drift_feed import templates_learned
+        from walletpass_tui.ui.drift_watch import templates_learned
 
         try:
             found = await self.context.runtime.learn_templates(templates)

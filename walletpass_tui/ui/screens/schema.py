@@ -6,7 +6,7 @@ findings below; Enter on a finding opens the delivery that showed it first. Ever
 from the wire: it is shown as plain text, never as markup.
 
 The schema file is read in a thread, again whenever the learner has learned more (at most once a
-second, see ``drift_feed``). Loaded when first opened.
+second, see ``drift_watch``). Loaded when first opened.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.text import format_ms, one_line, printable
-from walletpass_tui.ui.drift_feed import learns
+from walletpass_tui.ui.drift_watch import learns
 from walletpass_tui.ui.messages import live_signals
 from walletpass_tui.ui.view.drift_text import change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK

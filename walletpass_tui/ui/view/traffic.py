@@ -2,7 +2,7 @@
 your app's answer times to forwards.
 
 Filled twice, each cheaply: once from the history (one aggregate query by minute, after the first
-frame), then from what arrives (the batches the app already gets from the live feed, and each
+frame), then from what arrives (the batches the app already gets from ``LiveRows``, and each
 forward answered), counted into the minute it was received in. Attempts that arrive while the
 history is read are held and counted after it, those the query already saw left out (by id), so
 nothing is counted twice. Requests "Check my app" sent are not deliveries and are not counted.
@@ -50,7 +50,7 @@ class Traffic:
         self._held_forwards: list[tuple[int, int, float, bool]] = []
 
     def reset(self) -> None:
-        """Forget every count: the history is read again (the live feed dropped some)."""
+        """Forget every count: the history is read again (``LiveRows`` dropped some)."""
         self.minutes.clear()
         self.loaded = False
         self._held.clear()
@@ -73,7 +73,7 @@ class Traffic:
         return found
 
     def add_attempts(self, attempts: Iterable[Attempt]) -> None:
-        """Attempts just stored (the live feed's batch)."""
+        """Attempts just stored (``LiveRows``' batch)."""
         if not self.loaded:
             self._held.extend(attempts)
             return

@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from walletpass_tui.webhooks.models import (
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
     StoreError,
 )
@@ -76,11 +77,19 @@ class Reader:
     """Every query the dashboard and the commands run; each failure is a StoreError."""
 
     def __init__(
-        self, path: Path, conn: aiosqlite.Connection, index: search.IndexUse = search.KEPT_UP
+        self,
+        path: Path,
+        conn: aiosqlite.Connection,
+        index: search.IndexUse = search.KEPT_UP,
+        *,
+        attach_as: Callable[[Path], str] = str,
     ) -> None:
         self.path = path
         self._db = conn
         self._index = index
+        self._attach_as = attach_as  # how a condition's index file is named to ATTACH
+        self._functions: set[str] = set()
+        self._fx_attached = False
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
@@ -144,19 +153,61 @@ class Reader:
         after_id: int | None,
         oldest_first: bool,
     ) -> list[LogRow]:
-        params: list[Any] = []
-        source, key, where = _where(
-            flt, params, self._index, before_id=before_id, after_id=after_id
-        )
-        params.append(limit)
         order = "ASC" if oldest_first else "DESC"
-        sql = f"SELECT {_LOG} FROM {source}{where} ORDER BY {key} {order} LIMIT ?"
-        return await self.fetch(sql, params, rows.log_row)
+        plans = await self._plans(flt, before_id=before_id, after_id=after_id)
+        found: list[LogRow] = []
+        for plan in reversed(plans) if oldest_first else plans:
+            if len(found) >= limit:
+                break
+            group = f" GROUP BY {plan.key}" if plan.grouped else ""
+            sql = (
+                f"SELECT {_LOG} FROM {plan.source}{plan.where}{group} "
+                f"ORDER BY {plan.key} {order} LIMIT ?"
+            )
+            found += await self.fetch(sql, [*plan.params, limit - len(found)], rows.log_row)
+        return found
 
     async def count(self, flt: LogFilter | None) -> int:
-        params: list[Any] = []
-        source, _, where = _where(flt, params, self._index)
-        return int(await self.one(f"SELECT COUNT(*) FROM {source}{where}", params))
+        total = 0
+        for plan in await self._plans(flt):
+            sql = f"SELECT COUNT(*) FROM {plan.source}{plan.where}"
+            if plan.grouped:  # in key order already: grouping streams
+                sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} GROUP BY {plan.key})"
+            total += int(await self.one(sql, plan.params))
+        return total
+
+    async def _plans(
+        self, flt: LogFilter | None, *, before_id: int | None = None, after_id: int | None = None
+    ) -> list[_Plan]:
+        """How to read a filtered log: one statement, or two when a condition's index lists
+        its rows (the rows past its mark first: they are the newest)."""
+        condition = flt.where if flt is not None else None
+        upto = await self._condition_upto(condition) if condition is not None else None
+        return _plans(flt, self._index, upto, before_id=before_id, after_id=after_id)
+
+    async def _condition_upto(self, condition: RowCondition) -> int | None:
+        """Make the condition's functions and index ready; the last row its index holds (None:
+        no usable index, every row is tested by its functions)."""
+        for name, arity, function in condition.functions():
+            if name not in self._functions:
+                await self._db.create_function(name, arity, function, deterministic=True)
+                self._functions.add(name)
+        file = condition.index_file(self.path)
+        try:
+            if not self._fx_attached:
+                if not file.exists():
+                    return None
+                await self._db.execute("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                self._fx_attached = True
+            found = await self._db.execute_fetchall(condition.index_mark())
+            top = await self._db.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+        except sqlite3.Error as exc:  # no usable index: every row is looked at instead
+            log.debug("The field index %s is not used: %s", file, exc)
+            return None
+        upto = int(next(iter(found))[0]) if found else 0
+        if upto > int(next(iter(top))[0]):
+            return None  # the index of another history (this one was started over)
+        return upto
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
         found = await self.fetch(
@@ -171,6 +222,27 @@ class Reader:
             f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE webhook_id = ? ORDER BY id",
             [webhook_id],
             rows.attempt_from_row,
+        )
+
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (the check's requests left out),
+        or None: walked back from the newest row, so it costs nothing however long the history."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
+            f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
+    async def messages_starting_with(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` webhook-ids that start with ``prefix``, in order (so a whole id equal
+        to it comes first), found by a range on the messages' key: no scan."""
+        return await self.fetch(
+            "SELECT webhook_id FROM messages WHERE webhook_id >= ? AND webhook_id < ? "
+            "ORDER BY webhook_id LIMIT ?",
+            [prefix, prefix + "\U0010ffff", limit],
+            lambda r: str(r[0]),
         )
 
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
@@ -191,6 +263,7 @@ class Reader:
         since_ms: int | None,
         text: str | None,
         until_ms: int | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
         clauses: list[str] = []
         params: list[Any] = []
@@ -207,21 +280,30 @@ class Reader:
         if until_ms is not None:
             clauses.append("last_received_at_ms < ?")
             params.append(until_ms)
-        joined, matching = search.text_clauses(text or "", params, index=self._index)
-        if matching:
-            source = _JOINED if joined else "attempts a"
-            clauses.append(
-                f"webhook_id IN (SELECT a.webhook_id FROM {source} WHERE "
-                + " AND ".join(matching)
-                + ")"
-            )
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        if where is not None:
+            flt = LogFilter(text=text, where=where)
+            ins = []
+            for plan in await self._plans(flt):
+                ins.append(f"webhook_id IN (SELECT a.webhook_id FROM {plan.source}{plan.where})")
+                params.extend(plan.params)
+            clauses.append("(" + " OR ".join(ins) + ")")
+        else:
+            joined, matching = search.text_clauses(text or "", params, index=self._index)
+            if matching:
+                source = _JOINED if joined else "attempts a"
+                clauses.append(
+                    f"webhook_id IN (SELECT a.webhook_id FROM {source} WHERE "
+                    + " AND ".join(matching)
+                    + ")"
+                )
+        sql_where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         params.append(limit)
         sql = (
             "SELECT webhook_id, topic, pass_id, "
             f"CASE WHEN verified_attempts > 0 THEN '{VERIFIED}' ELSE '{REJECTED}' END, reason, "
             "attempts, first_received_at_ms, last_received_at_ms, endpoint_id, last_status "
-            f"FROM messages{where} ORDER BY last_received_at_ms DESC, last_attempt_id DESC LIMIT ?"
+            f"FROM messages{sql_where} ORDER BY last_received_at_ms DESC, last_attempt_id DESC "
+            "LIMIT ?"
         )
         return await self.fetch(sql, params, lambda r: MessageRow(*r))
 
@@ -314,24 +396,79 @@ assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
 _JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-def _where(
+@dataclass(frozen=True)
+class _Plan:
+    """One statement's part of a filtered log: ``FROM source``, the id column to order by, the
+    ``WHERE`` clause and its parameters; ``grouped``: a row may come twice (group by the key)."""
+
+    source: str
+    key: str
+    where: str
+    params: list[Any]
+    grouped: bool = False
+
+
+def _plans(
     flt: LogFilter | None,
-    params: list[Any],
     index: search.IndexUse,
+    upto: int | None,
     *,
     before_id: int | None = None,
     after_id: int | None = None,
-) -> tuple[str, str, str]:
-    """(the FROM source, the id column to order by, the WHERE clause) for a filtered log.
+) -> list[_Plan]:
+    """How to read a log filtered by ``flt``.
 
-    With text to find, the index drives the query in rowid order (``f.rowid``): the newest rows
-    of a common word come at once instead of after every match was collected and sorted.
+    With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
+    rows of a common word come at once instead of after every match was collected and sorted.
+    Without, a condition whose index can list its rows (``RowCondition.driven``) drives it the
+    same way, after a first statement for the rows its index does not hold yet (past ``upto``).
     """
     text = flt.text if flt is not None else None
-    text_params: list[Any] = []
-    joined, text_where = search.text_clauses(text or "", text_params, index=index)
+    condition = flt.where if flt is not None else None
+    joined = search.text_clauses(text or "", [], index=index)[0]
+    if condition is not None and not joined and upto is not None:
+        driven = condition.driven(upto)
+        if driven is not None:
+            driver, rest = driven
+            later = _plan(flt, "attempts a", "a.id", [], index, None, before_id, after_id)
+            later = replace(
+                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
+            )
+            first = _plan(
+                replace(flt, where=rest) if flt is not None else None,
+                driver.source,
+                driver.key,
+                [(" AND ".join(driver.clauses), driver.params)],
+                index,
+                upto,
+                before_id,
+                after_id,
+            )
+            return [later, replace(first, grouped=True)]
+    source = _JOINED if joined else "attempts a"
     key = "f.rowid" if joined else "a.id"
+    return [_plan(flt, source, key, [], index, upto, before_id, after_id)]
+
+
+def _and(where: str, clause: str) -> str:
+    return f"{where} AND {clause}" if where else f" WHERE {clause}"
+
+
+def _plan(
+    flt: LogFilter | None,
+    source: str,
+    key: str,
+    extra: list[tuple[str, Sequence[Any]]],
+    index: search.IndexUse,
+    upto: int | None,
+    before_id: int | None,
+    after_id: int | None,
+) -> _Plan:
+    params: list[Any] = []
     clauses: list[str] = []
+    for clause, values in extra:
+        clauses.append(clause)
+        params.extend(values)
     if before_id is not None:
         clauses.append(f"{key} < ?")
         params.append(before_id)
@@ -357,10 +494,15 @@ def _where(
         if flt.source in (CHECK, RECEIVED):
             clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
             params.extend(CHECK_NOTE_PREFIXES)
+        if flt.where is not None:
+            clauses.append(flt.where.sql(params, upto))
+    text_params: list[Any] = []
+    text = flt.text if flt is not None else None
+    _, text_where = search.text_clauses(text or "", text_params, index=index)
     clauses.extend(text_where)
     params.extend(text_params)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return (_JOINED if joined else "attempts a"), key, where
+    return _Plan(source, key, where, params)
 
 
 # -- following and counting from another process (``events tail``, ``events stats``) -------------

@@ -142,4 +142,9 @@ async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
         with suppressed(log, "closing a history that did not open"):
             await conn.close()
         raise
-    return History(path, Reader(path, conn, index))
+    return History(path, Reader(path, conn, index, attach_as=_read_only_uri))
+
+
+def _read_only_uri(path: Path) -> str:
+    """Another index file (a field query's) attached the way the search index is: read only."""
+    return uri(path, immutable=nobody_writes(path))

@@ -61,8 +61,11 @@ def fts_query(text: str) -> str | None:
         for i in range(len(word) - MIN_INDEXED_WORD + 1):
             if len(grams) >= INDEX_GRAMS:
                 break
+            gram = word[i : i + MIN_INDEXED_WORD]
+            if "\x00" in gram:
+                continue  # FTS5 cannot take a NUL in a query: the word itself is still checked
             # As typed: the tokenizer folds case itself, one character to one (str.lower may not).
-            grams.setdefault(word[i : i + MIN_INDEXED_WORD], None)
+            grams.setdefault(gram, None)
     return " AND ".join(f'"{g}"' for g in grams) if grams else None
 
 

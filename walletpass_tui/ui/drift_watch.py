@@ -46,7 +46,7 @@ def learns(runtime: Runtime) -> bool:
     return runtime.learning != "off"
 
 
-class DriftFeed:
+class DriftWatch:
     def __init__(self, runtime: Runtime, app: App[Any], live: LiveSignals) -> None:
         self.runtime = runtime
         self.app = app

@@ -9,7 +9,7 @@ from typing import Any
 from ui_helpers import attempt, record_all, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.webhooks.models import Attempt, LogFilter
@@ -41,7 +41,7 @@ async def settle() -> None:
 
 async def test_the_first_shown_row_goes_at_once_while_filtered_out_ones_wait(store: Store) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=NEVER, shown=activated)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=NEVER, shown=activated)  # type: ignore[arg-type]
     feed.start()
     await record_all(store, [attempt(1, topic="pass.deactivated")])
     await settle()
@@ -62,7 +62,7 @@ async def test_without_a_filter_of_the_log_every_delivery_waits_for_its_frame(
     store: Store,
 ) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=NEVER)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=NEVER)  # type: ignore[arg-type]
     feed.start()
     await record_all(store, [attempt(n) for n in range(1, 4)], one_by_one=True)
     await settle()

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ui_helpers import attempt, record_all, wait_for
 
-from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.store import Store
@@ -47,7 +47,7 @@ class FakeSource:
 
 async def test_commits_within_one_frame_are_one_message(store: Store) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=NEVER)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=NEVER)  # type: ignore[arg-type]
     feed.start()
     stored = await record_all(store, [attempt(n) for n in range(1, 301)], one_by_one=True)
     assert target.messages == []
@@ -62,7 +62,7 @@ async def test_commits_within_one_frame_are_one_message(store: Store) -> None:
 
 async def test_the_frame_timer_posts_by_itself(store: Store) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=0.01)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=0.01)  # type: ignore[arg-type]
     feed.start()
     await record_all(store, [attempt(1)])
     await wait_for(lambda: len(target.messages) == 1)
@@ -75,7 +75,7 @@ async def test_the_frame_timer_posts_by_itself(store: Store) -> None:
 
 async def test_a_feed_far_behind_drops_the_oldest_and_says_how_many(store: Store) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=NEVER, max_pending=10)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=NEVER, max_pending=10)  # type: ignore[arg-type]
     feed.start()
     await record_all(store, [attempt(n) for n in range(1, 26)], one_by_one=True)
     feed.flush()
@@ -99,7 +99,7 @@ def test_every_commit_arrives_once_in_order_or_is_counted_as_dropped(
     async def run() -> None:
         source = FakeSource()
         target = Collector()
-        feed = LiveFeed(source, target, interval=NEVER, max_pending=cap)  # type: ignore[arg-type]
+        feed = LiveRows(source, target, interval=NEVER, max_pending=cap)  # type: ignore[arg-type]
         feed.start()
         sent: list[int] = []
         next_id = 1
@@ -125,7 +125,7 @@ def test_every_commit_arrives_once_in_order_or_is_counted_as_dropped(
 
 async def test_frames_are_short_while_a_person_interacts_and_long_otherwise(store: Store) -> None:
     target = Collector()
-    feed = LiveFeed(store, target, interval=0.01, idle_interval=NEVER)  # type: ignore[arg-type]
+    feed = LiveRows(store, target, interval=0.01, idle_interval=NEVER)  # type: ignore[arg-type]
     feed.start()
     await record_all(store, [attempt(1)])
     await asyncio.sleep(0.05)

@@ -1,6 +1,6 @@
 """The one path from the receiver to the screen: store commits -> one Textual message per frame.
 
-The store calls its listeners synchronously on the event loop after every commit. ``LiveFeed`` only
+The store calls its listeners synchronously on the event loop after every commit. ``LiveRows`` only
 collects the new attempts and, at most once per frame, posts a single ``DeliveriesStored`` message
 with everything that arrived since the last one, so a burst of a thousand deliveries costs the UI one
 update, not a thousand. Should the UI fall far behind, the oldest pending attempts are dropped and
@@ -37,7 +37,7 @@ class CommitSource(Protocol):
     def subscribe(self, listener: Callable[[Sequence[Attempt]], None], /) -> Callable[[], None]: ...
 
 
-class LiveFeed:
+class LiveRows:
     """Subscribe to ``store`` and post coalesced ``DeliveriesStored`` messages to ``target``."""
 
     def __init__(
