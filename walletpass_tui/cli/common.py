@@ -213,6 +213,7 @@ _FLAG_TO_SETTING = {
     "tolerance": "tolerance_s",
     "max_body": "max_body",
     "public_url": "public_url",
+    "tunnel": "tunnel",
 }
 
 

@@ -26,6 +26,14 @@ def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True
         help="port to listen on (default 8787; 0 picks a free one)",
     )
     group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
+    group.add_argument(
+        "--tunnel",
+        choices=("cloudflared", "ngrok", "none"),
+        default=s,
+        help="a public HTTPS URL for the receiver: cloudflared (the program you installed) or "
+        "ngrok (its agent SDK, the [ngrok] extra; NGROK_AUTHTOKEN); none: no tunnel, "
+        "whatever [tunnel] provider says",
+    )
 
 
 def add_delivery_flags(parser: argparse.ArgumentParser) -> None:

@@ -105,12 +105,15 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    from walletpass_tui.tunnel.choice import tunnel_provider
+
     return DeliverySetup(
         options=options,
         routes=routes,
         ack_target=ack_target,
         explicit_secrets=tuple(given.value for given in secrets),
         learn_schemas=not getattr(args, "no_schemas", False),
+        tunnel=tunnel_provider(settings),
     )
 
 

@@ -108,6 +108,7 @@ class ReceiverStatus:
     public_url: str | None = None
     relay: str | None = None  # the relay link's state in words (None: no relay)
     relay_up: bool = False
+    tunnel: str | None = None  # the tunnel in words while it gives no public URL (None: up, none)
     history_problem: str | None = None  # the receiver cannot write the history: why
     controls: tuple[str, ...] = ()  # the requests it takes
 
@@ -120,6 +121,7 @@ class ReceiverStatus:
             "public_url": self.public_url,
             "relay": self.relay,
             "relay_up": self.relay_up,
+            "tunnel": self.tunnel,
             "history_problem": self.history_problem,
             "controls": list(self.controls),
         }
@@ -141,6 +143,7 @@ class ReceiverStatus:
             public_url=_text(raw.get("public_url")),
             relay=_text(raw.get("relay")),
             relay_up=raw.get("relay_up") is True,
+            tunnel=_text(raw.get("tunnel")),
             history_problem=_text(raw.get("history_problem")),
             controls=tuple(op for op in OPS if isinstance(controls, list) and op in controls),
         )

@@ -37,7 +37,7 @@ STOP_WAIT_S = 5.0  # an attached dashboard asked to quit has this long before it
 FORBIDDEN = (
     "403 Forbidden: this address needs the URL that `walletpass-tui web` printed, with its token.\n"
 )
-PAGE = Path(__file__).with_name("web_page.html")
+PAGE = Path(__file__).with_name("page.html")
 STATIC = Path(str(__import__("textual_serve").__file__)).parent / "static"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
