@@ -3,6 +3,7 @@ processes it left, and a real ``listen`` process with its output read line by li
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -57,6 +58,12 @@ class FakeCloudflared:
             if str(self.program).encode() in cmdline and "State:\tZ" not in status:
                 found.append(int(entry.name))
         return found
+
+    def kill_leftovers(self) -> None:
+        """Kill whatever of the fake still runs (after a test that failed halfway)."""
+        for pid in self.running():
+            with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+                os.kill(pid, signal.SIGKILL)
 
     def env(self, mode: str = "quick") -> dict[str, str]:
         """The environment a walletpass-tui process finds the fake with."""
@@ -146,9 +153,15 @@ class Listen:
         return self.proc.wait(timeout=DEADLINE_S)
 
     def kill(self) -> None:
+        """Stop it (a test that failed halfway): SIGTERM first, so it stops its tunnel too; a
+        SIGKILL would leave the tunnel's program running."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=DEADLINE_S)
+            except subprocess.TimeoutExpired:  # deaf to SIGTERM: killed
+                self.proc.kill()
+                self.proc.wait()
 
 
 def signed_post(url: str, msg_id: str, body: bytes, secret: str) -> httpx.Response:
