@@ -92,11 +92,11 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
 
         parsed = [parse_route(text) for text in args.forward_to]
         # The added headers and trusted certificates travel with each route to the forwarder.
-        extra = target_options(args, (r.target for r in parsed), header_flag="--forward-header")
+        extra = target_options(args, (r.target for r in parsed))
         routes = tuple(replace(r, options=extra) for r in parsed)
     else:
         for flag, given in (
-            ("--forward-header", getattr(args, "forward_header", None)),
+            ("--header", getattr(args, "header", None)),
             ("--ca-bundle", getattr(args, "ca_bundle", None)),
             ("--insecure", getattr(args, "insecure", False)),
         ):

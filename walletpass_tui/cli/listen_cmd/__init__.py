@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui listen --tunnel cloudflared\n"
         '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui listen --forward-to '
         "http://localhost:3000/webhooks "
-        '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
+        '--header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
         "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
