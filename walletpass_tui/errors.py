@@ -24,6 +24,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── webhooks.listening.ReceiverError the receiver's port cannot be had
     ├── relay.server.serve.RelayError    the relay cannot start
     ├── relay.server.storage.errors.RelayStoreError  the relay's database cannot be used
+    │   └── relay.server.fanout.UnusableSecret  a channel's stored signing secret is not one
     ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
     ├── sim.endpoints.SimError           the simulated service refused
     └── runtime.demo.DemoError           the demo cannot start

@@ -77,5 +77,5 @@ async def test_a_notice_with_digits_of_another_script_is_ignored(
     finally:
         await storage.close()
         loop.set_exception_handler(None)
-    assert heard.committed == [Committed(7, 1, 2, 300)]
+    assert heard.committed == [Committed(7, 1, 2)]
     assert raised == []

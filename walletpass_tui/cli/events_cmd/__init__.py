@@ -20,6 +20,7 @@ from walletpass_tui.cli.target_flags import add_target_flags
 from walletpass_tui.cli.time_args import when_arg
 
 _HERE = "walletpass_tui.cli.events_cmd"
+MESSAGE_HELP = "a webhook-id, the start of one (msg_2KWP), or last: the newest a sender posted"
 
 
 def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
@@ -92,12 +93,33 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     show = ev_sub.add_parser(
         "show",
         parents=parents,
-        help="every attempt of one message, with headers and raw body",
-        epilog="example: walletpass-tui events show msg_2KWPBgLlAfxdpx2AI54pPJ85f4W --json",
+        help="every attempt of one message, with headers and body",
+        description="Every attempt of one message: verdict, headers and body (a JSON body "
+        "indented on a terminal), then its forwards and replays. MESSAGE is a webhook-id, the "
+        "start of one, or last (the newest a sender posted).",
+        epilog="examples:\n"
+        "  walletpass-tui events show last\n"
+        "  walletpass-tui events show msg_2KWPBg --json\n"
+        "  walletpass-tui events show last --raw | jq .data",
+        formatter_class=raw,
     )
-    show.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    show.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
+    shape = show.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON, as stored (body as text when UTF-8, always base64)",
+    )
+    shape.add_argument(
+        "--raw",
+        action="store_true",
+        help="print only the body, its bytes exactly as received (escaped on a terminal)",
+    )
     show.add_argument(
-        "--json", action="store_true", help="print JSON (body as text when UTF-8, always base64)"
+        "--attempt",
+        type=bounded_int(1, 1_000_000),
+        metavar="N",
+        help="only attempt N (with --raw, default: the last verified)",
     )
     show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
 
@@ -178,7 +200,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
-    rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    rp.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
     rp.add_argument(
         "--to", required=True, metavar="URL", type=target_url_arg, help="where to send it"
     )

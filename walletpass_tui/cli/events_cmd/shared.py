@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
@@ -58,6 +59,40 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
             return await work(history)
 
     return asyncio.run(run())
+
+
+LAST = "last"  # the message a sender posted last, wherever a webhook-id is asked for
+CANDIDATES_SHOWN = 10
+
+
+async def resolve_message(history: History, ref: str) -> str:
+    """The webhook-id ``ref`` names: ``last`` (the newest a sender posted; the check's requests
+    left out), a whole id, or the start of exactly one. An ambiguous start is a usage error
+    listing the candidates; one that starts no id, a failure."""
+    text = ref.strip()
+    if text.lower() == LAST:
+        found = await history.last_received_message()
+        if found is None:
+            raise CommandError(
+                "No delivery in the history yet; run 'walletpass-tui listen' and send one "
+                "('walletpass-tui trigger activated' in another shell)."
+            )
+        return found
+    if not text:
+        raise UsageError("Give a webhook-id, the start of one, or last.")
+    ids = await history.messages_starting_with(text, CANDIDATES_SHOWN + 1)
+    if not ids:
+        raise no_such_message(text)
+    if ids[0] == text or len(ids) == 1:
+        return ids[0]
+    shown = ids[:CANDIDATES_SHOWN]
+    more = "\n  ... and more" if len(ids) > CANDIDATES_SHOWN else ""
+    count = f"more than {CANDIDATES_SHOWN}" if more else str(len(ids))
+    raise UsageError(
+        f"{printable(text, 80)!r} starts {count} webhook-ids; give more of the one you mean:\n"
+        + "\n".join("  " + printable(i, 80) for i in shown)
+        + more
+    )
 
 
 def no_such_message(webhook_id: str) -> CommandError:

@@ -17,7 +17,7 @@ from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse
 from walletpass_tui.sim.clock import check_time_scale
 from walletpass_tui.sim.endpoints import url_problem
 from walletpass_tui.sim.engine import (
-    Attempt,
+    SentAttempt,
 )
 from walletpass_tui.sim.events import event_body, message_id
 from walletpass_tui.sim.fixtures import FixtureError, FixtureEvent, compact_json, parse_fixture
@@ -160,7 +160,7 @@ def scale_note(scale: float) -> str:
     return f"time scale {scale:g}: a 5-minute wait takes {300 * scale:g} s"
 
 
-def print_attempt(attempt: Attempt) -> None:
+def print_attempt(attempt: SentAttempt) -> None:
     print(attempt.describe(), flush=True)
     if not attempt.ok and attempt.response_excerpt:
         print(f"    answer: {printable(attempt.response_excerpt, EXCERPT_CHARS)}", flush=True)

@@ -26,10 +26,10 @@ from walletpass_tui.cli.sim_cmd.checks import (
 )
 from walletpass_tui.sim.engine import (
     RETRY_WAITS,
-    Attempt,
     DeliveryEngine,
     DeliveryResult,
     Message,
+    SentAttempt,
     Target,
     format_wait,
 )
@@ -64,7 +64,7 @@ def cmd_sim_deliver(args: argparse.Namespace) -> int:
 
 async def _deliver(url: str, secret: str, message: Message, scale: float) -> DeliveryResult | None:
     engine = DeliveryEngine(time_scale=scale)
-    engine.subscribe(lambda e: print_attempt(e) if isinstance(e, Attempt) else None)
+    engine.subscribe(lambda e: print_attempt(e) if isinstance(e, SentAttempt) else None)
     try:
         delivery = engine.deliver(Target(url, secret), message)
         return await delivery.wait()

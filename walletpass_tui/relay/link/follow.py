@@ -34,7 +34,7 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.text import parse_ascii_int
+from walletpass_tui.text import parse_ascii_int, printable
 
 CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
 RELAY_HEADER = "X-Walletpass-Relay"
@@ -136,7 +136,9 @@ class RelayFollower:
         ]
         if delivery.client or delivery.source:
             headers.append(("X-Forwarded-For", delivery.client or delivery.source or ""))
-        headers.append((RELAY_HEADER, f"channel={delivery.channel}; cursor={delivery.cursor}"))
+        # The channel's name comes from the relay: escaped to ASCII, never a line of its own.
+        channel = printable(delivery.channel, 80).encode("ascii", "backslashreplace").decode()
+        headers.append((RELAY_HEADER, f"channel={channel}; cursor={delivery.cursor}"))
         tries = 0
         while True:
             tries += 1

@@ -13,9 +13,11 @@ On SQLite this process writes everything, in cursor order, so what it commits go
 On PostgreSQL other processes commit too, and cursors are consecutive per channel: a commit of
 this process goes straight in only when it follows the ring's last cursor; anything else (a
 notice of another process's commit, a gap) makes the fanout read the database after its last
-cursor, once for all its subscribers. When the database was lost and is back, every ring is
-emptied, so every subscriber reads the database after its own cursor: nothing committed while
-notices could not arrive is missed.
+cursor, once for all its subscribers. A notice is only a hint to look: any role that can connect
+to the database can send one, so its numbers are never believed. The head a subscriber is told,
+what it is sent and the usage the quota checks all come from rows this process read or wrote.
+When the database was lost and is back, every ring is emptied, so every subscriber reads the
+database after its own cursor: nothing committed while notices could not arrive is missed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ TOKENS_KEPT = 10_000
 log = logging.getLogger(__name__)
 
 
+class UnusableSecret(RelayStoreError):
+    """A channel's stored signing secret is not one: nothing posted to it can be verified."""
+
+
 class ChannelFanout:
     """One channel's live state."""
 
@@ -64,22 +70,37 @@ class ChannelFanout:
         # The ring holds every event with a cursor above ``_floor``; None until the first event.
         self._floor: int | None = None
         self._last: int | None = None  # the ring's newest cursor (kept when the ring is trimmed)
-        self._start_after: int | None = None  # where an empty ring starts reading the database
         self._generation = 0
         self._reading: asyncio.Task[None] | None = None
+        self._look_again = False  # a notice came while the database was being read
         self._changed: asyncio.Future[None] | None = None
         self._key: SigningKey | None = None
         self._key_secret: str | None = None
+        self._key_problem: str | None = None
 
     @property
     def key(self) -> SigningKey | None:
-        """The edge-verification key, parsed once per secret."""
+        """The edge-verification key, parsed once per secret. ``UnusableSecret`` when the
+        stored secret is not a signing secret: said once in the log, for each such secret."""
         secret = self.channel.secret
         if not secret:
             return None
         if secret != self._key_secret:
-            self._key = SigningKey(key=parse_secret(secret), label=self.channel.name)
             self._key_secret = secret
+            self._key = None
+            self._key_problem = self.channel.secret_problem
+            if self._key_problem is None:
+                self._key = SigningKey(key=parse_secret(secret), label=self.channel.name)
+            else:
+                log.warning(
+                    "relay: channel %s cannot verify what is posted to it: its stored signing "
+                    "secret is not one (%s). Posts to it are answered 503 until the secret is "
+                    "replaced in the database or the channel is removed.",
+                    self.channel.shown_name,
+                    self._key_problem,
+                )
+        if self._key_problem is not None:
+            raise UnusableSecret(self._key_problem)
         return self._key
 
     @property
@@ -111,13 +132,11 @@ class ChannelFanout:
         self._push(stored.cursor, stored.data)
 
     def committed(self, committed: Committed) -> None:
-        """Deliveries committed by some process on the same database (this one too)."""
-        self._usage(committed.last, committed.used_bytes)
-        self.head_hint = max(self.head_hint, committed.last)
+        """A notice that another process committed deliveries: read the database after the
+        ring's last cursor, unless the notice claims nothing past it (then there is nothing to
+        read, whoever sent it). Nothing else of it is believed."""
         if self._last is not None and committed.last <= self._last:
-            return  # already in the ring
-        if self._last is None and self._start_after is None:
-            self._start_after = committed.first - 1
+            return
         self._read_on()
 
     def _push(self, cursor: int, data: bytes, *, after: int | None = None) -> None:
@@ -143,7 +162,7 @@ class ChannelFanout:
         """The database just said ``head`` is the channel's newest cursor: an empty ring holds
         everything after it (nothing), so subscribers there wait for notices instead of reading
         the database at every heartbeat. Only where cursors are consecutive, while listening."""
-        if self.dense and self._floor is None and self._start_after is None:
+        if self.dense and self._floor is None:
             self._floor = self._last = head
             self.head_hint = max(self.head_hint, head)
 
@@ -153,14 +172,18 @@ class ChannelFanout:
         self._ring.clear()
         self._ring_cursors.clear()
         self._ring_bytes = 0
-        self._floor = self._last = self._start_after = None
+        self._floor = self._last = None
         if self._reading is not None:
             self._reading.cancel()
             self._reading = None
 
     def _read_on(self) -> None:
-        """Read the database after the ring's last cursor (one task per fanout at a time)."""
-        if self.storage is None or (self._reading is not None and not self._reading.done()):
+        """Read the database after the ring's last cursor (one task per fanout at a time; a
+        notice heard meanwhile makes it read once more)."""
+        if self.storage is None:
+            return
+        if self._reading is not None and not self._reading.done():
+            self._look_again = True
             return
         self._reading = asyncio.get_running_loop().create_task(
             self._read_database(self._generation), name="relay-fanout-read"
@@ -170,21 +193,48 @@ class ChannelFanout:
         assert self.storage is not None
         try:
             while generation == self._generation:
-                after = self._last if self._last is not None else self._start_after
-                if after is None or after >= self.head_hint:
+                self._look_again = False
+                if await self._read_rows(generation) and generation == self._generation:
+                    # Another process stored deliveries: what the channel uses now, as the
+                    # database counts it (a notice's number is not believed).
+                    used = await self.storage.used_bytes(self.channel.id)
+                    if generation == self._generation and self._last is not None:
+                        self._usage(self._last, used)
+                if not self._look_again:  # no notice came meanwhile
                     return
-                rows = await self.storage.read_after(
-                    self.channel.id, after, PAGE_EVENTS, PAGE_BYTES
-                )
-                if generation != self._generation or not rows:
-                    return
-                for cursor, data in rows:
-                    self._push(cursor, data, after=after)
-                self.wake()
         except RelayStoreError:  # the database is down: subscribers read it themselves later
             if generation == self._generation:
                 self.reset()  # the subscribers read the database themselves, when it answers
                 self.wake()
+
+    async def _read_rows(self, generation: int) -> bool:
+        """Read the database after the ring's last cursor, page by page, into the ring (where
+        an empty ring starts: the channel's head); whether anything was learned."""
+        assert self.storage is not None
+        learned = False
+        if self._last is None:
+            # Nothing known of the channel yet: the database says where it stands, and every
+            # subscriber below that reads it after its own cursor.
+            head = await self.storage.head(self.channel.id)
+            if generation != self._generation:
+                return False
+            self.prime(head)
+            self.wake()
+            learned = True
+        while generation == self._generation and self._last is not None:
+            after = self._last
+            rows = await self.storage.read_after(self.channel.id, after, PAGE_EVENTS, PAGE_BYTES)
+            if generation != self._generation:
+                return False
+            for cursor, data in rows:
+                self._push(cursor, data, after=after)
+            if rows:
+                self.wake()
+                learned = True
+            full = len(rows) >= PAGE_EVENTS or sum(len(d) for _, d in rows) >= PAGE_BYTES
+            if not full:
+                break
+        return learned
 
     def wake(self) -> None:
         changed, self._changed = self._changed, None

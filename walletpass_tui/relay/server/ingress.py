@@ -23,7 +23,7 @@ from aiohttp import web
 
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
-from walletpass_tui.relay.server.fanout import ChannelFanout, Fanouts
+from walletpass_tui.relay.server.fanout import ChannelFanout, Fanouts, UnusableSecret
 from walletpass_tui.relay.server.storage.base import RelayStorage
 from walletpass_tui.relay.server.storage.errors import RelayStoreError
 from walletpass_tui.relay.server.storage.records import NewDelivery, NewRejection
@@ -82,10 +82,17 @@ class Ingress:
                 "this relay channel is over its storage quota; retry later",
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
+        try:
+            key = fanout.key
+        except UnusableSecret:  # said once in the log; the service retries meanwhile
+            return _unavailable(
+                "this relay channel's signing secret cannot be used; its operator must replace "
+                "it; retry later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
         body = b""
         try:
             body = await self.intake.read(arrived)
-            key = fanout.key
             verdict = self.intake.verify(arrived, body, [key] if key else [])
             # No secret on the channel: a well-formed post is stored for the laptops to verify.
             if not (verdict.ok or (key is None and verdict.reason is Reason.NO_SECRET)):

@@ -17,7 +17,9 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from aiohttp import web
@@ -72,8 +74,11 @@ class RelayOptions:
 
 
 class RelayServer:
-    def __init__(self, options: RelayOptions) -> None:
+    def __init__(
+        self, options: RelayOptions, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.options = options
+        self._clock = clock  # when a post arrived (None: this machine's clock)
         self.bound: tuple[str, int] | None = None
         self._runner: web.BaseRunner | None = None
         self._prune_task: asyncio.Task[None] | None = None
@@ -145,7 +150,10 @@ class RelayServer:
         self.fanouts = fanouts = Fanouts(storage)
         fanouts.load(await storage.channels(counts=False))
         await storage.serve(fanouts)
-        self.ingress = Ingress(fanouts, storage, opts.ingress)
+        if self._clock is None:
+            self.ingress = Ingress(fanouts, storage, opts.ingress)
+        else:
+            self.ingress = Ingress(fanouts, storage, opts.ingress, clock=self._clock)
         self.subscriptions = Subscriptions(
             fanouts,
             storage,

@@ -224,6 +224,27 @@ class Reader:
             rows.attempt_from_row,
         )
 
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (the check's requests left out),
+        or None: walked back from the newest row, so it costs nothing however long the history."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
+            f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
+    async def messages_starting_with(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` webhook-ids that start with ``prefix``, in order (so a whole id equal
+        to it comes first), found by a range on the messages' key: no scan."""
+        return await self.fetch(
+            "SELECT webhook_id FROM messages WHERE webhook_id >= ? AND webhook_id < ? "
+            "ORDER BY webhook_id LIMIT ?",
+            [prefix, prefix + "\U0010ffff", limit],
+            lambda r: str(r[0]),
+        )
+
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
         """Every attempt of one message, oldest first, each with an empty ``body`` (its size
         in ``body_size``): an attempt list costs no body reads, however large they are."""

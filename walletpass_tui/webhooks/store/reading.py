@@ -86,6 +86,14 @@ class History:
         """Every attempt of one message, oldest first."""
         return await self._reader.message_attempts(webhook_id)
 
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (not the check's), or None."""
+        return await self._reader.last_received_message()
+
+    async def messages_starting_with(self, prefix: str, limit: int = 11) -> list[str]:
+        """Up to ``limit`` webhook-ids starting with ``prefix``, a whole id equal to it first."""
+        return await self._reader.messages_starting_with(prefix, limit)
+
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
         """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
         return await self._reader.message_attempts_without_bodies(webhook_id)

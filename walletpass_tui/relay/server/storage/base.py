@@ -31,13 +31,15 @@ class IssuedChannel:
 
 @dataclass(frozen=True)
 class Committed:
-    """Deliveries of one channel committed by some relay process: cursors ``first``..``last``
-    (consecutive), and the channel's usage after that commit."""
+    """A notice that some relay process committed deliveries of one channel, cursors ``first``
+    to ``last``. A hint to read the database, never numbers to believe: any role that can
+    connect to the database can send one. What is announced and streamed comes from the rows;
+    the numbers only tell a process its own commit, and that a notice claims nothing past what
+    it has read already."""
 
     channel_id: int
     first: int
     last: int
-    used_bytes: int
 
 
 class StorageEvents(Protocol):
@@ -47,7 +49,7 @@ class StorageEvents(Protocol):
         """Deliveries this process committed, in commit order."""
 
     def on_committed(self, committed: Committed) -> None:
-        """Deliveries committed by any process on the same database (this one included)."""
+        """A notice of deliveries committed by another process on the same database: read it."""
 
     def on_channels_changed(self) -> None:
         """A channel, a token or a quota changed (``relay channel`` ran somewhere)."""
@@ -101,6 +103,10 @@ class RelayStorage(Protocol):
     ) -> list[tuple[int, bytes]]: ...
 
     async def head(self, channel_id: int) -> int: ...
+
+    async def used_bytes(self, channel_id: int) -> int:
+        """What the channel's stored deliveries take, as every process has counted them."""
+        ...
 
     async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]: ...
 

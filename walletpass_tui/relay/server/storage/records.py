@@ -24,7 +24,9 @@ class NewDelivery:
     channel_id: int
     received_at_ms: int
     webhook_id: str | None
-    data: bytes  # the JSON sent to subscribers, exactly as stored
+    # The JSON sent to subscribers (``relay.events.delivery_data``): stored exactly, but for
+    # its received time, which a backend shared by several processes sets anew as it stores it.
+    data: bytes
 
 
 @dataclass(frozen=True)

@@ -142,4 +142,4 @@ class Listener:
                 return
             if not 0 < first <= last:
                 return
-            self._on_deliveries(Committed(channel_id, first, last, used))
+            self._on_deliveries(Committed(channel_id, first, last))

@@ -18,6 +18,7 @@ from walletpass_tui.relay.server.channels import (
     Channel,
     ChannelError,
     check_name,
+    check_secret,
     new_slug,
     new_token,
     token_hash,
@@ -118,6 +119,12 @@ class PostgresQueries:
         )
         return int(value or 0)
 
+    async def used_bytes(self, channel_id: int) -> int:
+        value = await self._db.run(
+            lambda conn: conn.fetchval("SELECT used_bytes FROM channels WHERE id=$1", channel_id)
+        )
+        return int(value or 0)
+
     async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]:
         rows = await self._db.run(
             lambda conn: conn.fetch(
@@ -134,6 +141,7 @@ class PostgresQueries:
         self, name: str, *, secret: str | None = None, quota_bytes: int = DEFAULT_QUOTA_BYTES
     ) -> IssuedChannel:
         check_name(name)
+        check_secret(secret)
         token = new_token()
         exists = ChannelError(
             f"A channel named {name!r} exists; issue another token with "

@@ -19,6 +19,12 @@ import logging
 from typing import Any
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.relay.events import (
+    RECEIVED_AT_MS_KEY,
+    RECEIVED_AT_OPEN,
+    stamped,
+    unstamped,
+)
 from walletpass_tui.relay.server.storage import records
 from walletpass_tui.relay.server.storage.base import Committed, StorageEvents
 from walletpass_tui.relay.server.storage.errors import DatabaseUnavailable, RelayStoreError
@@ -40,23 +46,33 @@ Waiting = tuple[Job, "asyncio.Future[Any]"]
 _LOCK_CHANNELS = "SELECT id FROM channels WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE"
 # Deliveries stored in one statement: each channel's cursor raised by how many it gets (the
 # row stays locked until COMMIT), the rows inserted with the cursors that follow, the notice
-# sent (delivered with the COMMIT). Returns each channel's new last cursor and usage.
+# sent (delivered with the COMMIT). Their received time is the database's clock once the
+# channel's row is locked: one clock for every instance, never going back along the cursor as
+# long as the database's clock does not. It is written into each row's data, whose JSON starts
+# with it (``relay.events.stamped``). Returns each channel's new last cursor, usage and time.
 _STORE = """
 WITH adv AS (
     UPDATE channels c SET last_cursor = c.last_cursor + v.n, used_bytes = c.used_bytes + v.bytes
     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS v(id, n, bytes)
     WHERE c.id = v.id
-    RETURNING c.id, c.last_cursor - v.n AS base, c.last_cursor, c.used_bytes
+    RETURNING c.id, c.last_cursor - v.n AS base, c.last_cursor, c.used_bytes,
+              floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS at_ms
+), stamp AS (
+    SELECT adv.*,
+           to_char(to_timestamp(adv.at_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+               || '.' || lpad((adv.at_ms % 1000)::text, 3, '0') || 'Z' AS at_text
+    FROM adv
 ), ins AS (
     INSERT INTO deliveries (channel_id, cursor, received_at_ms, webhook_id, size, data)
-    SELECT d.channel_id, adv.base + d.k, d.received_at_ms, d.webhook_id, d.size, d.data
-    FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::int[], $9::bytea[])
-        AS d(channel_id, k, received_at_ms, webhook_id, size, data)
-    JOIN adv ON adv.id = d.channel_id
+    SELECT d.channel_id, s.base + d.k, s.at_ms, d.webhook_id, d.size,
+           convert_to($9::text || s.at_text || $10::text || s.at_ms::text, 'UTF8') || d.rest
+    FROM unnest($4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bytea[])
+        AS d(channel_id, k, webhook_id, size, rest)
+    JOIN stamp s ON s.id = d.channel_id
 )
-SELECT adv.id, adv.last_cursor, adv.used_bytes,
-       pg_notify($10, concat_ws(' ', 'd', adv.id, adv.base + 1, adv.last_cursor, adv.used_bytes))
-FROM adv
+SELECT s.id, s.last_cursor, s.used_bytes, s.at_ms, s.at_text,
+       pg_notify($11, concat_ws(' ', 'd', s.id, s.base + 1, s.last_cursor, s.used_bytes))
+FROM stamp s
 """
 _INSERT_REJECTIONS = """
 INSERT INTO rejected (channel_id, received_at_ms, status, reason, webhook_id, source, headers, body)
@@ -189,16 +205,18 @@ class PostgresWriter:
             sizes[delivery.channel_id] = sizes.get(delivery.channel_id, 0) + len(delivery.data)
             rank.append(counts[delivery.channel_id])
         live = sorted(counts)
+        rests = [unstamped(job.data) for job in deliveries]  # stamped again by the database
         store_args = (
             live,
             [counts[i] for i in live],
             [sizes[i] for i in live],
             [job.channel_id for job in deliveries],
             rank,
-            [job.received_at_ms for job in deliveries],
             [storable_text(job.webhook_id) for job in deliveries],
-            [len(job.data) for job in deliveries],
-            [job.data for job in deliveries],
+            [len(job.data) for job in deliveries],  # the same length once stamped again
+            rests,
+            RECEIVED_AT_OPEN,
+            RECEIVED_AT_MS_KEY,
             NOTIFY_CHANNEL,
         )
         async with self._db.acquire() as conn:
@@ -215,10 +233,14 @@ class PostgresWriter:
                     if kept:
                         await _keep_rejections(conn, kept)
         advanced = {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+        stamps = {int(r[0]): (str(r[4]), int(r[3])) for r in rows}
         next_cursor = {i: last - counts[i] + 1 for i, (last, _) in advanced.items()}
         results: list[Any] = []
         stored: list[Stored] = []
+        rest = iter(rests)
         for job, _ in batch:
+            if isinstance(job, NewDelivery):
+                job_rest = next(rest)
             if job.channel_id not in locked or (
                 isinstance(job, NewDelivery) and job.channel_id not in advanced
             ):
@@ -227,7 +249,8 @@ class PostgresWriter:
                 cursor = next_cursor[job.channel_id]
                 next_cursor[job.channel_id] = cursor + 1
                 # Usage after this commit, as every other process hears it.
-                item = Stored(cursor, job.channel_id, advanced[job.channel_id][1], job.data)
+                data = stamped(job_rest, *stamps[job.channel_id])
+                item = Stored(cursor, job.channel_id, advanced[job.channel_id][1], data)
                 stored.append(item)
                 results.append(item)
             else:

@@ -18,6 +18,7 @@ from walletpass_tui.relay.server.channels import (
     Channel,
     ChannelError,
     check_name,
+    check_secret,
     new_slug,
     new_token,
     token_hash,
@@ -111,6 +112,7 @@ class RelayDB:
         self, name: str, *, secret: str | None = None, quota_bytes: int = DEFAULT_QUOTA_BYTES
     ) -> IssuedChannel:
         check_name(name)
+        check_secret(secret)
         token = new_token()
 
         def add(db: sqlite3.Connection) -> int:
@@ -246,6 +248,14 @@ class RelayDB:
                 ).fetchone()
             )
         return int(row[0] or 0)
+
+    def used_bytes(self, channel_id: int) -> int:
+        row = self._run(
+            lambda db: db.execute(
+                "SELECT used_bytes FROM channels WHERE id=?", (channel_id,)
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
 
     def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._run(

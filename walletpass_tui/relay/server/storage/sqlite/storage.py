@@ -77,6 +77,9 @@ class SqliteStorage:
     async def head(self, channel_id: int) -> int:
         return await asyncio.to_thread(self.db.head, channel_id)
 
+    async def used_bytes(self, channel_id: int) -> int:
+        return await asyncio.to_thread(self.db.used_bytes, channel_id)
+
     async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.db.rejected, channel_id, limit)
 

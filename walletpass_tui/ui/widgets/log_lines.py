@@ -36,7 +36,7 @@ from walletpass_tui.webhooks.models import VERIFIED, LogRow
 PaintObserver = Callable[[LogRow], None]
 
 
-class LogView(ScrollView, can_focus=True):
+class LogLines(ScrollView, can_focus=True):
     """Rows of the event log, newest on top, with a cursor."""
 
     BINDINGS = [
@@ -50,17 +50,17 @@ class LogView(ScrollView, can_focus=True):
     ]
 
     COMPONENT_CLASSES = {
-        "log-view--cursor",
-        "log-view--cursor-blurred",
-        "log-view--time",
-        "log-view--verified",
-        "log-view--rejected",
-        "log-view--ack-ok",
-        "log-view--ack-failed",
-        "log-view--dim",
-        "log-view--redelivery",
-        "log-view--check",
-        "log-view--drift",
+        "log-lines--cursor",
+        "log-lines--cursor-blurred",
+        "log-lines--time",
+        "log-lines--verified",
+        "log-lines--rejected",
+        "log-lines--ack-ok",
+        "log-lines--ack-failed",
+        "log-lines--dim",
+        "log-lines--redelivery",
+        "log-lines--check",
+        "log-lines--drift",
     }
 
     # Benchmarks set this to learn when a row first reaches the screen; None costs nothing.
@@ -135,7 +135,7 @@ class LogView(ScrollView, can_focus=True):
             return
         # More or fewer rows, the scrollbar staying (its gutter is reserved): no layout of the
         # screen, only this view and its scrollbar are drawn again.
-        self.set_reactive(LogView.virtual_size, size)
+        self.set_reactive(LogLines.virtual_size, size)
         bar = self.vertical_scrollbar
         bar.window_virtual_size = size.height
         bar.window_size = region.height
@@ -193,7 +193,7 @@ class LogView(ScrollView, can_focus=True):
         if strip is None:
             strip = self._render_row(row, selected, width, drifted)
             self._lines[key] = strip
-        observer = LogView.paint_observer
+        observer = LogLines.paint_observer
         if observer is not None:
             observer(row)
         return strip
@@ -209,38 +209,40 @@ class LogView(ScrollView, can_focus=True):
                 line.append(" " * GAP)
             cell = Text(cell_text(row, column.key), style=self._cell_style(row, column.key))
             if drifted and column.key == "verdict":  # its payload drifted from what was learned
-                cell.append(f" {DRIFT_MARK}", self._style("log-view--drift"))
+                cell.append(f" {DRIFT_MARK}", self._style("log-lines--drift"))
             cell.truncate(col_width, overflow="ellipsis", pad=not column.right)
             if column.right and cell.cell_len < col_width:
                 cell.pad_left(col_width - cell.cell_len)
             line.append_text(cell)
         if selected:
-            cursor = "log-view--cursor" if self.has_focus else "log-view--cursor-blurred"
+            cursor = "log-lines--cursor" if self.has_focus else "log-lines--cursor-blurred"
             line.stylize(self._style(cursor))
         segments = list(line.render(self.app.console))
         used = sum(cell_len(s.text) for s in segments)
         if used < width:
-            fill = base + self._style("log-view--cursor") if selected and self.has_focus else base
+            fill = base + self._style("log-lines--cursor") if selected and self.has_focus else base
             if selected and not self.has_focus:
-                fill = base + self._style("log-view--cursor-blurred")
+                fill = base + self._style("log-lines--cursor-blurred")
             segments.append(Segment(" " * (width - used), fill))
         return Strip(segments).simplify().crop(0, width).apply_style(base)
 
     def _cell_style(self, row: LogRow, key: str) -> Style:
         if key == "verdict":
             if is_check(row):
-                return self._style("log-view--check")
+                return self._style("log-lines--check")
             return self._style(
-                "log-view--verified" if row.verdict == VERIFIED else "log-view--rejected"
+                "log-lines--verified" if row.verdict == VERIFIED else "log-lines--rejected"
             )
         if key == "status":
-            return self._style("log-view--ack-ok" if acknowledged(row) else "log-view--ack-failed")
+            return self._style(
+                "log-lines--ack-ok" if acknowledged(row) else "log-lines--ack-failed"
+            )
         if key == "attempt" and row.attempt_no > 1:
-            return self._style("log-view--redelivery")
+            return self._style("log-lines--redelivery")
         if key == "time":
-            return self._style("log-view--time")
+            return self._style("log-lines--time")
         if key in ("reason", "endpoint"):
-            return self._style("log-view--dim")
+            return self._style("log-lines--dim")
         return Style()
 
     # -- cursor -------------------------------------------------------------------------------
@@ -338,11 +340,11 @@ class LogView(ScrollView, can_focus=True):
 
 
 class LogHeader(Widget):
-    """The column titles above a ``LogView``, laid out exactly as its rows."""
+    """The column titles above a ``LogLines``, laid out exactly as its rows."""
 
     COMPONENT_CLASSES = {"log-header--title"}
 
-    def __init__(self, view: LogView, *, id: str | None = None) -> None:
+    def __init__(self, view: LogLines, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view = view
 
