@@ -74,7 +74,7 @@ async def test_events_diff_on_the_command_line(
     ]
     assert "\x1b" not in out
 
-    code, out, _ = await run(capsys, "events", "diff", "msg_redo#1", "msg_other", "--json")
+    code, out, _ = await run(capsys, "events", "diff", "msg_redo@1", "msg_other", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["a"]["attempt"] == 1 and doc["b"]["webhook_id"] == "msg_other"
@@ -84,7 +84,7 @@ async def test_events_diff_on_the_command_line(
     code, out, err = await run(capsys, "events", "diff", "msg_other")
     assert code == 2 and out == ""
     assert "msg_other has one attempt; name another" in err
-    code, _, err = await run(capsys, "events", "diff", "msg_redo#9", "last")
+    code, _, err = await run(capsys, "events", "diff", "msg_redo@9", "last")
     assert code == 1 and "msg_redo has no attempt #9 (it has 2)." in err
-    code, _, err = await run(capsys, "events", "diff", "msg_redo#x", "last")
-    assert code == 2 and "after # comes an attempt number" in err
+    code, _, err = await run(capsys, "events", "diff", "msg_redo@0", "last")
+    assert code == 2 and "attempts are numbered from 1" in err

@@ -133,7 +133,7 @@ def _whole(body: bytes, fields: dict[str, list[str]] | None) -> str:
         return "(JSON)"
     try:
         return json.dumps(body.decode("utf-8"), ensure_ascii=False)
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # said as its size instead
         return f"({len(body):,} bytes, not UTF-8)"
 
 

@@ -130,15 +130,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="what changed between two attempts: body paths and headers",
         description="Compare two stored attempts: the body's paths added, removed and changed "
         "(the learned schema's paths, values as written) and the headers that differ. A side is "
-        "a message (a webhook-id, the start of one, or last) with #N for its attempt N (default: "
+        "a message (a webhook-id, the start of one, or last) with @N for its attempt N (default: "
         "its last). With one side, its first attempt is compared with its last: a redelivery "
         "against its first attempt.",
         epilog="examples:\n"
         "  walletpass-tui events diff msg_2KWP... last\n"
-        "  walletpass-tui events diff last#1 msg_2KWP...#1 --json",
+        "  walletpass-tui events diff last@1 msg_2KWP...@1 --json",
         formatter_class=raw,
     )
-    df.add_argument("a", metavar="A", help=MESSAGE_HELP + "; #N: its attempt N")
+    df.add_argument("a", metavar="A", help=MESSAGE_HELP + "; @N: its attempt N")
     df.add_argument(
         "b",
         metavar="B",

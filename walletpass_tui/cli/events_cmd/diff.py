@@ -1,7 +1,7 @@
 """``events diff A B``: what changed from one stored attempt to another: the body's paths added,
 removed and changed (the learned schema's paths), and the headers that differ.
 
-A side is a message (a webhook-id, the start of one, or ``last``) with ``#N`` for its attempt N
+A side is a message (a webhook-id, the start of one, or ``last``) with ``@N`` for its attempt N
 (default: its last attempt). With one side only, its first attempt is compared with its last (a
 redelivery against its first attempt).
 """
@@ -23,14 +23,13 @@ if TYPE_CHECKING:
 
 
 def split_ref(text: str) -> tuple[str, int | None]:
-    """``msg_2KWP#2`` -> ("msg_2KWP", 2); the attempt number None when not given."""
-    ref, sep, number = text.rpartition("#")
-    if not sep:
+    """``msg_2KWP@2`` -> ("msg_2KWP", 2); the attempt number None when not given (text after
+    the last @ that is not a number is part of the webhook-id)."""
+    ref, sep, number = text.rpartition("@")
+    if not sep or not ref or not number.isascii() or not number.isdigit():
         return text, None
-    if not number.isascii() or not number.isdigit() or not 1 <= int(number) <= 1_000_000:
-        raise UsageError(
-            f"{printable(text, 80)!r}: after # comes an attempt number, e.g. msg_2KWP#2."
-        )
+    if not 1 <= int(number) <= 1_000_000:
+        raise UsageError(f"{printable(text, 80)!r}: attempts are numbered from 1.")
     return ref, int(number)
 
 
