@@ -3,17 +3,18 @@ the writer (WAL: readers see the last commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import logging
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
-from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import (
     CHECK,
@@ -31,60 +32,49 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.store import rows, schema, search
+from walletpass_tui.webhooks.store import activity, rows, schema, search
 from walletpass_tui.webhooks.store.indexer import index_path
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-MINUTE_MS = 60_000
 
 
-@dataclass(frozen=True)
-class MinuteCount:
-    """Attempts of one topic received in one minute (check requests left out)."""
-
-    minute: int  # epoch milliseconds // MINUTE_MS
-    topic: str | None
-    deliveries: int
-    rejected: int
-    redelivered: int
-
-
-@dataclass(frozen=True)
-class MinuteForwards:
-    """Forwards (not replays) finished in one minute, with your app's answer times."""
-
-    minute: int
-    forwards: int
-    total_ms: float
-    max_ms: float
-    failed: int  # no answer, or not a 2xx
-
-
-@dataclass(frozen=True)
-class TrafficHistory:
-    """``traffic_by_minute``'s answer, and the newest attempt and forward ids it saw."""
-
-    attempts: Sequence[MinuteCount]
-    forwards: Sequence[MinuteForwards]
-    last_attempt_id: int | None
-    last_forward_id: int | None
+Connect = Callable[[], Awaitable[aiosqlite.Connection]]
 
 
 class Reader:
-    """Every query the dashboard and the commands run; each failure is a StoreError."""
+    """Every query the dashboard and the commands run; each failure is a StoreError.
+
+    Counting what a filter matches can read every row (a word in half the history): such a
+    count runs on a connection of its own, opened when first needed with ``connect``, so the
+    log's pages, a detail and the header never wait behind it; a count given up (its caller
+    cancelled) is interrupted. What the counts by minute answer (no filter, a topic, a verdict,
+    a source) is read from them at once (activity.py).
+    """
 
     def __init__(
-        self, path: Path, conn: aiosqlite.Connection, index: search.IndexUse = search.KEPT_UP
+        self,
+        path: Path,
+        conn: aiosqlite.Connection,
+        index: search.IndexUse = search.KEPT_UP,
+        connect: Connect | None = None,
     ) -> None:
         self.path = path
         self._db = conn
         self._index = index
+        self._connect = connect
+        self._counting: aiosqlite.Connection | None = None
+        self._count_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
         """The search index (created by the indexer before this) is attached as ``idx``."""
+        connect = functools.partial(cls.connect, path, busy_timeout_ms)
+        return cls(path, await connect(), connect=connect)
+
+    @staticmethod
+    async def connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -95,9 +85,14 @@ class Reader:
             with suppressed(log, "closing a history reader that did not open"):
                 await conn.close()
             raise
-        return cls(path, conn)
+        return conn
 
     async def close(self) -> None:
+        counting, self._counting = self._counting, None
+        if counting is not None:
+            with suppressed(log, "closing the history's counting reader"):
+                await counting.interrupt()
+                await counting.close()
         with suppressed(log, "closing the history reader"):
             await self._db.close()
 
@@ -144,19 +139,51 @@ class Reader:
         after_id: int | None,
         oldest_first: bool,
     ) -> list[LogRow]:
-        params: list[Any] = []
-        source, key, where = _where(
-            flt, params, self._index, before_id=before_id, after_id=after_id
-        )
-        params.append(limit)
         order = "ASC" if oldest_first else "DESC"
-        sql = f"SELECT {_LOG} FROM {source}{where} ORDER BY {key} {order} LIMIT ?"
+        parts: list[str] = []
+        params: list[Any] = []
+        for arm in search.arms(_text(flt), self._index):
+            body = _from_where(flt, arm, params, before_id=before_id, after_id=after_id)
+            parts.append(f"SELECT {_LOG} {body} ORDER BY {arm.key} {order} LIMIT ?")
+            params.append(limit)
+        sql = parts[0]
+        if len(parts) > 1:  # the rows not indexed yet, and those the index finds
+            sql = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
+            sql += f" ORDER BY 1 {order} LIMIT ?"
+            params.append(limit)
         return await self.fetch(sql, params, rows.log_row)
 
     async def count(self, flt: LogFilter | None) -> int:
+        """How many attempts the log shows for ``flt``: from the counts by minute when they
+        answer it, else counted on the counting connection (see the class)."""
+        quick = _counted_by_minute(flt)
+        if quick is not None:
+            return int(await self.one(*quick))
+        parts: list[str] = []
         params: list[Any] = []
-        source, _, where = _where(flt, params, self._index)
-        return int(await self.one(f"SELECT COUNT(*) FROM {source}{where}", params))
+        for arm in search.arms(_text(flt), self._index):
+            parts.append(f"(SELECT COUNT(*) {_from_where(flt, arm, params)})")
+        found = await self._count("SELECT " + " + ".join(parts), params)
+        return int(found)
+
+    async def _count(self, sql: str, params: Sequence[Any]) -> Any:
+        """One aggregate on the counting connection, one at a time; interrupted when its caller
+        stops waiting (a new filter made it useless), so the next one starts at once."""
+        if self._connect is None:
+            return await self.one(sql, params)
+        async with self._count_lock:
+            try:
+                if self._counting is None:
+                    self._counting = await self._connect()
+                counting = self._counting
+                found = await counting.execute_fetchall(sql, params)
+            except asyncio.CancelledError:
+                if self._counting is not None:
+                    await self._counting.interrupt()
+                raise
+            except (sqlite3.Error, ValueError) as exc:
+                raise StoreError(schema.explain(exc, self.path)) from None
+        return next(iter(found))[0]
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
         found = await self.fetch(
@@ -191,6 +218,10 @@ class Reader:
         since_ms: int | None,
         text: str | None,
     ) -> list[MessageRow]:
+        """Messages newest first (by their last attempt). With ``text``: those with an attempt
+        that matches it, found from the newest matching attempts (the index drives, so a word in
+        half the history costs what a rare one does): first the messages of the newest
+        ``4 * limit`` of them, more only when those were too few."""
         clauses: list[str] = []
         params: list[Any] = []
         if topic:
@@ -203,70 +234,78 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
-        joined, matching = search.text_clauses(text or "", params, index=self._index)
-        if matching:
-            source = _JOINED if joined else "attempts a"
-            clauses.append(
-                f"webhook_id IN (SELECT a.webhook_id FROM {source} WHERE "
-                + " AND ".join(matching)
-                + ")"
+        if not search.words(text or ""):
+            return await self._messages(clauses, params, limit)
+        flt = LogFilter(topic=topic or None, text=text, since_ms=since_ms)
+        want = max(4 * limit, 100)
+        while True:
+            ids, exhausted = await self._matching_messages(flt, want)
+            found = await self._messages(
+                [*clauses, "webhook_id IN (SELECT value FROM json_each(?))"],
+                [*params, json.dumps(ids)],
+                limit,
             )
+            if len(found) >= limit or exhausted:
+                return found
+            want *= 4
+
+    async def _matching_messages(self, flt: LogFilter, want: int) -> tuple[list[str], bool]:
+        """The messages of the newest ``want`` attempts matching ``flt``, and whether those
+        were all the attempts it matches."""
+        parts: list[str] = []
+        params: list[Any] = []
+        for arm in search.arms(_text(flt), self._index):
+            body = _from_where(flt, arm, params)
+            parts.append(
+                f"SELECT a.id, a.webhook_id {body} AND a.webhook_id IS NOT NULL "
+                f"ORDER BY {arm.key} DESC LIMIT ?"
+            )
+            params.append(want)
+        sql = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
+        sql = f"SELECT webhook_id FROM ({sql}) ORDER BY id DESC LIMIT ?"
+        params.append(want)
+        found = await self.fetch(sql, params, lambda r: str(r[0]))
+        return list(dict.fromkeys(found)), len(found) < want
+
+    async def _messages(
+        self, clauses: list[str], params: list[Any], limit: int
+    ) -> list[MessageRow]:
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        params.append(limit)
         sql = (
             "SELECT webhook_id, topic, pass_id, "
             f"CASE WHEN verified_attempts > 0 THEN '{VERIFIED}' ELSE '{REJECTED}' END, reason, "
             "attempts, first_received_at_ms, last_received_at_ms, endpoint_id, last_status "
             f"FROM messages{where} ORDER BY last_received_at_ms DESC, last_attempt_id DESC LIMIT ?"
         )
-        return await self.fetch(sql, params, lambda r: MessageRow(*r))
+        return await self.fetch(sql, [*params, limit], lambda r: MessageRow(*r))
 
     async def stats(self) -> Stats:
-        sql = (
-            "SELECT COUNT(*), "
-            f"COALESCE(SUM(verdict = '{VERIFIED}'), 0), "
-            f"COALESCE(SUM(verdict != '{VERIFIED}'), 0), "
-            "COALESCE(SUM(attempt_no > 1), 0) FROM attempts"
+        """The deliveries of all time, as the header shows them: the activity query over one
+        bucket (requests "Check my app" sent are not deliveries)."""
+        counts = (await self.activity(0, activity.ALL_TIME_MS)).deliveries()
+        verified = sum(row.verified for row in counts)
+        rejected = sum(row.rejected for row in counts)
+        return Stats(
+            verified + rejected, verified, rejected, sum(row.redelivered for row in counts)
         )
-        found = await self.fetch(sql, [], lambda r: Stats(*(int(x) for x in r)))
-        return found[0]
 
     async def last_id(self) -> int:
         return int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
 
-    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
-        """Attempts by minute and topic, and forwards by minute, from ``since_ms`` on: one
-        aggregate query each (the attempts through their time index). Each row carries the
-        newest id of its table, read in the same statement, so attempts stored after it can be
-        told from those it counted."""
-        attempts = await self.fetch(
-            "SELECT a.received_at_ms / ? AS minute, a.topic, COUNT(*), "
-            f"COALESCE(SUM(a.verdict != '{VERIFIED}'), 0), COALESCE(SUM(a.attempt_no > 1), 0), "
-            "(SELECT MAX(id) FROM attempts) "
-            f"FROM attempts a WHERE a.received_at_ms >= ? AND NOT {_CHECK_ROW} "
-            "GROUP BY minute, a.topic",
-            [MINUTE_MS, since_ms, *CHECK_NOTE_PREFIXES],
-            lambda r: (MinuteCount(int(r[0]), r[1], int(r[2]), int(r[3]), int(r[4])), r[5]),
-        )
-        forwards = await self.fetch(
-            "SELECT finished_at_ms / ? AS minute, COUNT(*), COALESCE(SUM(latency_ms), 0), "
-            "COALESCE(MAX(latency_ms), 0), "
-            "COALESCE(SUM(status IS NULL OR status < 200 OR status >= 300), 0), "
-            "(SELECT MAX(id) FROM forwards) "
-            "FROM forwards WHERE kind = ? AND finished_at_ms >= ? AND latency_ms IS NOT NULL "
-            "GROUP BY minute",
-            [MINUTE_MS, FORWARD, since_ms],
-            lambda r: (
-                MinuteForwards(int(r[0]), int(r[1]), float(r[2]), float(r[3]), int(r[4])),
-                r[5],
-            ),
-        )
-        return TrafficHistory(
-            [row for row, _ in attempts],
-            [row for row, _ in forwards],
-            attempts[0][1] if attempts else None,
-            forwards[0][1] if forwards else None,
-        )
+    async def activity(
+        self, since_ms: int, bucket_ms: int, *, attempts: bool = True, forwards: bool = True
+    ) -> activity.Activity:
+        """The one activity query (activity.py): attempts by bucket, topic and source, and
+        forwards by the bucket they were queued in, from the minute holding ``since_ms`` on."""
+        found: list[tuple[activity.BucketCount, int]] = []
+        queued: list[tuple[activity.BucketForwards, int]] = []
+        if attempts:
+            sql, params = activity.attempts_query(since_ms, bucket_ms)
+            found = await self.fetch(sql, params, activity.attempt_row)
+        if forwards:
+            sql, params = activity.forwards_query(since_ms, bucket_ms)
+            queued = await self.fetch(sql, params, activity.forward_row)
+        return activity.assemble(found, queued)
 
     # -- the forward queue -------------------------------------------------------------------
 
@@ -306,27 +345,23 @@ _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
 _CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
 assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
-# Driven by the index in rowid order, so the newest matches of a common word come at once.
-_JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-def _where(
+def _text(flt: LogFilter | None) -> str:
+    return (flt.text if flt is not None else None) or ""
+
+
+def _from_where(
     flt: LogFilter | None,
+    arm: search.Arm,
     params: list[Any],
-    index: search.IndexUse,
     *,
     before_id: int | None = None,
     after_id: int | None = None,
-) -> tuple[str, str, str]:
-    """(the FROM source, the id column to order by, the WHERE clause) for a filtered log.
-
-    With text to find, the index drives the query in rowid order (``f.rowid``): the newest rows
-    of a common word come at once instead of after every match was collected and sorted.
-    """
-    text = flt.text if flt is not None else None
-    text_params: list[Any] = []
-    joined, text_where = search.text_clauses(text or "", text_params, index=index)
-    key = "f.rowid" if joined else "a.id"
+) -> str:
+    """``FROM ... WHERE ...`` of one arm of a search (search.arms) with the filter's other
+    conditions; their values are appended to ``params`` in order."""
+    key = arm.key
     clauses: list[str] = []
     if before_id is not None:
         clauses.append(f"{key} < ?")
@@ -350,10 +385,31 @@ def _where(
         if flt.source in (CHECK, RECEIVED):
             clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
             params.extend(CHECK_NOTE_PREFIXES)
-    clauses.extend(text_where)
-    params.extend(text_params)
+    clauses.extend(arm.clauses)
+    params.extend(arm.params)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else " WHERE 1"
+    return f"FROM {arm.source}{where}"
+
+
+def _counted_by_minute(flt: LogFilter | None) -> tuple[str, list[Any]] | None:
+    """The count of ``flt`` from the counts by minute, when they answer it (no filter, or only
+    a topic, a verdict, a source); None otherwise."""
+    flt = flt or LogFilter()
+    if flt != LogFilter(topic=flt.topic, verdict=flt.verdict, source=flt.source):
+        return None
+    column = {VERIFIED: "verified", REJECTED: "rejected"}.get(
+        flt.verdict or "", "verified + rejected"
+    )
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.topic:
+        clauses.append("topic = ?")
+        params.append(flt.topic)
+    if flt.source in (CHECK, RECEIVED):
+        clauses.append("source = ?")
+        params.append(activity.CHECK_SOURCE if flt.source == CHECK else activity.RECEIVED_SOURCE)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return (_JOINED if joined else "attempts a"), key, where
+    return f"SELECT COALESCE(SUM({column}), 0) FROM activity{where}", params
 
 
 # -- following and counting from another process (``events tail``, ``events stats``) -------------
@@ -441,40 +497,6 @@ def attempts_after(
         f"WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?"
     )
     return [rows.attempt_from_row(r) for r in db.execute(sql, params).fetchall()]
-
-
-def attempt_activity(
-    db: sqlite3.Connection, since_ms: int, bucket_ms: int
-) -> list[tuple[int, str | None, bool, int, int]]:
-    """Attempts received since ``since_ms`` by time bucket: ``(bucket, topic, verified, attempts,
-    redeliveries)``. A bucket is ``received_at_ms // bucket_ms``; the topic is None for every name
-    the service does not know (or none). Redeliveries: attempt number above 1."""
-    known = ", ".join("?" for _ in KNOWN_TOPICS)
-    sql = (
-        f"SELECT received_at_ms / ?, CASE WHEN topic IN ({known}) THEN topic END, "
-        "verdict = ?, COUNT(*), COALESCE(SUM(attempt_no > 1), 0) FROM attempts "
-        "WHERE received_at_ms >= ? GROUP BY 1, 2, 3"
-    )
-    params = [bucket_ms, *KNOWN_TOPICS, VERIFIED, since_ms]
-    return [
-        (int(b), t, bool(v), int(n), int(r)) for b, t, v, n, r in db.execute(sql, params).fetchall()
-    ]
-
-
-def forward_counts(
-    db: sqlite3.Connection, since_ms: int, bucket_ms: int
-) -> list[tuple[int, int, int, int]]:
-    """Forwards to your app (not replays) queued since ``since_ms``, by the same buckets as
-    :func:`attempt_activity`: ``(bucket, forwards, answered, failed)``. Answered: the last try
-    got an answer; failed: it was tried and the last try got no 2xx (or no answer)."""
-    sql = (
-        "SELECT created_at_ms / ?, COUNT(*), "
-        "COALESCE(SUM(tries > 0 AND status IS NOT NULL), 0), "
-        "COALESCE(SUM(tries > 0 AND (status IS NULL OR status NOT BETWEEN 200 AND 299)), 0) "
-        "FROM forwards WHERE kind = ? AND created_at_ms >= ? GROUP BY 1"
-    )
-    found = db.execute(sql, [bucket_ms, FORWARD, since_ms]).fetchall()
-    return [(int(b), int(n), int(a), int(f)) for b, n, a, f in found]
 
 
 def forward_percentiles(

@@ -11,7 +11,9 @@ statement stays small; any further word is confirmed in each remaining row by ``
 function the reading connection registers (``has_words``). The rules are the same for every word.
 
 The index is contentless, in a file of its own next to the history, filled after each commit by
-a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``.
+a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``
+and read how far it goes in the statement that searches: rows committed since are looked at one
+by one (``arms``), so a search finds the newest deliveries while the index catches up.
 """
 
 from __future__ import annotations
@@ -83,52 +85,73 @@ _IN_ROW_LATER = (
 
 @dataclass(frozen=True)
 class IndexUse:
-    """What a reading connection's search index holds.
-
-    ``attached``: the index is attached as ``idx`` (a read-only look may find none it can open).
-    ``unindexed_after``: None when the index is kept up to date (a store's indexer runs: it is
-    joined and drives the query); else the last row id it holds, and rows past it are looked at
-    one by one (a read-only look never indexes them itself).
-    """
+    """Whether a reading connection has the search index attached as ``idx`` (a read-only look
+    may find none it can open: every row is then looked at)."""
 
     attached: bool = True
-    unindexed_after: int | None = None
 
 
 KEPT_UP = IndexUse()
+NO_INDEX = IndexUse(attached=False)
+
+# The last row the index holds, read in the statement that searches: rows past it are committed
+# but not indexed yet (the indexer runs behind the writer), and are looked at one by one.
+INDEXED_UPTO = "(SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto')"
+# The index drives this arm in rowid order, so the newest matches of a common word come at once.
+JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-def text_clauses(
-    text: str, params: list[Any], alias: str = "a", index: IndexUse = KEPT_UP
-) -> tuple[bool, list[str]]:
-    """Conditions on ``attempts`` (as ``alias``) for the user's text, and whether they need the
-    index joined as ``f`` (``FROM idx.attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
-    a = f"{alias}." if alias else ""
+@dataclass(frozen=True)
+class Arm:
+    """One part of a search: ``SELECT ... FROM {source} WHERE {clauses}`` ordered by ``key``.
+
+    A search over an index has two: the rows the index holds (the index drives, ``f.rowid``) and
+    the rows committed since (``a.id`` past the index's mark), so the newest deliveries are found
+    while the index catches up. Ids of the second are all above those of the first.
+    """
+
+    source: str
+    key: str
+    clauses: tuple[str, ...]
+    params: tuple[Any, ...]
+
+
+def arms(text: str, index: IndexUse = KEPT_UP) -> list[Arm]:
+    """The parts of a search for the user's ``text`` over ``attempts`` (as ``a``), the rows
+    the index does not hold first (the newest), then those it does. No text: one arm, no
+    condition."""
+    word_params: list[Any] = []
+    words_sql = _word_clauses(text, word_params)
     query = fts_query(text) if index.attached else None
+    if query is None:
+        return [Arm("attempts a", "a.id", tuple(words_sql), tuple(word_params))]
+    return [
+        Arm("attempts a", "a.id", (f"a.id > {INDEXED_UPTO}", *words_sql), tuple(word_params)),
+        Arm(
+            JOINED,
+            "f.rowid",
+            ("f.attempts_fts MATCH ?", f"f.rowid <= {INDEXED_UPTO}", *words_sql),
+            (query, *word_params),
+        ),
+    ]
+
+
+def _word_clauses(text: str, params: list[Any]) -> list[str]:
+    """A condition per word, checked in each row (the index only narrows the rows down)."""
     clauses: list[str] = []
-    if query and index.unindexed_after is not None:
-        clauses.append(
-            f"({a}id > ? OR {a}id IN "
-            "(SELECT rowid FROM idx.attempts_fts WHERE attempts_fts MATCH ?))"
-        )
-        params.extend([index.unindexed_after, query])
-        query = None
-    elif query:
-        clauses.append("f.attempts_fts MATCH ?")
-        params.append(query)
     in_sql, later = _split(text)
     for word in in_sql:
         pattern = _like(word)
         if len(word) < MIN_INDEXED_WORD:
-            clauses.append(_IN_NAMES.format(a=a))
+            clauses.append(_IN_NAMES.format(a="a."))
             params.extend([pattern] * 2)
         else:
-            clauses.append(_IN_ROW.format(a=a))
+            clauses.append(_IN_ROW.format(a="a."))
             params.extend([pattern] * 3)
     if later:  # last: SQLite looks at it only for rows every other condition kept
-        clauses.append(_IN_ROW_LATER.format(a=a))
+        clauses.append(_IN_ROW_LATER.format(a="a."))
         params.append(_SEPARATOR.join(later))
-    return query is not None, clauses
+    return clauses
 
 
 @functools.lru_cache(maxsize=8)
