@@ -70,7 +70,7 @@ from receiver import LUA, SECRET, sign_requests, write_requests  # noqa: E402
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url  # noqa: E402
 from walletpass_tui.relay.server.storage import open_storage  # noqa: E402
 from walletpass_tui.relay.server.storage.base import IssuedChannel  # noqa: E402
-from walletpass_tui.relay.server.storage.sqlite import RelayDB  # noqa: E402
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB  # noqa: E402
 from walletpass_tui.relay.server.storage.target import (  # noqa: E402
     database_path,
     database_target,

@@ -71,7 +71,8 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
     from collections.abc import Sequence
 
     from walletpass_tui.config import Settings
-    from walletpass_tui.relay.link.feed import LinkState, RelayLink
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.relay.link.state import LinkState
     from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.models import Attempt

@@ -387,6 +387,7 @@ INTERNAL_EXCEPTIONS = {
     "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
     "WrongFormat",  # schemas.storage: the schema file is rebuilt
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
+    "_Cut",  # query.values: the rest of a body past its bound is not read
     "PeerStalled",  # relay.server.stream: that subscriber is dropped
     "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
 }

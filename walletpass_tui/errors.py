@@ -15,6 +15,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     │   ├── webhooks.verify.SecretError  a signing secret that is not whsec_ + base64
     │   ├── webhooks.forward.ForwardError a --forward-to route that does not parse
     │   ├── check.runner.CheckError      a check that cannot be run as asked
+    │   ├── query.language.QueryProblem  a term of a field query that cannot be read
     │   └── relay.server.channels.ChannelError  a channel name or token that is not one
     ├── config.ConfigError               a setting or a private file that cannot be used
     │   └── webhooks.endpoint_import.EndpointExists
@@ -22,7 +23,8 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── webhooks.models.StoreError       the history cannot be read or written
     ├── webhooks.listening.ReceiverError the receiver's port cannot be had
     ├── relay.server.serve.RelayError    the relay cannot start
-    ├── relay.server.storage.RelayStoreError  the relay's database cannot be used
+    ├── relay.server.storage.errors.RelayStoreError  the relay's database cannot be used
+    │   └── relay.server.fanout.UnusableSecret  a channel's stored signing secret is not one
     ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
     ├── sim.endpoints.SimError           the simulated service refused
     └── runtime.demo.DemoError           the demo cannot start

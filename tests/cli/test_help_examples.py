@@ -62,6 +62,10 @@ START_DEADLINE_S = 90.0  # a generous "did not hang" guard for a server's first 
 
 # Examples that cannot run here, each with why. Everything else runs.
 PARSE_ONLY: dict[str, str] = {
+    "walletpass-tui listen --tunnel cloudflared": (
+        "starts cloudflared, which asks Cloudflare (on the internet) for a tunnel; listen with a "
+        "fake cloudflared that forwards a local port is tested in tests/tunnel/test_listen_tunnel.py"
+    ),
     "WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
     "https://relay.example.com/channels/SLUG/events": (
         "follows a relay at relay.example.com, a host on the internet; following a local relay "
@@ -94,9 +98,15 @@ PARSE_ONLY: dict[str, str] = {
         "on a local PostgreSQL cluster are tested in tests/relay/test_relay_instances.py and "
         "tests/relay/test_relay_database_setting.py"
     ),
-    "walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated": (
+    "walletpass-tui check https://staging.example.com/hooks --secret-file staging-secret "
+    "--topic activated": (
         "checks an app on staging.example.com, a host on the internet; the same command against "
         "a local app runs in the first check example"
+    ),
+    "walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh --topic "
+    "pass.activated --secret -    # asks for it, not shown as typed": (
+        "asks for the secret on the terminal; --secret - is tested in "
+        "tests/cli/test_secret_sources.py, the same import from a file runs in the example above"
     ),
 }
 
@@ -258,6 +268,8 @@ def world(
         )
         work = tmp_path / "work"
         work.mkdir()
+        (work / "webhook-secret.txt").write_text(SECRET + "\n")  # what --secret-file names
+        (work / "webhook-secret.txt").chmod(0o600)
         (work / "edited.json").write_text('{"type": "pass.activated", "data": {"passId": "x"}}')
         # The fixture the --fixture examples name, in the format docs/simulator.md describes.
         (work / "events.json").write_text(

@@ -218,7 +218,7 @@ def test_listen_refuses_a_bad_secret_without_echoing_it(
 ) -> None:
     bad = "whsec_not*base64*at*all*secret"
     code, _, err = run(capsys, "listen", "--secret", bad)
-    assert code == 1 and "not valid base64" in err and bad not in err
+    assert code == 2 and "not valid base64" in err and bad not in err  # a flag: usage error
 
 
 def test_listen_reports_an_unusable_history(

@@ -120,9 +120,9 @@ class TestDB:
         return lambda *a, **kw: self.call(method(*a, **kw))
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
-        """Rows of ``sql`` (no parameters; the same text in both dialects)."""
+        """Rows of ``sql`` (no parameters; the same text in both dialects), committed."""
         if self.target.kind == SQLITE:
-            db = sqlite3.connect(self.target.path)  # type: ignore[arg-type]
+            db = sqlite3.connect(self.target.path, isolation_level=None)  # type: ignore[arg-type]
             try:
                 return [tuple(r) for r in db.execute(sql).fetchall()]
             finally:

@@ -12,7 +12,7 @@ from fake_relay import Connection, FakeRelay, connected, delivery, heartbeat
 from link_helpers import laptop, link_for, stored_until
 from relay_helpers import follow, stop_task
 
-from walletpass_tui.relay.link.feed import LinkState, StateLines
+from walletpass_tui.relay.link.state import LinkState, StateLines
 from walletpass_tui.relay.link.subscriber import MAX_CURSOR, MISBEHAVING_AFTER
 from walletpass_tui.webhooks.models import now_ms
 

@@ -15,7 +15,7 @@ import pytest
 from relay_helpers import SECRET, RelayProcess, TestDB, signed
 
 from walletpass_tui.cli import main
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
 
 PUBLIC = "https://relay.example.com"

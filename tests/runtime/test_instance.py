@@ -12,9 +12,13 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
+from walletpass_tui.config import MAX_RECEIVER_PATH, receiver_path_problem
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import (
     AlreadyRunning,
@@ -24,8 +28,11 @@ from walletpass_tui.runtime.instance import (
     Running,
     Stale,
 )
+from walletpass_tui.webhooks.listening import ReceiverOptions, receiver_url
 
 DEADLINE_S = 60.0  # "did not hang" guard
+RELAY = "https://rélay.example/channels/team/events"
+PRINTABLE = st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
 
 
 def record(pid: int = 4242, **changes: object) -> InstanceRecord:
@@ -118,21 +125,35 @@ def test_a_state_file_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
     [
         (b"\x00\xff garbage", "not JSON"),
         (b"[1, 2]", "not a JSON object"),
-        (b"{" + b" " * 5000 + b"}", "larger than 4096 bytes"),
+        (b"{" + b" " * 17000 + b"}", "larger than 16384 bytes"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": -1}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": "42"}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "kind": "evil"}).encode(), "known kind"),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "http://x/\x1b[2J"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "file:///etc/passwd"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
         (
-            json.dumps({**json.loads(record().to_bytes()), "url": "http://" + "a" * 400}).encode(),
-            "url is not an http URL",
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "http://x.example"}
+            ).encode(),
+            "public_url is not an https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "https://x/\u202e"}
+            ).encode(),
+            "public_url is not an https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "url": "http://" + "a" * instance.MAX_URL}
+            ).encode(),
+            "url is not an http or https URL",
         ),
     ],
 )
@@ -149,6 +170,32 @@ def test_a_hostile_state_file_is_reported_never_trusted(
             InstanceRecord.from_bytes(content)
     finally:
         claim.release()
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.text(PRINTABLE, max_size=300).map(lambda t: "/" + t))
+@example(path="/wébhooks")
+@example(path="/hooks?x=1#frag 100%")
+@example(path="/" + "a" * (MAX_RECEIVER_PATH - 1))  # at the bound
+@example(path="/" + "\U0001f600" * ((MAX_RECEIVER_PATH - 1) // 12))  # 4 bytes, 12 characters
+def test_any_path_the_receiver_accepts_gives_a_state_file_attach_accepts(path: str) -> None:
+    """Whatever the configuration lets a receiver serve, the state file it writes is read back
+    whole: its URL printable ASCII, within the bounds, and decoding to the path it serves."""
+    assume(receiver_path_problem(path) is None)
+    options = ReceiverOptions(path=path)
+    url = receiver_url(options, ("fe80::1%" + "e" * 15, 65535))
+    written = record(url=instance.shown_url(url), relay=instance.shown_url(RELAY + path))
+    read = InstanceRecord.from_bytes(written.to_bytes())
+    assert read == written and read.url == url
+    assert url.isascii() and url.isprintable()
+    assert unquote(urlsplit(url).path) == path
+
+
+def test_a_relay_url_of_any_length_or_text_is_carried_cut_to_the_bound() -> None:
+    long = RELAY + "é" * 3000
+    written = record(relay=instance.shown_url(long))
+    assert written.relay is not None and len(written.relay) == instance.MAX_URL
+    assert InstanceRecord.from_bytes(written.to_bytes()) == written
 
 
 HOLDER = textwrap.dedent(

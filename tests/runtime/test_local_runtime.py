@@ -15,11 +15,12 @@ import pytest
 from aiohttp import web
 
 from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
+from walletpass_tui.webhooks.relayed import RelayedRequest
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -138,6 +139,34 @@ async def test_injection_is_changed_through_the_runtime(tmp_path: Path) -> None:
         assert (await post(runtime.url, "msg_f")).status_code == 200  # the answers it had
 
 
+async def test_a_request_is_checked_done_at_once_and_told_to_watchers(tmp_path: Path) -> None:
+    """What a dashboard asks of its own receiver is done before ``request`` returns, with the
+    same checks as a viewer's request over the control channel; the header's status follows."""
+    changes: list[bool] = []
+    async with DeliveryRuntime(settings(tmp_path), setup()) as runtime:
+        await runtime.serve()
+        assert runtime.url is not None
+        runtime.watch(lambda: changes.append(runtime.paused))
+        answer = runtime.request("pause", paused=True)
+        assert answer.done() and answer.result() is None
+        assert runtime.paused and runtime.status.paused and changes == [True]
+        assert (await post(runtime.url, "msg_p")).status_code == 503
+        with pytest.raises(ValueError, match="from 0 to 1000"):
+            runtime.request("fail_first", attempts=-1)
+        runtime.request("pause", paused=False)
+        assert (await post(runtime.url, "msg_q")).status_code == 200
+        assert changes == [True, False]
+
+
+async def test_without_a_receiver_a_request_is_answered_with_why(tmp_path: Path) -> None:
+    async with DeliveryRuntime(settings(tmp_path)) as runtime:
+        answer = runtime.request("pause", paused=True)
+        assert answer.done()
+        with pytest.raises(ControlError, match="No receiver runs"):
+            answer.result()
+        assert not runtime.paused and runtime.describe() is None and not runtime.gone
+
+
 async def test_forward_results_reach_subscribers(tmp_path: Path) -> None:
     got: list[bytes] = []
 
@@ -220,7 +249,7 @@ async def test_serving_and_a_relayed_delivery_at_once_share_one_receiver(tmp_pat
     module is imported in a thread): both get the same receiver, and the delivery is stored."""
     async with DeliveryRuntime(settings(tmp_path), setup()) as runtime:
         now = datetime.now(UTC)
-        inbound = Inbound.relayed(
+        relayed = RelayedRequest.from_relay(
             relay_url="https://relay.example/sub/x",
             cursor=1,
             received_at_ms=int(now.timestamp() * 1000),
@@ -230,6 +259,6 @@ async def test_serving_and_a_relayed_delivery_at_once_share_one_receiver(tmp_pat
             body=BODY,
             source="203.0.113.5",
         )
-        _, stored = await asyncio.gather(runtime.serve(), runtime.accept(inbound))
+        _, stored = await asyncio.gather(runtime.serve(), runtime.accept(relayed))
         assert stored.webhook_id == "msg_relayed" and stored.verdict == "verified"
         assert runtime.serving and runtime.receiver is not None

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from walletpass_tui.webhooks.models import Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store, indexer
 from walletpass_tui.webhooks.store.indexer import index_path
-from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
 from walletpass_tui.webhooks.store.search import matches_text
+from walletpass_tui.webhooks.store.tables import MIGRATIONS, SCHEMA_VERSION
 
 T0 = 1_795_000_000_000
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from walletpass_tui.api.urls import target_url_problem
-from walletpass_tui.check.cases import Case, Request, build_cases
+from walletpass_tui.check.cases import Case, CaseRequest, build_cases
 from walletpass_tui.check.judge import (
     SERVICE_DEADLINE_S,
     WARN_AFTER_S,
@@ -66,7 +66,7 @@ class CheckOptions:
 @dataclass(frozen=True)
 class CaseResult:
     case: Case
-    request: Request
+    request: CaseRequest
     answer: ForwardResult
     judgement: Judgement
     attempt_id: int | None = None  # the recorded attempt (None when not recorded)
@@ -123,7 +123,7 @@ def validate(options: CheckOptions) -> None:
 def _attempt(
     options: CheckOptions,
     case: Case,
-    request: Request,
+    request: CaseRequest,
     answer: ForwardResult,
     outcome: Outcome,
     sent_at: datetime,

@@ -18,6 +18,7 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
+from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.cli.target_flags import add_target_flags, target_options
 from walletpass_tui.errors import UsageError
 
@@ -34,10 +35,10 @@ answer is kept in the history ('events show'). Nothing is sent anywhere but URL:
 are ignored and redirects are not followed."""
 EXAMPLES = """\
 examples:
-  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET"
+  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui check http://localhost:3000/webhooks
   walletpass-tui check http://localhost:3000/webhooks --endpoint ep_3f2a9c --json > check.json
-  walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated
-  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET" --strict  # in CI
+  walletpass-tui check https://staging.example.com/hooks --secret-file staging-secret --topic activated
+  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui check http://localhost:3000/webhooks --strict  # in CI
 """
 
 
@@ -52,11 +53,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument("url", metavar="URL", type=target_url_arg, help="your receiver (http or https)")
     source = p.add_argument_group("the signing secret (one of)")
-    source.add_argument(
-        "--secret",
-        metavar="WHSEC",
-        help='the secret your receiver verifies with (whsec_...); prefer "$VARIABLE"',
-    )
+    add_secret_flags(source, what="the secret your receiver verifies with (whsec_...)", many=False)
     source.add_argument(
         "--endpoint",
         metavar="EP_ID",
@@ -95,12 +92,11 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     from walletpass_tui.api.topics import TOPICS
     from walletpass_tui.check.runner import CheckOptions
     from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-    from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
-    if bool(args.secret) == bool(args.endpoint):
+    flagged = bool(args.secret or args.secret_file)
+    if flagged and args.endpoint:
         raise UsageError(
-            "Give the secret your receiver verifies with: --secret whsec_... or --endpoint ep_... "
-            "(one of them)."
+            "Give the secret your receiver verifies with or --endpoint ep_..., not both."
         )
     topics = list(dict.fromkeys(args.topic or ()))
     endpoint_id = None
@@ -116,11 +112,13 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
         endpoint_id = endpoint.id
         topics = topics or [t for t in endpoint.topics if t in TOPICS]
     else:
-        secret = args.secret.strip()
-    try:
-        parse_secret(secret)
-    except SecretError as exc:
-        raise UsageError(str(exc)) from None
+        given = one_secret(args)
+        if given is None:
+            raise UsageError(
+                "Give the secret your receiver verifies with: set WALLETPASS_SECRET, give "
+                "--secret-file PATH or --secret -, or name a local endpoint with --endpoint ep_..."
+            )
+        secret = given.value
     return CheckOptions(
         target_options=target_options(args, [args.url]),
         target=args.url,

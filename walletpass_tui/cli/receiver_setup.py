@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.cli.secret_flags import GivenSecret, given_secrets
+from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime.local import DeliverySetup
 from walletpass_tui.text import printable
@@ -30,21 +31,21 @@ if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --sec
 __all__ = ["delivery_setup", "receiver_options", "relay_link"]
 
 
-def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
+def signing_keys(secrets: Sequence[GivenSecret]) -> list[SigningKey]:
+    """The keys of the secrets given (checked already), labelled masked with their source."""
     if not secrets:
         return []
-    from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+    from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
-    keys = []
-    for secret in secrets:
-        try:
-            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
-        except SecretError as exc:
-            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
-    return keys
+    return [
+        SigningKey(key=parse_secret(given.value), label=f"{given.masked} ({given.source})")
+        for given in secrets
+    ]
 
 
-def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
+def build_receiver_options(
+    args: argparse.Namespace, settings: Settings, secrets: Sequence[GivenSecret] = ()
+) -> ReceiverOptions:
     respond = getattr(args, "respond", None)
     fail_first = getattr(args, "fail_first", 0)
     delay = getattr(args, "delay", 0.0)
@@ -64,7 +65,7 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
         raise UsageError(f"--{exc}.") from None
     return replace(
         receiver_options(settings),
-        secrets=signing_keys(getattr(args, "secret", [])),
+        secrets=signing_keys(secrets),
         sources=sources,
         injection=injection,
     )
@@ -82,7 +83,8 @@ def receiver_options(settings: Settings) -> ReceiverOptions:
 
 
 def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
-    options = build_receiver_options(args, settings)
+    secrets = given_secrets(args)  # read once: standard input cannot be read again
+    options = build_receiver_options(args, settings, secrets)
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
         from walletpass_tui.cli.target_flags import target_options
@@ -90,11 +92,11 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
 
         parsed = [parse_route(text) for text in args.forward_to]
         # The added headers and trusted certificates travel with each route to the forwarder.
-        extra = target_options(args, (r.target for r in parsed), header_flag="--forward-header")
+        extra = target_options(args, (r.target for r in parsed))
         routes = tuple(replace(r, options=extra) for r in parsed)
     else:
         for flag, given in (
-            ("--forward-header", getattr(args, "forward_header", None)),
+            ("--header", getattr(args, "header", None)),
             ("--ca-bundle", getattr(args, "ca_bundle", None)),
             ("--insecure", getattr(args, "insecure", False)),
         ):
@@ -103,12 +105,15 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    from walletpass_tui.tunnel.choice import tunnel_provider
+
     return DeliverySetup(
         options=options,
         routes=routes,
         ack_target=ack_target,
-        explicit_secrets=tuple(getattr(args, "secret", [])),
+        explicit_secrets=tuple(given.value for given in secrets),
         learn_schemas=not getattr(args, "no_schemas", False),
+        tunnel=tunnel_provider(settings),
     )
 
 

@@ -423,7 +423,7 @@ async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: st
     if args.json:
         print_json(urls)
         return
-    print(f"Channel {channel.name} {verb}.")
+    print(f"Channel {channel.shown_name} {verb}.")
     print(f"  Register this ingress URL with the service: {urls['ingress_url']}")
     print(f"  Subscribe URL (listen --relay):             {urls['subscribe_url']}")
     print(f"  Subscriber token (shown once, keep it):     {issued.token}")
@@ -484,6 +484,7 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
                     "quota_bytes": c.quota_bytes,
                     "over_quota": c.over_quota,
                     "verifies_at_edge": c.verifies_at_edge,
+                    "secret_problem": c.secret_problem,
                 }
                 for c in channels
             ]
@@ -494,12 +495,12 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            c.name,
+            c.shown_name,  # read from the database: escaped
             str(c.tokens),
             str(c.deliveries),
             str(c.rejected),
             f"{format_size(c.used_bytes)} / {format_size(c.quota_bytes)}",
-            "OVER QUOTA (ingress answers 503)" if c.over_quota else "ok",
+            _state(c),
             "yes" if c.verifies_at_edge else "no",
             ingress_url(base, c.slug),
         ]
@@ -511,6 +512,12 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _state(channel: Any) -> str:
+    if channel.secret_problem:
+        return "SECRET UNUSABLE (ingress answers 503)"
+    return "OVER QUOTA (ingress answers 503)" if channel.over_quota else "ok"
+
+
 def cmd_channel_revoke(args: argparse.Namespace) -> int:
     count = _run(args, lambda db: db.revoke(args.target))
     print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
@@ -520,7 +527,7 @@ def cmd_channel_revoke(args: argparse.Namespace) -> int:
 def cmd_channel_remove(args: argparse.Namespace) -> int:
     channel = _run(args, lambda db: db.remove(args.name))
     print(
-        f"Removed channel {channel.name} and its {channel.deliveries} stored "
+        f"Removed channel {channel.shown_name} and its {channel.deliveries} stored "
         f"deliver{'ies' if channel.deliveries != 1 else 'y'}; its ingress URL now answers 404."
     )
     return 0

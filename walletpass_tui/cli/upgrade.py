@@ -38,7 +38,7 @@ def upgrade_history(path: Path) -> None:
     """Upgrade the history at ``path`` if an older walletpass-tui wrote it (nothing to do for a
     missing, new or current one). A failure is left to the command, which opens it next and
     reports it in its own words."""
-    from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION
+    from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION
 
     if not path.exists():
         return

@@ -14,36 +14,60 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
-from walletpass_tui.runtime.control import OPS, ControlServer, ForwardNote, ReceiverStatus
-from walletpass_tui.webhooks.injection import RESPOND_RANGE
+from walletpass_tui.runtime.control import ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 
 ROWS_EVERY_S = 0.05
 
 if TYPE_CHECKING:
-    from walletpass_tui.runtime.local import DeliveryRuntime
-    from walletpass_tui.webhooks.injection import Injection
+    from walletpass_tui.config import Settings
+    from walletpass_tui.tunnel.watch import TunnelWatcher
+    from walletpass_tui.webhooks.store import Store
 
 
-@runtime_checkable
-class _StatusFeed(Protocol):
-    """A feed that says how it is doing (the relay link): ``state.headline``, ``state.healthy``."""
+class Served(Protocol):
+    """What the channel needs of the receiver it runs beside (``DeliveryRuntime``)."""
 
-    url: str
-    state: Any
+    @property
+    def settings(self) -> Settings: ...
 
-    def subscribe(self, state: Callable[[Any], None] | None = None) -> Callable[[], None]: ...
+    @property
+    def url(self) -> str | None: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def status(self) -> ReceiverStatus: ...
+
+    @property
+    def status_feed(self) -> StatusFeed | None: ...
+
+    @property
+    def public_url(self) -> str | None: ...
+
+    @property
+    def tunnel(self) -> TunnelWatcher | None: ...
+
+    def subscribe(
+        self, deliveries: DeliveryListener | None = None, forwards: ForwardListener | None = None
+    ) -> Callable[[], None]: ...
+
+    def watch(self, listener: Callable[[], None]) -> Callable[[], None]: ...
+
+    def control(self, op: str, message: Mapping[str, Any]) -> None: ...
 
 
 class Attachable:
     """One receiver made findable and controllable; built by ``start``."""
 
     def __init__(
-        self, runtime: DeliveryRuntime, claim: instance.Claim, record: instance.InstanceRecord
+        self, runtime: Served, claim: instance.Claim, record: instance.InstanceRecord
     ) -> None:
         self.runtime = runtime
         self.claim = claim
@@ -55,7 +79,7 @@ class Attachable:
         self._telling: asyncio.TimerHandle | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         self._status: ReceiverStatus | None = None
-        self._feed = next((f for f in runtime.feeds if isinstance(f, _StatusFeed)), None)
+        self._feed = runtime.status_feed
 
     @property
     def previous(self) -> instance.InstanceRecord | None:
@@ -63,18 +87,19 @@ class Attachable:
         return self.claim.previous
 
     @classmethod
-    async def start(cls, runtime: DeliveryRuntime, kind: str) -> Attachable:
+    async def start(cls, runtime: Served, kind: str) -> Attachable:
         """Claim the home, serve the channel, then publish the state file (so a dashboard that
         finds it can connect at once). AlreadyRunning when another receiver holds the home."""
         claim = await asyncio.to_thread(instance.claim, runtime.settings.home)
-        feed = next((f for f in runtime.feeds if isinstance(f, _StatusFeed)), None)
+        feed = runtime.status_feed
         record = instance.InstanceRecord(
             pid=os.getpid(),
             kind=kind,
-            url=runtime.url,
+            url=instance.shown_url(runtime.url),
             started_at_ms=now_ms(),
             control=True,
-            relay=feed.url if feed is not None else None,
+            relay=instance.shown_url(feed.url) if feed is not None else None,
+            public_url=instance.public_url_kept(runtime.public_url),
         )
         attachable = cls(runtime, claim, record)
         try:
@@ -109,9 +134,20 @@ class Attachable:
         runtime = self.runtime
         self._unsubscribe.append(runtime.subscribe(self._committed, self._forwarded))
         self._unsubscribe.append(runtime.store.on_health(lambda _: self._state_changed()))
-        self._unsubscribe.append(runtime.watch_injection(lambda _: self._state_changed()))
+        self._unsubscribe.append(runtime.watch(self._state_changed))
         if self._feed is not None:
             self._unsubscribe.append(self._feed.subscribe(state=lambda _: self._state_changed()))
+        if runtime.tunnel is not None:
+            self._unsubscribe.append(runtime.tunnel.subscribe(lambda _: self._tunnel_changed()))
+
+    def _tunnel_changed(self) -> None:
+        """The state file follows the tunnel's URL (what `endpoints create --from-listener`
+        reads from another shell); attached dashboards are told."""
+        public_url = instance.public_url_kept(self.runtime.public_url)
+        if public_url != self.record.public_url:
+            self.record = replace(self.record, public_url=public_url)
+            self.claim.publish(self.record)
+        self._state_changed()
 
     def _committed(self, batch: Sequence[Attempt]) -> None:
         newest = max((a.id for a in batch if a.id is not None), default=0)
@@ -157,29 +193,7 @@ class Attachable:
             self.server.broadcast({"type": "state", "state": status.to_wire()})
 
     def status(self) -> ReceiverStatus:
-        runtime = self.runtime
-        injection: Injection = runtime.injection
-        settings = runtime.settings
-        public = (
-            settings.public_url.rstrip("/") + settings.receiver_path
-            if settings.public_url
-            else None
-        )
-        state = getattr(self._feed, "state", None)
-        problem = runtime.store.health.problem
-        return ReceiverStatus(
-            paused=injection.paused,
-            injection=injection.describe(),
-            forwarding=runtime.forwarding,
-            forward_targets=tuple(route.target for route in runtime.routes),
-            public_url=public,
-            relay=str(state.headline) if state is not None else None,
-            relay_up=bool(state.healthy) if state is not None else False,
-            history_problem=problem.replace(str(runtime.store.path), runtime.store.path.name)
-            if problem
-            else None,
-            controls=OPS,
-        )
+        return self.runtime.status
 
     # -- control.Handler ---------------------------------------------------------------------------
 
@@ -192,30 +206,6 @@ class Attachable:
         }
 
     def request(self, op: str, message: Mapping[str, Any]) -> None:
-        """A viewer's request, checked here and done through the runtime's own methods (which
-        tell every viewer the new state)."""
-        runtime = self.runtime
-        if op == "pause":
-            paused = message.get("paused")
-            if type(paused) is not bool:
-                raise ValueError("pause takes paused: true or false")
-            runtime.pause_acks(paused)
-        elif op == "fail_first":
-            attempts = message.get("attempts")
-            if type(attempts) is not int or not 0 <= attempts <= 1000:
-                raise ValueError("fail_first takes attempts from 0 to 1000")
-            runtime.fail_first(attempts)
-        elif op == "respond":
-            status = message.get("status")
-            if status is not None and type(status) is not int:
-                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
-            runtime.respond(status)  # a ValueError with the rule when it cannot be an answer
-        elif op == "delay":
-            seconds = message.get("seconds")
-            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
-                raise ValueError("delay takes seconds from 0 to 60")
-            if not 0 <= seconds <= 60:
-                raise ValueError("delay takes seconds from 0 to 60")
-            runtime.delay(float(seconds))
-        else:  # pragma: no cover - the server admits only OPS
-            raise ValueError(f"no such request: {op}")
+        """A viewer's request, checked and done by the runtime (which tells every viewer the new
+        state)."""
+        self.runtime.control(op, message)

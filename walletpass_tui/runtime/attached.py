@@ -39,6 +39,14 @@ from walletpass_tui.runtime.control import (
     ForwardNote,
     ReceiverStatus,
 )
+from walletpass_tui.runtime.protocol import (
+    DeliveryListener,
+    DriftListener,
+    ForwardListener,
+    GapListener,
+    LearnedListener,
+    Learning,
+)
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.models import (
@@ -51,7 +59,9 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.store import Store, queries
 
 if TYPE_CHECKING:
+    from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.webhooks.forward import SecretLookup
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +74,6 @@ BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 2.0
 FIND_WAIT_S = 0.2  # a receiver between its lock and its state file: looked at again later
 
-DeliveryListener = Callable[[Sequence[Attempt]], None]
-ForwardListener = Callable[[ForwardRow, ForwardResult], None]
-
 
 @dataclass(frozen=True)
 class ForwardTarget:
@@ -77,11 +84,13 @@ class ForwardTarget:
 
 
 class AttachedRuntime:
-    """Open with ``await open()``, close with ``await close()``; ``serve()`` starts following
-    new rows (after the dashboard's first frame). ``record``: the receiver found at start."""
+    """A ``Runtime`` (``protocol.py``) whose receiver runs in another process. Open with
+    ``await open()``, close with ``await close()``; ``serve()`` starts following new rows (after
+    the dashboard's first frame). ``record``: the receiver found at start."""
 
-    attached = True
-    feeds: tuple[Any, ...] = ()
+    feeds: tuple[object, ...] = ()
+    # The receiver learns into the schema file beside the history; this side reads it.
+    learning: Learning = "elsewhere"
 
     def __init__(
         self,
@@ -103,7 +112,6 @@ class AttachedRuntime:
         self.connected = False  # the control channel is open
         self.gone = record is None  # no receiver runs on the home (any more)
         self.problem: str | None = None  # why the channel cannot be opened, when it cannot
-        self.on_gap: Callable[[int], None] | None = None  # rows skipped: the log reloads
         self._poll_s = poll_s
         self._slow_poll_s = slow_poll_s
         self._max_behind = max_behind
@@ -114,6 +122,7 @@ class AttachedRuntime:
         self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
             __name__, "forwards"
         )
+        self._gap_listeners: Listeners[[int]] = Listeners(__name__, "gaps")
         self._watchers: Listeners[[]] = Listeners(__name__, "receiver state")
         self._cursor = 0  # the newest attempt id handed on
         self._pushed = 0  # the newest the receiver announced
@@ -211,11 +220,20 @@ class AttachedRuntime:
     def ack_target(self) -> bool:
         return False
 
-    @property
-    def forwarder(self) -> None:
-        """The receiver's forwarder runs in its own process: a replay or check from an attached
-        dashboard adds no --forward-header and trusts no --ca-bundle of the receiver's."""
-        return None
+    def target_options(self, target: str) -> TargetOptions:
+        """Nothing: the receiver's forwarder runs in its own process, so a replay or check from
+        an attached dashboard adds no --header and trusts no --ca-bundle of the
+        receiver's."""
+        from walletpass_tui.webhooks.target_options import TargetOptions
+
+        return TargetOptions()
+
+    async def learn_templates(self, templates: Sequence[Any]) -> list[DriftRecord]:
+        """Learn the templates into the schema file beside the history, on a thread, as the
+        command line does (no learner runs in this process)."""
+        from walletpass_tui.schemas import learn_templates
+
+        return await asyncio.to_thread(learn_templates, self.store.path, list(templates))
 
     @property
     def serving(self) -> bool:
@@ -245,14 +263,21 @@ class AttachedRuntime:
         self,
         deliveries: DeliveryListener | None = None,
         forwards: ForwardListener | None = None,
+        *,
+        drift: DriftListener | None = None,
+        learned: LearnedListener | None = None,
+        gaps: GapListener | None = None,
     ) -> Callable[[], None]:
-        """As ``DeliveryRuntime.subscribe``: new attempts (read from the history) and forwards
-        answered by the receiver, on the event loop."""
+        """As ``DeliveryRuntime.subscribe``: new attempts (read from the history), forwards
+        answered by the receiver and rows skipped (far behind, or the history replaced), on the
+        event loop. ``drift`` and ``learned`` are never called: the receiver learns."""
         stops: list[Callable[[], None]] = []
         if deliveries is not None:
             stops.append(self._delivery_listeners.subscribe(deliveries))
         if forwards is not None:
             stops.append(self._forward_listeners.subscribe(forwards))
+        if gaps is not None:
+            stops.append(self._gap_listeners.subscribe(gaps))
 
         def unsubscribe() -> None:
             for stop in stops:
@@ -269,8 +294,12 @@ class AttachedRuntime:
 
     # -- controls ------------------------------------------------------------------------------------
 
-    async def request(self, op: str, **args: Any) -> None:
-        """Ask the receiver for ``op``; ControlError saying why when it cannot be done."""
+    def request(self, op: str, **args: Any) -> asyncio.Future[None]:
+        """Ask the receiver for ``op``; the future is its answer, ControlError saying why when
+        it cannot be done."""
+        return asyncio.ensure_future(self._request(op, **args))
+
+    async def _request(self, op: str, **args: Any) -> None:
         client = self._client
         if client is None or not self.connected:
             raise ControlError(
@@ -413,8 +442,7 @@ class AttachedRuntime:
     def _hand_on(self, found: _Found) -> None:
         if found.cursor < self._cursor or found.skipped:
             self._cursor = found.cursor
-            if self.on_gap is not None:
-                self.on_gap(found.skipped)
+            self._gap_listeners.notify(found.skipped)
             return
         self._cursor = found.cursor
         for batch in found.batches:

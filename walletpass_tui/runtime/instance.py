@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from walletpass_tui import __version__
+from walletpass_tui.config import MAX_RECEIVER_PATH
 from walletpass_tui.errors import WalletpassError
 
 try:
@@ -45,9 +46,12 @@ RUN_DIR = "run"
 LOCK_NAME = "receiver.lock"
 STATE_NAME = "receiver.json"
 SOCKET_NAME = "control.sock"
-MAX_STATE_BYTES = 4096
+MAX_STATE_BYTES = 16384  # three URLs of MAX_URL characters (JSON-escaped) and the rest
 KINDS = ("listen", "dashboard", "demo")
-MAX_URL = 300
+# A URL in the state file: the receiver's own (http://, a host name of at most 253 characters
+# or an IPv6 address in brackets, :65535, and its path, which config bounds) or the relay's, cut
+# to this length when it is longer.
+MAX_URL = MAX_RECEIVER_PATH + 300
 CLAIM_WAIT_S = 0.5  # a looker holds its shared lock for microseconds; wait out such a moment
 STATE_WAIT_S = 1.0  # the lock is taken before the state file is written: wait for it this long
 _POLL_S = 0.01
@@ -69,6 +73,9 @@ class InstanceRecord:
     control: bool = True  # it serves the control channel at <run>/control.sock
     relay: str | None = None  # the relay channel it follows, when it follows one
     version: str = __version__
+    # Where the service should post while its tunnel is up (https://host/path): what
+    # `endpoints create --from-listener` offers from another shell. Rewritten as it changes.
+    public_url: str | None = None
 
     @property
     def address(self) -> str | None:
@@ -83,7 +90,8 @@ class InstanceRecord:
         return ", ".join(parts)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode() + b"\n"
+        text = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+        return text.encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> InstanceRecord:
@@ -123,22 +131,41 @@ class InstanceRecord:
             control=control,
             relay=_checked_url(raw.get("relay"), "relay"),
             version=version,
+            public_url=_checked_url(raw.get("public_url"), "public_url", schemes=("https",)),
         )
 
 
-def _checked_url(value: object, name: str) -> str | None:
-    """An http(s) URL of printable ASCII, at most MAX_URL characters, or None."""
+def _checked_url(
+    value: object, name: str, schemes: tuple[str, ...] = ("http", "https")
+) -> str | None:
+    """A URL of ``schemes`` in printable text, at most MAX_URL characters, or None. Text beyond
+    ASCII is allowed: a relay's host or path may have it (it is only ever shown, through
+    ``text``)."""
     if value is None:
         return None
     if (
         not isinstance(value, str)
         or len(value) > MAX_URL
-        or not value.isascii()
         or not value.isprintable()
-        or urlsplit(value).scheme not in ("http", "https")
+        or urlsplit(value).scheme not in schemes
     ):
-        raise ValueError(f"{name} is not an http URL")
+        raise ValueError(f"{name} is not an {' or '.join(schemes)} URL")
     return value
+
+
+def public_url_kept(url: str | None) -> str | None:
+    """The public URL the state file keeps: the whole URL or none (a cut one would be registered
+    wrong by `endpoints create --from-listener`)."""
+    return url if url is not None and len(url) <= MAX_URL else None
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` as the state file carries it, so the reading side accepts whatever a receiver
+    writes: cut to MAX_URL characters (the relay's URL is only shown; the receiver's own is
+    never that long)."""
+    if url is None or len(url) <= MAX_URL:
+        return url
+    return url[: MAX_URL - 1] + "…"
 
 
 @dataclass(frozen=True)

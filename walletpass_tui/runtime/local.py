@@ -15,7 +15,9 @@ Every runtime also learns the payload schema of each topic (``walletpass_tui.sch
 ``SchemaLearner`` starts right after the store opens, follows its commits on a thread of its own
 (never on the acknowledgement path) and stops right before the store closes. Drift it finds in a
 delivery is told to ``subscribe(drift=...)`` listeners. ``DeliverySetup(learn_schemas=False)``
-(``--no-schemas``) runs without it.
+(``--no-schemas``) runs without it. A ``FieldIndexer`` (``walletpass_tui.query``) follows the
+commits the same way and keeps the field index that field queries read
+(``DeliverySetup(index_fields=False)``: without it, queries look at every body).
 
 Deliveries may also come another way than a POST: a *feed* (a relay subscription, built in
 ``relay/link/feed.py``) is handed in at construction, started by ``serve()`` and calls ``accept()``,
@@ -30,15 +32,25 @@ import importlib
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
+from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus
+from walletpass_tui.runtime.protocol import (
+    DeliveryListener,
+    DriftListener,
+    ForwardListener,
+    GapListener,
+    LearnedListener,
+    Learning,
+    StatusFeed,
+)
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.injection import RESPOND_RANGE, Injection
 from walletpass_tui.webhooks.listening import (
     ReceiverOptions,
     bound_address,
@@ -49,26 +61,23 @@ from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when needed
+    from walletpass_tui.query.indexer import FieldIndexer
     from walletpass_tui.runtime.attachable import Attachable
     from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.tunnel.provider import Provider
+    from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
-    from walletpass_tui.webhooks.inbound import Inbound
     from walletpass_tui.webhooks.receiver import Receiver
+    from walletpass_tui.webhooks.relayed import RelayedRequest
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
 RuntimeState = Literal["unopened", "opened", "closed"]
 
 log = logging.getLogger(__name__)
-
-DeliveryListener = Callable[[Sequence[Attempt]], None]
-ForwardListener = Callable[[ForwardRow, ForwardResult], None]
-# (the attempt's row id, the drift it showed first): called once per delivery that drifted
-DriftListener = Callable[[int, Sequence["DriftRecord"]], None]
-# the last row id the schema learner has looked at (the drift of every row up to it was told)
-LearnedListener = Callable[[int], None]
 
 
 class Feed(Protocol):
@@ -85,6 +94,7 @@ class DeliverySetup:
     Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
     ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
     ``learn_schemas``: learn each topic's payload schema from the history and find drift.
+    ``index_fields``: keep the field index of the history up to date (field queries).
     """
 
     options: ReceiverOptions | None = None
@@ -93,6 +103,8 @@ class DeliverySetup:
     explicit_secrets: tuple[str, ...] = ()
     forward: bool = False
     learn_schemas: bool = True
+    index_fields: bool = True
+    tunnel: Provider | None = None  # a public URL for the receiver, started by serve()
 
     @property
     def forwarding(self) -> bool:
@@ -100,7 +112,8 @@ class DeliverySetup:
 
 
 class DeliveryRuntime:
-    """An async context manager owning everything one delivery passes through.
+    """An async context manager owning everything one delivery passes through; a ``Runtime``
+    (``protocol.py``) whose receiver runs in this process.
 
     ``store``/``registry`` may be handed in already open (tests, benchmarks); a store handed in is
     left open at exit, one the runtime opened is closed after every acknowledged delivery is on
@@ -145,6 +158,8 @@ class DeliveryRuntime:
         self._unsubscribe_store: Callable[[], None] | None = None
         self.learner: SchemaLearner | None = None  # None: not learning (or not open)
         self._unfollow_learner: list[Callable[[], None]] = []
+        self.field_indexer: FieldIndexer | None = None
+        self._unfollow_fields: Callable[[], None] | None = None
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
@@ -153,7 +168,9 @@ class DeliveryRuntime:
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
-        self._injection_listeners: Listeners[[Injection]] = Listeners(__name__, "failure injection")
+        self._injection_listeners: Listeners[[]] = Listeners(__name__, "failure injection")
+        # The setup's tunnel: made on open, started by serve().
+        self.tunnel: TunnelWatcher | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -170,7 +187,8 @@ class DeliveryRuntime:
         await self.close()
 
     async def open(self) -> None:
-        """Store -> schema learner -> registry -> receiver (bound, not yet serving) -> forwarder.
+        """Store -> schema learner, field indexer -> registry -> receiver (bound, not yet serving) ->
+        forwarder.
 
         Raises StoreError (locked, damaged), ConfigError (a damaged registry) or ReceiverError
         (the port is taken); whatever was opened before the failure is closed again, and the
@@ -190,6 +208,8 @@ class DeliveryRuntime:
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
             if self.setup.learn_schemas:
                 await self._start_learner(self._store)
+            if self.setup.index_fields:
+                self._start_field_indexer(self._store)
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
@@ -207,6 +227,11 @@ class DeliveryRuntime:
                 self._bound = bound_address(self._socket, options.host)
             if self.forwarder is not None:
                 await self.forwarder.start()
+            if setup.tunnel is not None and self._bound is not None:
+                from walletpass_tui.tunnel.watch import TunnelWatcher
+
+                self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
+                self.tunnel.subscribe(lambda _: self._injection_listeners.notify())
         except BaseException:
             await self.close()
             raise
@@ -218,19 +243,20 @@ class DeliveryRuntime:
         receiver = await self._receiver()
         if receiver is not None:
             await receiver.serve()
+            self._start_tunnel()
             if self.feeds and not self._feed_tasks:
                 for feed in self.feeds:
                     task = asyncio.create_task(feed.run(self))
                     task.add_done_callback(self._feed_done)
                     self._feed_tasks.append(task)
 
-    async def accept(self, inbound: Inbound) -> Attempt:
+    async def accept(self, relayed: RelayedRequest) -> Attempt:
         """One delivery from a feed: verified, stored (committed) and forwarded as a POST would
         be; returns the stored attempt. Raises StoreError when it could not be stored."""
         receiver = await self._receiver()
         if receiver is None:
             raise RuntimeError("No receiver runs in this runtime.")
-        return await receiver.accept(inbound)
+        return await receiver.accept(relayed)
 
     async def _receiver(self) -> Receiver | None:
         """The receiver, built on the bound socket the first time it is needed (None without a
@@ -262,6 +288,22 @@ class DeliveryRuntime:
             self.receiver = receiver
         return self.receiver
 
+    def _start_tunnel(self) -> None:
+        """The tunnel the setup asks for, to the bound port (its own task: the receiver never
+        waits for it, nor stops because of it)."""
+        if self.tunnel is not None and self._bound is not None:
+            from walletpass_tui.tunnel.choice import local_url
+
+            self.tunnel.start(local_url(*self._bound))
+
+    @property
+    def public_url(self) -> str | None:
+        """Where the service should post: the tunnel's URL while it is up (else the
+        ``public_url`` setting), with the receiver's path; None when there is neither."""
+        base = self.tunnel.state.public_url if self.tunnel is not None else None
+        base = base or self.settings.public_url
+        return base.rstrip("/") + self.settings.receiver_path if base else None
+
     async def feed_stopped(self) -> BaseException:
         """Wait until a feed stops for good; returns why (waits forever without feeds)."""
         if self._feed_error is None:
@@ -276,7 +318,7 @@ class DeliveryRuntime:
         self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
+        """Tunnel (its program stopped) -> control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
         receiver (port released, requests in flight answered) -> schema learner -> store -> the
         home released.
 
@@ -284,6 +326,9 @@ class DeliveryRuntime:
         committed together or not at all, and the next run resumes after the last one stored.
         """
         self._state = "closed"
+        tunnel, self.tunnel = self.tunnel, None
+        if tunnel is not None:  # its program stopped before anything else: none is left behind
+            await tunnel.stop()
         attachable, self._attachable = self._attachable, None
         if attachable is not None:  # attached dashboards see it go first
             await attachable.withdraw()
@@ -302,6 +347,7 @@ class DeliveryRuntime:
             self._socket = None
         self._bound = None
         await self._stop_learner()
+        await self._stop_field_indexer()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -324,6 +370,21 @@ class DeliveryRuntime:
             learner.on_drift(self._on_drift),
             learner.on_progress(self._on_learned),
         ]
+
+    def _start_field_indexer(self, store: Store) -> None:
+        from walletpass_tui.query.indexer import FieldIndexer
+
+        indexer = FieldIndexer(store.path).start()
+        self.field_indexer = indexer
+        self._unfollow_fields = indexer.follow(store)
+
+    async def _stop_field_indexer(self) -> None:
+        indexer, self.field_indexer = self.field_indexer, None
+        unfollow, self._unfollow_fields = self._unfollow_fields, None
+        if unfollow is not None:
+            unfollow()
+        if indexer is not None:
+            await asyncio.to_thread(indexer.stop)
 
     async def _stop_learner(self) -> None:
         learner, self.learner = self.learner, None
@@ -355,6 +416,53 @@ class DeliveryRuntime:
         if self._store is None:
             raise RuntimeError("The delivery runtime is not open.")
         return self._store
+
+    @property
+    def status_feed(self) -> StatusFeed | None:
+        """The feed that says how it is doing (the relay link), if any."""
+        return next((f for f in self.feeds if isinstance(f, StatusFeed)), None)
+
+    @property
+    def status(self) -> ReceiverStatus:
+        """What this receiver says of itself (to the header, and to attached dashboards)."""
+        injection = self.injection
+        state = getattr(self.status_feed, "state", None)
+        store = self.store
+        problem = store.health.problem
+        return ReceiverStatus(
+            paused=injection.paused,
+            injection=injection.describe(),
+            forwarding=self.forwarding,
+            forward_targets=tuple(route.target for route in self.routes),
+            public_url=self.public_url,
+            relay=str(state.headline) if state is not None else None,
+            relay_up=bool(state.healthy) if state is not None else False,
+            tunnel=self.tunnel.state.headline() if self.tunnel is not None else None,
+            history_problem=problem.replace(str(store.path), store.path.name) if problem else None,
+            controls=OPS,
+        )
+
+    @property
+    def gone(self) -> bool:
+        """Never: the receiver runs in this process."""
+        return False
+
+    def describe(self) -> str | None:
+        """None: the receiver runs in this process."""
+        return None
+
+    @property
+    def learning(self) -> Learning:
+        return "here" if self.learner is not None else "off"
+
+    def target_options(self, target: str) -> TargetOptions:
+        """A --forward-to target's added headers and trusted certificates; nothing to another
+        URL."""
+        if self.forwarder is not None:
+            return self.forwarder.options(target)
+        from walletpass_tui.webhooks.target_options import TargetOptions
+
+        return TargetOptions()
 
     @property
     def options(self) -> ReceiverOptions | None:
@@ -401,8 +509,9 @@ class DeliveryRuntime:
         *,
         drift: DriftListener | None = None,
         learned: LearnedListener | None = None,
+        gaps: GapListener | None = None,
     ) -> Callable[[], None]:
-        """Call, on the event loop:
+        """Call, on the event loop (``gaps`` never: every commit here is heard):
 
         * ``deliveries(batch)`` after each commit;
         * ``forwards(row, result)`` after each forward is answered;
@@ -480,6 +589,50 @@ class DeliveryRuntime:
             raise ValueError("delay takes zero or more seconds")
         self._inject(delay_s=seconds)
 
+    def can(self, op: str) -> bool:
+        """Whether ``op`` is one of the requests a receiver takes (asked without a receiver,
+        the answer says there is none)."""
+        return op in OPS
+
+    def request(self, op: str, **args: Any) -> asyncio.Future[None]:
+        """Do ``op`` (``control.OPS``) now, as a viewer's request is done; the future is done
+        when this returns, with ControlError when no receiver runs here."""
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.setup.options is None:
+            answer.set_exception(ControlError("No receiver runs in this dashboard."))
+        else:
+            self.control(op, args)
+            answer.set_result(None)
+        return answer
+
+    def control(self, op: str, message: Mapping[str, Any]) -> None:
+        """A request (a dashboard's, or a viewer's over the control channel), checked field by
+        field (ValueError naming the rule it broke) and done through the methods above."""
+        if op == "pause":
+            paused = message.get("paused")
+            if type(paused) is not bool:
+                raise ValueError("pause takes paused: true or false")
+            self.pause_acks(paused)
+        elif op == "fail_first":
+            attempts = message.get("attempts")
+            if type(attempts) is not int or not 0 <= attempts <= 1000:
+                raise ValueError("fail_first takes attempts from 0 to 1000")
+            self.fail_first(attempts)
+        elif op == "respond":
+            status = message.get("status")
+            if status is not None and type(status) is not int:
+                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+            self.respond(status)  # a ValueError with the rule when it cannot be an answer
+        elif op == "delay":
+            seconds = message.get("seconds")
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+                raise ValueError("delay takes seconds from 0 to 60")
+            if not 0 <= seconds <= 60:
+                raise ValueError("delay takes seconds from 0 to 60")
+            self.delay(float(seconds))
+        else:
+            raise ValueError(f"no such request: {op}")
+
     def _inject(self, **changes: object) -> None:
         if self.setup.options is None:
             raise RuntimeError("No receiver runs in this runtime.")
@@ -487,7 +640,7 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
-        self._injection_listeners.notify(self._injection)
+        self._injection_listeners.notify()
 
     # -- attached dashboards: the instance record and the control channel --------------------------
 
@@ -503,13 +656,10 @@ class DeliveryRuntime:
         self._attachable = await Attachable.start(self, kind)
         return self._attachable.previous
 
-    def watch_injection(self, listener: Callable[[Injection], None]) -> Callable[[], None]:
-        """Call ``listener(injection)`` whenever the failures injected change (pause included);
-        returns a function that stops it."""
+    def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` whenever the failures injected change (pause included) or the
+        tunnel's state does; returns a function that stops it."""
         return self._injection_listeners.subscribe(listener)
-
-
-RuntimeOpener = Callable[[], Awaitable[DeliveryRuntime]]
 
 
 def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:

@@ -126,7 +126,7 @@ class SimulatedService:
                 return ep_id
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Every delivery Attempt and DeliveryResult (see DeliveryEngine.subscribe)."""
+        """Every delivery SentAttempt and DeliveryResult (see DeliveryEngine.subscribe)."""
         return self.engine.subscribe(callback)
 
     def emit(self, topic: str, body: Any = None) -> str:

@@ -40,6 +40,7 @@ from multidict import CIMultiDict
 
 from walletpass_tui.logs import suppressed
 from walletpass_tui.text import parse_ascii_int
+from walletpass_tui.webhooks.statuses import EMPTY_CONTENT, FINAL_STATUSES, NO_CONTENT
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,6 @@ FEED_BYTES = 4 * 1024  # a read is parsed in pieces of at most this many bytes
 BUFFER_BYTES = 256 * 1024  # unread body bytes before the socket is no longer read
 MAX_CONNECTIONS = 512  # open at once; at most half the process's file descriptors
 SHUTDOWN_S = 2.0  # stop(): how long requests in flight get to finish
-FINAL_STATUSES = range(200, 600)  # what a request can be answered with (1xx are interim only)
-NO_CONTENT = frozenset({204, 304})  # answered with neither content nor a Content-Length
-EMPTY_CONTENT = frozenset({205})  # answered with no content and a Content-Length of 0
 
 
 class Body:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from walletpass_tui.webhooks.http_server import FINAL_STATUSES
 from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.statuses import FINAL_STATUSES
 
 RESPOND_RANGE = f"from {FINAL_STATUSES.start} to {FINAL_STATUSES.stop - 1}"
 

@@ -35,16 +35,20 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     if args.older_than is not None:
-        seconds = args.older_than
-        label = f"older than {_duration_label(seconds)}"
+        cutoff = args.older_than.ms  # a duration back from now, or an ISO 8601 time
+        ago = args.older_than.ago_s
+        label = (
+            f"older than {_duration_label(ago)}"
+            if ago is not None
+            else f"received before {args.older_than.describe()}"
+        )
     elif settings.retention_days > 0:
-        seconds = settings.retention_days * 86400
+        cutoff = int((time.time() - settings.retention_days * 86400) * 1000)
         label = f"older than {settings.retention_days} days"
     else:
         raise UsageError(
             "Give --older-than (e.g. 7d); retention_days is 0, which keeps everything."
         )
-    cutoff = int((time.time() - seconds) * 1000)
 
     async def count(store: Store) -> tuple[int, int]:
         from walletpass_tui.webhooks.models import LogFilter

@@ -11,7 +11,8 @@ from walletpass_tui.cli.common import (
     read_bounded_file,
     settings_from_args,
 )
-from walletpass_tui.cli.events_cmd.shared import pick_attempt, with_store
+from walletpass_tui.cli.events_cmd.shared import pick_attempt, resolve_message, with_store
+from walletpass_tui.cli.secret_flags import one_secret, stdin_conflict
 from walletpass_tui.cli.target_flags import target_options
 from walletpass_tui.text import printable
 
@@ -29,13 +30,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     body = None
     if args.body_file:
         body = read_bounded_file(args.body_file, settings.max_body, what="The body file")
+    stdin_conflict(args, "body_file")
+    given = one_secret(args)
     registry = EndpointRegistry(settings.endpoints_path)
 
     async def work(store: Store) -> tuple[Attempt, Any]:
-        attempt = pick_attempt(
-            await store.message_attempts(args.webhook_id), args.attempt, args.webhook_id
-        )
-        secret = args.secret
+        webhook_id = await resolve_message(store, args.webhook_id)
+        attempt = pick_attempt(await store.message_attempts(webhook_id), args.attempt, webhook_id)
+        secret = given.value if given else None
         if secret is None and attempt.endpoint_id:
             endpoint = registry.get(attempt.endpoint_id)
             secret = endpoint.secret.reveal() if endpoint else None

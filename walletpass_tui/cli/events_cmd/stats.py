@@ -19,13 +19,12 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.cli.common import CommandError, parse_duration, print_json, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import parse_since
+from walletpass_tui.cli.common import CommandError, print_json, settings_from_args
 from walletpass_tui.cli.progress import on_terminal
 from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
-from walletpass_tui.text import format_ms, printable
+from walletpass_tui.text import format_ms
 
 BUCKET_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 MAX_BUCKETS = 2_000
@@ -71,17 +70,6 @@ def default_by(span_ms: int) -> str:
     if span_ms <= 3 * 86_400_000:
         return "hour"
     return "day"
-
-
-def parse_window_start(text: str, now_ms: int) -> int:
-    """``--since``: a duration back from now (``90m``, ``12h``, ``7d``) or an ISO 8601 time."""
-    try:
-        seconds = parse_duration(text)
-    except UsageError:  # not a duration: read as a time instead
-        since = parse_since(text)
-        assert since is not None
-        return since
-    return now_ms - int(seconds * 1000)
 
 
 @dataclass
@@ -264,7 +252,7 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
     from walletpass_tui.webhooks.models import StoreError
     from walletpass_tui.webhooks.store import queries
     from walletpass_tui.webhooks.store.read_only import nobody_writes
-    from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION, explain
+    from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION, explain
 
     path = settings.database_path
     if not path.exists():
@@ -293,15 +281,15 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
 def cmd_stats(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     now_ms = int(time.time() * 1000)
-    since_ms = parse_window_start(args.since, now_ms)
+    since_ms = args.since.ms  # a duration back from now, or an ISO 8601 time
     if since_ms > now_ms:
-        raise UsageError(f"--since {printable(args.since, 60)!r} is in the future.")
+        raise UsageError(f"--since {args.since.describe()} is in the future.")
     by = args.by or default_by(now_ms - since_ms)
     bucket_ms = BUCKET_MS[by]
     count = now_ms // bucket_ms - since_ms // bucket_ms + 1
     if count > MAX_BUCKETS:
         raise UsageError(
-            f"--since {printable(args.since, 60)} by {by} makes {count:,} rows (at most "
+            f"--since {args.since.describe()} by {by} makes {count:,} rows (at most "
             f"{MAX_BUCKETS:,}); give a larger --by or a shorter --since."
         )
     activity = _read(settings, since_ms, now_ms, bucket_ms)

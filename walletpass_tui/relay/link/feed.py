@@ -18,9 +18,9 @@ An event the relay sent with a good cursor that cannot be read is stored as a re
 passes it and the deliveries after it are not held up. What the subscriber refuses (a cursor that
 does not increase, a stream past its bounds) is not stored: the link says why and retries.
 
-The link's state (connected or not, how far behind, why it stopped, how many identical refusals
-in a row) is offered to the dashboard's header and to ``listen``, which prints a line when it
-changes, and one line for a relay that keeps misbehaving.
+The link's state (``state.LinkState``: connected or not, how far behind, why it stopped, how many
+identical refusals in a row) is offered to the dashboard's header and to ``listen``, which prints
+a line when it changes (``state.StateLines``), and one line for a relay that keeps misbehaving.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -46,11 +46,11 @@ from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
 from walletpass_tui.relay.link.received_times import ReceivedTimes
+from walletpass_tui.relay.link.state import LinkState
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     DEFAULT_IDLE_TIMEOUT_S,
-    MISBEHAVING_AFTER,
     RelayAuthError,
     RelayClientError,
     RelaySubscriber,
@@ -58,12 +58,11 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.text import printable
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.relayed import RelayedRequest
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ class LinkTarget(Protocol):
     @property
     def options(self) -> ReceiverOptions | None: ...
 
-    async def accept(self, inbound: Inbound) -> Attempt: ...
+    async def accept(self, request: RelayedRequest) -> Attempt: ...
 
 
 # How long the link waits, before following, for the relay to say when the channel was created.
@@ -97,61 +96,6 @@ MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024  # and their bodies together
 # The durable mark trails the stored deliveries by at most this long (one small write each time):
 # after a crash, what was stored since is fetched again and skipped.
 MARK_EVERY_S = 1.0
-
-
-@dataclass(frozen=True)
-class LinkState:
-    """What the header and ``listen`` show about the relay."""
-
-    url: str
-    connected: bool = False
-    cursor: int = 0
-    head: int = 0
-    error: str | None = None  # why the last connection ended (None: it did not)
-    stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
-    started: bool = False  # a connection was tried
-    refusals: int = 0  # the relay broke the rules this many times in a row, identically
-
-    @property
-    def behind(self) -> int:
-        return max(0, self.head - self.cursor)
-
-    @property
-    def misbehaving(self) -> bool:
-        return self.refusals >= MISBEHAVING_AFTER and not self.stopped
-
-    def describe(self) -> str:
-        """One short sentence, for the header and for ``listen``'s lines."""
-        if self.stopped:
-            return f"relay stopped: {printable(self.error or 'refused', 200)}"
-        if self.misbehaving and not self.connected:
-            return (
-                f"relay misbehaving ({printable(self.error or 'refused', 200)}; "
-                f"{self.refusals} times in a row); retrying with backoff, skipping nothing"
-            )
-        if self.connected:
-            if self.behind:
-                return f"relay connected, {self.behind} behind (cursor {self.cursor})"
-            return f"relay connected, up to date (cursor {self.cursor})"
-        if self.error:
-            return f"relay disconnected ({printable(self.error, 200)}); retrying"
-        return "relay connecting"
-
-    @property
-    def headline(self) -> str:
-        """The header's words: like ``describe()`` without the cursor, so it changes only when
-        the connection does or the backlog shrinks."""
-        if self.stopped:
-            return f"relay stopped: {printable(self.error or 'refused', 200)}"
-        if self.misbehaving:
-            return "relay misbehaving, retrying"
-        if self.connected:
-            return f"relay {self.behind:,} behind" if self.behind else "relay up to date"
-        return "relay disconnected, retrying" if self.error else "relay connecting"
-
-    @property
-    def healthy(self) -> bool:
-        return self.connected and not self.stopped
 
 
 StateListener = Callable[[LinkState], None]
@@ -309,19 +253,19 @@ class RelayLink:
     async def _deliver(self, runtime: LinkTarget, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
         rejected when the relay's received time is not credible."""
-        inbound = relayed_inbound(delivery, self.url)
+        request = relayed_request(delivery, self.url)
         problem = self.times.problem(delivery.received_at_ms)
         if problem is None:
             self.times.accepted(delivery.received_at_ms)
             await self._hand_over(
-                runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
+                runtime, delivery.cursor, lambda: runtime.accept(request), delivery
             )
             return
         # Kept under this machine's time: the relay's is not credible (it is in the detail), and
         # the history's order, --since and pruning go by it.
-        inbound = replace(inbound, received_at=datetime.now(UTC))
+        request = replace(request, received_at=datetime.now(UTC))
         topic, pass_id = labels(delivery.body)
-        rejected = inbound.attempt(
+        rejected = request.attempt(
             Reason.RELAY_TIME,
             problem,
             started=time.perf_counter(),
@@ -453,10 +397,10 @@ class RelayLink:
         self._state_listeners.notify(new)
 
 
-def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
+def relayed_request(delivery: RelayedDelivery, relay_url: str) -> RelayedRequest:
     """Where a relayed delivery enters the runtime: what the relay received, from the client its
     source rule settled on, for ``runtime.accept`` (the same intake as a POST; ``intake.py``)."""
-    return Inbound.relayed(
+    return RelayedRequest.from_relay(
         relay_url=relay_url,
         cursor=delivery.cursor,
         received_at_ms=delivery.received_at_ms,
@@ -467,37 +411,6 @@ def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
         source=delivery.client or delivery.source,
         forwarded_for=delivery.forwarded_for,
     )
-
-
-class StateLines:
-    """The lines ``listen`` prints about the relay: one when the connection comes (saying how far
-    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery. A
-    relay that keeps breaking the rules the same way gets one line until it stops."""
-
-    def __init__(self) -> None:
-        self.last: LinkState | None = None
-        self.catching_up = False
-
-    def __call__(self, new: LinkState) -> str | None:
-        old, self.last = self.last, new
-        if new.stopped:
-            return new.describe()
-        if new.misbehaving:  # one line when it starts; quiet while the link retries
-            return None if old is not None and old.misbehaving else new.describe()
-        if not new.connected and not new.error:
-            return None  # still connecting: the line comes when it connects or fails
-        changed = (
-            old is None
-            or old.misbehaving
-            or (old.connected, old.error) != (new.connected, new.error)
-        )
-        if changed:
-            self.catching_up = new.connected and new.behind > 0
-            return new.describe()
-        if self.catching_up and new.connected and new.behind == 0:
-            self.catching_up = False
-            return new.describe()
-        return None
 
 
 @contextlib.contextmanager

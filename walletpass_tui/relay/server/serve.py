@@ -17,22 +17,20 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from aiohttp import web
 
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
-from walletpass_tui.relay.server.fanout import Feeds
+from walletpass_tui.relay.server.fanout import Fanouts
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
 from walletpass_tui.relay.server.storage import open_storage
-from walletpass_tui.relay.server.storage.base import (
-    RETRY_AFTER_S,
-    RelayStorage,
-    RelayStoreError,
-    now_ms,
-)
+from walletpass_tui.relay.server.storage.base import RelayStorage, now_ms
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
@@ -76,13 +74,16 @@ class RelayOptions:
 
 
 class RelayServer:
-    def __init__(self, options: RelayOptions) -> None:
+    def __init__(
+        self, options: RelayOptions, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.options = options
+        self._clock = clock  # when a post arrived (None: this machine's clock)
         self.bound: tuple[str, int] | None = None
         self._runner: web.BaseRunner | None = None
         self._prune_task: asyncio.Task[None] | None = None
         self.storage: RelayStorage | None = None
-        self.feeds: Feeds | None = None
+        self.fanouts: Fanouts | None = None
         self.ingress: Ingress | None = None
         self.subscriptions: Subscriptions | None = None
         self.pruned = 0
@@ -146,13 +147,15 @@ class RelayServer:
         opts = self.options
         if opts.public_url:
             await storage.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
-        self.feeds = feeds = Feeds(storage)
-        feeds.load(await storage.channels(counts=False))
-        await storage.serve(feeds)
-        # Ingress writes through the storage: ``submit`` is its writer's.
-        self.ingress = Ingress(feeds, storage, opts.ingress)  # type: ignore[arg-type]
+        self.fanouts = fanouts = Fanouts(storage)
+        fanouts.load(await storage.channels(counts=False))
+        await storage.serve(fanouts)
+        if self._clock is None:
+            self.ingress = Ingress(fanouts, storage, opts.ingress)
+        else:
+            self.ingress = Ingress(fanouts, storage, opts.ingress, clock=self._clock)
         self.subscriptions = Subscriptions(
-            feeds,
+            fanouts,
             storage,
             public_url=self.public_url,
             heartbeat_s=opts.heartbeat_s,
@@ -198,8 +201,8 @@ class RelayServer:
         await self._close_storage()
 
     async def _close_storage(self) -> None:
-        if self.feeds is not None:
-            self.feeds.close()
+        if self.fanouts is not None:
+            self.fanouts.close()
         if self.storage is not None:
             storage, self.storage = self.storage, None
             await storage.close()
@@ -213,8 +216,8 @@ class RelayServer:
         if removed is None:
             return None
         self.pruned += removed
-        if self.feeds is not None:
-            await self.feeds.refresh(older_than=0)
+        if self.fanouts is not None:
+            await self.fanouts.refresh(older_than=0)
         return removed
 
     async def _prune_loop(self) -> None:
@@ -245,8 +248,8 @@ class RelayServer:
             assert self.subscriptions is not None
             return await self.subscriptions.handle(request)
         if path == "/healthz" and request.method in ("GET", "HEAD"):
-            assert self.feeds is not None and self.storage is not None
-            return health(self.feeds, self.storage)
+            assert self.fanouts is not None and self.storage is not None
+            return health(self.fanouts, self.storage)
         return web.Response(status=404, text="Not found\n")
 
     def _bind_error(self, exc: OSError) -> str:

@@ -26,7 +26,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_writer import StreamWriter
 
-from walletpass_tui.relay.server.fanout import Feed
+from walletpass_tui.relay.server.fanout import ChannelFanout
 
 WRITE_HIGH = 32 * 1024  # past this many bytes waiting in the transport, stop writing
 WRITE_LOW = 8 * 1024  # ... until it is back under this
@@ -44,7 +44,7 @@ class EventStream:
         self,
         request: web.BaseRequest,
         writer: AbstractStreamWriter,
-        feed: Feed,
+        fanout: ChannelFanout,
         *,
         heartbeat_s: float,
         stopped: asyncio.Future[None],
@@ -56,7 +56,7 @@ class EventStream:
         self._transport = transport
         self._protocol = request.protocol
         self._writer = writer
-        self._feed = feed
+        self._fanout = fanout
         self._heartbeat_s = heartbeat_s
         self._stopped = stopped
 
@@ -83,7 +83,7 @@ class EventStream:
             return True
         drain = asyncio.ensure_future(self._writer.drain())
         drain.add_done_callback(_retrieved)  # a lost peer's error is ours, read or not
-        self._feed.stalled += 1
+        self._fanout.stalled += 1
         try:
             waiting = self._transport.get_write_buffer_size()
             idle = 0
@@ -108,7 +108,7 @@ class EventStream:
                     self.reset()
                     raise PeerStalled
         finally:
-            self._feed.stalled -= 1
+            self._fanout.stalled -= 1
             if not drain.done():
                 drain.cancel()
 

@@ -31,8 +31,9 @@ from aiohttp import web
 from walletpass_tui import __version__
 from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
-from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage.base import RETRY_AFTER_S, RelayStorage, RelayStoreError
+from walletpass_tui.relay.server.fanout import ChannelFanout, Fanouts
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 from walletpass_tui.text import parse_ascii_int
 
@@ -52,7 +53,7 @@ _BACK = "database available again"
 class Subscriptions:
     def __init__(
         self,
-        feeds: Feeds,
+        fanouts: Fanouts,
         storage: RelayStorage,
         *,
         public_url: Callable[[web.BaseRequest], str],
@@ -60,7 +61,7 @@ class Subscriptions:
         max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
         max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
     ) -> None:
-        self.feeds = feeds
+        self.fanouts = fanouts
         self.storage = storage
         self.public_url = public_url
         self.heartbeat_s = heartbeat_s
@@ -128,7 +129,7 @@ class Subscriptions:
         if token is None:
             return False
         try:
-            current = await self.feeds.token_channel(token)
+            current = await self.fanouts.token_channel(token)
         except RelayStoreError:
             return True  # a busy database is not a revocation
         return current == channel.id
@@ -136,11 +137,11 @@ class Subscriptions:
     async def _stream(
         self, request: web.BaseRequest, channel: Channel, after: int
     ) -> web.StreamResponse:
-        feed = self.feeds.by_id(channel)
-        if feed.subscribers >= self.max_channel_subscribers:
+        fanout = self.fanouts.by_id(channel)
+        if fanout.subscribers >= self.max_channel_subscribers:
             return _text(
                 429,
-                f"Too many requests: this channel already has {feed.subscribers} open streams, "
+                f"Too many requests: this channel already has {fanout.subscribers} open streams, "
                 "the relay's limit; close one or retry later",
                 headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
             )
@@ -151,16 +152,16 @@ class Subscriptions:
                 "its limit; retry later",
                 headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
             )
-        feed.subscribers += 1
+        fanout.subscribers += 1
         self.streams += 1
         try:
-            return await self._serve(request, feed, channel, after)
+            return await self._serve(request, fanout, channel, after)
         finally:
-            feed.subscribers -= 1
+            fanout.subscribers -= 1
             self.streams -= 1
 
     async def _serve(
-        self, request: web.BaseRequest, feed: Feed, channel: Channel, after: int
+        self, request: web.BaseRequest, fanout: ChannelFanout, channel: Channel, after: int
     ) -> web.StreamResponse:
         token = bearer_token(request.headers.get("Authorization"))
         response = web.StreamResponse(
@@ -181,22 +182,22 @@ class Subscriptions:
             out = EventStream(
                 request,
                 writer,
-                feed,
+                fanout,
                 heartbeat_s=self.heartbeat_s,
                 stopped=self.stopped,
             )
             try:
                 head = await self.storage.head(channel.id)
-                if self.feeds.database_ok:
-                    feed.prime(head)
-                head = max(head, feed.head_hint)
-            except RelayStoreError:  # the database is down: the feed's last known head
-                head = feed.head_hint
+                if self.fanouts.database_ok:
+                    fanout.prime(head)
+                head = max(head, fanout.head_hint)
+            except RelayStoreError:  # the database is down: the fanout's last known head
+                head = fanout.head_hint
             await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
             checked = time.monotonic()
             told_down = False
             while not self.stopping.is_set():
-                if self.feeds.database_ok == told_down:
+                if self.fanouts.database_ok == told_down:
                     told_down = not told_down
                     await out.write(sse_comment(_DOWN if told_down else _BACK))
                 if time.monotonic() - checked >= self.heartbeat_s:
@@ -204,9 +205,9 @@ class Subscriptions:
                     if not await still_valid():
                         break
                     checked = time.monotonic()
-                changed = feed.changed
+                changed = fanout.changed
                 try:
-                    sent = await _send_page(out, feed, self.storage, cursor)
+                    sent = await _send_page(out, fanout, self.storage, cursor)
                 except RelayStoreError:
                     sent = cursor  # wait for the database as for new events, then read again
                     if not told_down:
@@ -226,7 +227,7 @@ class Subscriptions:
                     if not await still_valid():
                         break
                     checked = time.monotonic()
-                    head = max(cursor, feed.head_hint)
+                    head = max(cursor, fanout.head_hint)
                     await out.write(sse_comment(f"heartbeat head={head}"))
                     if not await out.drained(still_valid):
                         return response
@@ -241,14 +242,16 @@ class Subscriptions:
         self.stopping.set()
         if not self.stopped.done():
             self.stopped.set_result(None)
-        for feed in self.feeds:
-            feed.wake()
+        for fanout in self.fanouts:
+            fanout.wake()
 
 
-async def _send_page(out: EventStream, feed: Feed, storage: RelayStorage, cursor: int) -> int:
+async def _send_page(
+    out: EventStream, fanout: ChannelFanout, storage: RelayStorage, cursor: int
+) -> int:
     """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
     the last event written. The rest of the page is let go of here, read again once drained."""
-    for next_cursor, event in await feed.read_after(storage, cursor):
+    for next_cursor, event in await fanout.read_after(storage, cursor):
         await out.write(event)
         cursor = next_cursor
         if out.full:
@@ -266,7 +269,7 @@ def _text(status: int, text: str, *, headers: dict[str, str] | None = None) -> w
     return web.Response(status=status, text=text + "\n", headers=headers)
 
 
-def health(feeds: Feeds, storage: RelayStorage) -> web.Response:
+def health(fanouts: Fanouts, storage: RelayStorage) -> web.Response:
     """Counts, and which database this process uses (no user, no password) and whether it
     reaches it: 200 when it does, 503 when not (a balancer's health check then sends traffic to
     the processes that do)."""
@@ -277,9 +280,9 @@ def health(feeds: Feeds, storage: RelayStorage) -> web.Response:
             {
                 "status": "ok" if reachable else "database unreachable",
                 "version": __version__,
-                "channels": len(feeds),
-                "subscribers": feeds.subscribers,
-                "stalled": feeds.stalled,
+                "channels": len(fanouts),
+                "subscribers": fanouts.subscribers,
+                "stalled": fanouts.stalled,
                 "database": {**storage.target.describe(), "reachable": reachable},
             }
         ),

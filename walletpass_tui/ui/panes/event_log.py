@@ -1,8 +1,8 @@
 """The Events pane: the live log of deliveries, newest on top, over the whole stored history.
 
 It owns the log's data: the first page and every further one come from the store (``log_page``),
-new attempts come from the live feed, and a bounded ``LogWindow`` holds what is in memory. The
-``LogView`` below it only draws.
+new attempts come from ``LiveRows``, and a bounded ``LogWindow`` holds what is in memory. The
+``LogLines`` below it only draws.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.view.log_columns import row_from_attempt
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
-from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
+from walletpass_tui.ui.widgets.log_lines import LogHeader, LogLines
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.models import (
@@ -41,7 +41,7 @@ from walletpass_tui.webhooks.models import (
 
 FILTER_DEBOUNCE_S = 0.12
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "words · topic:activated · verdict:rejected · data.platform:google · has:data.tier"
     "   (Enter: done · Esc: clear)"
 )
 
@@ -55,7 +55,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             "filter",
             "Filter",
             id="log.filter",
-            tooltip="Filter: words, topic:…, verdict:…, source:…",
+            tooltip="Filter: words, topic:…, verdict:…, fields: data.x:…",
         ),
         Binding(
             "f",
@@ -113,7 +113,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         )
         filter_input.display = False
         yield filter_input
-        view = LogView(self.window, id="log-view")
+        view = LogLines(self.window, id="log-lines")
         header = LogHeader(view, id="log-header")
         view.header = header
         yield header
@@ -121,8 +121,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         yield view
 
     @property
-    def view(self) -> LogView:
-        return self.query_one("#log-view", LogView)
+    def view(self) -> LogLines:
+        return self.query_one("#log-lines", LogLines)
 
     @property
     def filter_input(self) -> Input:
@@ -214,8 +214,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             self.total = total
             self._update_title()
 
-    @on(LogView.EdgeReached)
-    def _edge(self, event: LogView.EdgeReached) -> None:
+    @on(LogLines.EdgeReached)
+    def _edge(self, event: LogLines.EdgeReached) -> None:
         event.stop()
         if self._resetting or self._paging:
             return
@@ -255,7 +255,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     # -- live rows ------------------------------------------------------------------------------
 
     def ingest(self, attempts: Sequence[Attempt], dropped: int = 0) -> None:
-        """Attempts just stored (oldest first), from the live feed."""
+        """Attempts just stored (oldest first), from ``LiveRows``."""
         if dropped:
             self.reload()
             return
@@ -351,8 +351,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self._update_title()
         self.focus_log()
 
-    @on(LogView.FollowingChanged)
-    def _following_changed(self, event: LogView.FollowingChanged) -> None:
+    @on(LogLines.FollowingChanged)
+    def _following_changed(self, event: LogLines.FollowingChanged) -> None:
         self._update_title()
 
     def worker_failed(self, group: str, error: BaseException | None) -> None:

@@ -26,7 +26,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.models import CHECK, RECEIVED, REJECTED, VERIFIED
@@ -253,8 +253,8 @@ class MainScreen(Screen[None]):
 
     # -- the log and its detail -------------------------------------------------------------------
 
-    @on(LogView.CursorMoved)
-    def _cursor_moved(self, event: LogView.CursorMoved) -> None:
+    @on(LogLines.CursorMoved)
+    def _cursor_moved(self, event: LogLines.CursorMoved) -> None:
         if self._detail_timer is not None:
             self._detail_timer.stop()
         row_id = event.row.id if event.row else None
@@ -301,8 +301,8 @@ class MainScreen(Screen[None]):
         else:
             detail.catch_up()
 
-    @on(LogView.Opened)
-    def _opened(self, event: LogView.Opened) -> None:
+    @on(LogLines.Opened)
+    def _opened(self, event: LogLines.Opened) -> None:
         self.open_detail(event.row.id)
 
     def action_open_detail(self) -> None:

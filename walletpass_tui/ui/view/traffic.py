@@ -3,7 +3,7 @@ forwards to your app with its answer times.
 
 Filled from the history by the one activity query (``store/activity.py``, which ``events stats``
 and the header's totals run too, so the numbers agree), after the first frame; then deliveries
-are counted from what arrives (the batches the app already gets from the live feed) into the
+are counted from what arrives (the batches the app already gets from ``LiveRows``) into the
 minute they were received in. Attempts that arrive while the history is read are held and counted
 after it, those the query already saw left out (by id), so nothing is counted twice. Requests
 "Check my app" sent are not deliveries and are not counted.
@@ -55,7 +55,7 @@ class Traffic:
         self._held: list[Attempt] = []  # arrived before the history was read
 
     def reset(self) -> None:
-        """Forget every count: the history is read again (the live feed dropped some)."""
+        """Forget every count: the history is read again (``LiveRows`` dropped some)."""
         self.minutes.clear()
         self.loaded = False
         self._held.clear()
@@ -77,7 +77,7 @@ class Traffic:
         return found
 
     def add_attempts(self, attempts: Iterable[Attempt]) -> None:
-        """Attempts just stored (the live feed's batch)."""
+        """Attempts just stored (``LiveRows``' batch)."""
         if not self.loaded:
             self._held.extend(attempts)
             return

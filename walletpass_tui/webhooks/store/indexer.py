@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from walletpass_tui.logs import suppressed
-from walletpass_tui.webhooks.store import schema
+from walletpass_tui.webhooks.store import tables
 from walletpass_tui.webhooks.store.search import INDEX_BODY_BYTES
 
 T = TypeVar("T")
@@ -82,14 +82,14 @@ def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
 
 def discard(path: Path) -> None:
     """Remove the index file (and its companions): it is rebuilt from the rows."""
-    for file in schema.companions(index_path(path)):
+    for file in tables.companions(index_path(path)):
         with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
 
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     ipath = index_path(path)
-    schema.make_private(ipath)
+    tables.make_private(ipath)
     db = sqlite3.connect(ipath, isolation_level=None, check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")

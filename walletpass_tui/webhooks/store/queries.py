@@ -10,6 +10,7 @@ import logging
 import sqlite3
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,18 +30,27 @@ from walletpass_tui.webhooks.models import (
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.store import activity, rows, schema, search
+from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
 Connect = Callable[[], Awaitable[aiosqlite.Connection]]
+
+
+@dataclass
+class _Connection:
+    """A reading connection and what it was made ready for (a field query's functions and
+    index: ``Reader._ready``)."""
+
+    db: aiosqlite.Connection
+    functions: set[str] = field(default_factory=set)
+    fx_attached: bool = False
 
 
 class Reader:
@@ -59,13 +69,20 @@ class Reader:
         conn: aiosqlite.Connection,
         index: search.IndexUse = search.KEPT_UP,
         connect: Connect | None = None,
+        *,
+        attach_as: Callable[[Path], str] = str,
     ) -> None:
         self.path = path
-        self._db = conn
+        self._main = _Connection(conn)
         self._index = index
+        self._attach_as = attach_as  # how a condition's index file is named to ATTACH
         self._connect = connect
-        self._counting: aiosqlite.Connection | None = None
+        self._counting: _Connection | None = None
         self._count_lock = asyncio.Lock()
+
+    @property
+    def _db(self) -> aiosqlite.Connection:
+        return self._main.db
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
@@ -91,8 +108,8 @@ class Reader:
         counting, self._counting = self._counting, None
         if counting is not None:
             with suppressed(log, "closing the history's counting reader"):
-                await counting.interrupt()
-                await counting.close()
+                await counting.db.interrupt()
+                await counting.db.close()
         with suppressed(log, "closing the history reader"):
             await self._db.close()
 
@@ -103,7 +120,7 @@ class Reader:
             found = await self._db.execute_fetchall(sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
-            raise StoreError(schema.explain(exc, self.path)) from None
+            raise StoreError(tables.explain(exc, self.path)) from None
 
     async def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         found = await self.fetch(sql, params, lambda r: r[0])
@@ -140,18 +157,18 @@ class Reader:
         oldest_first: bool,
     ) -> list[LogRow]:
         order = "ASC" if oldest_first else "DESC"
-        parts: list[str] = []
-        params: list[Any] = []
-        for arm in search.arms(_text(flt), self._index):
-            body = _from_where(flt, arm, params, before_id=before_id, after_id=after_id)
-            parts.append(f"SELECT {_LOG} {body} ORDER BY {arm.key} {order} LIMIT ?")
-            params.append(limit)
-        sql = parts[0]
-        if len(parts) > 1:  # the rows not indexed yet, and those the index finds
-            sql = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
-            sql += f" ORDER BY 1 {order} LIMIT ?"
-            params.append(limit)
-        return await self.fetch(sql, params, rows.log_row)
+        plans = await self._plans(flt, before_id=before_id, after_id=after_id)
+        found: list[LogRow] = []
+        for plan in reversed(plans) if oldest_first else plans:
+            if len(found) >= limit:
+                break
+            group = f" GROUP BY {plan.key}" if plan.grouped else ""
+            sql = (
+                f"SELECT {_LOG} FROM {plan.source}{plan.where}{group} "
+                f"ORDER BY {plan.key} {order} LIMIT ?"
+            )
+            found += await self.fetch(sql, [*plan.params, limit - len(found)], rows.log_row)
+        return found
 
     async def count(self, flt: LogFilter | None) -> int:
         """How many attempts the log shows for ``flt``: from the counts by minute when they
@@ -161,12 +178,18 @@ class Reader:
             return int(await self.one(*quick))
         parts: list[str] = []
         params: list[Any] = []
-        for arm in search.arms(_text(flt), self._index):
-            parts.append(f"(SELECT COUNT(*) {_from_where(flt, arm, params)})")
-        found = await self._count("SELECT " + " + ".join(parts), params)
-        return int(found)
+        for plan in await self._plans(flt):
+            if plan.grouped:  # in key order already: grouping streams
+                parts.append(
+                    f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
+                    f"GROUP BY {plan.key}))"
+                )
+            else:
+                parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
+            params.extend(plan.params)
+        return int(await self._count("SELECT " + " + ".join(parts), params, flt))
 
-    async def _count(self, sql: str, params: Sequence[Any]) -> Any:
+    async def _count(self, sql: str, params: Sequence[Any], flt: LogFilter | None) -> Any:
         """One aggregate on the counting connection, one at a time; interrupted when its caller
         stops waiting (a new filter made it useless), so the next one starts at once."""
         if self._connect is None:
@@ -174,16 +197,69 @@ class Reader:
         async with self._count_lock:
             try:
                 if self._counting is None:
-                    self._counting = await self._connect()
+                    self._counting = _Connection(await self._connect())
                 counting = self._counting
-                found = await counting.execute_fetchall(sql, params)
+                condition = flt.where if flt is not None else None
+                if condition is not None:
+                    await self._ready(condition, counting)
+                found = await counting.db.execute_fetchall(sql, params)
             except asyncio.CancelledError:
                 if self._counting is not None:
-                    await self._counting.interrupt()
+                    await self._counting.db.interrupt()
                 raise
             except (sqlite3.Error, ValueError) as exc:
-                raise StoreError(schema.explain(exc, self.path)) from None
+                raise StoreError(tables.explain(exc, self.path)) from None
         return next(iter(found))[0]
+
+    async def _plans(
+        self, flt: LogFilter | None, *, before_id: int | None = None, after_id: int | None = None
+    ) -> list[_Plan]:
+        """How to read a filtered log: one statement, or two when an index lists the rows (the
+        rows past its mark first: they are the newest)."""
+        condition = flt.where if flt is not None else None
+        upto = await self._condition_upto(condition) if condition is not None else None
+        text = flt.text if flt is not None else None
+        query = search.index_query(text or "", self._index)
+        text_upto = None
+        if query is not None:
+            found = await self.one(search.INDEXED_UPTO_SQL)
+            text_upto = int(found or 0)
+        return _plans(flt, self._index, upto, text_upto, before_id=before_id, after_id=after_id)
+
+    async def _condition_upto(self, condition: RowCondition) -> int | None:
+        """Make the condition's functions and index ready; the last row its index holds (None:
+        no usable index, every row is tested by its functions)."""
+        if not await self._ready(condition, self._main):
+            return None
+        try:
+            found = await self._db.execute_fetchall(condition.index_mark())
+            top = await self._db.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+        except sqlite3.Error as exc:  # no usable index: every row is looked at instead
+            log.debug("The field index is not used: %s", exc)
+            return None
+        upto = int(next(iter(found))[0]) if found else 0
+        if upto > int(next(iter(top))[0]):
+            return None  # the index of another history (this one was started over)
+        return upto
+
+    async def _ready(self, condition: RowCondition, conn: _Connection) -> bool:
+        """The condition's functions on ``conn``, and its index attached as ``fx``; whether the
+        index is there."""
+        for name, arity, function in condition.functions():
+            if name not in conn.functions:
+                await conn.db.create_function(name, arity, function, deterministic=True)
+                conn.functions.add(name)
+        file = condition.index_file(self.path)
+        try:
+            if not conn.fx_attached:
+                if not file.exists():
+                    return False
+                await conn.db.execute("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                conn.fx_attached = True
+        except sqlite3.Error as exc:  # no usable index: every row is looked at instead
+            log.debug("The field index %s is not used: %s", file, exc)
+            return False
+        return True
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
         found = await self.fetch(
@@ -198,6 +274,27 @@ class Reader:
             f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE webhook_id = ? ORDER BY id",
             [webhook_id],
             rows.attempt_from_row,
+        )
+
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (the check's requests left out),
+        or None: walked back from the newest row, so it costs nothing however long the history."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
+            f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
+    async def messages_starting_with(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` webhook-ids that start with ``prefix``, in order (so a whole id equal
+        to it comes first), found by a range on the messages' key: no scan."""
+        return await self.fetch(
+            "SELECT webhook_id FROM messages WHERE webhook_id >= ? AND webhook_id < ? "
+            "ORDER BY webhook_id LIMIT ?",
+            [prefix, prefix + "\U0010ffff", limit],
+            lambda r: str(r[0]),
         )
 
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
@@ -217,10 +314,12 @@ class Reader:
         verdict: str | None,
         since_ms: int | None,
         text: str | None,
+        until_ms: int | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
-        """Messages newest first (by their last attempt). With ``text``: those with an attempt
-        that matches it, found from the newest matching attempts (the index drives, so a word in
-        half the history costs what a rare one does): first the messages of the newest
+        """Messages newest first (by their last attempt). With ``text`` or ``where``: those with
+        an attempt that matches, found from the newest matching attempts (an index drives, so a
+        word in half the history costs what a rare one does): first the messages of the newest
         ``4 * limit`` of them, more only when those were too few."""
         clauses: list[str] = []
         params: list[Any] = []
@@ -234,9 +333,12 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
-        if not search.words(text or ""):
+        if until_ms is not None:
+            clauses.append("last_received_at_ms < ?")
+            params.append(until_ms)
+        if where is None and not search.words(text or ""):
             return await self._messages(clauses, params, limit)
-        flt = LogFilter(topic=topic or None, text=text, since_ms=since_ms)
+        flt = LogFilter(topic=topic or None, text=text, since_ms=since_ms, where=where)
         want = max(4 * limit, 100)
         while True:
             ids, exhausted = await self._matching_messages(flt, want)
@@ -252,19 +354,17 @@ class Reader:
     async def _matching_messages(self, flt: LogFilter, want: int) -> tuple[list[str], bool]:
         """The messages of the newest ``want`` attempts matching ``flt``, and whether those
         were all the attempts it matches."""
-        parts: list[str] = []
-        params: list[Any] = []
-        for arm in search.arms(_text(flt), self._index):
-            body = _from_where(flt, arm, params)
-            parts.append(
-                f"SELECT a.id, a.webhook_id {body} AND a.webhook_id IS NOT NULL "
-                f"ORDER BY {arm.key} DESC LIMIT ?"
+        found: list[str] = []
+        for plan in await self._plans(flt):
+            if len(found) >= want:
+                break
+            group = f" GROUP BY {plan.key}" if plan.grouped else ""
+            sql = (
+                f"SELECT a.webhook_id FROM {plan.source}"
+                f"{_and(plan.where, 'a.webhook_id IS NOT NULL')}{group} "
+                f"ORDER BY {plan.key} DESC LIMIT ?"
             )
-            params.append(want)
-        sql = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
-        sql = f"SELECT webhook_id FROM ({sql}) ORDER BY id DESC LIMIT ?"
-        params.append(want)
-        found = await self.fetch(sql, params, lambda r: str(r[0]))
+            found += await self.fetch(sql, [*plan.params, want - len(found)], lambda r: str(r[0]))
         return list(dict.fromkeys(found)), len(found) < want
 
     async def _messages(
@@ -347,22 +447,97 @@ _CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
 assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One statement's part of a filtered log: ``FROM source``, the id column to order by, the
+    ``WHERE`` clause and its parameters; ``grouped``: a row may come twice (group by the key)."""
+
+    source: str
+    key: str
+    where: str
+    params: list[Any]
+    grouped: bool = False
+
+
+def _plans(
+    flt: LogFilter | None,
+    index: search.IndexUse,
+    upto: int | None,
+    text_upto: int | None,
+    *,
+    before_id: int | None = None,
+    after_id: int | None = None,
+) -> list[_Plan]:
+    """How to read a log filtered by ``flt``.
+
+    With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
+    rows of a common word come at once instead of after every match was collected and sorted.
+    Rows committed past its mark (``text_upto``: the indexer runs behind the writer) come first,
+    looked at one by one, so a search finds the newest deliveries while the index catches up.
+    Without text, a condition whose index can list its rows (``RowCondition.driven``) drives it
+    the same way, after a first statement for the rows its index does not hold yet (past
+    ``upto``).
+    """
+    text = _text(flt)
+    condition = flt.where if flt is not None else None
+    query = search.index_query(text, index)
+    if query is not None and text_upto is not None:
+        later = _plan(
+            flt, "attempts a", "a.id", [("a.id > ?", [text_upto])], upto, before_id, after_id
+        )
+        first = _plan(
+            flt,
+            search.JOINED,
+            "f.rowid",
+            [("f.attempts_fts MATCH ? AND f.rowid <= ?", [query, text_upto])],
+            upto,
+            before_id,
+            after_id,
+        )
+        return [later, first]
+    if condition is not None and upto is not None:
+        driven = condition.driven(upto)
+        if driven is not None:
+            driver, rest = driven
+            later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
+            later = replace(
+                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
+            )
+            first = _plan(
+                replace(flt, where=rest) if flt is not None else None,
+                driver.source,
+                driver.key,
+                [(" AND ".join(driver.clauses), driver.params)],
+                upto,
+                before_id,
+                after_id,
+            )
+            return [later, replace(first, grouped=True)]
+    return [_plan(flt, "attempts a", "a.id", [], upto, before_id, after_id)]
+
+
+def _and(where: str, clause: str) -> str:
+    return f"{where} AND {clause}" if where else f" WHERE {clause}"
+
+
 def _text(flt: LogFilter | None) -> str:
     return (flt.text if flt is not None else None) or ""
 
 
-def _from_where(
+def _plan(
     flt: LogFilter | None,
-    arm: search.Arm,
-    params: list[Any],
-    *,
-    before_id: int | None = None,
-    after_id: int | None = None,
-) -> str:
-    """``FROM ... WHERE ...`` of one arm of a search (search.arms) with the filter's other
-    conditions; their values are appended to ``params`` in order."""
-    key = arm.key
+    source: str,
+    key: str,
+    extra: list[tuple[str, Sequence[Any]]],
+    upto: int | None,
+    before_id: int | None,
+    after_id: int | None,
+) -> _Plan:
+    params: list[Any] = []
     clauses: list[str] = []
+    for clause, values in extra:
+        clauses.append(clause)
+        params.extend(values)
     if before_id is not None:
         clauses.append(f"{key} < ?")
         params.append(before_id)
@@ -382,13 +557,17 @@ def _from_where(
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.until_ms is not None:
+            clauses.append("a.received_at_ms < ?")
+            params.append(flt.until_ms)
         if flt.source in (CHECK, RECEIVED):
             clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
             params.extend(CHECK_NOTE_PREFIXES)
-    clauses.extend(arm.clauses)
-    params.extend(arm.params)
-    where = (" WHERE " + " AND ".join(clauses)) if clauses else " WHERE 1"
-    return f"FROM {arm.source}{where}"
+        if flt.where is not None:
+            clauses.append(flt.where.sql(params, upto))
+    clauses.extend(search.word_clauses(_text(flt), params))
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return _Plan(source, key, where, params)
 
 
 def _counted_by_minute(flt: LogFilter | None) -> tuple[str, list[Any]] | None:
@@ -419,7 +598,7 @@ def _counted_by_minute(flt: LogFilter | None) -> tuple[str, list[Any]] | None:
 
 
 def connect_read_only(
-    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
+    path: Path, busy_timeout_ms: int = tables.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
 ) -> sqlite3.Connection:
     """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
@@ -441,10 +620,10 @@ def readable_schema(db: sqlite3.Connection, path: Path) -> int:
     """The schema version of the history (below ``SCHEMA_VERSION``: being created, or not yet
     upgraded by a process that writes it); StoreError when a newer walletpass-tui wrote it."""
     version = schema_version(db)
-    if version > schema.SCHEMA_VERSION:
+    if version > tables.SCHEMA_VERSION:
         raise StoreError(
             f"The history database {path} was written by a newer walletpass-tui (schema "
-            f"{version}, this one knows {schema.SCHEMA_VERSION}); upgrade walletpass-tui or use "
+            f"{version}, this one knows {tables.SCHEMA_VERSION}); upgrade walletpass-tui or use "
             "another --home."
         )
     return version
@@ -503,7 +682,7 @@ def forward_percentiles(
     db: sqlite3.Connection, since_ms: int, bucket_ms: int | None, percents: Sequence[int]
 ) -> dict[int, dict[int, float]]:
     """Your app's answer time (ms) at each of ``percents`` (nearest rank), per bucket of
-    :func:`forward_counts` (``bucket_ms`` None: one group, bucket 0), over the forwards it
+    ``activity.forwards_query`` (``bucket_ms`` None: one group, bucket 0), over the forwards it
     answered. SQLite sorts and ranks them, so no list of times is held here."""
     group = "created_at_ms / ?" if bucket_ms is not None else "0"
     group_params = [bucket_ms] if bucket_ms is not None else []

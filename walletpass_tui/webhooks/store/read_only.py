@@ -10,7 +10,7 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
   a crash left them) and ``mode=ro`` reads through them; should that fail while the log holds
   nothing, ``immutable`` is tried;
 * the search index is attached the same way when it can be; rows it does not hold yet are looked
-  at one by one (``search.arms``), and every row is when there is no index to attach;
+  at one by one (queries.py), and every row is when there is no index to attach;
 * a history written by an older version needs a migration before it can be read: ``Outdated``
   says so, and the command opens it with ``Store`` (which migrates) instead.
 """
@@ -29,11 +29,11 @@ import aiosqlite
 
 from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import StoreError
-from walletpass_tui.webhooks.store import schema, search
+from walletpass_tui.webhooks.store import search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
-from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
+from walletpass_tui.webhooks.store.tables import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,11 @@ def _probe(path: Path, busy_timeout_ms: int) -> str:
                 found = int(db.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.Error as exc:
             if immutable or not log_is_empty(path):
-                raise StoreError(schema.explain(exc, path)) from None
+                raise StoreError(tables.explain(exc, path)) from None
             immutable = True  # -shm could not be read (a full disk?) and the log holds nothing
             continue
         if found > SCHEMA_VERSION:
-            raise schema.too_new(found, path)
+            raise tables.too_new(found, path)
         if found < SCHEMA_VERSION:
             raise Outdated(f"The history database {path} needs an upgrade (schema {found}).")
         return uri(path, immutable=immutable)
@@ -88,7 +88,7 @@ async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
     try:
         conn = await aiosqlite.connect(address, uri=True, isolation_level=None)
     except sqlite3.Error as exc:
-        raise StoreError(schema.explain(exc, path)) from None
+        raise StoreError(tables.explain(exc, path)) from None
     try:
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await conn.execute("PRAGMA query_only = ON")
@@ -96,14 +96,14 @@ async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
         with suppressed(log, "closing a history that did not open"):
             await conn.close()
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(schema.explain(exc, path)) from None
+            raise StoreError(tables.explain(exc, path)) from None
         raise
     return conn
 
 
 async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexUse:
     """Attach the search index read-only when it can be (rows past its mark are looked at one
-    by one: search.arms)."""
+    by one: see queries.py)."""
     ipath = index_path(path)
     if not ipath.exists():
         return search.NO_INDEX
@@ -154,4 +154,9 @@ async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
     async def connect() -> aiosqlite.Connection:  # another, to count on (queries.Reader)
         return (await _open(path, busy_timeout_ms))[0]
 
-    return History(path, Reader(path, conn, index, connect))
+    return History(path, Reader(path, conn, index, connect, attach_as=_read_only_uri))
+
+
+def _read_only_uri(path: Path) -> str:
+    """Another index file (a field query's) attached the way the search index is: read only."""
+    return uri(path, immutable=nobody_writes(path))

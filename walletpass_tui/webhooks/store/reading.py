@@ -15,6 +15,7 @@ from walletpass_tui.webhooks.models import (
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
 )
 from walletpass_tui.webhooks.store.activity import Activity
@@ -86,6 +87,14 @@ class History:
         """Every attempt of one message, oldest first."""
         return await self._reader.message_attempts(webhook_id)
 
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (not the check's), or None."""
+        return await self._reader.last_received_message()
+
+    async def messages_starting_with(self, prefix: str, limit: int = 11) -> list[str]:
+        """Up to ``limit`` webhook-ids starting with ``prefix``, a whole id equal to it first."""
+        return await self._reader.messages_starting_with(prefix, limit)
+
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
         """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
         return await self._reader.message_attempts_without_bodies(webhook_id)
@@ -97,10 +106,19 @@ class History:
         topic: str | None = None,
         verdict: str | None = None,
         since_ms: int | None = None,
+        until_ms: int | None = None,
         text: str | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
+        """Messages, newest first; with ``where``, those with an attempt that matches it."""
         return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+            limit=limit,
+            topic=topic,
+            verdict=verdict,
+            since_ms=since_ms,
+            until_ms=until_ms,
+            text=text,
+            where=where,
         )
 
     async def stats(self) -> Stats:

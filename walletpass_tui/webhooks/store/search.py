@@ -12,8 +12,8 @@ function the reading connection registers (``has_words``). The rules are the sam
 
 The index is contentless, in a file of its own next to the history, filled after each commit by
 a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``
-and read how far it goes in the statement that searches: rows committed since are looked at one
-by one (``arms``), so a search finds the newest deliveries while the index catches up.
+and read how far it goes before they search: rows committed since are looked at one by one
+(queries.py), so a search finds the newest deliveries while the index catches up.
 """
 
 from __future__ import annotations
@@ -56,15 +56,18 @@ def fts_query(text: str) -> str | None:
     """The candidates for ``text``: trigrams of its (longest) words, at most INDEX_GRAMS.
 
     The index keeps no positions (``detail=none``: a third of the size), so it answers "has all
-    these trigrams"; ``text_clauses`` then keeps only rows that really contain each word.
+    these trigrams"; ``word_clauses`` then keep only rows that really contain each word.
     """
     grams: dict[str, None] = {}
     for word in _split(text)[0]:
         for i in range(len(word) - MIN_INDEXED_WORD + 1):
             if len(grams) >= INDEX_GRAMS:
                 break
+            gram = word[i : i + MIN_INDEXED_WORD]
+            if "\x00" in gram:
+                continue  # FTS5 cannot take a NUL in a query: the word itself is still checked
             # As typed: the tokenizer folds case itself, one character to one (str.lower may not).
-            grams.setdefault(word[i : i + MIN_INDEXED_WORD], None)
+            grams.setdefault(gram, None)
     return " AND ".join(f'"{g}"' for g in grams) if grams else None
 
 
@@ -94,50 +97,21 @@ class IndexUse:
 KEPT_UP = IndexUse()
 NO_INDEX = IndexUse(attached=False)
 
-# The last row the index holds, read in the statement that searches: rows past it are committed
-# but not indexed yet (the indexer runs behind the writer), and are looked at one by one.
-INDEXED_UPTO = "(SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto')"
-# The index drives this arm in rowid order, so the newest matches of a common word come at once.
+# The last row the index holds: rows past it are committed but not indexed yet (the indexer runs
+# behind the writer), and a search looks at them one by one.
+INDEXED_UPTO_SQL = "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
+# The index drives a search in rowid order, so the newest matches of a common word come at once.
 JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One part of a search: ``SELECT ... FROM {source} WHERE {clauses}`` ordered by ``key``.
-
-    A search over an index has two: the rows the index holds (the index drives, ``f.rowid``) and
-    the rows committed since (``a.id`` past the index's mark), so the newest deliveries are found
-    while the index catches up. Ids of the second are all above those of the first.
-    """
-
-    source: str
-    key: str
-    clauses: tuple[str, ...]
-    params: tuple[Any, ...]
+def index_query(text: str, index: IndexUse = KEPT_UP) -> str | None:
+    """What to ask the index for ``text`` (None: no index, or no word it can find)."""
+    return fts_query(text) if index.attached else None
 
 
-def arms(text: str, index: IndexUse = KEPT_UP) -> list[Arm]:
-    """The parts of a search for the user's ``text`` over ``attempts`` (as ``a``), the rows
-    the index does not hold first (the newest), then those it does. No text: one arm, no
-    condition."""
-    word_params: list[Any] = []
-    words_sql = _word_clauses(text, word_params)
-    query = fts_query(text) if index.attached else None
-    if query is None:
-        return [Arm("attempts a", "a.id", tuple(words_sql), tuple(word_params))]
-    return [
-        Arm("attempts a", "a.id", (f"a.id > {INDEXED_UPTO}", *words_sql), tuple(word_params)),
-        Arm(
-            JOINED,
-            "f.rowid",
-            ("f.attempts_fts MATCH ?", f"f.rowid <= {INDEXED_UPTO}", *words_sql),
-            (query, *word_params),
-        ),
-    ]
-
-
-def _word_clauses(text: str, params: list[Any]) -> list[str]:
-    """A condition per word, checked in each row (the index only narrows the rows down)."""
+def word_clauses(text: str, params: list[Any]) -> list[str]:
+    """A condition per word on ``attempts`` (as ``a``), checked in each row (the index only
+    narrows the rows down); their values appended to ``params``."""
     clauses: list[str] = []
     in_sql, later = _split(text)
     for word in in_sql:

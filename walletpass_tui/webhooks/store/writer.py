@@ -35,7 +35,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import activity, forwards, prune, rows, schema
+from walletpass_tui.webhooks.store import activity, forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
     RESTART_WAIT_MS,
@@ -104,7 +104,7 @@ class WriteThread:
         path: Path,
         busy_timeout_ms: int,
         log_bound_bytes: int = LOG_BOUND_BYTES,
-        progress: schema.Progress | None = None,
+        progress: tables.Progress | None = None,
     ) -> WriteThread:
         """``progress(done, total)``, called on the writer's thread: how far an upgrade that
         counts an old history got."""
@@ -179,10 +179,10 @@ def _connect(
     busy_timeout_ms: int,
     files: HistoryFiles,
     log_bound_bytes: int,
-    progress: schema.Progress | None = None,
+    progress: tables.Progress | None = None,
 ) -> sqlite3.Connection:
     # A log started over is cut back to half the bound (see checkpoints.py).
-    db = schema.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2, progress)
+    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2, progress)
     files.remember()
     return db
 
@@ -249,7 +249,7 @@ def _stamp(
     for offset, a in enumerate(attempts):
         digest = differs = None
         if a.webhook_id:
-            digest = schema.digest(a.topic, a.body)
+            digest = tables.digest(a.topic, a.body)
             first = firsts.get(a.webhook_id)
             if first is None:
                 firsts[a.webhook_id] = digest
@@ -446,7 +446,7 @@ class GroupCommit:
             self._rejected_since_prune = 0
             await self.thread.run(prune.rejected_beyond, self.rejected_cap)
         except Exception as exc:  # nothing stored is at stake: retried after the next commit
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
 
     async def _bound_log(self) -> None:
         """Between two batches, deliveries waiting or not: once the log file passed its bound,
@@ -464,7 +464,7 @@ class GroupCommit:
             else:
                 complete = await self.thread.run(top_up_checkpoint)
         except Exception as exc:  # nothing stored is at stake: tried again after the next batch
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
             return
         self.log.done(step, complete, size)
 
@@ -586,7 +586,7 @@ class GroupCommit:
         error = (
             exc
             if isinstance(exc, StoreError)
-            else StoreError(schema.explain(exc, self.thread.path))
+            else StoreError(tables.explain(exc, self.thread.path))
         )
         self.health.failed(str(error))
         for pending in batch:
