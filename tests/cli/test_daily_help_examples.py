@@ -97,7 +97,7 @@ def test_the_stats_and_completion_examples_run_as_printed(history: Path) -> None
 
 def test_the_tail_examples_run_until_ctrl_c(history: Path) -> None:
     lines = examples("events", "tail")
-    assert len(lines) == 3
+    assert len(lines) == 4
     for line in lines:
         if "| jq" in line and shutil.which("jq") is None:
             line = line.split("|")[0]  # the pipe's reader is not installed here

@@ -19,7 +19,7 @@ import pytest
 from process_helpers import DEADLINE_S, Proc, start_listen
 from web_helpers import Web, alive, websocket_upgrade
 
-from walletpass_tui.cli.web_server import FORBIDDEN, MAX_MESSAGE_BYTES, WebView, serve
+from walletpass_tui.cli.web_cmd.server import FORBIDDEN, MAX_MESSAGE_BYTES, WebView, serve
 
 TOKEN = "k3Yq1wTt2bq8H0tJ2m1Vn9sQ0cX4dF6gH8jK1lM3nP5"
 SLEEPER = "exec sleep 60"  # stands in for an attached dashboard: a process that never answers
@@ -109,7 +109,7 @@ async def test_a_websocket_upgrade_without_the_token_is_403(port: int) -> None:
 async def test_only_textual_serves_own_static_files_are_served(port: int) -> None:
     async with httpx.AsyncClient(timeout=DEADLINE_S, trust_env=False) as client:
         for name in (
-            "%2e%2e/%2e%2e/web_server.py",
+            "%2e%2e/%2e%2e/server.py",
             "..%2f..%2fserver.py",
             "js",
             "../js/textual.js",

@@ -1,6 +1,6 @@
 """``web``: the attached dashboard in a browser, served by textual-serve behind a secret URL.
 
-Each browser tab runs its own ``walletpass-tui attach`` on the same home (web_server.py). The URL
+Each browser tab runs its own ``walletpass-tui attach`` on the same home (server.py). The URL
 printed holds a fresh random token (``secrets.token_urlsafe``, 256 bits) that every request must
 carry; it is registered with the debug log's redaction so a ``--log-file`` never holds it, and
 aiohttp's access log is off. The server binds loopback unless ``--host`` names another address,
@@ -116,7 +116,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     logs.redact(token)
     _quiet_server_logs()
 
-    from walletpass_tui.cli.web_server import WebView, serve, url_host
+    from walletpass_tui.cli.web_cmd.server import WebView, serve, url_host
 
     def receiver_problem() -> str | None:
         try:

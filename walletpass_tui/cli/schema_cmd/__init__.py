@@ -12,7 +12,7 @@ import argparse
 from walletpass_tui.cli.common import lazy_handler
 from walletpass_tui.cli.time_args import when_arg
 
-_HANDLERS = "walletpass_tui.cli.schema_actions"
+_HANDLERS = "walletpass_tui.cli.schema_cmd.actions"
 
 TOPIC_HELP = (
     "a topic (pass.activated or activated, pass.deactivated or deactivated, or any other topic "
