@@ -57,6 +57,8 @@ async def test_list_after_create_and_import_masks_secrets(cli: Cli) -> None:
         "createdAt": "2025-06-01T12:00:00.123Z",
         "secret": "whsec_…LaSw",
         "origin": "created",
+        "tunnel": False,
+        "stale": None,
     }
     assert data[1]["enabled"] is False and data[1]["origin"] == "imported"
     assert data[1]["createdAt"] is None

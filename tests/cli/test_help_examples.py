@@ -62,6 +62,10 @@ START_DEADLINE_S = 90.0  # a generous "did not hang" guard for a server's first 
 
 # Examples that cannot run here, each with why. Everything else runs.
 PARSE_ONLY: dict[str, str] = {
+    "walletpass-tui listen --tunnel cloudflared": (
+        "starts cloudflared, which asks Cloudflare (on the internet) for a tunnel; listen with a "
+        "fake cloudflared that forwards a local port is tested in tests/tunnel/test_listen_tunnel.py"
+    ),
     "WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
     "https://relay.example.com/channels/SLUG/events": (
         "follows a relay at relay.example.com, a host on the internet; following a local relay "

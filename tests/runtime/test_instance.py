@@ -125,23 +125,35 @@ def test_a_state_file_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
     [
         (b"\x00\xff garbage", "not JSON"),
         (b"[1, 2]", "not a JSON object"),
-        (b"{" + b" " * 9000 + b"}", "larger than 8192 bytes"),
+        (b"{" + b" " * 17000 + b"}", "larger than 16384 bytes"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": -1}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": "42"}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "kind": "evil"}).encode(), "known kind"),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "http://x/\x1b[2J"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
         (
             json.dumps({**json.loads(record().to_bytes()), "url": "file:///etc/passwd"}).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "http://x.example"}
+            ).encode(),
+            "public_url is not an https URL",
+        ),
+        (
+            json.dumps(
+                {**json.loads(record().to_bytes()), "public_url": "https://x/\u202e"}
+            ).encode(),
+            "public_url is not an https URL",
         ),
         (
             json.dumps(
                 {**json.loads(record().to_bytes()), "url": "http://" + "a" * instance.MAX_URL}
             ).encode(),
-            "url is not an http URL",
+            "url is not an http or https URL",
         ),
     ],
 )

@@ -5,14 +5,18 @@ the one seam the provider asks (``connect``)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
-from walletpass_tui.config import Secret
+from walletpass_tui.config import Secret, Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.tunnel.ngrok_config import (
     NgrokCredentials,
     config_paths,
@@ -22,6 +26,9 @@ from walletpass_tui.tunnel.ngrok_config import (
 from walletpass_tui.tunnel.ngrok_sdk import Ngrok, NgrokRequest, failure_text, sdk_connect
 from walletpass_tui.tunnel.provider import TunnelFailed, TunnelUnavailable
 from walletpass_tui.tunnel.watch import Backoff, TunnelWatcher
+from walletpass_tui.webhooks.listening import ReceiverOptions
+from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.verify import SigningKey, sign
 
 TOKEN = "2abcDEFghiJKLmno_3pqrSTUvwxYZ0123456789"
 DEADLINE_S = 30.0
@@ -170,7 +177,8 @@ async def test_without_the_sdk_the_extra_is_named(monkeypatch: pytest.MonkeyPatc
     request = NgrokRequest("http://127.0.0.1:8787", credentials("127.0.0.1:9"))
     with pytest.raises(TunnelUnavailable) as caught:
         await sdk_connect(request)
-    assert "pip install 'walletpass-tui[ngrok]'" in str(caught.value)
+    assert "pipx inject walletpass-tui ngrok" in str(caught.value)
+    assert "pip install '.[ngrok]'" in str(caught.value)
 
 
 def test_what_the_sdk_says_is_one_line_without_the_token() -> None:
@@ -278,3 +286,76 @@ async def test_a_missing_token_is_said_before_the_sdk_is_asked(tmp_path: Path) -
     with pytest.raises(TunnelUnavailable, match="NGROK_AUTHTOKEN"):
         await provider.open("http://127.0.0.1:8787")
     assert sdk.requests == []
+
+
+class ForwardingSdk:
+    """The seam answering as the SDK would, forwarding for real: a port on 127.0.0.1 (ngrok's
+    edge, here) whose connections reach the local address the seam was asked for."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def __call__(self, request: NgrokRequest) -> FakeSession:
+        target = request.local_url.removeprefix("http://")
+        host, _, port = target.rpartition(":")
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            finally:
+                writer.close()
+
+        async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        self.server = await asyncio.start_server(forward, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        session = FakeSession("https://abcd-203-0-113-7.ngrok-free.app")
+
+        async def close() -> None:
+            assert self.server is not None
+            self.server.close()
+            session.closed += 1
+
+        session.close = close  # type: ignore[method-assign]
+        return session
+
+
+async def test_a_signed_delivery_through_an_ngrok_tunnel_is_verified_and_stored(
+    tmp_path: Path,
+) -> None:
+    secret = "whsec_" + base64.b64encode(b"ngrok-tunnel-secret-0123456789ab").decode()
+    body = b'{"type": "pass.activated", "data": {"passId": "pass_ngrok"}}'
+    sdk = ForwardingSdk()
+    setup = DeliverySetup(
+        options=ReceiverOptions(host="127.0.0.1", port=0, secrets=[SigningKey.from_secret(secret)]),
+        tunnel=Ngrok(connect=sdk, credentials=given_token),
+    )
+    settings = Settings(home=tmp_path / "home", receiver_port=0)
+    seen: list[Attempt] = []
+    async with DeliveryRuntime(settings, setup) as runtime:
+        runtime.subscribe(seen.extend)
+        await runtime.serve()
+        assert runtime.tunnel is not None
+        assert (await runtime.tunnel.first_answer()).phase == "up"
+        assert runtime.public_url == "https://abcd-203-0-113-7.ngrok-free.app/webhooks"
+        headers = {
+            **sign(secret, "msg_ngrok", body, datetime.now(UTC)),
+            "content-type": "application/json",
+        }
+        async with httpx.AsyncClient(trust_env=False, timeout=DEADLINE_S) as client:
+            answer = await client.post(
+                f"http://127.0.0.1:{sdk.port}/webhooks", content=body, headers=headers
+            )
+        assert answer.status_code == 200
+        for _ in range(500):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        [stored] = seen
+        assert (stored.webhook_id, stored.verdict) == ("msg_ngrok", "verified")
+    assert runtime.tunnel is None  # closed with the runtime

@@ -133,3 +133,12 @@ async def test_stopping_while_it_starts_leaves_no_process(
     await watcher.stop()
     assert fake.running() == []
     assert watcher.state.phase == "stopped"
+
+
+def test_the_headline_says_why_there_is_no_public_url() -> None:
+    assert TunnelState("cloudflared", "up", public_url="https://x.example").headline() is None
+    assert TunnelState("cloudflared").headline() == "cloudflared tunnel starting"
+    down = TunnelState("ngrok", "down", detail="ngrok could not be reached (x)", retry_in_s=4)
+    assert down.headline() == "ngrok tunnel down, again in 4 s: ngrok could not be reached (x)"
+    gone = TunnelState("cloudflared", "unavailable", detail="bad\x1b[2Jthing")
+    assert gone.headline() == "no tunnel: bad\\x1b[2Jthing"

@@ -261,7 +261,7 @@ async def test_an_attached_dashboard_marks_drift_the_receiver_learned(
 async def test_a_replay_from_an_attached_dashboard_takes_the_default_target_options(
     home: Path, processes: list[Listen]
 ) -> None:
-    """The receiver's --forward-header and --ca-bundle live in its own process; an attached
+    """The receiver's --header and --ca-bundle live in its own process; an attached
     dashboard's replay and check screens ask for a target's options all the same."""
     await start_listen(home, processes)
     async with attached(home) as (app, _):

@@ -1,4 +1,4 @@
-"""The dashboard started with ``--forward-header`` and ``--ca-bundle`` for an https app with its
+"""The dashboard started with ``--header`` and ``--ca-bundle`` for an https app with its
 own CA: its replay form and its "Check my app" screen, sent to that --forward-to target, carry the
 same headers and trust the same CA as its forwards; to another URL, neither. A real app on
 127.0.0.1 records what it received (tests/user_app.py)."""
@@ -43,7 +43,7 @@ async def dashboard(
     https_app: UserApp,
     local_ca: LocalCA,
 ) -> AsyncIterator[tuple[WalletPassApp, DeliveryRuntime]]:
-    """As ``walletpass-tui --forward-to <https app> --forward-header 'Authorization: ...'
+    """As ``walletpass-tui --forward-to <https app> --header 'Authorization: ...'
     --ca-bundle ca.pem`` opens it, one endpoint known."""
     registry.import_endpoint(
         ENDPOINT_ID, "https://hooks.example/webhooks", ["pass.activated"], SECRET

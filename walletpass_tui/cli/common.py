@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 PROG = "walletpass-tui"
+SETTINGS_TITLE = "settings (flags > environment > config file > defaults)"
 
 
 class CommandError(WalletpassError):
@@ -152,7 +153,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
 
     Defaults are SUPPRESS so a subcommand's parser never overwrites a value given before it.
     """
-    group = parser.add_argument_group("settings (flags > environment > config file > defaults)")
+    group = parser.add_argument_group(SETTINGS_TITLE)
     s = argparse.SUPPRESS
     group.add_argument(
         "--config", metavar="PATH", default=s, help="read settings from this TOML file"
@@ -212,6 +213,7 @@ _FLAG_TO_SETTING = {
     "tolerance": "tolerance_s",
     "max_body": "max_body",
     "public_url": "public_url",
+    "tunnel": "tunnel",
 }
 
 

@@ -26,6 +26,14 @@ def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True
         help="port to listen on (default 8787; 0 picks a free one)",
     )
     group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
+    group.add_argument(
+        "--tunnel",
+        choices=("cloudflared", "ngrok", "none"),
+        default=s,
+        help="a public HTTPS URL for the receiver: cloudflared (the program you installed) or "
+        "ngrok (its agent SDK, the [ngrok] extra; NGROK_AUTHTOKEN); none: no tunnel, "
+        "whatever [tunnel] provider says",
+    )
 
 
 def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
@@ -76,13 +84,21 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         "down; target: answer with your app's status (within 10 s)",
     )
     fwd.add_argument(
-        "--forward-header",
+        "-H",
+        "--header",
         action="append",
         type=header_arg,
         default=[],
         metavar="'NAME: VALUE'",
         help='add this header to every forward, e.g. "Authorization: Bearer $APP_TOKEN" for '
         f"your app (repeatable; {HEADER_HELP})",
+    )
+    fwd.add_argument(  # the name it had: kept working, not shown
+        "--forward-header",
+        dest="header",
+        action="append",
+        type=header_arg,
+        help=argparse.SUPPRESS,
     )
     add_trust_flags(fwd, "https --forward-to targets")
     src = parser.add_argument_group("sources")

@@ -92,11 +92,11 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
 
         parsed = [parse_route(text) for text in args.forward_to]
         # The added headers and trusted certificates travel with each route to the forwarder.
-        extra = target_options(args, (r.target for r in parsed), header_flag="--forward-header")
+        extra = target_options(args, (r.target for r in parsed))
         routes = tuple(replace(r, options=extra) for r in parsed)
     else:
         for flag, given in (
-            ("--forward-header", getattr(args, "forward_header", None)),
+            ("--header", getattr(args, "header", None)),
             ("--ca-bundle", getattr(args, "ca_bundle", None)),
             ("--insecure", getattr(args, "insecure", False)),
         ):
@@ -105,12 +105,15 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    from walletpass_tui.tunnel.choice import tunnel_provider
+
     return DeliverySetup(
         options=options,
         routes=routes,
         ack_target=ack_target,
         explicit_secrets=tuple(given.value for given in secrets),
         learn_schemas=not getattr(args, "no_schemas", False),
+        tunnel=tunnel_provider(settings),
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
@@ -26,6 +26,7 @@ ROWS_EVERY_S = 0.05
 
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
+    from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.store import Store
 
 
@@ -46,6 +47,12 @@ class Served(Protocol):
 
     @property
     def status_feed(self) -> StatusFeed | None: ...
+
+    @property
+    def public_url(self) -> str | None: ...
+
+    @property
+    def tunnel(self) -> TunnelWatcher | None: ...
 
     def subscribe(
         self, deliveries: DeliveryListener | None = None, forwards: ForwardListener | None = None
@@ -92,6 +99,7 @@ class Attachable:
             started_at_ms=now_ms(),
             control=True,
             relay=instance.shown_url(feed.url) if feed is not None else None,
+            public_url=instance.public_url_kept(runtime.public_url),
         )
         attachable = cls(runtime, claim, record)
         try:
@@ -129,6 +137,17 @@ class Attachable:
         self._unsubscribe.append(runtime.watch(self._state_changed))
         if self._feed is not None:
             self._unsubscribe.append(self._feed.subscribe(state=lambda _: self._state_changed()))
+        if runtime.tunnel is not None:
+            self._unsubscribe.append(runtime.tunnel.subscribe(lambda _: self._tunnel_changed()))
+
+    def _tunnel_changed(self) -> None:
+        """The state file follows the tunnel's URL (what `endpoints create --from-listener`
+        reads from another shell); attached dashboards are told."""
+        public_url = instance.public_url_kept(self.runtime.public_url)
+        if public_url != self.record.public_url:
+            self.record = replace(self.record, public_url=public_url)
+            self.claim.publish(self.record)
+        self._state_changed()
 
     def _committed(self, batch: Sequence[Attempt]) -> None:
         newest = max((a.id for a in batch if a.id is not None), default=0)

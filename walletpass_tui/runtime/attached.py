@@ -222,7 +222,7 @@ class AttachedRuntime:
 
     def target_options(self, target: str) -> TargetOptions:
         """Nothing: the receiver's forwarder runs in its own process, so a replay or check from
-        an attached dashboard adds no --forward-header and trusts no --ca-bundle of the
+        an attached dashboard adds no --header and trusts no --ca-bundle of the
         receiver's."""
         from walletpass_tui.webhooks.target_options import TargetOptions
 

@@ -31,6 +31,7 @@ from walletpass_tui.config import Secret, Settings
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.sim.service import SimulatedService
+from walletpass_tui.tunnel.provider import Provider
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
@@ -152,12 +153,16 @@ class Demo:
 
 @contextlib.asynccontextmanager
 async def running_demo(
-    settings: Settings, port: int, interval: float, relay: RelayStarter | None = None
+    settings: Settings,
+    port: int,
+    interval: float,
+    relay: RelayStarter | None = None,
+    tunnel: Provider | None = None,
 ) -> AsyncIterator[Demo]:
     """Lock the demo's data, empty it, start the simulator and the runtime (port bound: a port in
     use raises ReceiverError here), register the endpoint, and trickle events until the block
     ends; everything is stopped in reverse order. ``relay``: start a relay in ``<demo>/relay`` and
-    send every delivery through it."""
+    send every delivery through it. ``tunnel``: give the demo's receiver a public URL too."""
     with data_lock(settings.home):
         sim = SimulatedService(time_scale=DEMO_TIME_SCALE)
         sim_url = await sim.start("127.0.0.1", 0)
@@ -178,7 +183,7 @@ async def running_demo(
                 if relay is not None:
                     ingress, feed = await stack.enter_async_context(relay(demo.home / "relay"))
                     feeds = (feed,)
-                setup = DeliverySetup(options=options)
+                setup = DeliverySetup(options=options, tunnel=tunnel)
                 runtime = await stack.enter_async_context(DeliveryRuntime(demo, setup, feeds=feeds))
                 assert runtime.bound is not None
                 demo = demo.with_values(receiver_port=runtime.bound[1])

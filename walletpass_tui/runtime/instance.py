@@ -46,7 +46,7 @@ RUN_DIR = "run"
 LOCK_NAME = "receiver.lock"
 STATE_NAME = "receiver.json"
 SOCKET_NAME = "control.sock"
-MAX_STATE_BYTES = 8192  # two URLs of MAX_URL characters, UTF-8, and the rest
+MAX_STATE_BYTES = 16384  # three URLs of MAX_URL characters (JSON-escaped) and the rest
 KINDS = ("listen", "dashboard", "demo")
 # A URL in the state file: the receiver's own (http://, a host name of at most 253 characters
 # or an IPv6 address in brackets, :65535, and its path, which config bounds) or the relay's, cut
@@ -73,6 +73,9 @@ class InstanceRecord:
     control: bool = True  # it serves the control channel at <run>/control.sock
     relay: str | None = None  # the relay channel it follows, when it follows one
     version: str = __version__
+    # Where the service should post while its tunnel is up (https://host/path): what
+    # `endpoints create --from-listener` offers from another shell. Rewritten as it changes.
+    public_url: str | None = None
 
     @property
     def address(self) -> str | None:
@@ -128,22 +131,32 @@ class InstanceRecord:
             control=control,
             relay=_checked_url(raw.get("relay"), "relay"),
             version=version,
+            public_url=_checked_url(raw.get("public_url"), "public_url", schemes=("https",)),
         )
 
 
-def _checked_url(value: object, name: str) -> str | None:
-    """An http(s) URL of printable text, at most MAX_URL characters, or None. Text beyond ASCII
-    is allowed: a relay's host or path may have it (it is only ever shown, through ``text``)."""
+def _checked_url(
+    value: object, name: str, schemes: tuple[str, ...] = ("http", "https")
+) -> str | None:
+    """A URL of ``schemes`` in printable text, at most MAX_URL characters, or None. Text beyond
+    ASCII is allowed: a relay's host or path may have it (it is only ever shown, through
+    ``text``)."""
     if value is None:
         return None
     if (
         not isinstance(value, str)
         or len(value) > MAX_URL
         or not value.isprintable()
-        or urlsplit(value).scheme not in ("http", "https")
+        or urlsplit(value).scheme not in schemes
     ):
-        raise ValueError(f"{name} is not an http URL")
+        raise ValueError(f"{name} is not an {' or '.join(schemes)} URL")
     return value
+
+
+def public_url_kept(url: str | None) -> str | None:
+    """The public URL the state file keeps: the whole URL or none (a cut one would be registered
+    wrong by `endpoints create --from-listener`)."""
+    return url if url is not None and len(url) <= MAX_URL else None
 
 
 def shown_url(url: str | None) -> str | None:

@@ -67,6 +67,8 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
+    from walletpass_tui.tunnel.provider import Provider
+    from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.receiver import Receiver
     from walletpass_tui.webhooks.relayed import RelayedRequest
@@ -102,6 +104,7 @@ class DeliverySetup:
     forward: bool = False
     learn_schemas: bool = True
     index_fields: bool = True
+    tunnel: Provider | None = None  # a public URL for the receiver, started by serve()
 
     @property
     def forwarding(self) -> bool:
@@ -166,6 +169,8 @@ class DeliveryRuntime:
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
         self._injection_listeners: Listeners[[]] = Listeners(__name__, "failure injection")
+        # The setup's tunnel: made on open, started by serve().
+        self.tunnel: TunnelWatcher | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -222,6 +227,11 @@ class DeliveryRuntime:
                 self._bound = bound_address(self._socket, options.host)
             if self.forwarder is not None:
                 await self.forwarder.start()
+            if setup.tunnel is not None and self._bound is not None:
+                from walletpass_tui.tunnel.watch import TunnelWatcher
+
+                self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
+                self.tunnel.subscribe(lambda _: self._injection_listeners.notify())
         except BaseException:
             await self.close()
             raise
@@ -233,6 +243,7 @@ class DeliveryRuntime:
         receiver = await self._receiver()
         if receiver is not None:
             await receiver.serve()
+            self._start_tunnel()
             if self.feeds and not self._feed_tasks:
                 for feed in self.feeds:
                     task = asyncio.create_task(feed.run(self))
@@ -277,6 +288,22 @@ class DeliveryRuntime:
             self.receiver = receiver
         return self.receiver
 
+    def _start_tunnel(self) -> None:
+        """The tunnel the setup asks for, to the bound port (its own task: the receiver never
+        waits for it, nor stops because of it)."""
+        if self.tunnel is not None and self._bound is not None:
+            from walletpass_tui.tunnel.choice import local_url
+
+            self.tunnel.start(local_url(*self._bound))
+
+    @property
+    def public_url(self) -> str | None:
+        """Where the service should post: the tunnel's URL while it is up (else the
+        ``public_url`` setting), with the receiver's path; None when there is neither."""
+        base = self.tunnel.state.public_url if self.tunnel is not None else None
+        base = base or self.settings.public_url
+        return base.rstrip("/") + self.settings.receiver_path if base else None
+
     async def feed_stopped(self) -> BaseException:
         """Wait until a feed stops for good; returns why (waits forever without feeds)."""
         if self._feed_error is None:
@@ -291,7 +318,7 @@ class DeliveryRuntime:
         self._feed_error.set_result(error)
 
     async def close(self) -> None:
-        """Control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
+        """Tunnel (its program stopped) -> control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
         receiver (port released, requests in flight answered) -> schema learner -> store -> the
         home released.
 
@@ -299,6 +326,9 @@ class DeliveryRuntime:
         committed together or not at all, and the next run resumes after the last one stored.
         """
         self._state = "closed"
+        tunnel, self.tunnel = self.tunnel, None
+        if tunnel is not None:  # its program stopped before anything else: none is left behind
+            await tunnel.stop()
         attachable, self._attachable = self._attachable, None
         if attachable is not None:  # attached dashboards see it go first
             await attachable.withdraw()
@@ -396,12 +426,6 @@ class DeliveryRuntime:
     def status(self) -> ReceiverStatus:
         """What this receiver says of itself (to the header, and to attached dashboards)."""
         injection = self.injection
-        settings = self.settings
-        public = (
-            settings.public_url.rstrip("/") + settings.receiver_path
-            if settings.public_url
-            else None
-        )
         state = getattr(self.status_feed, "state", None)
         store = self.store
         problem = store.health.problem
@@ -410,9 +434,10 @@ class DeliveryRuntime:
             injection=injection.describe(),
             forwarding=self.forwarding,
             forward_targets=tuple(route.target for route in self.routes),
-            public_url=public,
+            public_url=self.public_url,
             relay=str(state.headline) if state is not None else None,
             relay_up=bool(state.healthy) if state is not None else False,
+            tunnel=self.tunnel.state.headline() if self.tunnel is not None else None,
             history_problem=problem.replace(str(store.path), store.path.name) if problem else None,
             controls=OPS,
         )
@@ -632,8 +657,8 @@ class DeliveryRuntime:
         return self._attachable.previous
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` whenever the failures injected change (pause included); returns a
-        function that stops it."""
+        """Call ``listener()`` whenever the failures injected change (pause included) or the
+        tunnel's state does; returns a function that stops it."""
         return self._injection_listeners.subscribe(listener)
 
 

@@ -56,6 +56,7 @@ START_TIMEOUT_S = 45.0  # cloudflared asks its service for a quick tunnel with a
 MAX_START_OUTPUT = 256 * 1024  # bytes printed before the URL, at most
 STOP_GRACE_S = 2.0  # after a first SIGTERM; a second one makes cloudflared stop at once
 KILL_AFTER_S = 3.0  # after the second SIGTERM
+PIPE_CLOSE_S = 1.0  # for the end of its output once it exited
 
 BANNER = "quick tunnel has been created"
 REGISTERED = "registered tunnel connection"
@@ -230,6 +231,14 @@ class CloudflaredTunnel:
                 await asyncio.wait_for(asyncio.shield(self.proc.wait()), wait_s)
             except TimeoutError:
                 log.info("cloudflared (pid %d) still runs after signal %d", self.pid, signum)
-        if self._drain is not None and not self._drain.done():
+        # What it printed last is read to the end of its pipe (which closes the pipe with it),
+        # unless something it started still holds the pipe open: then reading stops.
+        if self._drain is None:
+            self._drain = asyncio.create_task(self.lines.drain(), name="cloudflared output")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._drain), PIPE_CLOSE_S)
+        except TimeoutError:  # its pipe stays open: given up, the task cancelled
             self._drain.cancel()
+        except Exception as exc:  # reading its last words failed: nothing left to stop
+            log.info("cloudflared (pid %d) output not read to its end: %r", self.pid, exc)
         log.info("cloudflared (pid %d) stopped: status %s", self.pid, self.proc.returncode)

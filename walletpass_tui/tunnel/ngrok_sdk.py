@@ -1,4 +1,4 @@
-"""A tunnel through ngrok's agent SDK (the ``ngrok`` package: ``pip install 'walletpass-tui[ngrok]'``).
+"""A tunnel through ngrok's agent SDK (the ``ngrok`` package, the ``[ngrok]`` extra).
 
 The SDK runs the ngrok agent inside this process: no program to install, no port 4040. It needs
 the user's authtoken (:mod:`walletpass_tui.tunnel.ngrok_config`: ``NGROK_AUTHTOKEN`` or ngrok's
@@ -30,7 +30,11 @@ from walletpass_tui.tunnel.public_url import plain_https_url
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 30.0
-INSTALL_HINT = "pip install 'walletpass-tui[ngrok]'"
+# walletpass-tui is installed from a checkout: the SDK goes into the same environment.
+INSTALL_HINT = (
+    "install it where walletpass-tui runs (pipx inject walletpass-tui ngrok, or pip install "
+    "ngrok in its environment; from a checkout: pip install '.[ngrok]')"
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ async def sdk_connect(request: NgrokRequest) -> NgrokSession:
         import ngrok
     except ImportError:
         raise TunnelUnavailable(
-            f"--tunnel ngrok needs ngrok's agent SDK, which is not installed: {INSTALL_HINT}."
+            f"--tunnel ngrok needs ngrok's agent SDK (the ngrok package), which is not installed: "
+            f"{INSTALL_HINT}."
         ) from None
     loop = asyncio.get_running_loop()
     lost: asyncio.Future[str] = loop.create_future()

@@ -48,6 +48,19 @@ class TunnelState:
     retry_in_s: float | None = None
     starts: int = 0
 
+    def headline(self) -> str | None:
+        """The tunnel in a few words while it gives no public URL (None while up or stopped):
+        for the dashboard's header."""
+        detail = printable(self.detail or "", 200)
+        if self.phase == "starting":
+            return f"{self.provider} tunnel starting"
+        if self.phase == "down":
+            wait = f"{self.retry_in_s:.0f} s" if (self.retry_in_s or 0) >= 1 else "a moment"
+            return f"{self.provider} tunnel down, again in {wait}: {detail}"
+        if self.phase == "unavailable":
+            return f"no tunnel: {detail}"
+        return None
+
     @property
     def settled(self) -> bool:
         """Whether the first try has an answer (up, down, unavailable, stopped)."""

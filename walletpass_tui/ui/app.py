@@ -280,6 +280,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._show_receiver()
 
     _tunnel_sought = False
+    _public_from_receiver = False  # the public URL is the one the receiver (its tunnel) says
+    _tunnel_said: str | None = None
 
     def on_event_log_pane_ready(self, message: EventLogPane.Ready) -> None:
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
@@ -291,7 +293,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if self._tunnel_sought or runtime is None or runtime.bound is None:
             return
         self._tunnel_sought = True
-        if self.context is not None and not self.context.public_url:
+        starts_its_own = runtime.status.tunnel is not None or self._public_from_receiver
+        if self.context is not None and not self.context.public_url and not starts_its_own:
             self.run_worker(
                 self._discover_public_url(runtime.bound[1]), group="ngrok", exit_on_error=False
             )
@@ -447,6 +450,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             "gone": runtime.gone,
             "relay": status.relay,
             "relay_up": status.relay_up,
+            "tunnel": status.tunnel,
             "history_problem": own_problem or status.history_problem,
         }
 
@@ -472,8 +476,17 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         runtime = self._runtime
         if runtime is None:
             return
-        if self.context is not None and runtime.status.public_url and not self.context.public_url:
-            self.context.public_url = runtime.status.public_url
+        status = runtime.status
+        if self.context is not None:
+            if status.public_url and status.public_url != self.context.public_url:
+                self.context.public_url = status.public_url  # the tunnel's URL, new or again
+                self._public_from_receiver = True
+            elif not status.public_url and self._public_from_receiver:
+                self.context.public_url = None  # the tunnel is down: no URL to offer
+        if status.tunnel != self._tunnel_said:
+            self._tunnel_said = status.tunnel
+            if status.tunnel and not status.tunnel.endswith("starting"):
+                self.notify(status.tunnel, title="Tunnel", severity="warning", markup=False)
         self._show_receiver()
         self.refresh_bindings()  # the key line greys what the receiver cannot take now
         if runtime.gone != self._was_gone:

@@ -39,6 +39,7 @@ class ReceiverState:
     pending_forwards: int = 0  # forwards waiting for the user's app
     relay: str | None = None  # the relay link's state in words (None: no --relay)
     relay_up: bool = False  # connected to the relay
+    tunnel: str | None = None  # the tunnel in words while it gives no public URL
     history_problem: str | None = None  # the history cannot be written: why, and the fix
     attached: str | None = None  # attached to a receiver in another process: "listen, pid 4242"
     gone: bool = False  # attached, and that receiver stopped (the history is still shown)

@@ -8,7 +8,7 @@
   ``--ack target`` the delivery is forwarded before the answer and the service gets the target's
   status, within a budget safely under the service's 15-second deadline.
 * Both, and the check, carry what :mod:`walletpass_tui.webhooks.target_options` adds for a target:
-  the user's headers (``--forward-header``/``--header``, after the request's own, never replacing
+  the user's headers (``--header``, after the request's own, never replacing
   one) and the certificates an https target may present (``--ca-bundle``, ``--insecure``).
 * Replay sends a stored message again: ``original`` (the stored bytes and headers exactly, old
   timestamp included) or ``resign`` (same webhook-id, a fresh timestamp, signed with the endpoint's

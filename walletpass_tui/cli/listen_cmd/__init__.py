@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
+from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_lines
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
@@ -20,6 +21,7 @@ from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
+from walletpass_tui.tunnel.watch import TunnelState
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 
 if TYPE_CHECKING:
@@ -37,9 +39,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "delivery is answered 200 only after it is on disk.",
         epilog="examples:\n"
         "  walletpass-tui listen\n"
+        "  walletpass-tui listen --tunnel cloudflared\n"
         '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui listen --forward-to '
         "http://localhost:3000/webhooks "
-        '--forward-header "Authorization: Bearer $APP_TOKEN"\n'
+        '--header "Authorization: Bearer $APP_TOKEN"\n'
         "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
         "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
         "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
@@ -151,7 +154,9 @@ async def _listen(
         # TLS set-up). Done after, they held up the first deliveries for up to half a second.
         importlib.import_module("walletpass_tui.webhooks.receiver")
         port = setup.options.port if setup.options is not None else 0
-        public_url = settings.public_url or (await discover_ngrok(port) if port else None)
+        # An ngrok agent run by hand is asked for its URL, unless listen starts a tunnel itself.
+        seek = setup.tunnel is None and not settings.public_url
+        public_url = settings.public_url or (await discover_ngrok(port) if seek and port else None)
         feeds = (relay,) if relay is not None else ()
         printer = ListenPrinter(sys.stdout, as_json, learning=setup.learn_schemas)
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
@@ -164,9 +169,22 @@ async def _listen(
                 learned=printer.learned,
             )
             await runtime.serve()
-            if not (settings.public_url or port):  # a port picked at random: known only now
+            if seek and not port:  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
+            tunnel = await _first_tunnel_answer(runtime, stop)
+            if stop.is_set():
+                tunnel = None  # stopped while the tunnel started: nothing to announce
             _announce(info, runtime, public_url, await runtime.pending_forwards(), relay, stale)
+            if tunnel is not None and runtime.tunnel is not None:
+                runtime.tunnel.subscribe(
+                    TunnelPrinter(
+                        info,
+                        lambda: runtime.public_url,
+                        runtime.registry.load,
+                        tunnel,
+                        home_flag(settings.home),
+                    )
+                )
             if relay is not None:  # after the announcement, from the state it is in now
                 states = RelayStatePrinter(info)
                 states(relay.state)
@@ -177,6 +195,21 @@ async def _listen(
         raise CommandError(str(failed))
     print("Stopped; every acknowledged delivery is in the history.", file=info)
     return 0
+
+
+async def _first_tunnel_answer(runtime: DeliveryRuntime, stop: asyncio.Event) -> TunnelState | None:
+    """The tunnel's state once its first try has an answer (up, down or unavailable), or None
+    without a tunnel or when Ctrl-C / SIGTERM came first. Deliveries are accepted meanwhile."""
+    if runtime.tunnel is None:
+        return None
+    answer = asyncio.ensure_future(runtime.tunnel.first_answer())
+    signalled = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({answer, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        answer.cancel()
+        signalled.cancel()
+    return runtime.tunnel.state if runtime.tunnel.state.settled else None
 
 
 async def _until_stopped(stop: asyncio.Event, runtime: DeliveryRuntime) -> BaseException | None:
@@ -219,7 +252,16 @@ def _announce(
         out.write(
             f"Following the relay {printable(relay.url, 200)} (resumes after the last stored)\n"
         )
-    if public_url:
+    if runtime.tunnel is not None:
+        for line in first_lines(
+            runtime.tunnel.state,
+            runtime.tunnel.provider.describe,
+            runtime.public_url,
+            runtime.registry.load(),
+            home_flag(settings.home),
+        ):
+            out.write(line + "\n")
+    elif public_url:
         found = "" if settings.public_url else "  (found from the ngrok agent)"
         out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")
         if not settings.public_url:

@@ -17,6 +17,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.text import parse_ascii_int
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +79,12 @@ def positive(value: object, top: int) -> int | None:
 def query_positive(request: web.Request, name: str, top: int) -> int | None:
     """The query parameter ``name`` as a count within 1..``top``: ASCII digits only, else None."""
     text = request.query.get(name, "")
-    if not (text.isascii() and text.isdigit()):
+    if re.fullmatch("[0-9]+", text) is None:
         return None
-    digits = text.lstrip("0")
-    return positive(top if len(digits) > 9 else int(digits or "0"), top)  # int() caps its digits
+    digits = text.lstrip("0") or "0"
+    if len(digits) > 9:  # more than any size: the top (int() would refuse thousands of digits)
+        return top
+    return positive(parse_ascii_int(digits), top)
 
 
 class WebView:
