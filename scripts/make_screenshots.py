@@ -495,6 +495,23 @@ async def narrow(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.2)
 
 
+async def filter_completion(pilot: Pilot[Any]) -> None:
+    """The filter box offering the known paths for ``data.p``, with their types and values."""
+    runtime = pilot.app.context.runtime  # type: ignore[attr-defined]
+    await asyncio.to_thread(runtime.field_indexer.settled, 60)
+    await runtime.learner.asettled()
+    await pilot.press("slash")
+    log = pilot.app.screen.query_one(EventLogPane)
+    field = log.query_one("#log-filter", Input)
+    field.cursor_blink = False
+    field.value = "verdict:verified data."
+    field.cursor_position = len(field.value)
+    await pilot.press("p")
+    while not log.completions.display:
+        await pilot.pause(0.05)
+    await pilot.pause(0.4)
+
+
 async def stats(pilot: Pilot[Any]) -> None:
     await pilot.press("s")
     while type(pilot.app.screen).__name__ != "StatsScreen":
@@ -512,6 +529,7 @@ SHOTS: tuple[Shot, ...] = (
     ("endpoint-secret", (120, 36), secret_modal),
     ("dashboard-80x24", (80, 24), narrow),
     ("stats", (120, 36), stats),
+    ("filter-completion", (120, 30), filter_completion),
     ("attached", (140, 40), main_screen),
 )
 ATTACHED = {"attached"}  # pictures of a dashboard attached to a receiver in another process

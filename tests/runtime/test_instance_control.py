@@ -165,6 +165,9 @@ async def test_viewers_see_the_receiver_go_and_the_home_freed(tmp_path: Path) ->
         (b'{"op": "pause", "paused": true, "id": 99999999999}\n', "request id"),
         (b"{" + b'"a":' * 2000 + b"\n", "larger than 4096 bytes"),
         (b"x" * 5000, "larger than 4096 bytes"),  # no newline at all
+        pytest.param(b"[" * 3000 + b"\n", "nested deeper than 8 levels", id="3000 ["),
+        (b'{"a":' * 9 + b"1" + b"}" * 9 + b"\n", "nested deeper than 8 levels"),
+        (b'{"op": "pause", "paused": true, "x": ' + b"[" * 8 + b"]" * 8 + b"}\n", "deeper than 8"),
     ],
 )
 async def test_a_message_that_breaks_a_rule_is_answered_with_the_rule_then_closed(
@@ -182,6 +185,20 @@ async def test_a_message_that_breaks_a_rule_is_answered_with_the_rule_then_close
     writer.close()
     assert attachable_of(running).server.counts.broke_rules == 1
     assert await post(running.url, "msg_after") == 200  # the receiver never noticed
+
+
+async def test_brackets_in_strings_and_nesting_at_the_bound_are_read(
+    running: DeliveryRuntime,
+) -> None:
+    reader, writer = await raw(running)
+    for extra in (b'"' + b"[{" * 1000 + b'"', b"[" * 7 + b"]" * 7, b'"\\"[[[[[[[[[["'):
+        writer.write(b'{"id": 7, "op": "pause", "paused": false, "x": ' + extra + b"}\n")
+        await writer.drain()
+        async with asyncio.timeout(DEADLINE_S):
+            while (answer := json.loads(await reader.readline()))["type"] != "reply":
+                pass
+        assert answer == {"type": "reply", "id": 7, "ok": True}
+    writer.close()
 
 
 async def test_a_message_never_finished_is_cut_off(
@@ -302,7 +319,31 @@ async def test_the_client_refuses_a_receiver_that_breaks_the_rules(tmp_path: Pat
 
     assert "larger than 4096" in await serve(b"{" + b" " * 9000 + b"}\n")
     assert "not ASCII JSON" in await serve(b"garbage\n")
+    assert "nested deeper than 8 levels" in await serve(b"[" * 3000 + b"\n")
     assert "another version" in await serve(b'{"type": "hello", "protocol": 99}\n')
+
+
+async def test_a_receiver_nesting_too_deep_after_its_hello_ends_the_talk_with_the_rule(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fake.sock"
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b'{"type":"hello","protocol":1,"instance":{},"state":{},"upto":0}\n')
+        writer.write(b'{"type":"rows","upto":' + b"[" * 3000 + b"\n")
+        await writer.drain()
+        await reader.read()  # held open: the viewer is the one to end it
+
+    server = await asyncio.start_unix_server(answer, str(path))
+    try:
+        client = await ControlClient.connect(path)
+        heard: list[dict[str, object]] = []
+        async with asyncio.timeout(DEADLINE_S):
+            why = await client.run(heard.append)
+        client.close()
+    finally:
+        server.close()
+    assert heard == [] and why == "The receiver sent a message nested deeper than 8 levels."
 
 
 # -- other users ------------------------------------------------------------------------------------

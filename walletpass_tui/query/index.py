@@ -36,7 +36,7 @@ from walletpass_tui.webhooks.store import tables
 log = logging.getLogger(__name__)
 
 SUFFIX = "-fields"
-FORMAT = "1"
+FORMAT = "2"
 CHUNK = 512  # rows per index transaction
 CHUNK_BYTES = 8 * 1024 * 1024  # of bodies per chunk (a chunk takes at least one row)
 MAX_PATHS = 10_000  # paths indexed; values at further new paths are not
@@ -64,6 +64,7 @@ CREATE TABLE IF NOT EXISTS few (
     path INTEGER NOT NULL,
     value NOT NULL,
     count INTEGER NOT NULL,
+    shown TEXT,
     PRIMARY KEY (path, value)
 ) WITHOUT ROWID;
 """
@@ -204,16 +205,26 @@ class Fields:
             last = row_id
         rows = db.execute(_BODIES, (start, last)).fetchall()
         entries: list[tuple[str, int, object]] = []
+        written: dict[str, str] = {}
         for row_id, body in rows:
             if isinstance(body, str):
                 body = body.encode("utf-8", "surrogatepass")
-            for path, values in body_fields(body or b"").values.items():
+            found = body_fields(body or b"")
+            for path, values in found.values.items():
                 for value in dict.fromkeys(values):
                     entries.append((path, int(row_id), value))
-        self._write(start, int(last), entries)
+            for folded, text in found.written.items():
+                written.setdefault(folded, text)
+        self._write(start, int(last), entries, written)
         return Step(len(rows), int(last))
 
-    def _write(self, start: int, last: int, entries: list[tuple[str, int, object]]) -> None:
+    def _write(
+        self,
+        start: int,
+        last: int,
+        entries: list[tuple[str, int, object]],
+        written: dict[str, str],
+    ) -> None:
         db = self._conn()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -239,7 +250,7 @@ class Fields:
             db.executemany(
                 "UPDATE paths SET rows = rows + ? WHERE id = ?", [(n, p) for p, n in rows.items()]
             )
-            many = self._count_few(few)
+            many = self._count_few(few, written)
             db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_upto'", (str(last),))
             db.execute("COMMIT")
         except BaseException:
@@ -264,14 +275,18 @@ class Fields:
             out[path] = pid
         return out
 
-    def _count_few(self, few: Counter[tuple[int, object]]) -> set[int]:
-        """Add the chunk's values of the paths with few; those that now have more are marked
-        (and their values dropped). Returns the paths marked."""
+    def _count_few(self, few: Counter[tuple[int, object]], written: dict[str, str]) -> set[int]:
+        """Add the chunk's values of the paths with few (with the text of the first one seen,
+        as written); those that now have more are marked (and their values dropped). Returns
+        the paths marked."""
         db = self._conn()
         db.executemany(
-            "INSERT INTO few (path, value, count) VALUES (?, ?, ?) "
+            "INSERT INTO few (path, value, count, shown) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (path, value) DO UPDATE SET count = count + excluded.count",
-            [(p, v, n) for (p, v), n in few.items()],
+            [
+                (p, v, n, written.get(v) if isinstance(v, str) else None)
+                for (p, v), n in few.items()
+            ],
         )
         touched = {p for p, _ in few}
         many: set[int] = set()

@@ -48,12 +48,14 @@ class PathInfo:
     types: dict[str, int] = field(default_factory=dict)
     presence: float | None = None
     samples: int = 0
-    values: tuple[str, ...] = ()
+    values: tuple[str | int | float, ...] = ()  # as compared (text folded to lower case)
+    counts: tuple[int, ...] = ()  # how often each of ``values`` was seen
+    rows: int | None = None  # deliveries the field index found it in
 
     @property
     def type_text(self) -> str:
         ordered = sorted(self.types, key=lambda t: -self.types[t])
-        return "|".join(ordered) if ordered else "?"
+        return "|".join(ordered)
 
 
 @dataclass
@@ -195,18 +197,19 @@ def _from_index(known: KnownPaths, history: Path) -> None:
             return
         try:
             paths = db.execute("SELECT id, text, rows FROM paths").fetchall()
-            few = db.execute("SELECT path, value, count FROM few ORDER BY count DESC").fetchall()
+            few = db.execute(
+                "SELECT path, COALESCE(shown, value), count FROM few ORDER BY count DESC, value"
+            ).fetchall()
         except sqlite3.Error as exc:  # a damaged or older index: the schemas alone say
             log.debug("The field index of %s was not read: %s", history, exc)
             return
     texts = {int(pid): str(text) for pid, text, _ in paths}
-    for _, text, _ in paths:
-        known.paths.setdefault(str(text), PathInfo(str(text)))
-    values: dict[str, list[str]] = {}
-    for pid, value, _ in few:
-        if isinstance(value, str) and int(pid) in texts:
-            values.setdefault(texts[int(pid)], []).append(value)
-        elif isinstance(value, int | float) and int(pid) in texts:
-            values.setdefault(texts[int(pid)], []).append(repr(value))
+    for _, text, rows in paths:
+        known.paths.setdefault(str(text), PathInfo(str(text))).rows = int(rows)
+    values: dict[str, list[tuple[str | int | float, int]]] = {}
+    for pid, value, count in few:
+        if isinstance(value, str | int | float) and int(pid) in texts:
+            values.setdefault(texts[int(pid)], []).append((value, int(count)))
     for text, found in values.items():
-        known.paths[text].values = tuple(found)
+        known.paths[text].values = tuple(v for v, _ in found)
+        known.paths[text].counts = tuple(n for _, n in found)

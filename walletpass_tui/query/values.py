@@ -32,6 +32,7 @@ from walletpass_tui.schemas.jsonscan import (
     INTEGER,
     NULL,
     NUMBER,
+    STRING,
     NotJson,
     read,
 )
@@ -59,6 +60,8 @@ class BodyFields:
     values: dict[str, list[Comparable]] = field(default_factory=dict)
     cut: bool = False  # more than MAX_VALUES: the rest was not read
     count: int = 0
+    # A string's text as written, where its folded (compared) form differs: to show it.
+    written: dict[str, str] = field(default_factory=dict)
 
     def has(self, path: str) -> bool:
         return path in self.values
@@ -164,7 +167,10 @@ class _Reader:
     def scalar(self, kind: str, value: Any) -> None:
         path = self._next_path()
         if path is not None:
-            self._add(path, comparable(kind, value))
+            found = comparable(kind, value)
+            self._add(path, found)
+            if kind == STRING and isinstance(found, str) and found != value:
+                self.found.written.setdefault(found, storable(str(value)))
 
 
 def body_fields(body: bytes) -> BodyFields:

@@ -6,8 +6,8 @@ the 0700 run directory, so only this user can reach it; where the system tells (
 Linux) each side checks the other's uid as well, and a peer of another uid is closed before it is
 sent a byte.
 
-Wire format: one JSON object per line, ASCII, at most ``MAX_MESSAGE`` bytes with its newline,
-both ways::
+Wire format: one JSON object per line, ASCII, at most ``MAX_MESSAGE`` bytes with its newline
+and ``MAX_DEPTH`` levels of arrays and objects, both ways::
 
     receiver -> viewer
       {"type": "hello", "protocol": 1, "instance": {...}, "state": {...}, "upto": N}   at once
@@ -60,6 +60,7 @@ CONNECT_TIMEOUT_S = 5.0
 REPLY_TIMEOUT_S = 5.0
 OPS = ("pause", "fail_first", "respond", "delay")
 MAX_TEXT = 300  # characters of any text field
+MAX_DEPTH = 8  # arrays and objects inside one another in a message (the protocol's go 3 deep)
 MAX_TARGETS = 16
 _SUN_PATH = 100  # a socket's path must fit sockaddr_un (104 bytes on macOS, 108 on Linux)
 
@@ -80,9 +81,12 @@ def encode(message: Mapping[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> dict[str, Any]:
-    """The JSON object in one line (without its newline); ValueError saying what is wrong."""
+    """The JSON object in one line (without its newline); ValueError saying what is wrong. Both
+    sides read through it: the receiver what a viewer sends, a viewer what the receiver sends."""
     if len(line) >= MAX_MESSAGE:
         raise ValueError(f"a message larger than {MAX_MESSAGE} bytes")
+    if _nested_too_deep(line):  # before the parser, which would recurse once a level
+        raise ValueError(f"a message nested deeper than {MAX_DEPTH} levels")
     try:
         message = json.loads(line.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
@@ -90,6 +94,32 @@ def decode(line: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise ValueError("a message that is not a JSON object")
     return message
+
+
+def _nested_too_deep(line: bytes) -> bool:
+    """Whether arrays and objects nest more than MAX_DEPTH deep in ``line`` (brackets inside
+    strings do not count); a line with few brackets is not scanned."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in b"]}":
+            depth -= 1
+    return False
 
 
 def _text(value: object, limit: int = MAX_TEXT) -> str | None:
