@@ -235,7 +235,9 @@ class RelayProcess:
         self.url = ""
         self.port = 0
 
-    def start(self, port: int = 0, *extra: str) -> None:
+    def start(self, port: int = 0, *extra: str, lines: bool = False) -> None:
+        """``lines``: print a line per request (read them from ``proc.stdout``); by default
+        ``--quiet``, so nobody has to read the pipe."""
         env = dict(os.environ, WALLETPASS_HOME=str(self.home), PYTHONUNBUFFERED="1")
         env.pop("WALLETPASS_RELAY_DATABASE", None)
         if self.database:
@@ -253,6 +255,7 @@ class RelayProcess:
                 str(port),
                 "--heartbeat",
                 "0.2",
+                *([] if lines else ["--quiet"]),
                 *extra,
             ],
             cwd=ROOT,

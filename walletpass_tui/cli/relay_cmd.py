@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "serve",
         parents=[*parents, database],
         help="run the relay server",
+        description="Serve the relay: ingress for the service, event streams for the laptops, "
+        "/healthz for a balancer. Prints one line per request (time, method, the channel by "
+        "name, status, milliseconds; never a token or a whole ingress slug); --quiet prints none.",
         epilog="examples:\n"
         "  walletpass-tui relay serve --public-url https://relay.example.com --port 8080\n"
         "  walletpass-tui relay serve --allow-source service --trust-proxy 127.0.0.1\n"
@@ -99,6 +102,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         default=15.0,
         metavar="SECONDS",
         help="heartbeat comment interval on idle streams (default 15)",
+    )
+    serve.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print no line per request (by default: time, method, channel, status, ms)",
     )
     serve.set_defaults(handler=cmd_serve)
 
@@ -213,6 +221,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         retention_days=args.retention_days,
         heartbeat_s=args.heartbeat,
+        request_lines=None if args.quiet else sys.stdout,
         ingress=IngressOptions(
             max_body=settings.max_body, tolerance_s=settings.tolerance_s, sources=sources
         ),
@@ -311,10 +320,18 @@ class _StatePrinter:
         if key == self.last or (not state.connected and not state.error):
             return
         self.last = key
-        if state.connected:
-            print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
+        if not state.connected:
+            later = f"next try in {state.retry_in:.1f} s" if state.retry_in else "retrying"
+            print(f"relay: disconnected ({printable(state.error, 200)}); {later}", flush=True)
+        elif state.pending:
+            n = state.pending
+            print(
+                f"relay: connected, catching up on {n:,} deliver{'y' if n == 1 else 'ies'} "
+                f"after cursor {state.cursor}",
+                flush=True,
+            )
         else:
-            print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
+            print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
 
 
 def _print_skipped(skipped: Any) -> None:

@@ -132,6 +132,7 @@ class RelayLink:
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
         self._stored_above = 0  # cursors up to this one may be stored already (a restart)
+        self._catch_up_to: int | None = None  # the head the relay announced as it connected
         self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
 
     def __repr__(self) -> str:  # the token never appears
@@ -315,8 +316,7 @@ class RelayLink:
         if cursor <= self._stored_above and await self._is_stored(runtime, cursor):
             # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
             self._stored(cursor)
-            if cursor > self.state.cursor:
-                self._set(cursor=cursor, head=max(self.state.head, cursor))
+            self._moved(cursor)
             return
         size = len(delivery.body) if delivery is not None else 0
         task = asyncio.create_task(self._store(runtime, cursor, write, delivery))
@@ -371,21 +371,38 @@ class RelayLink:
                 failures += 1
                 await asyncio.sleep(delay)
         self._stored(cursor)
-        if cursor > self.state.cursor:
-            self._set(cursor=cursor, head=max(self.state.head, cursor))
+        self._moved(cursor)
         if delivery is None:
             return
         self._delivery_listeners.notify(delivery, stored)
 
+    def _moved(self, cursor: int) -> None:
+        """``cursor`` is stored: the newest stored cursor moves, and the backlog announced when
+        the relay connected shrinks (to nothing once the head it announced is stored)."""
+        if cursor <= self.state.cursor:
+            return
+        pending = self.state.pending
+        if pending:
+            done = self._catch_up_to is None or cursor >= self._catch_up_to
+            pending = 0 if done else pending - 1
+        self._set(cursor=cursor, head=max(self.state.head, cursor), pending=pending)
+
     def _on_subscriber(self, state: SubscriberState) -> None:
         # The cursor shown is the last one stored (set when its commit returns), not the last
         # one received.
+        pending = self.state.pending if state.connected else None
+        if state.connected and not self.state.connected:
+            # What the relay said waits, up to the head it announced as it connected.
+            self._catch_up_to = state.head
+            pending = state.pending if state.head > self.state.cursor else 0
         self._set(
             connected=state.connected,
             head=max(state.head, self.state.cursor),
             error=state.error,
             started=True,
             refusals=state.refusals,
+            pending=pending,
+            retry_in=state.retry_in,
         )
 
     def _set(self, **changes: object) -> None:

@@ -21,9 +21,15 @@ class LinkState:
     stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
     started: bool = False  # a connection was tried
     refusals: int = 0  # the relay broke the rules this many times in a row, identically
+    # Deliveries still to catch up on, of those the relay said were waiting when it connected
+    # (None: it did not say; the cursors then tell how far behind).
+    pending: int | None = None
+    retry_in: float | None = None  # seconds until the next try, while disconnected
 
     @property
     def behind(self) -> int:
+        if self.pending:
+            return self.pending
         return max(0, self.head - self.cursor)
 
     @property
@@ -40,11 +46,19 @@ class LinkState:
                 f"{self.refusals} times in a row); retrying with backoff, skipping nothing"
             )
         if self.connected:
+            if self.pending:
+                return (
+                    f"relay connected, catching up on {_deliveries(self.pending)} "
+                    f"(after cursor {self.cursor})"
+                )
             if self.behind:
-                return f"relay connected, {self.behind} behind (cursor {self.cursor})"
+                return (
+                    f"relay connected, catching up to cursor {self.head} "
+                    f"(after cursor {self.cursor})"
+                )
             return f"relay connected, up to date (cursor {self.cursor})"
         if self.error:
-            return f"relay disconnected ({printable(self.error, 200)}); retrying"
+            return f"relay disconnected ({printable(self.error, 200)}); {_next_try(self.retry_in)}"
         return "relay connecting"
 
     @property
@@ -72,6 +86,7 @@ class StateLines:
     def __init__(self) -> None:
         self.last: LinkState | None = None
         self.catching_up = False
+        self.counted: int | None = None  # deliveries the relay said it had waiting, if it said
 
     def __call__(self, new: LinkState) -> str | None:
         old, self.last = self.last, new
@@ -88,8 +103,21 @@ class StateLines:
         )
         if changed:
             self.catching_up = new.connected and new.behind > 0
+            self.counted = new.pending if self.catching_up else None
             return new.describe()
         if self.catching_up and new.connected and new.behind == 0:
             self.catching_up = False
-            return new.describe()
+            if self.counted:
+                return f"relay caught up on {_deliveries(self.counted)} (cursor {new.cursor})"
+            return f"relay caught up (cursor {new.cursor})"
         return None
+
+
+def _deliveries(count: int) -> str:
+    return f"{count:,} deliver{'y' if count == 1 else 'ies'}"
+
+
+def _next_try(delay: float | None) -> str:
+    if delay is None:
+        return "retrying"
+    return f"next try in {delay:.1f} s" if delay < 10 else f"next try in {delay:.0f} s"

@@ -314,6 +314,11 @@ class Fanouts:
                 return
             self.load(await self.storage.channels(counts=False))
 
+    def name_of(self, slug: str) -> str | None:
+        """The name of the channel at ``slug``, as last read (never reads the database)."""
+        fanout = self._by_slug.get(slug)
+        return fanout.channel.name if fanout is not None else None
+
     async def by_slug(self, slug: str) -> ChannelFanout | None:
         """The fanout of the channel at ``slug``, or None. When the database cannot be read, the
         channels last read serve; a slug among none of them raises ``RelayStoreError``."""

@@ -17,10 +17,12 @@ import contextlib
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from aiohttp import web
 
@@ -28,6 +30,7 @@ from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
 from walletpass_tui.relay.server.fanout import Fanouts
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
+from walletpass_tui.relay.server.request_lines import RequestLines, what_was_asked
 from walletpass_tui.relay.server.storage import open_storage
 from walletpass_tui.relay.server.storage.base import RelayStorage, now_ms
 from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
@@ -51,6 +54,9 @@ DATABASE_WAIT_S = 30.0  # how long a starting relay waits for a PostgreSQL serve
 
 log = logging.getLogger(__name__)
 
+_STARTED = "walletpass.started"  # a request's perf_counter when it arrived
+_SHOWN = "walletpass.shown"  # its line is printed (a stream's, as it opened)
+
 
 class RelayError(WalletpassError):
     """The relay cannot start; the message says what to do."""
@@ -71,6 +77,7 @@ class RelayOptions:
     max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS
     prune_every_s: float = PRUNE_EVERY_S
     ingress: IngressOptions = field(default_factory=IngressOptions)
+    request_lines: TextIO | None = None  # one line per request (relay serve: its terminal)
 
 
 class RelayServer:
@@ -87,6 +94,7 @@ class RelayServer:
         self.ingress: Ingress | None = None
         self.subscriptions: Subscriptions | None = None
         self.pruned = 0
+        self.lines = RequestLines(options.request_lines)
 
     @property
     def scheme(self) -> str:
@@ -161,6 +169,7 @@ class RelayServer:
             heartbeat_s=opts.heartbeat_s,
             max_subscribers=opts.max_subscribers,
             max_channel_subscribers=opts.max_channel_subscribers,
+            on_stream=self._stream_opened if self.lines.on else None,
         )
         logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
         server = web.Server(
@@ -199,6 +208,7 @@ class RelayServer:
             runner, self._runner = self._runner, None
             await runner.cleanup()
         await self._close_storage()
+        await asyncio.to_thread(self.lines.close)
 
     async def _close_storage(self) -> None:
         if self.fanouts is not None:
@@ -229,6 +239,29 @@ class RelayServer:
             await asyncio.sleep(self.options.prune_every_s)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if not self.lines.on:
+            return await self._answer(request)
+        request[_STARTED] = started = time.perf_counter()
+        try:
+            response = await self._answer(request)
+        except Exception:
+            self._line(request, 500, started)  # aiohttp answers 500 and logs it
+            raise
+        if not request.get(_SHOWN):
+            self._line(request, response.status, started)
+        return response
+
+    def _stream_opened(self, request: web.BaseRequest) -> None:
+        request[_SHOWN] = True
+        self._line(request, 200, request[_STARTED], "stream opened")
+
+    def _line(self, request: web.BaseRequest, status: int, started: float, note: str = "") -> None:
+        assert self.fanouts is not None
+        what = what_was_asked(request.path, self.fanouts.name_of)
+        ms = (time.perf_counter() - started) * 1000
+        self.lines.add(request.method, what, status, ms, note)
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if path.startswith(INGRESS_PREFIX):
             assert self.ingress is not None

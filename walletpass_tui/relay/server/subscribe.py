@@ -1,7 +1,9 @@
 """``GET /channels/{slug}/events``: Server-Sent Events for a subscriber holding a channel token.
 
-Every stored delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then
-new ones as they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
+A stream opens with ``: connected head=N pending=K`` (the channel's newest cursor, and how many
+deliveries wait after the subscriber's cursor, when at most ``PENDING_COUNTED``). Every stored
+delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then new ones as
+they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
 newest cursor) when nothing else was sent for a while. The token is checked again at every
 heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name,
 URLs and creation time as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
@@ -44,6 +46,7 @@ DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
 FULL_RETRY_AFTER_S = 30
 RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
+PENDING_COUNTED = 100_000  # deliveries counted for a new stream's "connected ... pending=N"
 
 _UNAUTHORIZED = "Unauthorized: the token is wrong or revoked"
 _DOWN = "database unavailable; this stream waits for it"
@@ -60,7 +63,10 @@ class Subscriptions:
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
         max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
+        on_stream: Callable[[web.BaseRequest], None] | None = None,
     ) -> None:
+        """``on_stream(request)``: a stream opened (its 200 and headers are sent)."""
+        self.on_stream = on_stream
         self.fanouts = fanouts
         self.storage = storage
         self.public_url = public_url
@@ -179,6 +185,8 @@ class Subscriptions:
         try:
             writer = await response.prepare(request)
             assert writer is not None  # None only from a response already ended
+            if self.on_stream is not None:
+                self.on_stream(request)
             out = EventStream(
                 request,
                 writer,
@@ -193,7 +201,11 @@ class Subscriptions:
                 head = max(head, fanout.head_hint)
             except RelayStoreError:  # the database is down: the fanout's last known head
                 head = fanout.head_hint
-            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
+            connected = f"connected head={head}"
+            waiting = await self._waiting(channel, cursor, head)
+            if waiting is not None:
+                connected += f" pending={waiting}"
+            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(connected))
             checked = time.monotonic()
             told_down = False
             while not self.stopping.is_set():
@@ -236,6 +248,17 @@ class Subscriptions:
         with contextlib.suppress(ConnectionError, RuntimeError):  # the subscriber went away
             await response.write_eof()
         return response
+
+    async def _waiting(self, channel: Channel, after: int, head: int) -> int | None:
+        """How many deliveries wait after the cursor (for the subscriber to say how many it is
+        catching up on); None when more than ``PENDING_COUNTED`` or the database cannot say."""
+        if head <= after:
+            return 0
+        try:
+            count = await self.storage.count_after(channel.id, after, PENDING_COUNTED + 1)
+        except RelayStoreError:  # the database is down: the subscriber goes by cursors
+            return None
+        return count if count <= PENDING_COUNTED else None
 
     async def close(self) -> None:
         """End every stream, those waiting for new events and those waiting for a slow peer."""

@@ -104,6 +104,10 @@ class RelayStorage(Protocol):
 
     async def head(self, channel_id: int) -> int: ...
 
+    async def count_after(self, channel_id: int, after: int, limit: int) -> int:
+        """How many deliveries are stored after the cursor, counting at most ``limit``."""
+        ...
+
     async def used_bytes(self, channel_id: int) -> int:
         """What the channel's stored deliveries take, as every process has counted them."""
         ...

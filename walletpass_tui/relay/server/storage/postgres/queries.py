@@ -119,6 +119,18 @@ class PostgresQueries:
         )
         return int(value or 0)
 
+    async def count_after(self, channel_id: int, after: int, limit: int) -> int:
+        value = await self._db.run(
+            lambda conn: conn.fetchval(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE channel_id=$1 AND "
+                "cursor>$2 LIMIT $3) waiting",
+                channel_id,
+                after,
+                limit,
+            )
+        )
+        return int(value or 0)
+
     async def used_bytes(self, channel_id: int) -> int:
         value = await self._db.run(
             lambda conn: conn.fetchval("SELECT used_bytes FROM channels WHERE id=$1", channel_id)

@@ -249,6 +249,16 @@ class RelayDB:
             )
         return int(row[0] or 0)
 
+    def count_after(self, channel_id: int, after: int, limit: int) -> int:
+        row = self._run(
+            lambda db: db.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE channel_id=? AND cursor>? "
+                "LIMIT ?)",
+                (channel_id, after, limit),
+            ).fetchone()
+        )
+        return int(row[0])
+
     def used_bytes(self, channel_id: int) -> int:
         row = self._run(
             lambda db: db.execute(

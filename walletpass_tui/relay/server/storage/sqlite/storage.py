@@ -77,6 +77,9 @@ class SqliteStorage:
     async def head(self, channel_id: int) -> int:
         return await asyncio.to_thread(self.db.head, channel_id)
 
+    async def count_after(self, channel_id: int, after: int, limit: int) -> int:
+        return await asyncio.to_thread(self.db.count_after, channel_id, after, limit)
+
     async def used_bytes(self, channel_id: int) -> int:
         return await asyncio.to_thread(self.db.used_bytes, channel_id)
 
