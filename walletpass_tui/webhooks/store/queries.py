@@ -178,7 +178,7 @@ class Reader:
             return int(await self.one(*quick))
         parts: list[str] = []
         params: list[Any] = []
-        for plan in await self._plans(flt):
+        for plan in await self._plans(flt, counting=True):
             if plan.grouped:  # in key order already: grouping streams
                 parts.append(
                     f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
@@ -212,7 +212,12 @@ class Reader:
         return next(iter(found))[0]
 
     async def _plans(
-        self, flt: LogFilter | None, *, before_id: int | None = None, after_id: int | None = None
+        self,
+        flt: LogFilter | None,
+        *,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        counting: bool = False,
     ) -> list[_Plan]:
         """How to read a filtered log: one statement, or two when an index lists the rows (the
         rows past its mark first: they are the newest)."""
@@ -224,7 +229,15 @@ class Reader:
         if query is not None:
             found = await self.one(search.INDEXED_UPTO_SQL)
             text_upto = int(found or 0)
-        return _plans(flt, self._index, upto, text_upto, before_id=before_id, after_id=after_id)
+        return _plans(
+            flt,
+            self._index,
+            upto,
+            text_upto,
+            before_id=before_id,
+            after_id=after_id,
+            counting=counting,
+        )
 
     async def _condition_upto(self, condition: RowCondition) -> int | None:
         """Make the condition's functions and index ready; the last row its index holds (None:
@@ -467,8 +480,9 @@ def _plans(
     *,
     before_id: int | None = None,
     after_id: int | None = None,
+    counting: bool = False,
 ) -> list[_Plan]:
-    """How to read a log filtered by ``flt``.
+    """How to read a log filtered by ``flt`` (``counting``: to count it).
 
     With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
     rows of a common word come at once instead of after every match was collected and sorted.
@@ -496,7 +510,7 @@ def _plans(
         )
         return [later, first]
     if condition is not None and upto is not None:
-        driven = condition.driven(upto)
+        driven = condition.driven(upto, counting=counting)
         if driven is not None:
             driver, rest = driven
             later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
