@@ -141,10 +141,17 @@ async def _run(
     cases = build_cases(options.secret, options.topics)
     table = Table(cases)
     if live:
-        print(heading(options, len(cases)), end="\n\n")
-        print(table.header(), flush=True)
+        print(heading(options, len(cases)), flush=True)
+    shown: list[CaseResult] = []
 
     def show(result: CaseResult) -> None:
+        # The table starts with the first case that reached the app: one that could not even
+        # connect stops the check, and the summary's one line says why.
+        if not shown and result.answer.no_connection:
+            return
+        if not shown:
+            print("\n" + table.header())
+        shown.append(result)
         print(table.row(result), flush=True)
 
     on_result = show if live else None

@@ -236,7 +236,7 @@ def _term_sql(term: Has | Compare, params: list[Any], upto: int | None) -> str:
 
 def _words_sql(words: Sequence[Word], params: list[Any]) -> str:
     text = " ".join(w.text for w in words)
-    _, clauses = search.text_clauses(text, params, "a", index=search.IndexUse(attached=False))
+    clauses = search.word_clauses(text, params)
     return "(" + " AND ".join(clauses) + ")" if clauses else "1"
 
 

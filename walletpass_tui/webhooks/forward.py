@@ -162,9 +162,12 @@ async def send(
                     body=b"".join(chunks)[:RESPONSE_BODY_LIMIT],
                 )
     except (httpx.HTTPError, TimeoutError) as exc:  # recorded as the forward's outcome
-        error = to_target(why_no_answer(exc, target, timeout_s, bytes(first))).text
+        failure = to_target(why_no_answer(exc, target, timeout_s, bytes(first)))
     return ForwardResult(
-        status=None, latency_ms=(time.perf_counter() - started) * 1000, error=error
+        status=None,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        error=failure.text,
+        no_connection=failure.kind.no_connection,
     )
 
 

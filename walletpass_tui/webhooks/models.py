@@ -167,6 +167,7 @@ class ForwardResult:
     body: bytes = b""
     error: str | None = None
     note: str | None = None
+    no_connection: bool = False  # no connection could be made: nothing reached the target
 
     @property
     def ok(self) -> bool:
