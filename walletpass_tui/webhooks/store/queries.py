@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,10 @@ from walletpass_tui.webhooks.store.indexer import index_path
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# A field query's count runs in slices of row ids (see Reader._count_in_slices).
+COUNT_SLICE_IDS = 65_536  # the first slice; the next ones sized to take about COUNT_SLICE_S
+COUNT_SLICE_S = 0.1
+COUNT_SLICE_MIN = 1024
 Connect = Callable[[], Awaitable[aiosqlite.Connection]]
 
 
@@ -176,18 +181,36 @@ class Reader:
         quick = _counted_by_minute(flt)
         if quick is not None:
             return int(await self.one(*quick))
-        parts: list[str] = []
-        params: list[Any] = []
-        for plan in await self._plans(flt, counting=True):
-            if plan.grouped:  # in key order already: grouping streams
-                parts.append(
-                    f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
-                    f"GROUP BY {plan.key}))"
+        plans = await self._plans(flt, counting=True)
+        if flt is not None and flt.where is not None:
+            return await self._count_in_slices(plans, flt)
+        sql, params = _count_sql(plans)
+        return int(await self._count(sql, params, flt))
+
+    async def _count_in_slices(self, plans: list[_Plan], flt: LogFilter) -> int:
+        """A condition's count, one slice of row ids at a time, each statement about
+        COUNT_SLICE_S long: a reader holds back the write-ahead log's frames for as long as its
+        statement runs, and past its bound the writer waits for readers before it answers
+        deliveries. Short statements keep that wait short, however long the whole count."""
+        top = int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
+        total, low, size = 0, 0, COUNT_SLICE_IDS
+        while low < top:
+            high = min(top, low + size)
+            sliced = [
+                replace(
+                    plan,
+                    where=_and(plan.where, f"{plan.key} > ? AND {plan.key} <= ?"),
+                    params=[*plan.params, low, high],
                 )
-            else:
-                parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
-            params.extend(plan.params)
-        return int(await self._count("SELECT " + " + ".join(parts), params, flt))
+                for plan in plans
+            ]
+            sql, params = _count_sql(sliced)
+            started = time.perf_counter()
+            total += int(await self._count(sql, params, flt))
+            took = time.perf_counter() - started
+            low = high
+            size = max(COUNT_SLICE_MIN, min(size * 4, int(size * COUNT_SLICE_S / max(took, 1e-3))))
+        return total
 
     async def _count(self, sql: str, params: Sequence[Any], flt: LogFilter | None) -> Any:
         """One aggregate on the counting connection, one at a time; interrupted when its caller
@@ -528,6 +551,22 @@ def _plans(
             )
             return [later, replace(first, grouped=True)]
     return [_plan(flt, "attempts a", "a.id", [], upto, before_id, after_id)]
+
+
+def _count_sql(plans: list[_Plan]) -> tuple[str, list[Any]]:
+    """One statement adding up every plan's count."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for plan in plans:
+        if plan.grouped:  # in key order already: grouping streams
+            parts.append(
+                f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
+                f"GROUP BY {plan.key}))"
+            )
+        else:
+            parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
+        params.extend(plan.params)
+    return "SELECT " + " + ".join(parts), params
 
 
 def _and(where: str, clause: str) -> str:
