@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # A field query's count runs in slices of row ids (see Reader._count_in_slices).
 COUNT_SLICE_IDS = 65_536  # the first slice; the next ones sized to take about COUNT_SLICE_S
-COUNT_SLICE_S = 0.1
+COUNT_SLICE_S = 0.25
 COUNT_SLICE_MIN = 1024
 Connect = Callable[[], Awaitable[aiosqlite.Connection]]
 
@@ -181,13 +181,16 @@ class Reader:
         quick = _counted_by_minute(flt)
         if quick is not None:
             return int(await self.one(*quick))
-        plans = await self._plans(flt, counting=True)
         if flt is not None and flt.where is not None:
-            return await self._count_in_slices(plans, flt)
-        sql, params = _count_sql(plans)
+            negated = flt.where.complement()
+            if negated is not None:  # every row the rest keeps, but those the negated one finds
+                whole = await self.count(replace(flt, where=None))
+                return whole - await self._count_in_slices(replace(flt, where=negated))
+            return await self._count_in_slices(flt)
+        sql, params = _count_sql(await self._plans(flt, counting=True))
         return int(await self._count(sql, params, flt))
 
-    async def _count_in_slices(self, plans: list[_Plan], flt: LogFilter) -> int:
+    async def _count_in_slices(self, flt: LogFilter) -> int:
         """A condition's count, one slice of row ids at a time, each statement about
         COUNT_SLICE_S long: a reader holds back the write-ahead log's frames for as long as its
         statement runs, and past its bound the writer waits for readers before it answers
@@ -196,15 +199,7 @@ class Reader:
         total, low, size = 0, 0, COUNT_SLICE_IDS
         while low < top:
             high = min(top, low + size)
-            sliced = [
-                replace(
-                    plan,
-                    where=_and(plan.where, f"{plan.key} > ? AND {plan.key} <= ?"),
-                    params=[*plan.params, low, high],
-                )
-                for plan in plans
-            ]
-            sql, params = _count_sql(sliced)
+            sql, params = _count_sql(await self._plans(flt, counting=True, within=(low, high)))
             started = time.perf_counter()
             total += int(await self._count(sql, params, flt))
             took = time.perf_counter() - started
@@ -241,6 +236,7 @@ class Reader:
         before_id: int | None = None,
         after_id: int | None = None,
         counting: bool = False,
+        within: tuple[int, int] | None = None,
     ) -> list[_Plan]:
         """How to read a filtered log: one statement, or two when an index lists the rows (the
         rows past its mark first: they are the newest)."""
@@ -260,6 +256,7 @@ class Reader:
             before_id=before_id,
             after_id=after_id,
             counting=counting,
+            within=within,
         )
 
     async def _condition_upto(self, condition: RowCondition) -> int | None:
@@ -504,8 +501,10 @@ def _plans(
     before_id: int | None = None,
     after_id: int | None = None,
     counting: bool = False,
+    within: tuple[int, int] | None = None,
 ) -> list[_Plan]:
-    """How to read a log filtered by ``flt`` (``counting``: to count it).
+    """How to read a log filtered by ``flt`` (``counting``: to count it; ``within``: only the
+    row ids ``low < id <= high``).
 
     With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
     rows of a common word come at once instead of after every match was collected and sorted.
@@ -514,43 +513,49 @@ def _plans(
     Without text, a condition whose index can list its rows (``RowCondition.driven``) drives it
     the same way, after a first statement for the rows its index does not hold yet (past
     ``upto``).
+
+    Each statement bounds its id column once from below and once from above (the tightest of
+    the page's edge, the slice and the index's mark): given two upper bounds, SQLite may seek by
+    the looser one and test the other on every row it passes.
     """
     text = _text(flt)
     condition = flt.where if flt is not None else None
     query = search.index_query(text, index)
+    low = max(after_id or 0, within[0] if within else 0)
+    high = _TOP if before_id is None else before_id - 1
+    if within:
+        high = min(high, within[1])
+
+    def bounded(key: str, floor: int, ceiling: int) -> tuple[str, list[Any]]:
+        return f"{key} > ? AND {key} <= ?", [max(low, floor), min(high, ceiling)]
+
     if query is not None and text_upto is not None:
-        later = _plan(
-            flt, "attempts a", "a.id", [("a.id > ?", [text_upto])], upto, before_id, after_id
-        )
+        later = _plan(flt, "attempts a", "a.id", [bounded("a.id", text_upto, _TOP)], upto)
         first = _plan(
             flt,
             search.JOINED,
             "f.rowid",
-            [("f.attempts_fts MATCH ? AND f.rowid <= ?", [query, text_upto])],
+            [("f.attempts_fts MATCH ?", [query]), bounded("f.rowid", 0, text_upto)],
             upto,
-            before_id,
-            after_id,
         )
         return [later, first]
     if condition is not None and upto is not None:
         driven = condition.driven(upto, counting=counting)
         if driven is not None:
             driver, rest = driven
-            later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
-            later = replace(
-                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
-            )
+            later = _plan(flt, "attempts a", "a.id", [bounded("a.id", upto, _TOP)], None)
             first = _plan(
                 replace(flt, where=rest) if flt is not None else None,
                 driver.source,
                 driver.key,
-                [(" AND ".join(driver.clauses), driver.params)],
+                [(" AND ".join(driver.clauses), driver.params), bounded(driver.key, 0, upto)],
                 upto,
-                before_id,
-                after_id,
             )
             return [later, replace(first, grouped=True)]
-    return [_plan(flt, "attempts a", "a.id", [], upto, before_id, after_id)]
+    return [_plan(flt, "attempts a", "a.id", [bounded("a.id", 0, _TOP)], upto)]
+
+
+_TOP = 2**63 - 1  # above every row id
 
 
 def _count_sql(plans: list[_Plan]) -> tuple[str, list[Any]]:
@@ -583,20 +588,12 @@ def _plan(
     key: str,
     extra: list[tuple[str, Sequence[Any]]],
     upto: int | None,
-    before_id: int | None,
-    after_id: int | None,
 ) -> _Plan:
     params: list[Any] = []
     clauses: list[str] = []
     for clause, values in extra:
         clauses.append(clause)
         params.extend(values)
-    if before_id is not None:
-        clauses.append(f"{key} < ?")
-        params.append(before_id)
-    if after_id is not None:
-        clauses.append(f"{key} > ?")
-        params.append(after_id)
     if flt is not None:
         if flt.topic:
             clauses.append("a.topic = ?")
