@@ -1,8 +1,9 @@
-"""Reading the history: one aiosqlite connection (its own thread, ``query_only``), never blocked by
-the writer (WAL: readers see the last commit, writers do not wait for them)."""
+"""Reading the history: one connection (``query_only``) on a ``SqliteThread`` of its own, never
+blocked by the writer (WAL: readers see the last commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import urllib.parse
@@ -11,10 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
 from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_NOTE_PREFIXES,
@@ -39,6 +39,26 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MINUTE_MS = 60_000
+
+
+def fetchall(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """Every row ``sql`` reads (on the connection's thread)."""
+    return db.execute(sql, params).fetchall()
+
+
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The reader's connection, with the search index attached as ``idx`` (created by the
+    indexer before this)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
+        conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 @dataclass(frozen=True)
@@ -79,12 +99,16 @@ class Reader:
     def __init__(
         self,
         path: Path,
-        conn: aiosqlite.Connection,
+        thread: SqliteThread,
+        conn: sqlite3.Connection,
         index: search.IndexUse = search.KEPT_UP,
         *,
         attach_as: Callable[[Path], str] = str,
     ) -> None:
+        """``conn`` was opened on ``thread`` and is used only there; closing the reader closes
+        both."""
         self.path = path
+        self._thread = thread
         self._db = conn
         self._index = index
         self._attach_as = attach_as  # how a condition's index file is named to ATTACH
@@ -94,27 +118,24 @@ class Reader:
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
         """The search index (created by the indexer before this) is attached as ``idx``."""
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        thread = SqliteThread("store-reader")
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-            await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
-            await conn.execute("PRAGMA query_only = ON")
+            conn = await thread.run(_connect, path, busy_timeout_ms)
         except BaseException:
-            with suppressed(log, "closing a history reader that did not open"):
-                await conn.close()
+            thread.close()
             raise
-        return cls(path, conn)
+        return cls(path, thread, conn)
 
     async def close(self) -> None:
         with suppressed(log, "closing the history reader"):
-            await self._db.close()
+            await self._thread.run(self._db.close)
+        self._thread.close()
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
         try:
-            # One trip to aiosqlite's thread (iterating the cursor would take one per 64 rows,
-            # each waiting for a turn of a busy event loop).
-            found = await self._db.execute_fetchall(sql, params)
+            # One trip to the reader's thread for every row (not one per row fetched, each
+            # waiting for a turn of a busy event loop).
+            found = await self._thread.run(fetchall, self._db, sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
             raise StoreError(tables.explain(exc, self.path)) from None
@@ -190,17 +211,26 @@ class Reader:
         no usable index, every row is tested by its functions)."""
         for name, arity, function in condition.functions():
             if name not in self._functions:
-                await self._db.create_function(name, arity, function, deterministic=True)
+                await self._thread.run(
+                    functools.partial(self._db.create_function, deterministic=True),
+                    name,
+                    arity,
+                    function,
+                )
                 self._functions.add(name)
         file = condition.index_file(self.path)
         try:
             if not self._fx_attached:
                 if not file.exists():
                     return None
-                await self._db.execute("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                await self._thread.run(
+                    fetchall, self._db, "ATTACH DATABASE ? AS fx", (self._attach_as(file),)
+                )
                 self._fx_attached = True
-            found = await self._db.execute_fetchall(condition.index_mark())
-            top = await self._db.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+            found = await self._thread.run(fetchall, self._db, condition.index_mark(), ())
+            top = await self._thread.run(
+                fetchall, self._db, "SELECT COALESCE(MAX(id), 0) FROM attempts", ()
+            )
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index %s is not used: %s", file, exc)
             return None
