@@ -16,6 +16,7 @@ from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_line
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import stop_on_signals
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
@@ -74,6 +75,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
         print(home_secret.load_or_create(settings.home))
         return 0
     setup = delivery_setup(args, settings)
+    upgrade_history(settings.database_path)
     return run_loop(_listen(settings, setup, args.json, relay_link(args, settings)))
 
 

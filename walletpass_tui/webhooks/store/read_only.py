@@ -10,7 +10,7 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
   a crash left them) and ``mode=ro`` reads through them; should that fail while the log holds
   nothing, ``immutable`` is tried;
 * the search index is attached the same way when it can be; rows it does not hold yet are looked
-  at one by one (``search.IndexUse``), and every row is when there is no index to attach;
+  at one by one (queries.py), and every row is when there is no index to attach;
 * a history written by an older version needs a migration before it can be read: ``Outdated``
   says so, and the command opens it with ``Store`` (which migrates) instead.
 """
@@ -102,10 +102,11 @@ async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
 
 
 async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexUse:
-    """Attach the search index read-only when it can be; how far it goes."""
+    """Attach the search index read-only when it can be (rows past its mark are looked at one
+    by one: see queries.py)."""
     ipath = index_path(path)
     if not ipath.exists():
-        return search.IndexUse(attached=False)
+        return search.NO_INDEX
     immutable = nobody_writes(ipath)
     while True:
         try:
@@ -118,7 +119,7 @@ async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexU
             with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
                 await conn.execute("DETACH DATABASE idx")
             if immutable or not log_is_empty(ipath):
-                return search.IndexUse(attached=False)  # every row is looked at instead
+                return search.NO_INDEX  # every row is looked at instead
             immutable = True
             continue
         break
@@ -126,14 +127,13 @@ async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexU
     indexed = int(next(iter(upto))[0]) if upto else 0
     newest = int(next(iter(top))[0])
     if indexed > newest:  # the index of another history (this one was moved aside)
-        return search.IndexUse(attached=False)
-    return search.IndexUse(unindexed_after=None if indexed >= newest else indexed)
+        with contextlib.suppress(sqlite3.Error):  # not used: nothing more to do
+            await conn.execute("DETACH DATABASE idx")
+        return search.NO_INDEX
+    return search.KEPT_UP
 
 
-async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> History:
-    """The history at ``path``, opened to look only; every problem is a StoreError saying what
-    to do (``Outdated``: open it with ``Store``)."""
-    path = Path(path)
+async def _open(path: Path, busy_timeout_ms: int) -> tuple[aiosqlite.Connection, search.IndexUse]:
     conn = await _connect(path, busy_timeout_ms)
     try:
         await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
@@ -142,7 +142,19 @@ async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
         with suppressed(log, "closing a history that did not open"):
             await conn.close()
         raise
-    return History(path, Reader(path, conn, index, attach_as=_read_only_uri))
+    return conn, index
+
+
+async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> History:
+    """The history at ``path``, opened to look only; every problem is a StoreError saying what
+    to do (``Outdated``: open it with ``Store``)."""
+    path = Path(path)
+    conn, index = await _open(path, busy_timeout_ms)
+
+    async def connect() -> aiosqlite.Connection:  # another, to count on (queries.Reader)
+        return (await _open(path, busy_timeout_ms))[0]
+
+    return History(path, Reader(path, conn, index, connect, attach_as=_read_only_uri))
 
 
 def _read_only_uri(path: Path) -> str:

@@ -35,7 +35,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, tables
+from walletpass_tui.webhooks.store import activity, forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
     RESTART_WAIT_MS,
@@ -100,14 +100,20 @@ class WriteThread:
 
     @classmethod
     async def open(
-        cls, path: Path, busy_timeout_ms: int, log_bound_bytes: int = LOG_BOUND_BYTES
+        cls,
+        path: Path,
+        busy_timeout_ms: int,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
+        progress: tables.Progress | None = None,
     ) -> WriteThread:
+        """``progress(done, total)``, called on the writer's thread: how far an upgrade that
+        counts an old history got."""
         executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         loop = asyncio.get_running_loop()
         files = HistoryFiles(path)
         try:
             db = await loop.run_in_executor(
-                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes
+                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes, progress
             )
         except BaseException:
             executor.shutdown(wait=False)
@@ -169,10 +175,14 @@ class WriteThread:
 
 
 def _connect(
-    path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
+    path: Path,
+    busy_timeout_ms: int,
+    files: HistoryFiles,
+    log_bound_bytes: int,
+    progress: tables.Progress | None = None,
 ) -> sqlite3.Connection:
     # A log started over is cut back to half the bound (see checkpoints.py).
-    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
+    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2, progress)
     files.remember()
     return db
 
@@ -207,6 +217,7 @@ def commit_batch(
             return None
         stored, digests = _stamp(int(last_id or 0) + 1, attempts, known)
         _insert(db, stored, digests)
+        activity.add(db, stored)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
         if files is not None and (moved := files.changed()) is not None:
