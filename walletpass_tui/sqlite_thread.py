@@ -16,6 +16,10 @@ one from any thread and returns a ``concurrent.futures.Future``. A call whose fu
 skipped, as ``ThreadPoolExecutor`` does. ``close()`` takes no more calls; those already queued
 still run, then the thread ends (``close(wait=True)`` waits for that, off the event loop only).
 What it does is logged at debug level (``walletpass_tui.sqlite_thread``).
+
+``ThreadConnection`` is the common case: one connection on a thread of its own, with
+``fetchall(sql, params)``, ``run(fn, *args)`` (``fn(connection, *args)``), ``interrupt()`` and
+``close()``.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import asyncio
 import concurrent.futures
 import logging
 import queue
+import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -96,3 +101,48 @@ class SqliteThread:
                 future.set_result(result)
             del fn, args, future, call
         log.debug("%s: ended", self.name)
+
+
+class ThreadConnection:
+    """A ``sqlite3`` connection that lives on a ``SqliteThread`` of its own: opened, used and
+    closed there. ``interrupt()`` may be called from any thread (SQLite allows it)."""
+
+    def __init__(self, thread: SqliteThread, db: sqlite3.Connection) -> None:
+        self.thread = thread
+        self.db = db
+
+    @classmethod
+    async def open(
+        cls, name: str, connect: Callable[..., sqlite3.Connection], *args: Any
+    ) -> ThreadConnection:
+        """``connect(*args)`` on a new thread named ``name``; its errors are raised here."""
+        thread = SqliteThread(name)
+        try:
+            db = await thread.run(connect, *args)
+        except BaseException:
+            thread.close()
+            raise
+        return cls(thread, db)
+
+    def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(connection, *args)`` on the connection's thread."""
+        return self.thread.run(fn, self.db, *args)
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row ``sql`` reads, in one trip to the thread."""
+        return await self.run(_fetchall, sql, params)
+
+    def interrupt(self) -> None:
+        """Stop the statement under way (it raises ``sqlite3.OperationalError``)."""
+        self.db.interrupt()
+
+    async def close(self) -> None:
+        """Close the connection after the calls queued, then end the thread."""
+        try:
+            await self.run(sqlite3.Connection.close)
+        finally:
+            self.thread.close()
+
+
+def _fetchall(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    return db.execute(sql, params).fetchall()

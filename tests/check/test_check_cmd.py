@@ -136,5 +136,5 @@ def test_nothing_listening_is_one_clear_failure(
     code, out, _ = run(capsys, f"http://127.0.0.1:{port}/webhooks", "--secret", SECRET)
 
     assert code == 1
-    assert "nothing answered at http://127.0.0.1:" in out
+    assert "Nothing answered at http://127.0.0.1:" in out and "no answer" not in out
     assert "Start your app, or check the URL, and run the check again." in out

@@ -213,3 +213,13 @@ async def test_raw_and_json_are_one_or_the_other(
 ) -> None:
     code, _, err = await run(capsys, "events", "show", "last", "--raw", "--json")
     assert code == 2 and "not allowed with argument" in err
+
+
+async def test_events_list_says_a_verdict_once(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = await run(capsys, "events", "list")
+    assert code == 0
+    rows = {line.split()[1]: line.split() for line in out.splitlines()[1:]}
+    assert rows["msg_zz9"][4:6] == ["verified", "-"]  # not "verified verified"
+    assert rows["msg_check_1"][4:6] == ["rejected", "bad_signature"]

@@ -163,6 +163,48 @@ async def test_a_locked_index_never_delays_a_delivery(tmp_path: Path) -> None:
         assert await store.count(LogFilter(text="locked")) == 20
 
 
+async def test_a_search_finds_the_newest_rows_while_the_index_catches_up(tmp_path: Path) -> None:
+    """Rows committed past the index's mark are looked at one by one: the first page of a
+    search, its count and ``events list``'s messages are right while the index is behind (here:
+    held back by another program), and the same once it caught up."""
+    path = tmp_path / "s.sqlite3"
+    async with await Store.open(path, busy_timeout_ms=60_000) as store:
+        for i in range(30):
+            await store.record(make(f"msg_old{i:02d}", b'{"city": "harbour"}'))
+        await store.record(make("msg_other", b'{"city": "inland"}'))
+        await store.settled()
+        with contextlib.closing(sqlite3.connect(index_path(path), isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE meta SET value = value")
+            for i in range(5):
+                await store.record(make(f"msg_new{i}", b'{"city": "harbour"}'))
+            await store.record(make("msg_old00", b'{"city": "harbour"}'))  # a redelivery
+            upto = other.execute("SELECT value FROM meta WHERE key = 'indexed_upto'").fetchone()
+            assert int(upto[0]) == 31  # nothing new is indexed yet
+
+            async def looks() -> tuple[list[str | None], int, list[str]]:
+                page = await store.log_page(LogFilter(text="harbour"), limit=8)
+                messages = await store.list_messages(limit=7, text="harbour")
+                return (
+                    [r.webhook_id for r in page],
+                    await store.count(LogFilter(text="harbour")),
+                    [m.webhook_id for m in messages],
+                )
+
+            newest = ["msg_old00", *(f"msg_new{i}" for i in (4, 3, 2, 1, 0))]
+            behind = await looks()
+            assert behind == (
+                [*newest, "msg_old29", "msg_old28"],
+                36,
+                [*newest, "msg_old29"],
+            )
+            older = await store.log_page(LogFilter(text="harbour"), limit=3, before_id=33)
+            assert [r.webhook_id for r in older] == ["msg_new0", "msg_old29", "msg_old28"]
+            other.execute("ROLLBACK")
+        await store.settled()
+        assert await looks() == behind
+
+
 async def test_a_damaged_index_is_rebuilt_and_no_delivery_is_lost(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite3"
     async with await Store.open(path) as store:

@@ -80,6 +80,12 @@ class CaseResult:
 class CheckReport:
     options: CheckOptions
     results: tuple[CaseResult, ...]
+    not_sent: int = 0  # cases left unsent: the target could not be connected to
+
+    @property
+    def stopped(self) -> CaseResult | None:
+        """The case at which the check stopped, no connection being possible (None: all ran)."""
+        return self.results[-1] if self.not_sent else None
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)
@@ -93,6 +99,11 @@ class CheckReport:
     def unreachable(self) -> bool:
         """Nothing answered at all (the app is not running, or the URL is wrong)."""
         return bool(self.results) and all(r.answer.status is None for r in self.results)
+
+    @property
+    def never_connected(self) -> bool:
+        """The first case could not even connect, so the check stopped there: nothing to judge."""
+        return len(self.results) == 1 and self.stopped is not None
 
     @property
     def failed_on_warnings(self) -> bool:
@@ -203,6 +214,8 @@ async def run_check(
     clock: Callable[[], datetime] | None = None,
 ) -> CheckReport:
     """Send every case to ``options.target``, one at a time; record each in ``store`` when given.
+    A case that cannot connect at all (refused, no such host, no route, a failed TLS handshake)
+    stops the check there: every case after it would fail alike (``CheckReport.not_sent``).
 
     ``on_start``/``on_result`` are called on the event loop as each case starts and ends (the
     dashboard fills its table from them).
@@ -222,10 +235,12 @@ async def run_check(
             results.append(result)
             if on_result is not None:
                 on_result(result)
+            if result.answer.no_connection:
+                break
     finally:
         if own:
             await client.aclose()
-    return CheckReport(options, tuple(results))
+    return CheckReport(options, tuple(results), not_sent=len(cases) - len(results))
 
 
 def _now() -> datetime:

@@ -31,6 +31,7 @@ from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
+    DiffRequested,
     ForwardAnswered,
     LiveSignals,
     ReceiverState,
@@ -40,11 +41,11 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
+from walletpass_tui.ui.view.totals import Totals
 from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import (
     FORWARD,
-    VERIFIED,
     Attempt,
     ForwardResult,
     ForwardRow,
@@ -52,6 +53,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     now_ms,
 )
+from walletpass_tui.webhooks.store.activity import ALL_TIME_MS, MINUTE_MS
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
     from walletpass_tui.ui.drift_watch import DriftWatch
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when f
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
 RECEIVE_AFTER_S = 1.0  # deliveries are accepted once the log is on screen, or after this at most
+FORWARDS_EVERY_S = 1.0  # the traffic's forwards are read again at most this often
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.stats = Stats()
+        self._totals = Totals()
+        self._forwards_from: int | None = None  # the forwards to read again, from this minute
         self.theme = theme
         chosen = self.get_theme(theme)
         self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
@@ -345,13 +350,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self._load_traffic()  # some were never seen here: counted from the history again
         if self._runtime is not None and self._runtime.forwarding:
             self._count_pending()
+            if message.attempts:  # queued with them: their forwards
+                self._forwards_changed(message.attempts[0].received_at_ms)
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
         if message.row.kind == FORWARD:
-            result = message.result
-            self.traffic.add_forward(
-                message.row.id, self.parts.clock(), result.latency_ms, result.ok
-            )
+            self._forwards_changed(message.row.created_at_ms)
         self._count_pending()
         if message.row.webhook_id:
             self.live.history.publish(message.row.webhook_id)
@@ -369,15 +373,33 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.run_worker(count(), group="pending", exclusive=True, exit_on_error=False)
 
     def _count(self, attempts: Sequence[Attempt]) -> None:
-        s = self.stats
-        verified = sum(1 for a in attempts if a.verdict == VERIFIED)
-        self.stats = Stats(
-            received=s.received + len(attempts),
-            verified=s.verified + verified,
-            rejected=s.rejected + len(attempts) - verified,
-            redeliveries=s.redeliveries + sum(1 for a in attempts if a.attempt_no > 1),
-        )
-        self.live.publish_stats(self.stats)
+        if self._totals.add(attempts) and self._totals.stats is not None:
+            self.stats = self._totals.stats
+            self.live.publish_stats(self.stats)
+
+    def _forwards_changed(self, queued_at_ms: int) -> None:
+        """A forward queued at ``queued_at_ms`` was queued or tried: the traffic's forwards from
+        its minute on are read again, at most once a second (a retried forward replaces its
+        earlier answer; see view/traffic.py)."""
+        minute = queued_at_ms // MINUTE_MS
+        first = self._forwards_from
+        self._forwards_from = minute if first is None else min(first, minute)
+        if first is None:
+            self.set_timer(FORWARDS_EVERY_S, self._load_forwards)
+
+    def _load_forwards(self) -> None:
+        minute, self._forwards_from = self._forwards_from, None
+        if minute is None or self.context is None:
+            return
+        traffic = self.traffic
+        minute = max(minute, traffic.since_ms() // MINUTE_MS)
+
+        async def load() -> None:
+            assert self.context is not None
+            found = await self.context.store.activity(minute * MINUTE_MS, MINUTE_MS, attempts=False)
+            traffic.load_forwards(found, minute)
+
+        self.run_worker(load(), group="traffic-forwards", exit_on_error=False)
 
     @cached_property
     def traffic(self) -> Traffic:
@@ -397,14 +419,18 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             assert self.context is not None
             traffic = self.traffic
             traffic.reset()
-            self.traffic.load(await self.context.store.traffic_by_minute(traffic.since_ms()))
+            traffic.load(await self.context.store.activity(traffic.since_ms(), MINUTE_MS))
 
         self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
 
     def _recount(self) -> None:
+        """The header's totals from the history (the activity query, one bucket)."""
+        self._totals.reading()
+
         async def recount() -> None:
             assert self.context is not None
-            self.stats = await self.context.store.stats()
+            found = await self.context.store.activity(0, ALL_TIME_MS, forwards=False)
+            self.stats = self._totals.load(found)
             self.live.publish_stats(self.stats)
 
         self.run_worker(recount(), group="stats", exclusive=True, exit_on_error=False)
@@ -572,6 +598,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             )
         else:
             self.notify("Acknowledgements resumed.", markup=False)
+
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        """A screen asked to compare deliveries: open the comparison over it."""
+        if self.context is not None:
+            from walletpass_tui.ui.screens.diff import DiffScreen
+
+            self.push_screen(DiffScreen(self.context.store, message.attempt_id, message.against))
 
     def on_replay_requested(self, message: ReplayRequested) -> None:
         """A screen asked to replay a delivery: open the form over it."""

@@ -177,6 +177,7 @@ class ForwardResult:
     body: bytes = b""
     error: str | None = None
     note: str | None = None
+    no_connection: bool = False  # no connection could be made: nothing reached the target
 
     @property
     def ok(self) -> bool:
@@ -241,9 +242,12 @@ class RowCondition(Protocol):
         """The condition on ``a`` as one SQL expression; its parameters appended to ``params``."""
         ...
 
-    def driven(self, upto: int) -> tuple[RowDriver, RowCondition | None] | None:
+    def driven(
+        self, upto: int, *, counting: bool = False
+    ) -> tuple[RowDriver, RowCondition | None] | None:
         """Rows up to ``upto`` listed by the index, and what is left to test on them (None:
-        nothing); None when the index cannot list them."""
+        nothing); None when the index cannot list them (``counting``: for a count, where
+        gathering every row it lists costs no more than testing each)."""
         ...
 
     def matches(self, attempt: Attempt) -> bool:

@@ -1,4 +1,5 @@
-"""``events``: the delivery history: list, show, tail, stats, replay, export, prune, pending.
+"""``events``: the delivery history: list, show, diff, tail, stats, replay, export, prune,
+pending.
 
 This module only defines the arguments; each action's module (and the store, the HTTP client...)
 is imported when that action runs, so ``events list`` loads neither Textual, aiohttp nor httpx.
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     ev = sub.add_parser(
         "events",
         parents=parents,
-        help="the delivery history: list, show, tail, stats, replay, export, prune",
+        help="the delivery history: list, show, diff, tail, stats, replay, export, prune",
         description="Every attempt the receiver got is in the history database of the data directory "
         "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
     )
@@ -122,6 +123,30 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="only attempt N (with --raw, default: the last verified)",
     )
     show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
+
+    df = ev_sub.add_parser(
+        "diff",
+        parents=parents,
+        help="what changed between two attempts: body paths and headers",
+        description="Compare two stored attempts: the body's paths added, removed and changed "
+        "(the learned schema's paths, values as written) and the headers that differ. A side is "
+        "a message (a webhook-id, the start of one, or last) with @N for its attempt N (default: "
+        "its last). With one side, its first attempt is compared with its last: a redelivery "
+        "against its first attempt.",
+        epilog="examples:\n"
+        "  walletpass-tui events diff msg_2KWP... last\n"
+        "  walletpass-tui events diff last@1 msg_2KWP...@1 --json",
+        formatter_class=raw,
+    )
+    df.add_argument("a", metavar="A", help=MESSAGE_HELP + "; @N: its attempt N")
+    df.add_argument(
+        "b",
+        metavar="B",
+        nargs="?",
+        help="the other side (default: A's first attempt against its last)",
+    )
+    df.add_argument("--json", action="store_true", help="print a JSON document")
+    df.set_defaults(handler=lazy_handler(f"{_HERE}.diff", "cmd_diff"))
 
     tail = ev_sub.add_parser(
         "tail",

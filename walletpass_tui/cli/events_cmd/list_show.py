@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.api.topics import topic_label
+from walletpass_tui.cli.attempt_lines import reason_beyond
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
 from walletpass_tui.cli.events_cmd.shared import (
     no_such_message,
@@ -185,7 +186,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             topic_label(m.topic),
             printable(m.pass_id or "-", 20),
             m.verdict,
-            printable(m.reason, 30),
+            printable(reason_beyond(m.verdict, m.reason), 30) or "-",
             str(m.attempts),
             printable(m.endpoint_id or "-", 30),
         ]

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
@@ -35,6 +36,7 @@ def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
         async with await Store.open(settings.database_path) as store:
             return await work(store)
 
+    upgrade_history(settings.database_path)
     return asyncio.run(run())
 
 
@@ -43,6 +45,8 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
     disk (see webhooks/store/read_only.py). A history an older version wrote is migrated first."""
     from walletpass_tui.webhooks.store import Store
     from walletpass_tui.webhooks.store.read_only import Outdated, open_history
+
+    upgrade_history(settings.database_path)
 
     async def run() -> T:
         if not settings.database_path.exists():

@@ -108,6 +108,7 @@ class Store(History):
         rejected_cap: int = DEFAULT_REJECTED_CAP,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         log_bound_bytes: int = LOG_BOUND_BYTES,
+        upgrading: tables.Progress | None = None,
     ) -> Store:
         """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
 
@@ -115,6 +116,8 @@ class Store(History):
         grow with its size) and probed for writing here, so a read-only, locked or damaged file is
         reported at open, never as a failure in the middle of a request. ``log_bound_bytes``: the
         size past which the writer starts the write-ahead log over (see checkpoints.py).
+        ``upgrading(done, total)``: how far the upgrade of a history from an older version got
+        while it counts the attempts by minute (called on the writer's thread; activity.py).
         """
         path = Path(path)
         try:
@@ -124,7 +127,7 @@ class Store(History):
                 f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
-        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes)
+        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes, upgrading)
         indexer: Indexer | None = None
         try:
             indexer = await Indexer.open(path, busy_timeout_ms)

@@ -1,5 +1,6 @@
 """Dropping history: by age (``events prune``) and the rejected cap (a flood of garbage can neither
-fill the disk nor push out verified history). Each runs on the writer's thread as one transaction."""
+fill the disk nor push out verified history). Each runs on the writer's thread as one transaction,
+which also takes what it deletes out of the counts by minute (activity.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sqlite3
 from typing import Any
 
 from walletpass_tui.webhooks.models import VERIFIED
+from walletpass_tui.webhooks.store import activity
 
 
 def older_than(db: sqlite3.Connection, cutoff_ms: int) -> int:
@@ -26,6 +28,9 @@ def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
 
 
 def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> int:
+    """Delete the attempts matching ``where``, their forwards and the messages left without an
+    attempt, and take them out of the counts by minute (activity.py), in one transaction. Only
+    the rows deleted are looked at: the cost follows the step, not the history's size."""
     db.execute("BEGIN IMMEDIATE")
     try:
         # Ids are never handed out again (the search index may still hold a pruned row's id).
@@ -33,18 +38,31 @@ def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) ->
             "UPDATE meta SET value = MAX(CAST(value AS INTEGER), "
             "COALESCE((SELECT MAX(id) FROM attempts), 0)) WHERE key = 'fts_indexed_upto'"
         )
-        deleted = db.execute(f"DELETE FROM attempts WHERE {where}", params).rowcount
+        db.execute(_PRUNED)
+        db.execute("DELETE FROM temp.pruned")
         db.execute(
-            "DELETE FROM forwards WHERE NOT EXISTS "
-            "(SELECT 1 FROM attempts a WHERE a.id = forwards.attempt_id)"
+            f"INSERT INTO temp.pruned (id, webhook_id) SELECT id, webhook_id FROM attempts "
+            f"WHERE {where}",
+            params,
         )
+        activity.take_away(db, "id IN (SELECT id FROM temp.pruned)", ())
+        deleted = db.execute(
+            "DELETE FROM attempts WHERE id IN (SELECT id FROM temp.pruned)"
+        ).rowcount
+        db.execute("DELETE FROM forwards WHERE attempt_id IN (SELECT id FROM temp.pruned)")
         db.execute(
-            "DELETE FROM messages WHERE NOT EXISTS "
-            "(SELECT 1 FROM attempts a WHERE a.webhook_id = messages.webhook_id)"
+            "DELETE FROM messages WHERE webhook_id IN "
+            "(SELECT webhook_id FROM temp.pruned WHERE webhook_id IS NOT NULL) "
+            "AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.webhook_id = messages.webhook_id)"
         )
+        db.execute("DELETE FROM temp.pruned")
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
     return deleted
+
+
+# The attempts one step deletes (a temporary table of the writer's connection).
+_PRUNED = "CREATE TEMP TABLE IF NOT EXISTS pruned (id INTEGER PRIMARY KEY, webhook_id TEXT)"

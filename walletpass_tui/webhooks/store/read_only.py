@@ -10,7 +10,7 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
   a crash left them) and ``mode=ro`` reads through them; should that fail while the log holds
   nothing, ``immutable`` is tried;
 * the search index is attached the same way when it can be; rows it does not hold yet are looked
-  at one by one (``search.IndexUse``), and every row is when there is no index to attach;
+  at one by one (queries.py), and every row is when there is no index to attach;
 * a history written by an older version needs a migration before it can be read: ``Outdated``
   says so, and the command opens it with ``Store`` (which migrates) instead.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from walletpass_tui.logs import suppressed
-from walletpass_tui.sqlite_thread import SqliteThread
+from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
@@ -81,9 +81,8 @@ def _probe(path: Path, busy_timeout_ms: int) -> str:
         return uri(path, immutable=immutable)
 
 
-def _connect(path: Path, busy_timeout_ms: int) -> tuple[sqlite3.Connection, search.IndexUse]:
-    """The read-only connection (on the reader's thread), with the search index attached when
-    it can be."""
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The read-only connection (made on the reader's thread)."""
     address = _probe(path, busy_timeout_ms)
     try:
         conn = sqlite3.connect(address, uri=True, isolation_level=None)
@@ -93,21 +92,21 @@ def _connect(path: Path, busy_timeout_ms: int) -> tuple[sqlite3.Connection, sear
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA query_only = ON")
         conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-        index = _attach_index(conn, path)
     except BaseException as exc:
         with suppressed(log, "closing a history that did not open"):
             conn.close()
         if isinstance(exc, sqlite3.Error):
             raise StoreError(tables.explain(exc, path)) from None
         raise
-    return conn, index
+    return conn
 
 
 def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
-    """Attach the search index read-only when it can be; how far it goes."""
+    """Attach the search index read-only when it can be (rows past its mark are looked at one
+    by one: see queries.py)."""
     ipath = index_path(path)
     if not ipath.exists():
-        return search.IndexUse(attached=False)
+        return search.NO_INDEX
     immutable = nobody_writes(ipath)
     while True:
         try:
@@ -120,7 +119,7 @@ def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
             with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
                 conn.execute("DETACH DATABASE idx")
             if immutable or not log_is_empty(ipath):
-                return search.IndexUse(attached=False)  # every row is looked at instead
+                return search.NO_INDEX  # every row is looked at instead
             immutable = True
             continue
         break
@@ -128,21 +127,35 @@ def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
     indexed = int(upto[0][0]) if upto else 0
     newest = int(top[0][0])
     if indexed > newest:  # the index of another history (this one was moved aside)
-        return search.IndexUse(attached=False)
-    return search.IndexUse(unindexed_after=None if indexed >= newest else indexed)
+        with contextlib.suppress(sqlite3.Error):  # not used: nothing more to do
+            conn.execute("DETACH DATABASE idx")
+        return search.NO_INDEX
+    return search.KEPT_UP
+
+
+async def _open(path: Path, busy_timeout_ms: int) -> tuple[ThreadConnection, search.IndexUse]:
+    conn = await ThreadConnection.open("history-reader", _connect, path, busy_timeout_ms)
+    try:
+        index = await conn.run(_attach_index, path)
+    except BaseException as exc:
+        with suppressed(log, "closing a history that did not open"):
+            await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(tables.explain(exc, path)) from None
+        raise
+    return conn, index
 
 
 async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> History:
     """The history at ``path``, opened to look only; every problem is a StoreError saying what
     to do (``Outdated``: open it with ``Store``)."""
     path = Path(path)
-    thread = SqliteThread("history-reader")
-    try:
-        conn, index = await thread.run(_connect, path, busy_timeout_ms)
-    except BaseException:
-        thread.close()
-        raise
-    return History(path, Reader(path, thread, conn, index, attach_as=_read_only_uri))
+    conn, index = await _open(path, busy_timeout_ms)
+
+    async def connect() -> ThreadConnection:  # another, to count on (queries.Reader)
+        return (await _open(path, busy_timeout_ms))[0]
+
+    return History(path, Reader(path, conn, index, connect, attach_as=_read_only_uri))
 
 
 def _read_only_uri(path: Path) -> str:

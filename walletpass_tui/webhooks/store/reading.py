@@ -18,7 +18,8 @@ from walletpass_tui.webhooks.models import (
     RowCondition,
     Stats,
 )
-from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
+from walletpass_tui.webhooks.store.activity import Activity
+from walletpass_tui.webhooks.store.queries import Reader
 
 
 class History:
@@ -121,6 +122,7 @@ class History:
         )
 
     async def stats(self) -> Stats:
+        """Every delivery stored (requests "Check my app" sent are not deliveries)."""
         return await self._reader.stats()
 
     async def last_relay_cursor(self, relay_url: str) -> int:
@@ -141,6 +143,11 @@ class History:
     async def last_id(self) -> int:
         return await self._reader.last_id()
 
-    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
-        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
-        return await self._reader.traffic_by_minute(since_ms)
+    async def activity(
+        self, since_ms: int, bucket_ms: int, *, attempts: bool = True, forwards: bool = True
+    ) -> Activity:
+        """The one activity query (activity.py): what the header, the Stats screen and ``events
+        stats`` count, by bucket from the minute holding ``since_ms`` on."""
+        return await self._reader.activity(
+            since_ms, bucket_ms, attempts=attempts, forwards=forwards
+        )

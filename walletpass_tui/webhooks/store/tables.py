@@ -12,15 +12,17 @@ import hashlib
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from walletpass_tui.logs import suppressed
 from walletpass_tui.webhooks.models import StoreError
+from walletpass_tui.webhooks.store import activity
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -138,6 +140,21 @@ MIGRATIONS: dict[int, str] = {
     7: """
     CREATE TABLE relay_marks (relay_url TEXT PRIMARY KEY, low_water INTEGER NOT NULL);
     """,
+    # The history counted by minute as it is written (activity.py; an existing history is
+    # counted once by the upgrade, see UPGRADES); forwards found by when they were queued (the
+    # activity query) and by their attempt (pruning).
+    8: f"""
+    {activity.CREATE};
+    CREATE INDEX forwards_by_time ON forwards(created_at_ms);
+    CREATE INDEX forwards_by_attempt ON forwards(attempt_id);
+    """,
+}
+
+Progress = Callable[[int, int], None]  # (done, total) while an upgrade counts an old history
+
+# Work of a migration step beyond its SQL, in the same transaction.
+UPGRADES: dict[int, Callable[[sqlite3.Connection, Progress | None], None]] = {
+    8: activity.build,
 }
 
 
@@ -183,11 +200,15 @@ def make_private(path: Path) -> None:
 
 
 def connect_writer(
-    path: Path, busy_timeout_ms: int, log_limit_bytes: int = LOG_BOUND_BYTES // 2
+    path: Path,
+    busy_timeout_ms: int,
+    log_limit_bytes: int = LOG_BOUND_BYTES // 2,
+    progress: Progress | None = None,
 ) -> sqlite3.Connection:
     """The one write connection: private file, WAL (synced by wal_sync), migrated, checked and probed.
 
     Raises StoreError (with what to do) for every problem, so none surfaces mid-request.
+    ``progress(done, total)``: how far an upgrade that counts an old history got.
     """
     try:
         make_private(path)
@@ -198,7 +219,7 @@ def connect_writer(
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.create_function("wp_digest", 2, digest, deterministic=True)
         configure(db, busy_timeout_ms, log_limit_bytes)
-        migrate(db, path)
+        migrate(db, path, progress)
         quick_check(db)
         probe_write(db)
     except StoreError:
@@ -228,7 +249,7 @@ def configure(
     db.execute(f"PRAGMA journal_size_limit = {int(log_limit_bytes)}")
 
 
-def migrate(db: sqlite3.Connection, path: Path) -> None:
+def migrate(db: sqlite3.Connection, path: Path, progress: Progress | None = None) -> None:
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise too_new(version, path)
@@ -244,6 +265,9 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in split_sql(MIGRATIONS[step]):
                 db.execute(statement)
+            upgrade = UPGRADES.get(step)
+            if upgrade is not None:
+                upgrade(db, progress)
             db.execute(f"PRAGMA user_version = {step}")
         db.execute("COMMIT")
     except BaseException:
@@ -260,7 +284,7 @@ def too_new(version: int, path: Path) -> StoreError:
     )
 
 
-_TABLES = ("attempts", "messages", "meta", "forwards")
+_TABLES = ("attempts", "messages", "meta", "forwards", "activity")
 
 
 def quick_check(db: sqlite3.Connection) -> None:
@@ -272,8 +296,9 @@ def quick_check(db: sqlite3.Connection) -> None:
     if missing:
         raise sqlite3.DatabaseError(f"database disk image is malformed (no {missing[0]} table)")
     for table in _TABLES:
+        key = "minute" if table == "activity" else "rowid"  # activity has no rowid
         for order in ("ASC", "DESC"):
-            db.execute(f"SELECT * FROM {table} ORDER BY rowid {order} LIMIT 1").fetchall()
+            db.execute(f"SELECT * FROM {table} ORDER BY {key} {order} LIMIT 1").fetchall()
     # One MIN or MAX per query: SQLite answers those from the index's edge; two in one query
     # would scan the whole index.
     for table, column in _INDEXED_COLUMNS:

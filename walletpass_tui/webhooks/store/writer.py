@@ -35,7 +35,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, tables
+from walletpass_tui.webhooks.store import activity, forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
     RESTART_WAIT_MS,
@@ -100,12 +100,18 @@ class WriteThread:
 
     @classmethod
     async def open(
-        cls, path: Path, busy_timeout_ms: int, log_bound_bytes: int = LOG_BOUND_BYTES
+        cls,
+        path: Path,
+        busy_timeout_ms: int,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
+        progress: tables.Progress | None = None,
     ) -> WriteThread:
+        """``progress(done, total)``, called on the writer's thread: how far an upgrade that
+        counts an old history got."""
         thread = SqliteThread("store-writer")
         files = HistoryFiles(path)
         try:
-            db = await thread.run(_connect, path, busy_timeout_ms, files, log_bound_bytes)
+            db = await thread.run(_connect, path, busy_timeout_ms, files, log_bound_bytes, progress)
         except BaseException:
             thread.close()
             raise
@@ -158,10 +164,14 @@ class WriteThread:
 
 
 def _connect(
-    path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
+    path: Path,
+    busy_timeout_ms: int,
+    files: HistoryFiles,
+    log_bound_bytes: int,
+    progress: tables.Progress | None = None,
 ) -> sqlite3.Connection:
     # A log started over is cut back to half the bound (see checkpoints.py).
-    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
+    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2, progress)
     files.remember()
     return db
 
@@ -196,6 +206,7 @@ def commit_batch(
             return None
         stored, digests = _stamp(int(last_id or 0) + 1, attempts, known)
         _insert(db, stored, digests)
+        activity.add(db, stored)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
         if files is not None and (moved := files.changed()) is not None:
