@@ -79,6 +79,10 @@ PARSE_ONLY: dict[str, str] = {
         "URL is a relay's subscribe URL, which only 'relay channel add' on a running relay "
         "prints; tested in tests/relay/test_follow.py"
     ),
+    "walletpass-tui trigger activated     # to 'walletpass-tui listen' in another shell": (
+        "sends to the receiver running on this home, which this walk does not start; the two "
+        "processes are tested in tests/cli/test_local_loop.py"
+    ),
     "walletpass-tui attach": (
         "opens a dashboard on a receiver that runs on the home, which this walk does not start; "
         "attaching to a real listen process is tested in tests/cli/test_attach_processes.py"
