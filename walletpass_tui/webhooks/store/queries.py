@@ -1,5 +1,6 @@
-"""Reading the history: one aiosqlite connection (its own thread, ``query_only``), never blocked by
-the writer (WAL: readers see the last commit, writers do not wait for them)."""
+"""Reading the history: one connection (``query_only``) on a thread of its own
+(``sqlite_thread.ThreadConnection``), never blocked by the writer (WAL: readers see the last
+commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_MODE,
@@ -41,7 +41,28 @@ from walletpass_tui.webhooks.store.indexer import index_path
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Connect = Callable[[], Awaitable[aiosqlite.Connection]]
+Connect = Callable[[], Awaitable[ThreadConnection]]
+
+
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A reader's connection, with the search index (created by the indexer before this)
+    attached as ``idx``."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
+        conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create_function(
+    db: sqlite3.Connection, name: str, arity: int, function: Callable[..., Any]
+) -> None:
+    db.create_function(name, arity, function, deterministic=True)
 
 
 @dataclass
@@ -49,7 +70,7 @@ class _Connection:
     """A reading connection and what it was made ready for (a field query's functions and
     index: ``Reader._ready``)."""
 
-    db: aiosqlite.Connection
+    db: ThreadConnection
     functions: set[str] = field(default_factory=set)
     fx_attached: bool = False
 
@@ -67,7 +88,7 @@ class Reader:
     def __init__(
         self,
         path: Path,
-        conn: aiosqlite.Connection,
+        conn: ThreadConnection,
         index: search.IndexUse = search.KEPT_UP,
         connect: Connect | None = None,
         *,
@@ -82,7 +103,7 @@ class Reader:
         self._count_lock = asyncio.Lock()
 
     @property
-    def _db(self) -> aiosqlite.Connection:
+    def _db(self) -> ThreadConnection:
         return self._main.db
 
     @classmethod
@@ -92,33 +113,23 @@ class Reader:
         return cls(path, await connect(), connect=connect)
 
     @staticmethod
-    async def connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(path, isolation_level=None)
-        try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-            await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
-            await conn.execute("PRAGMA query_only = ON")
-        except BaseException:
-            with suppressed(log, "closing a history reader that did not open"):
-                await conn.close()
-            raise
-        return conn
+    async def connect(path: Path, busy_timeout_ms: int) -> ThreadConnection:
+        return await ThreadConnection.open("store-reader", _connect, path, busy_timeout_ms)
 
     async def close(self) -> None:
         counting, self._counting = self._counting, None
         if counting is not None:
             with suppressed(log, "closing the history's counting reader"):
-                await counting.db.interrupt()
+                counting.db.interrupt()
                 await counting.db.close()
         with suppressed(log, "closing the history reader"):
             await self._db.close()
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
         try:
-            # One trip to aiosqlite's thread (iterating the cursor would take one per 64 rows,
-            # each waiting for a turn of a busy event loop).
-            found = await self._db.execute_fetchall(sql, params)
+            # One trip to the reader's thread for all the rows (not one per row fetched, each
+            # waiting for a turn of a busy event loop).
+            found = await self._db.fetchall(sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
             raise StoreError(tables.explain(exc, self.path)) from None
@@ -203,10 +214,10 @@ class Reader:
                 condition = flt.where if flt is not None else None
                 if condition is not None:
                     await self._ready(condition, counting)
-                found = await counting.db.execute_fetchall(sql, params)
+                found = await counting.db.fetchall(sql, params)
             except asyncio.CancelledError:
                 if self._counting is not None:
-                    await self._counting.db.interrupt()
+                    self._counting.db.interrupt()
                 raise
             except (sqlite3.Error, ValueError) as exc:
                 raise StoreError(tables.explain(exc, self.path)) from None
@@ -246,8 +257,8 @@ class Reader:
         if not await self._ready(condition, self._main):
             return None
         try:
-            found = await self._db.execute_fetchall(condition.index_mark())
-            top = await self._db.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+            found = await self._db.fetchall(condition.index_mark())
+            top = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index is not used: %s", exc)
             return None
@@ -261,14 +272,14 @@ class Reader:
         index is there."""
         for name, arity, function in condition.functions():
             if name not in conn.functions:
-                await conn.db.create_function(name, arity, function, deterministic=True)
+                await conn.db.run(_create_function, name, arity, function)
                 conn.functions.add(name)
         file = condition.index_file(self.path)
         try:
             if not conn.fx_attached:
                 if not file.exists():
                     return False
-                await conn.db.execute("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
                 conn.fx_attached = True
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index %s is not used: %s", file, exc)
