@@ -19,6 +19,7 @@ from walletpass_tui.logs import suppressed
 from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
     CHECK,
+    CHECK_MODE,
     CHECK_NOTE_PREFIXES,
     FORWARD,
     PENDING,
@@ -456,6 +457,18 @@ class Reader:
             params.append(target)
         return int(await self.one(sql, params))
 
+    async def last_target_of_topic(self, topic: str | None) -> str | None:
+        """The target of the newest forward or replay (not the check's) of a delivery of
+        ``topic``, among the last ``RECENT_FORWARDS`` forwards: where a replay most likely goes."""
+        found = await self.fetch(
+            "SELECT f.target FROM forwards f JOIN attempts a ON a.id = f.attempt_id "
+            "WHERE f.id > (SELECT COALESCE(MAX(id), 0) FROM forwards) - ? AND f.mode != ? "
+            "AND a.topic IS ? ORDER BY f.id DESC LIMIT 1",
+            [RECENT_FORWARDS, CHECK_MODE, topic],
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self.fetch(
             f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
@@ -464,6 +477,7 @@ class Reader:
         )
 
 
+RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
