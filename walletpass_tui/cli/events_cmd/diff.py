@@ -9,13 +9,14 @@ redelivery against its first attempt).
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, print_json, settings_from_args
 from walletpass_tui.cli.events_cmd.shared import resolve_message, with_history
 from walletpass_tui.errors import UsageError
 from walletpass_tui.query.diff import Diff, diff, diff_lines
-from walletpass_tui.text import printable
+from walletpass_tui.text import parse_ascii_int, printable
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt
@@ -26,11 +27,12 @@ def split_ref(text: str) -> tuple[str, int | None]:
     """``msg_2KWP@2`` -> ("msg_2KWP", 2); the attempt number None when not given (text after
     the last @ that is not a number is part of the webhook-id)."""
     ref, sep, number = text.rpartition("@")
-    if not sep or not ref or not number.isascii() or not number.isdigit():
+    if not sep or not ref or re.fullmatch("[0-9]+", number) is None:
         return text, None
-    if not 1 <= int(number) <= 1_000_000:
+    value = parse_ascii_int(number.lstrip("0") or "0", max_digits=7)
+    if value is None or not 1 <= value <= 1_000_000:
         raise UsageError(f"{printable(text, 80)!r}: attempts are numbered from 1.")
-    return ref, int(number)
+    return ref, value
 
 
 async def _attempt(history: History, text: str) -> tuple[Attempt, list[Attempt]]:
