@@ -34,11 +34,11 @@ from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.control import (
-    ControlClient,
     ControlError,
     ForwardNote,
     ReceiverStatus,
 )
+from walletpass_tui.runtime.control_client import ControlClient
 from walletpass_tui.runtime.protocol import (
     DeliveryListener,
     DriftListener,
