@@ -8,7 +8,7 @@ import sqlite3
 import time
 from typing import Any
 
-from walletpass_tui.webhooks.models import VERIFIED
+from walletpass_tui.webhooks.models import REJECTED
 from walletpass_tui.webhooks.store import activity
 
 
@@ -25,13 +25,14 @@ def oldest_before(db: sqlite3.Connection, cutoff_ms: int, limit: int) -> tuple[i
 
 def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
     """Drop the oldest rejected attempts beyond the newest ``cap``; returns how many."""
+    # Through attempts_by_verdict: ``cap`` index entries walked, however long the history.
     row = db.execute(
-        "SELECT id FROM attempts WHERE verdict != ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-        (VERIFIED, cap),
+        "SELECT id FROM attempts WHERE verdict = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+        (REJECTED, cap),
     ).fetchone()
     if row is None:
         return 0
-    return delete_where(db, "verdict != ? AND id <= ?", (VERIFIED, row[0]))[0]
+    return delete_where(db, "verdict = ? AND id <= ?", (REJECTED, row[0]))[0]
 
 
 def delete_where(
