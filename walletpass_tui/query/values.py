@@ -23,6 +23,7 @@ million items costs a pass over its text, not a million index entries).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from walletpass_tui.schemas.jsonscan import (
     STRING,
     NotJson,
     read,
+    text_of,
 )
 from walletpass_tui.schemas.paths import MAX_DEPTH, MAX_KEY_CHARS, ROOT, Segment, child, storable
 
@@ -44,6 +46,7 @@ INT64 = 2**63
 
 # What the index stores for a value that has no comparable value of its own.
 CONTAINER = b""  # an object or an array: found by has:, equal to nothing
+OBJECT_TEXT, ARRAY_TEXT = "{…}", "[…]"  # a container, as ``written_fields`` shows it
 NAN = b"nan"  # NaN: unequal to everything
 
 
@@ -113,10 +116,12 @@ def _integer(value: Any) -> int | float:
 
 
 class _Reader:
-    """``jsonscan``'s sink: the path of each value, within the bounds."""
+    """``jsonscan``'s sink: the path of each value, within the bounds (``exact``: each value as
+    JSON text, as written, instead of as compared)."""
 
-    def __init__(self, found: BodyFields) -> None:
+    def __init__(self, found: BodyFields, *, exact: bool = False) -> None:
         self.found = found
+        self.exact = exact
         # One frame per open container: its path (None: not read), whether it is an object, and
         # the path of the value about to come (a key's, or the array's item path).
         self.frames: list[list[Any]] = []
@@ -137,7 +142,7 @@ class _Reader:
     def _open(self, is_object: bool) -> None:
         path = self._next_path()
         if path is not None:
-            self._add(path, CONTAINER)
+            self._add(path, (OBJECT_TEXT if is_object else ARRAY_TEXT) if self.exact else CONTAINER)
         depth = len(self.frames)
         item = None
         if path is not None and not is_object and depth < MAX_DEPTH:
@@ -166,7 +171,14 @@ class _Reader:
 
     def scalar(self, kind: str, value: Any) -> None:
         path = self._next_path()
-        if path is not None:
+        if path is not None and self.exact:
+            self._add(
+                path,
+                storable(json.dumps(value, ensure_ascii=False))
+                if kind == STRING
+                else text_of(value),
+            )
+        elif path is not None:
             found = comparable(kind, value)
             self._add(path, found)
             if kind == STRING and isinstance(found, str) and found != value:
@@ -183,3 +195,16 @@ def body_fields(body: bytes) -> BodyFields:
     except (NotJson, RecursionError):  # not JSON: no fields
         return BodyFields(json=False)
     return found
+
+
+def written_fields(body: bytes) -> dict[str, list[str]] | None:
+    """Every value of ``body`` at its path as JSON text, as written (a string quoted, an object
+    ``{…}``, an array ``[…]``), by the same rules as ``body_fields``; None: not JSON."""
+    found = BodyFields(json=True)
+    try:
+        read(body, _Reader(found, exact=True))
+    except _Cut:
+        pass  # bounded: what was read stays
+    except (NotJson, RecursionError):  # not JSON: no fields
+        return None
+    return {path: [str(v) for v in values] for path, values in found.values.items()}

@@ -34,11 +34,11 @@ from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.control import (
-    ControlClient,
     ControlError,
     ForwardNote,
     ReceiverStatus,
 )
+from walletpass_tui.runtime.control_client import ControlClient
 from walletpass_tui.runtime.protocol import (
     DeliveryListener,
     DriftListener,
@@ -47,6 +47,7 @@ from walletpass_tui.runtime.protocol import (
     LearnedListener,
     Learning,
 )
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.models import (
@@ -418,15 +419,16 @@ class AttachedRuntime:
 
     async def _follow_rows(self) -> None:
         reader = _RowReader(self.settings.database_path)
+        thread = SqliteThread("attached-rows")  # the reader's connection lives there
         try:
             while True:
                 try:
-                    found = await asyncio.to_thread(
+                    found = await thread.run(
                         reader.read, self._cursor, self._pushed, self._max_behind
                     )
                 except sqlite3.Error as exc:  # replaced or damaged under us: opened again
                     log.info("attached: reading the history failed (%s)", exc)
-                    reader.close()
+                    await thread.run(reader.close)
                 else:
                     self._hand_on(found)
                     if found.batches:  # a stream: the next read waits a little, to take more
@@ -437,7 +439,8 @@ class AttachedRuntime:
                         await self._wake.wait()
                 self._wake.clear()
         finally:
-            reader.close()
+            thread.submit(reader.close)  # after the read under way, if any
+            thread.close()
 
     def _hand_on(self, found: _Found) -> None:
         if found.cursor < self._cursor or found.skipped:
@@ -457,7 +460,8 @@ class _Found:
 
 
 class _RowReader:
-    """A read-only connection to the history (on a thread): the attempts after a cursor."""
+    """A read-only connection to the history (used on one ``SqliteThread``): the attempts after
+    a cursor."""
 
     def __init__(self, path: Any) -> None:
         self.path = path

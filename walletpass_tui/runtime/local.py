@@ -33,7 +33,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -101,6 +101,7 @@ class DeliverySetup:
     routes: tuple[Route, ...] = ()
     ack_target: bool = False
     explicit_secrets: tuple[str, ...] = ()
+    test_secret: str | None = field(default=None, repr=False)  # the home's (home_secret.py)
     forward: bool = False
     learn_schemas: bool = True
     index_fields: bool = True
@@ -136,7 +137,7 @@ class DeliveryRuntime:
         # The secret a replay or a late forward is re-signed with: by default the delivery's
         # endpoint's, or the only --secret given.
         self.secret_for: SecretLookup = secret_for or _lazy_secret_lookup(
-            self.registry, self.setup.explicit_secrets
+            self.registry, self.setup.explicit_secrets, self.setup.test_secret
         )
         # The port is a plain socket bound on open; the HTTP server is built on it by
         # serve() (or the first accept()), after the dashboard's first frame.
@@ -662,7 +663,9 @@ class DeliveryRuntime:
         return self._injection_listeners.subscribe(listener)
 
 
-def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
+def _lazy_secret_lookup(
+    registry: EndpointRegistry, explicit: Sequence[str], test_secret: str | None
+) -> SecretLookup:
     """``forward.secret_lookup``, importing the forwarder (httpx) on the first lookup only."""
     found: list[SecretLookup] = []
 
@@ -670,7 +673,7 @@ def _lazy_secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> 
         if not found:
             from walletpass_tui.webhooks.forward import secret_lookup
 
-            found.append(secret_lookup(registry, explicit))
+            found.append(secret_lookup(registry, explicit, test_secret))
         return found[0](attempt)
 
     return lookup

@@ -31,6 +31,7 @@ from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
+    DiffRequested,
     ForwardAnswered,
     LiveSignals,
     ReceiverState,
@@ -598,6 +599,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         else:
             self.notify("Acknowledgements resumed.", markup=False)
 
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        """A screen asked to compare deliveries: open the comparison over it."""
+        if self.context is not None:
+            from walletpass_tui.ui.screens.diff import DiffScreen
+
+            self.push_screen(DiffScreen(self.context.store, message.attempt_id, message.against))
+
     def on_replay_requested(self, message: ReplayRequested) -> None:
         """A screen asked to replay a delivery: open the form over it."""
         if self.context is not None:
@@ -619,7 +627,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         screen = ReplayScreen(
             self.context.store,
             attempt,
-            target=self.context.replay_target(),
+            target=await self.context.replay_target_for(attempt),
             secret_for=self.context.secret_for,
             options_for=self.context.target_options,
         )

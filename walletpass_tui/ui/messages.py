@@ -71,6 +71,16 @@ class ReplayRequested(Message):
         self.attempt_id = attempt_id
 
 
+class DiffRequested(Message):
+    """A screen asks the app to compare a delivery with another (``against``), or with what it
+    is compared with by default (None: its first attempt, or the one before it)."""
+
+    def __init__(self, attempt_id: int, against: int | None = None) -> None:
+        super().__init__()
+        self.attempt_id = attempt_id
+        self.against = against
+
+
 class LiveSignals:
     """What panes subscribe to. The last header values are kept, so a pane mounted late (a
     screen pushed after the first deliveries) starts from them instead of from zero."""

@@ -1,4 +1,5 @@
-"""``events``: the delivery history: list, show, tail, stats, replay, export, prune, pending.
+"""``events``: the delivery history: list, show, diff, tail, stats, replay, export, prune,
+pending.
 
 This module only defines the arguments; each action's module (and the store, the HTTP client...)
 is imported when that action runs, so ``events list`` loads neither Textual, aiohttp nor httpx.
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     ev = sub.add_parser(
         "events",
         parents=parents,
-        help="the delivery history: list, show, tail, stats, replay, export, prune",
+        help="the delivery history: list, show, diff, tail, stats, replay, export, prune",
         description="Every attempt the receiver got is in the history database of the data directory "
         "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
     )
@@ -123,6 +124,30 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
 
+    df = ev_sub.add_parser(
+        "diff",
+        parents=parents,
+        help="what changed between two attempts: body paths and headers",
+        description="Compare two stored attempts: the body's paths added, removed and changed "
+        "(the learned schema's paths, values as written) and the headers that differ. A side is "
+        "a message (a webhook-id, the start of one, or last) with @N for its attempt N (default: "
+        "its last). With one side, its first attempt is compared with its last: a redelivery "
+        "against its first attempt.",
+        epilog="examples:\n"
+        "  walletpass-tui events diff msg_2KWP... last\n"
+        "  walletpass-tui events diff last@1 msg_2KWP...@1 --json",
+        formatter_class=raw,
+    )
+    df.add_argument("a", metavar="A", help=MESSAGE_HELP + "; @N: its attempt N")
+    df.add_argument(
+        "b",
+        metavar="B",
+        nargs="?",
+        help="the other side (default: A's first attempt against its last)",
+    )
+    df.add_argument("--json", action="store_true", help="print a JSON document")
+    df.set_defaults(handler=lazy_handler(f"{_HERE}.diff", "cmd_diff"))
+
     tail = ev_sub.add_parser(
         "tail",
         parents=parents,
@@ -188,12 +213,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "replay",
         parents=parents,
         help="send a stored message again to a URL",
-        description="Send a stored message to URL and record the answer in its history. "
-        "resign (default): same webhook-id, a fresh timestamp, signed with the endpoint's stored "
-        "secret, as the service would send a retry. original: the stored bytes and headers "
-        "exactly, old timestamp included (to test replay protection). An edited body "
+        description="Send a stored message to URL and record the answer in its history. Without "
+        "--to it goes where it was forwarded (listen --forward-to, per topic), else where a "
+        "delivery of its topic last went. resign (default): same webhook-id, a fresh timestamp, "
+        "signed with the secret that verified it (found again among the known secrets by the "
+        "signature it came with), as the service would send a retry. original: the stored bytes "
+        "and headers exactly, old timestamp included (to test replay protection). An edited body "
         "(--body-file, at most max_body bytes) is always re-signed.",
         epilog="examples:\n"
+        "  walletpass-tui events replay last      # to where it was forwarded, re-signed\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
@@ -202,12 +230,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     rp.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
     rp.add_argument(
-        "--to", required=True, metavar="URL", type=target_url_arg, help="where to send it"
+        "--to",
+        metavar="URL",
+        type=target_url_arg,
+        help="where to send it (default: where it was forwarded, else where a delivery of its "
+        "topic last was)",
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
     add_secret_flags(
-        rp, what="the secret to re-sign with when the endpoint is not known locally", many=False
+        rp,
+        what="the secret to re-sign with (default: the one that verified it, found among "
+        "WALLETPASS_SECRET's, the endpoints' and this home's test secret)",
+        many=False,
     )
     rp.add_argument(
         "--attempt",

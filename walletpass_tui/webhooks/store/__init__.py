@@ -12,7 +12,7 @@
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-* ``queries.py`` every read, on an aiosqlite connection of its own; ``reading.py`` ``History``,
+* ``queries.py`` every read, on a connection and thread of its own; ``reading.py`` ``History``,
   the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
   writes nothing (``events list``, ``show``, ``export`` on a full disk);
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
