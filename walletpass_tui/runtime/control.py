@@ -46,9 +46,10 @@ import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.webhooks.injection import RESPOND_RANGE
 
 log = logging.getLogger(__name__)
 
@@ -251,3 +252,44 @@ def reachable_path(path: Path) -> Iterator[str]:
         yield f"/proc/self/fd/{fd}/{Path(text).name}"
     finally:
         os.close(fd)
+
+
+class Controlled(Protocol):
+    """What the requests of ``OPS`` change in a receiver (``DeliveryRuntime``)."""
+
+    def pause_acks(self, paused: bool) -> None: ...
+
+    def fail_first(self, attempts: int) -> None: ...
+
+    def respond(self, status: int | None) -> None: ...
+
+    def delay(self, seconds: float) -> None: ...
+
+
+def apply_request(receiver: Controlled, op: str, message: Mapping[str, Any]) -> None:
+    """Do request ``op`` with ``message``'s fields, each checked first: ValueError naming the
+    rule a field broke (answered to a viewer as it is)."""
+    if op == "pause":
+        paused = message.get("paused")
+        if type(paused) is not bool:
+            raise ValueError("pause takes paused: true or false")
+        receiver.pause_acks(paused)
+    elif op == "fail_first":
+        attempts = message.get("attempts")
+        if type(attempts) is not int or not 0 <= attempts <= 1000:
+            raise ValueError("fail_first takes attempts from 0 to 1000")
+        receiver.fail_first(attempts)
+    elif op == "respond":
+        status = message.get("status")
+        if status is not None and type(status) is not int:
+            raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+        receiver.respond(status)  # a ValueError with the rule when it cannot be an answer
+    elif op == "delay":
+        seconds = message.get("seconds")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+            raise ValueError("delay takes seconds from 0 to 60")
+        if not 0 <= seconds <= 60:
+            raise ValueError("delay takes seconds from 0 to 60")
+        receiver.delay(float(seconds))
+    else:
+        raise ValueError(f"no such request: {op}")
