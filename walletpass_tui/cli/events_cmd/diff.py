@@ -9,7 +9,6 @@ redelivery against its first attempt).
 from __future__ import annotations
 
 import argparse
-import re
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, print_json, settings_from_args
@@ -27,10 +26,10 @@ def split_ref(text: str) -> tuple[str, int | None]:
     """``msg_2KWP@2`` -> ("msg_2KWP", 2); the attempt number None when not given (text after
     the last @ that is not a number is part of the webhook-id)."""
     ref, sep, number = text.rpartition("@")
-    if not sep or not ref or re.fullmatch("[0-9]+", number) is None:
+    value = parse_ascii_int(number) if sep and ref else None  # the digits 0-9 only
+    if value is None:
         return text, None
-    value = parse_ascii_int(number.lstrip("0") or "0", max_digits=7)
-    if value is None or not 1 <= value <= 1_000_000:
+    if not 1 <= value <= 1_000_000:
         raise UsageError(f"{printable(text, 80)!r}: attempts are numbered from 1.")
     return ref, value
 

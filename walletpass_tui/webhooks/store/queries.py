@@ -407,7 +407,7 @@ class Reader:
     async def stats(self) -> Stats:
         """The deliveries of all time, as the header shows them: the activity query over one
         bucket (requests "Check my app" sent are not deliveries)."""
-        counts = (await self.activity(0, activity.ALL_TIME_MS)).deliveries()
+        counts = (await self.activity(0, activity.ALL_TIME_MS, forwards=False)).deliveries()
         verified = sum(row.verified for row in counts)
         rejected = sum(row.rejected for row in counts)
         return Stats(
@@ -590,9 +590,9 @@ def _plan(
         if flt.verdict == VERIFIED:
             clauses.append("a.verdict = ?")
             params.append(VERIFIED)
-        elif flt.verdict == REJECTED:
-            clauses.append("a.verdict != ?")
-            params.append(VERIFIED)
+        elif flt.verdict == REJECTED:  # through attempts_by_verdict: the two are all there is
+            clauses.append("a.verdict = ?")
+            params.append(REJECTED)
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
@@ -704,8 +704,8 @@ def attempts_after(
         clauses.append("verdict = ?")
         params.append(VERIFIED)
     elif verdict == REJECTED:
-        clauses.append("verdict != ?")
-        params.append(VERIFIED)
+        clauses.append("verdict = ?")
+        params.append(REJECTED)
     if received_since_ms is not None:
         clauses.append("received_at_ms >= ?")
         params.append(received_since_ms)
