@@ -109,6 +109,11 @@ class Proc:
         self.proc.kill()
         raise SystemExit(f"{cmd} did not start")
 
+    def cpu_seconds(self) -> float:
+        """CPU time the process has used so far (user and system)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kib(self) -> int:
         text = Path(f"/proc/{self.proc.pid}/status").read_text()
         return int(re.search(r"VmRSS:\s+(\d+)", text)[1])  # type: ignore[index]
@@ -731,8 +736,10 @@ def fanout(
             deadline = time.monotonic() + 120
             while not ready.exists() and time.monotonic() < deadline and child.poll() is None:
                 time.sleep(0.05)
+            cpu0 = sum(p.cpu_seconds() for p in procs)
             acked = asyncio.run(_posts_to_both([ingress_url(b, slug) for b in bases], rate, expect))
             child.wait(timeout=expect / 20 + 180)
+            cpu = sum(p.cpu_seconds() for p in procs) - cpu0
             rss = [p.rss_kib() for p in procs]
         finally:
             if child.poll() is None:
@@ -763,8 +770,12 @@ def fanout(
         print(
             f"   {size:5d} subscribers: {acks} acked, {len(deltas)} receipts ({missing} missing): "
             f"p50 {pct(deltas, 50):.1f} ms, p95 {p95:.1f} ms, p99 {pct(deltas, 99):.1f} ms, "
-            f"max {max(deltas):.1f} ms; RSS A {rss[0] / 1024:.1f} MiB, B {rss[1] / 1024:.1f} MiB; "
-            f"CPU: benchmark {own / wall:.2f} cores, others {max(0.0, busy - own) / wall:.2f}"
+            f"max {max(deltas):.1f} ms; RSS A {rss[0] / 1024:.1f} MiB, B {rss[1] / 1024:.1f} MiB"
+        )
+        print(
+            f"   {'':5s} the two relays' CPU: {cpu:.2f} s, {cpu / max(1, len(deltas)) * 1e6:.1f} us "
+            f"per event sent; CPU over the run: benchmark {own / wall:.2f} cores, other "
+            f"programs {max(0.0, busy - own) / wall:.2f}"
         )
     return results
 

@@ -26,6 +26,7 @@ ForwardMode = Literal["original", "resign"]
 ForwardState = Literal["pending", "done", "failed", "given up"]
 FORWARD: Final = "forward"
 REPLAY: Final = "replay"
+CHECK_MODE: Final = "check"  # the mode of the replay rows recording the check's requests
 ORIGINAL: Final = "original"
 RESIGN: Final = "resign"
 PENDING: Final = "pending"
@@ -133,6 +134,16 @@ class LogRow:
     status: int
     note: str | None
     body_differs: bool = False
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> LogRow:
+        """The log line of a stored attempt (its body and headers left behind)."""
+        return cls(**{name: getattr(attempt, name) for name in _LOG_FIELDS})
+
+
+# A log line holds these fields of its attempt, under the same names (a new column: a field here,
+# then its cell in ui/view/log_columns.py; the history's query reads them by these names).
+_LOG_FIELDS = tuple(field.name for field in fields(LogRow))
 
 
 @dataclass(frozen=True)
