@@ -376,6 +376,8 @@ INTERNAL_EXCEPTIONS = {
     "_Unsupported",  # sim.http_api: answered 415
     "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
     "WrongFormat",  # schemas.storage: the schema file is rebuilt
+    "Damaged",  # schemas.storage: rows that are not ours, the schema file is rebuilt
+    "Unlearnable",  # schemas.book: that delivery is skipped
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
     "PeerStalled",  # relay.server.stream: that subscriber is dropped
     "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
