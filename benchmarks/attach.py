@@ -13,7 +13,7 @@ One ``walletpass-tui listen`` process, in one run:
   medians. Target: <= 1.1x.
 * Time to the screen: deliveries at a steady 100/s from a sender process (each 2xx's wall-clock
   time recorded), one attached dashboard in another process (headless, the real app over
-  ``AttachedRuntime``) recording when each row is first drawn (``LogView.paint_observer``).
+  ``AttachedRuntime``) recording when each row is first drawn (``LogLines.paint_observer``).
   Reported: p50/p95/max of drawn - 2xx, and how many were drawn (rows that scroll past between
   two paints are never drawn). Target: p95 <= 0.5 s. Also drawn - stored (the receiver's own
   receipt time, so a sender that lags on a loaded machine does not hide any of the delay).
@@ -135,11 +135,11 @@ async def viewer(home: Path, seconds: float, out: Path, done: Path) -> None:
     """One attached dashboard, headless: when each webhook-id's row was first drawn, and when the
     receiver stored it (its own clock). It stays until the sender is done (``done`` written)."""
     from walletpass_tui.config import Settings
+    from walletpass_tui.runtime import instance
+    from walletpass_tui.runtime.attached import AttachedRuntime
     from walletpass_tui.ui.app import build_app
-    from walletpass_tui.ui.attached import AttachedRuntime
     from walletpass_tui.ui.screens.main import MainScreen
-    from walletpass_tui.ui.widgets.log_view import LogView
-    from walletpass_tui.webhooks import instance
+    from walletpass_tui.ui.widgets.log_lines import LogLines
 
     drawn: dict[str, float] = {}
     received: dict[str, float] = {}
@@ -149,7 +149,7 @@ async def viewer(home: Path, seconds: float, out: Path, done: Path) -> None:
             drawn[row.webhook_id] = time.time()
             received[row.webhook_id] = row.received_at_ms / 1000
 
-    LogView.paint_observer = painted
+    LogLines.paint_observer = painted
     found = instance.find(home)
     assert isinstance(found, instance.Running) and found.record is not None
     async with AttachedRuntime(Settings(home=home), found.record) as runtime:

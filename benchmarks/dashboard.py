@@ -18,7 +18,7 @@ full-text index), then the dashboard runs in a *fresh* child process, headless (
   to the in-process receiver; for each, the delay from its 2xx answer to the first paint of its row;
 * memory: peak RSS, and RSS after the run, for each history size (it should not grow with it).
 
-Times come from ``LogView.paint_observer``, a hook called for every log line drawn. Figures only;
+Times come from ``LogLines.paint_observer``, a hook called for every log line drawn. Figures only;
 nothing is asserted.
 """
 
@@ -169,19 +169,19 @@ def sender(
 
 async def measure(home: Path, rate: float, seconds: float, launched_at: float) -> dict[str, Any]:
     from walletpass_tui.config import Settings
+    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
     from walletpass_tui.ui.app import build_app
     from walletpass_tui.ui.panes.event_log import EventLogPane
     from walletpass_tui.ui.screens.detail import DetailScreen
     from walletpass_tui.ui.screens.main import MainScreen
-    from walletpass_tui.ui.widgets.log_view import LogView
+    from walletpass_tui.ui.widgets.log_lines import LogLines
     from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
     from walletpass_tui.webhooks.listening import ReceiverOptions
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
     from walletpass_tui.webhooks.store import Store
 
     imported_at = time.time()
     paints = Paints()
-    LogView.paint_observer = paints
+    LogLines.paint_observer = paints
     settings = Settings(home=home, receiver_port=0)
     registry = EndpointRegistry(settings.endpoints_path)
     built = time.perf_counter()

@@ -31,8 +31,11 @@ from textual.widgets import Input
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings, load_settings
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.control import OPS, ReceiverStatus
+from walletpass_tui.runtime.instance import InstanceRecord
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.endpoint_secret import EndpointSecretScreen
@@ -40,9 +43,7 @@ from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
-from walletpass_tui.webhooks.control import OPS, ReceiverStatus
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.instance import InstanceRecord
 from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
@@ -53,7 +54,6 @@ from walletpass_tui.webhooks.models import (
     Attempt,
     ForwardResult,
 )
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -495,6 +495,23 @@ async def narrow(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.2)
 
 
+async def filter_completion(pilot: Pilot[Any]) -> None:
+    """The filter box offering the known paths for ``data.p``, with their types and values."""
+    runtime = pilot.app.context.runtime  # type: ignore[attr-defined]
+    await asyncio.to_thread(runtime.field_indexer.settled, 60)
+    await runtime.learner.asettled()
+    await pilot.press("slash")
+    log = pilot.app.screen.query_one(EventLogPane)
+    field = log.query_one("#log-filter", Input)
+    field.cursor_blink = False
+    field.value = "verdict:verified data."
+    field.cursor_position = len(field.value)
+    await pilot.press("p")
+    while not log.completions.display:
+        await pilot.pause(0.05)
+    await pilot.pause(0.4)
+
+
 async def stats(pilot: Pilot[Any]) -> None:
     await pilot.press("s")
     while type(pilot.app.screen).__name__ != "StatsScreen":
@@ -512,6 +529,7 @@ SHOTS: tuple[Shot, ...] = (
     ("endpoint-secret", (120, 36), secret_modal),
     ("dashboard-80x24", (80, 24), narrow),
     ("stats", (120, 36), stats),
+    ("filter-completion", (120, 30), filter_completion),
     ("attached", (140, 40), main_screen),
 )
 ATTACHED = {"attached"}  # pictures of a dashboard attached to a receiver in another process

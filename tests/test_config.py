@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from walletpass_tui.config import (
     Settings,
     load_settings,
     mask_secret,
-    write_private_file,
 )
 
 KEY = "wp_live_Zk2v9Qe1xR7mB4nC8tY3uW6s"
@@ -311,6 +308,45 @@ data_dir = "/tmp/wp-data"
     assert settings.home == Path("/tmp/wp-data")
 
 
+def test_the_tunnel_table(xdg: dict[str, Path], tmp_path: Path) -> None:
+    config = write_toml(
+        tmp_path / "c.toml",
+        """
+[tunnel]
+provider = "cloudflared"
+name = "hooks"
+url = "https://hooks.example.com/"
+""",
+    )
+    settings = load_settings({}, env={}, config_file=config)
+    assert (settings.tunnel, settings.tunnel_name, settings.tunnel_url) == (
+        "cloudflared",
+        "hooks",
+        "https://hooks.example.com",
+    )
+    assert settings.source_of("tunnel") == f"file {config}"
+    # --tunnel none turns off what the file asks for.
+    assert load_settings({"tunnel": "none"}, env={}, config_file=config).tunnel is None
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('provider = "localtunnel"', "The tunnel must be one of cloudflared, ngrok or none"),
+        ('provider = "cloudflared"\nname = "two words"', "The tunnel name must be"),
+        ('provider = "cloudflared"\nname = "--url"', "The tunnel name must be"),
+        ("provider = 3", "The setting tunnel from config file"),
+    ],
+)
+def test_a_tunnel_table_that_cannot_be_used(
+    xdg: dict[str, Path], tmp_path: Path, table: str, said: str
+) -> None:
+    config = write_toml(tmp_path / "c.toml", "[tunnel]\n" + table + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}, env={}, config_file=config)
+    assert said in str(caught.value)
+
+
 def test_bad_toml_is_a_clear_error(xdg: dict[str, Path], tmp_path: Path) -> None:
     config = write_toml(tmp_path / "c.toml", 'base_url = "https://unterminated\n')
     with pytest.raises(ConfigError) as info:
@@ -388,6 +424,9 @@ def test_a_wrong_type_for_the_key_does_not_show_it(xdg: dict[str, Path], tmp_pat
         ({"receiver_port": 70000}, "between 0 and 65535"),
         ({"receiver_port": -1}, "between 0 and 65535"),
         ({"receiver_path": "webhooks"}, "must start with '/'"),
+        ({"receiver_path": "/hooks\nX-Evil: 1"}, "has control characters"),
+        ({"receiver_path": "/hooks\udcff"}, "has control characters or is not text"),
+        ({"receiver_path": "/" + "é" * 200}, "longer than 1000 characters in a URL"),
         ({"tolerance_s": -1}, "zero or more"),
         ({"max_body": 0}, "at least 1 byte"),
         ({"timeout_s": 0}, "more than 0 seconds"),
@@ -418,48 +457,3 @@ def test_an_unusable_api_key_is_refused_without_showing_it(xdg: dict[str, Path],
 def test_surrounding_whitespace_of_the_key_is_dropped(xdg: dict[str, Path]) -> None:
     settings = load_settings({}, env={"WALLETPASS_API_KEY": f"  {KEY}\n"})
     assert settings.api_key == Secret(KEY)
-
-
-# -- private files -----------------------------------------------------------------------------
-
-
-def mode(path: Path) -> int:
-    return stat.S_IMODE(os.stat(path).st_mode)
-
-
-def test_write_private_file_is_0600_in_a_0700_directory(tmp_path: Path) -> None:
-    target = tmp_path / "new" / "deeper" / "secrets.json"
-    old_umask = os.umask(0)
-    try:
-        write_private_file(target, b"{}")
-    finally:
-        os.umask(old_umask)
-    assert target.read_bytes() == b"{}"
-    assert mode(target) == 0o600
-    assert mode(target.parent) == 0o700
-    assert list(target.parent.iterdir()) == [target], "no temporary file is left behind"
-
-
-def test_write_private_file_tightens_a_loose_existing_file(tmp_path: Path) -> None:
-    target = tmp_path / "secrets.json"
-    target.write_bytes(b"old")
-    target.chmod(0o644)
-    write_private_file(target, b"new")
-    assert target.read_bytes() == b"new"
-    assert mode(target) == 0o600
-
-
-def test_write_private_file_cleans_up_on_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    target = tmp_path / "secrets.json"
-    target.write_bytes(b"keep me")
-
-    def fail(*args: Any) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError):
-        write_private_file(target, b"new")
-    assert target.read_bytes() == b"keep me"
-    assert [p.name for p in tmp_path.iterdir()] == ["secrets.json"]

@@ -85,6 +85,83 @@ def test_a_log_file_that_cannot_be_written_is_one_line_and_exit_2(
     assert code == 2 and "Cannot write the log file" in err and err.count("\n") == 1
 
 
+def test_a_log_file_that_is_a_fifo_is_refused_and_its_mode_left_alone(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str], reset_logging: None
+) -> None:
+    """Only a regular file is a log file: a FIFO (or a device: as root, /dev/null made 0600
+    would lock every other user out of it) is never opened for writing nor chmod-ed."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o644)
+    os.chmod(fifo, 0o644)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader: opening it would not block
+    try:
+        for named in (fifo, tmp_path / "link-to-fifo"):
+            if named != fifo:
+                named.symlink_to(fifo)
+            code = main(["--log-file", str(named), "config", "show"])
+            err = capsys.readouterr().err
+            assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+            assert "(a FIFO, not a regular file)" in err
+            assert stat.S_IMODE(fifo.stat().st_mode) == 0o644
+            assert os.read(reader, 100) == b""  # nothing was written into it
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.slow
+def test_a_fifo_nobody_reads_is_refused_at_once_never_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "walletpass_tui", "--log-file", str(fifo), "config", "show"],
+        capture_output=True,
+        text=True,
+        timeout=60,  # "did not hang": opening a FIFO without a reader for writing blocks forever
+        env={**os.environ, "WALLETPASS_HOME": str(tmp_path / "home")},
+    )
+    assert done.returncode == 2 and "(a FIFO, not a regular file)" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_log_file_of_another_user_is_refused_and_left_alone(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str], reset_logging: None
+) -> None:
+    theirs = tmp_path / "theirs.log"
+    theirs.write_text("their lines\n")
+    os.chmod(theirs, 0o644)
+    os.chown(theirs, 65534, 65534)
+    code = main(["--log-file", str(theirs), "config", "show"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "(another user's file)" in err
+    assert theirs.read_text() == "their lines\n"
+    assert stat.S_IMODE(theirs.stat().st_mode) == 0o644 and theirs.stat().st_uid == 65534
+
+
+def test_directories_the_log_file_needs_are_made_0700_whatever_the_umask(
+    tmp_path: Path, reset_logging: None
+) -> None:
+    path = tmp_path / "made" / "for" / "the" / "log.txt"
+    old = os.umask(0)
+    try:
+        logs.configure(path, command="listen")
+    finally:
+        os.umask(old)
+    for directory in (path.parent, path.parent.parent, path.parent.parent.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_symlink_to_a_regular_file_of_ones_own_is_written_through(
+    tmp_path: Path, reset_logging: None
+) -> None:
+    real = tmp_path / "real.log"
+    real.write_text("")
+    link = tmp_path / "link.log"
+    link.symlink_to(real)
+    logs.configure(link, command="listen")
+    assert link.is_symlink() and "log opened: listen" in real.read_text()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

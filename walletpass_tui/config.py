@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.private_files import ensure_private_dir, write_private_file
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -25,14 +27,19 @@ ENV_REGISTRATION_URL = "WALLETPASS_REGISTRATION_URL"
 ENV_HOME = "WALLETPASS_HOME"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
 ENV_RELAY_DATABASE = "WALLETPASS_RELAY_DATABASE"
+ENV_SECRET = (
+    "WALLETPASS_SECRET"  # signing secrets, white space between several (cli/secret_flags.py)
+)
 
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
 DEFAULT_RECEIVER_PATH = "/webhooks"
+MAX_RECEIVER_PATH = 1000  # characters of the receiver's path in its URL (percent-encoded)
 DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
+TUNNEL_PROVIDERS = ("cloudflared", "ngrok")  # --tunnel / [tunnel] provider; "none": no tunnel
 
 
 class ConfigError(WalletpassError):
@@ -167,6 +174,9 @@ class Settings:
     public_url: str | None = None
     relay_token: Secret | None = None  # a relay channel's subscriber token (listen --relay)
     relay_database: str | None = None  # relay serve's database: a PostgreSQL URL or a file
+    tunnel: str | None = None  # the tunnel listen starts: cloudflared, ngrok (None: none)
+    tunnel_name: str | None = None  # a named cloudflared tunnel
+    tunnel_url: str | None = None  # the named tunnel's (or the ngrok domain's) https:// URL
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -192,7 +202,7 @@ class Settings:
         host = self.receiver_host
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        return f"http://{host}:{self.receiver_port}{self.receiver_path}"
+        return f"http://{host}:{self.receiver_port}{url_path(self.receiver_path)}"
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(name, display value, source) for every setting; secrets masked."""
@@ -212,6 +222,9 @@ class Settings:
             ("public_url", self.public_url or "(not set)"),
             ("relay_token", self.relay_token.masked if self.relay_token else "(not set)"),
             ("relay_database", mask_database_url(self.relay_database)),
+            ("tunnel", self.tunnel or "(not set)"),
+            ("tunnel_name", self.tunnel_name or "(not set)"),
+            ("tunnel_url", self.tunnel_url or "(not set)"),
         ]
         return [(name, value, self.source_of(name)) for name, value in rows]
 
@@ -235,6 +248,9 @@ class Settings:
             "relay_database": (
                 mask_database_url(self.relay_database) if self.relay_database else None
             ),
+            "tunnel": self.tunnel,
+            "tunnel_name": self.tunnel_name,
+            "tunnel_url": self.tunnel_url,
         }
 
 
@@ -271,10 +287,13 @@ _FIELDS: dict[str, type] = {
     "public_url": str,
     "relay_token": str,
     "relay_database": str,
+    "tunnel": str,
+    "tunnel_name": str,
+    "tunnel_url": str,
 }
 
 # Tables the TOML file may group settings in; their keys are read as if at the top level.
-_TOML_TABLES = ("receiver", "service", "relay")
+_TOML_TABLES = ("receiver", "service", "relay", "tunnel")
 # Tables of the dashboard's preferences (``load_ui_prefs``), not settings.
 _UI_TABLES = ("ui", "keys")
 
@@ -288,7 +307,10 @@ _TOML_ALIASES = {
     "timeout": "timeout_s",
 }
 # Spellings read only inside one table: ``[relay] database = "postgresql://..."``.
-_TABLE_ALIASES = {"relay": {"database": "relay_database"}}
+_TABLE_ALIASES = {
+    "relay": {"database": "relay_database"},
+    "tunnel": {"provider": "tunnel", "name": "tunnel_name", "url": "tunnel_url"},
+}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -374,10 +396,34 @@ _SECRET_FIELDS = ("api_key", "relay_token", "relay_database")
 _TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
 
 
+def url_path(path: str) -> str:
+    """The receiver's ``path`` as it goes in its URL: UTF-8, percent-encoded. The receiver
+    decodes a request's path before it compares, so ``/wébhooks`` is reached at
+    ``/w%C3%A9bhooks`` and a ``%`` of the path itself at ``%25``."""
+    return quote(path, safe="/!$&'()*+,;=:@")
+
+
+def receiver_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be the receiver's path, or None: it starts with ``/``, has no control
+    characters and is at most ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
+    receiver serves and ``attach`` and ``web`` find it by (its URL is bounded and printable)."""
+    if not path.startswith("/"):
+        return f"The receiver path must start with '/', got {printable(path, 80)!r}."
+    if not path.isprintable():
+        return (
+            f"The receiver path {printable(path, 80)!r} has control characters or is not text; "
+            "give a path like /webhooks."
+        )
+    if len(url_path(path)) > MAX_RECEIVER_PATH:
+        return f"The receiver path is longer than {MAX_RECEIVER_PATH} characters in a URL."
+    return None
+
+
 def _validate(values: dict[str, Any]) -> None:
     path = values.get("receiver_path")
-    if path is not None and not str(path).startswith("/"):
-        raise ConfigError(f"The receiver path must start with '/', got {path!r}.")
+    problem = receiver_path_problem(str(path)) if path is not None else None
+    if problem:
+        raise ConfigError(problem)
     port = values.get("receiver_port")
     if port is not None and not 0 <= int(port) <= 65535:
         raise ConfigError(f"The receiver port must be between 0 and 65535, got {port}.")
@@ -390,6 +436,25 @@ def _validate(values: dict[str, Any]) -> None:
     timeout = values.get("timeout_s")
     if timeout is not None and not 0 < float(timeout) < float("inf"):
         raise ConfigError(f"The API call timeout must be more than 0 seconds, got {timeout}.")
+    tunnel = values.get("tunnel")
+    if tunnel is not None and tunnel not in (*TUNNEL_PROVIDERS, "none"):
+        raise ConfigError(
+            f"The tunnel must be one of {', '.join(TUNNEL_PROVIDERS)} or none, "
+            f"not {printable(str(tunnel), 40)!r}."
+        )
+    name = values.get("tunnel_name")
+    if name is not None and (
+        not name
+        or len(name) > 100
+        or not name.isascii()
+        or not name.isprintable()
+        or name.startswith("-")
+        or " " in name
+    ):
+        raise ConfigError(
+            "The tunnel name must be a cloudflared tunnel's name or id: letters, digits, "
+            "dashes, no spaces."
+        )
     api_key = values.get("api_key")
     if api_key is not None and (
         not api_key.isascii() or not api_key.isprintable() or " " in api_key
@@ -445,7 +510,9 @@ def load_settings(
     if isinstance(values.get("api_key"), str):
         values["api_key"] = values["api_key"].strip()
     _validate(values)
-    for key in ("base_url", "registration_url", "public_url"):
+    if values.get("tunnel") == "none":
+        values["tunnel"] = None
+    for key in ("base_url", "registration_url", "public_url", "tunnel_url"):
         if values.get(key):
             values[key] = str(values[key]).rstrip("/")
     api_key = values.pop("api_key", None)
@@ -506,7 +573,9 @@ def load_ui_prefs(path: Path | None) -> UiPrefs:
 
 def save_ui_theme(path: Path, theme: str) -> None:
     """Write ``[ui] theme = "..."`` into the config file at ``path`` (created if need be), keeping
-    everything else in it as it was, comments included; the file stays 0600."""
+    everything else in it as it was, comments included; the file stays 0600. A config file that
+    is a symlink is written through (the link stays); when that fails, the error says where the
+    link leads."""
     import tomlkit
 
     try:
@@ -526,12 +595,13 @@ def save_ui_theme(path: Path, theme: str) -> None:
     try:
         write_private_file(path, tomlkit.dumps(document).encode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"Cannot save the theme in {path} ({exc.strerror or exc}).") from None
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) if needed."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        where = str(path)
+        if path.is_symlink():  # written through: say where the link leads
+            where += f", a link to {os.path.realpath(path)}"
+        raise ConfigError(
+            f"Cannot save the theme in {printable(where, 400)} ({exc.strerror or exc}); set "
+            "[ui] theme there yourself, or choose one per run with --theme."
+        ) from None
 
 
 def check_writable(path: Path) -> None:
@@ -551,20 +621,3 @@ def check_writable(path: Path) -> None:
             f"Cannot write {path} ({exc.strerror or exc}); make the data directory writable or "
             "choose another with --home / WALLETPASS_HOME."
         ) from None
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically to ``path`` with mode 0600, never readable by others even briefly."""
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

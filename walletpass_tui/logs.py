@@ -2,8 +2,9 @@
 
 Every module logs through ``logging.getLogger(__name__)`` (under ``walletpass_tui``); nothing is
 written anywhere unless a log file is asked for. Then the file is opened for appending, private
-(0600) whatever the umask, and every line passes through :class:`Redactor` first, which removes
-what must never be written down:
+(0600, in directories made 0700) whatever the umask; it must be a regular file of the user's own,
+never a device, a FIFO or another user's file. Every line passes through :class:`Redactor`
+first, which removes what must never be written down:
 
 * signing secrets (``whsec_...``), relay tokens (``wpr_...``), bearer credentials and the
   password part of a URL (``postgresql://user:****@host``), wherever they appear;
@@ -16,12 +17,16 @@ stay escapes in the file, as they do on the screen.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from walletpass_tui.private_files import ensure_private_dir
 
 ENV_LOG = "WALLETPASS_LOG"
 PACKAGE = "walletpass_tui"
@@ -76,15 +81,47 @@ def log_path(flag: str | None, env: dict[str, str] | None = None) -> Path | None
 
 
 def open_private(path: Path) -> int:
-    """A descriptor to append to ``path``, created 0600 and tightened to 0600 if it was looser."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    """A descriptor to append to ``path``: a regular file of the user's own, created 0600 (and
+    the directories it needs 0700) or tightened to 0600. Anything else, a device, a FIFO, a
+    socket, another user's file, is refused untouched: never chmod-ed (as root, a
+    0600 /dev/null would lock every other user out of it), never written to.
+
+    Raises OSError when the file cannot be opened or is refused (its strerror says why)."""
+    # Looked at before any open: a device's open can act (a tape rewinds), a FIFO's waits.
+    found = _kind(os.stat(path)) if os.path.exists(path) else None
+    if found:
+        raise OSError(errno.EINVAL, found)
+    ensure_private_dir(path.parent)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
+    fd = os.open(path, flags, 0o600)  # O_NONBLOCK: a FIFO swapped in meanwhile cannot block it
     try:
+        found = _kind(os.fstat(fd))  # what was opened, whatever was swapped in since the stat
+        if found:
+            raise OSError(errno.EINVAL, found)
+        os.set_blocking(fd, True)
         os.fchmod(fd, 0o600)
-    except OSError:
+    except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _kind(status: os.stat_result) -> str | None:
+    """Why a file with ``status`` cannot be the log ("a FIFO, not a regular file"); None if it
+    can."""
+    if stat.S_ISREG(status.st_mode):
+        if status.st_uid != os.geteuid():
+            return "another user's file"
+        return None
+    kinds = {
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISDIR: "a directory",
+    }
+    kind = next((name for test, name in kinds.items() if test(status.st_mode)), "not a file")
+    return f"{kind}, not a regular file"
 
 
 def configure(path: Path, *, command: str) -> logging.Handler:

@@ -100,8 +100,9 @@ def test_the_secret_and_topics_of_a_local_endpoint(
         (["localhost:3000/webhooks", "--secret", SECRET], "must start with http:// or https://"),
         (["http://user:pw@127.0.0.1:9/x", "--secret", SECRET], "user name or password"),
         (["{url}", "--secret", "whsec_!!not-base64"], "not valid base64"),
-        (["{url}"], "--secret whsec_... or --endpoint ep_..."),
-        (["{url}", "--secret", SECRET, "--endpoint", "ep_x"], "one of them"),
+        (["{url}"], "set WALLETPASS_SECRET, give --secret-file PATH or --secret -"),
+        (["{url}", "--secret", SECRET, "--endpoint", "ep_x"], "not both"),
+        (["{url}", "--secret", SECRET, "--secret", SECRET], "Give one --secret"),
         (["{url}", "--endpoint", "ep_nothere"], "No endpoint 'ep_nothere' is known locally"),
         (["{url}", "--secret", SECRET, "--topic", "pass.bogus"], "Unknown topic"),
         (["{url}", "--secret", SECRET, "--timeout", "0"], "is not a number more than 0"),
@@ -135,5 +136,5 @@ def test_nothing_listening_is_one_clear_failure(
     code, out, _ = run(capsys, f"http://127.0.0.1:{port}/webhooks", "--secret", SECRET)
 
     assert code == 1
-    assert "nothing answered at http://127.0.0.1:" in out
+    assert "Nothing answered at http://127.0.0.1:" in out and "no answer" not in out
     assert "Start your app, or check the URL, and run the check again." in out

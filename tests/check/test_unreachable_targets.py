@@ -5,6 +5,7 @@ Real peers on 127.0.0.1 (tests/peers.py); name resolution stays on this machine.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,6 @@ from aiohttp import web
 from peers import (
     Certificate,
     Peers,
-    Resolver,
     certificate_fixture,  # noqa: F401  (the "certificate" fixture)
     closed_port_url,
     local_resolver_fixture,  # noqa: F401  (the "local_resolver" fixture)
@@ -21,9 +21,11 @@ from peers import (
 )
 from sample_receivers import SECRET
 
+from walletpass_tui.check.cases import build_cases
 from walletpass_tui.check.report import summary
 from walletpass_tui.check.runner import CheckOptions, run_check
 from walletpass_tui.cli import main
+from walletpass_tui.webhooks.store import Store
 
 TOPICS = ("pass.activated",)
 
@@ -60,22 +62,70 @@ async def test_silence_times_out(peers: Peers) -> None:
     assert errors == {"timed out: no answer within 0.3 s"}
 
 
-async def test_a_refused_port() -> None:
-    errors, said = await _nothing_answered(closed_port_url())
-    assert errors == {"connection refused (is your app running?)"}
-    assert "Start your app" in said
+async def test_a_refused_port_stops_the_check_at_the_first_case(store: Store) -> None:
+    url = closed_port_url()
+    report = await run_check(CheckOptions(url, SECRET, TOPICS), store=store)
+    assert len(report.results) == 1 and report.not_sent == len(build_cases(SECRET, TOPICS)) - 1
+    assert report.results[0].answer.error == "connection refused (is your app running?)"
+    assert not report.passed and report.exit_code == 1
+    assert summary(report) == [
+        f"Nothing answered at {url} (connection refused (is your app running?)). Start your app, "
+        "or check the URL, and run the check again."
+    ]
+    assert await store.count() == 1  # the one request tried is in the history
 
 
-def test_the_command_line_names_a_name_that_does_not_resolve(
-    clean_env: Path, capsys: pytest.CaptureFixture[str], local_resolver: Resolver
+def test_the_command_line_says_one_line_at_a_refused_port(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["check", "http://my-app.invalid:3000/webhooks", "--secret", SECRET])
+    url = closed_port_url()
+    code = main(["check", url, "--secret", SECRET])
     out, err = capsys.readouterr()
-    assert code == 1
-    assert "nothing answered at http://my-app.invalid:3000/webhooks" in out
-    assert "(my-app.invalid does not resolve)" in out
-    assert "Traceback" not in out + err
-    assert "my-app.invalid" in local_resolver.asked
+    assert code == 1 and err == ""
+    lines = [line for line in out.splitlines() if line]
+    assert lines[0].startswith(f"Checking {url} with whsec_")
+    assert lines[1:] == [
+        f"Nothing answered at {url} (connection refused (is your app running?)). Start your app, "
+        "or check the URL, and run the check again."
+    ]
+
+
+async def test_an_app_that_goes_away_mid_check_stops_it_there() -> None:
+    """Three cases answered, then the app stops listening: the rest are not sent, and the
+    summary says where the check stopped."""
+    answered = 0
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal answered
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        answered += 1
+        if answered == 3:
+            server.close()  # no longer listening: the next case is refused
+        writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/webhooks"
+    cases = build_cases(SECRET, TOPICS)
+    try:
+        report = await run_check(CheckOptions(url, SECRET, TOPICS), cases=cases)
+    finally:
+        server.close()
+    assert answered == 3 and len(report.results) == 4
+    stop = report.stopped
+    assert stop is not None and stop.answer.no_connection and stop.case is cases[3]
+    assert report.not_sent == len(cases) - 4
+    assert summary(report)[-1] == (
+        f"Stopped at {stop.case.id}: connection refused (is your app running?); the "
+        f"{report.not_sent} cases after it were not sent."
+    )
 
 
 async def test_no_cookie_an_answer_sets_is_sent_with_the_next_case(serve: Any) -> None:

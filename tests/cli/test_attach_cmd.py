@@ -12,9 +12,9 @@ import pytest
 from process_helpers import DEADLINE_S, Proc, post, start_listen
 
 from walletpass_tui.cli import main
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.attached import AttachedRuntime
-from walletpass_tui.webhooks import instance
 
 BODY = b'{"type": "pass.activated", "data": {"passId": "pass_1"}}'
 
@@ -122,6 +122,24 @@ def test_attach_opens_the_dashboard_on_the_running_receiver(
     assert isinstance(runtime, AttachedRuntime)
     assert runtime.record is not None and runtime.record.pid == listen.proc.pid
     assert app.parts.notices == ()
+
+
+def test_a_receiver_on_a_path_beyond_ascii_is_attached_to_and_reached_at_the_url_it_gives(
+    clean_env: Path, procs: list[Proc], shown: list[WalletPassApp]
+) -> None:
+    """Whatever path the configuration accepts, the receiver's state file is one attach reads,
+    and its URL (percent-encoded, as listen prints it) reaches the receiver."""
+    listen, _ = start_listen("--path", "/wébhooks/ä b")
+    procs.append(listen)
+    found = instance.find(clean_env)
+    assert isinstance(found, instance.Running) and found.problem is None
+    assert found.record is not None and found.record.url is not None
+    assert found.record.url.endswith("/w%C3%A9bhooks/%C3%A4%20b")
+    assert any(found.record.url in line for line in listen.err.seen)
+    assert post(found.record.url, "msg_path", BODY) == 200
+    assert main(["attach"]) == 0
+    (app,) = shown
+    assert isinstance(app.parts.runtime, AttachedRuntime) and app.parts.notices == ()
 
 
 def test_the_dashboard_attaches_when_a_receiver_runs_and_says_which_flags_it_did_not_use(

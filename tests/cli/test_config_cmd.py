@@ -40,7 +40,7 @@ async def test_config_show_json_structure_and_sources(cli: Cli, tmp_path: Path) 
     assert set(settings) == {
         "base_url", "registration_url", "api_key", "home", "receiver_host", "receiver_port",
         "receiver_path", "tolerance_s", "max_body", "timeout_s", "retention_days", "allow_http",
-        "public_url", "relay_token", "relay_database",
+        "public_url", "relay_token", "relay_database", "tunnel", "tunnel_name", "tunnel_url",
     }  # fmt: skip
     assert all(set(entry) == {"value", "source"} for entry in settings.values())
     assert settings["api_key"] == {"value": "wp_live_…h6Jd", "source": "env WALLETPASS_API_KEY"}

@@ -97,7 +97,7 @@ def test_the_stats_and_completion_examples_run_as_printed(history: Path) -> None
 
 def test_the_tail_examples_run_until_ctrl_c(history: Path) -> None:
     lines = examples("events", "tail")
-    assert len(lines) == 3
+    assert len(lines) == 4
     for line in lines:
         if "| jq" in line and shutil.which("jq") is None:
             line = line.split("|")[0]  # the pipe's reader is not installed here
@@ -113,6 +113,7 @@ def test_the_tail_examples_run_until_ctrl_c(history: Path) -> None:
 @pytest.mark.parametrize("command", [("trigger",), ("sim", "emit"), ("check",)])
 def test_the_examples_naming_your_own_services_parse(command: tuple[str, ...]) -> None:
     for line in examples(*command):
-        argv = shlex.split(line.split("|")[0].split(">")[0])[1:]
+        words = shlex.split(line.split("|")[0].split(">")[0])
+        argv = words[words.index("walletpass-tui") + 1 :]  # after any NAME=value before it
         parser = build_parser(argv)
         parser.parse_args(argv)  # a usage error would exit 2 here

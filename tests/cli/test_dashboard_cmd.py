@@ -78,7 +78,7 @@ def test_a_second_demo_on_one_home_does_not_wipe_the_first(
                 f"""
                 import sys
                 from pathlib import Path
-                from walletpass_tui.sim.demo import data_lock
+                from walletpass_tui.runtime.demo import data_lock
                 with data_lock(Path({str(clean_env)!r})):
                     print("locked", flush=True)
                     sys.stdin.read()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import Settings, load_settings
-from walletpass_tui.sim.demo import DemoInjection
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.runtime.demo import DemoInjection
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 
 
@@ -29,7 +29,7 @@ async def test_demo_registers_through_the_api_and_shows_events_arriving(tmp_path
             assert stored[0]["secret"].startswith("whsec_")
             assert registry_file.stat().st_mode & 0o777 == 0o600
 
-            view = app.screen.query_one(LogView)
+            view = app.screen.query_one(LogLines)
             deadline = time.monotonic() + 15
             shown: list = []
             while time.monotonic() < deadline:

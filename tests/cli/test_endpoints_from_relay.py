@@ -12,7 +12,7 @@ from service_helpers import ENDPOINTS, Cli, created_answer
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 from walletpass_tui.relay.server.storage.base import IssuedChannel
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
 
 

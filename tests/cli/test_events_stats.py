@@ -144,7 +144,7 @@ def test_stats_default_bucket_and_duration_since(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--since", "yesterday"], "is not an ISO 8601 time"),
+        (["--since", "yesterday"], "is neither a duration nor an ISO 8601 time"),
         (["--since", "30d", "--by", "minute"], "makes 43,201 rows"),
         (["--since", "2999-01-01T00:00:00Z"], "is in the future"),
     ],

@@ -1,5 +1,5 @@
 """A real ``listen`` process forwarding to a real app on 127.0.0.1: the headers it adds
-(``--forward-header``, shown only masked), an https app with its own CA (``--ca-bundle``,
+(``--header``, shown only masked), an https app with its own CA (``--ca-bundle``,
 ``--insecure`` and its one warning), and your app's answer on the line below each forward (escaped,
 cut at 200 characters) and whole in ``--json``.
 
@@ -57,11 +57,11 @@ def test_listen_adds_the_forward_headers_and_never_shows_their_values(
     proc, url, announced = listening(
         "--forward-to",
         app.url,
-        "--forward-header",
+        "--header",
         AUTHORIZATION,
-        "--forward-header",
+        "-H",
         "X-Twice: one",
-        "--forward-header",
+        "--forward-header",  # the name it had, kept as an alias
         "X-Twice: two",
     )
     forwarding = next(line for line in announced if line.startswith("Forwarding"))

@@ -62,6 +62,10 @@ START_DEADLINE_S = 90.0  # a generous "did not hang" guard for a server's first 
 
 # Examples that cannot run here, each with why. Everything else runs.
 PARSE_ONLY: dict[str, str] = {
+    "walletpass-tui listen --tunnel cloudflared": (
+        "starts cloudflared, which asks Cloudflare (on the internet) for a tunnel; listen with a "
+        "fake cloudflared that forwards a local port is tested in tests/tunnel/test_listen_tunnel.py"
+    ),
     "WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
     "https://relay.example.com/channels/SLUG/events": (
         "follows a relay at relay.example.com, a host on the internet; following a local relay "
@@ -74,6 +78,10 @@ PARSE_ONLY: dict[str, str] = {
     "walletpass-tui relay follow URL --to http://localhost:3000/webhooks": (
         "URL is a relay's subscribe URL, which only 'relay channel add' on a running relay "
         "prints; tested in tests/relay/test_follow.py"
+    ),
+    "walletpass-tui trigger activated     # to 'walletpass-tui listen' in another shell": (
+        "sends to the receiver running on this home, which this walk does not start; the two "
+        "processes are tested in tests/cli/test_local_loop.py"
     ),
     "walletpass-tui attach": (
         "opens a dashboard on a receiver that runs on the home, which this walk does not start; "
@@ -94,9 +102,15 @@ PARSE_ONLY: dict[str, str] = {
         "on a local PostgreSQL cluster are tested in tests/relay/test_relay_instances.py and "
         "tests/relay/test_relay_database_setting.py"
     ),
-    "walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated": (
+    "walletpass-tui check https://staging.example.com/hooks --secret-file staging-secret "
+    "--topic activated": (
         "checks an app on staging.example.com, a host on the internet; the same command against "
         "a local app runs in the first check example"
+    ),
+    "walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh --topic "
+    "pass.activated --secret -    # asks for it, not shown as typed": (
+        "asks for the secret on the terminal; --secret - is tested in "
+        "tests/cli/test_secret_sources.py, the same import from a file runs in the example above"
     ),
 }
 
@@ -206,7 +220,9 @@ class World:
     fill: dict[str, str]  # placeholder -> real value, longest first
 
 
-async def _seed_history(home: Path) -> None:
+async def _seed_history(home: Path, app_url: str) -> None:
+    """A verified delivery forwarded to the app (where 'events replay last' goes) and a forgery
+    after it."""
     async with await Store.open(Settings(home=home).database_path) as store:
         for msg_id, verdict, pass_id in (
             (SHOWN_ID, VERIFIED, "pass_0042"),
@@ -217,7 +233,8 @@ async def _seed_history(home: Path) -> None:
             headers = sign(SECRET, msg_id, body, datetime.fromtimestamp(now, UTC))
             headers["content-type"] = "application/json"
             await store.record(
-                Attempt(
+                forward_to=(app_url,) if verdict == VERIFIED else (),
+                attempt=Attempt(
                     received_at_ms=int(now * 1000),
                     method="POST",
                     path="/webhooks",
@@ -230,7 +247,7 @@ async def _seed_history(home: Path) -> None:
                     endpoint_id=KNOWN_ENDPOINT,
                     topic="pass.activated",
                     pass_id=pass_id,
-                )
+                ),
             )
         await store.settled()
 
@@ -252,12 +269,14 @@ def world(
             f"http://{target}/webhooks", ["pass.activated", "pass.deactivated"]
         )
         clean_env.mkdir(parents=True, exist_ok=True)
-        asyncio.run(_seed_history(clean_env))
+        asyncio.run(_seed_history(clean_env, f"http://{target}/webhooks"))
         EndpointRegistry(Settings(home=clean_env).endpoints_path).import_endpoint(
             KNOWN_ENDPOINT, f"http://{target}/webhooks", ["pass.activated"], SECRET
         )
         work = tmp_path / "work"
         work.mkdir()
+        (work / "webhook-secret.txt").write_text(SECRET + "\n")  # what --secret-file names
+        (work / "webhook-secret.txt").chmod(0o600)
         (work / "edited.json").write_text('{"type": "pass.activated", "data": {"passId": "x"}}')
         # The fixture the --fixture examples name, in the format docs/simulator.md describes.
         (work / "events.json").write_text(

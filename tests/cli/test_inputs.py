@@ -22,7 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from walletpass_tui.cli import main
-from walletpass_tui.cli.common import MAX_DURATION_S, bounded_int, duration_arg, forward_to_arg
+from walletpass_tui.cli.common import bounded_int, forward_to_arg
+from walletpass_tui.cli.time_args import MAX_DURATION_S, duration_arg
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
@@ -229,11 +230,21 @@ async def test_deliveries_without_a_topic_are_listed_as_topic_unknown(
         (["events", "list", "--limit", "99999999999999999999"], "from 1 to 100000"),
         (["events", "list", "--limit", "0"], "from 1 to 100000"),
         (["events", "prune", "--older-than", "99999999999999999999d"], "longer than 100 years"),
-        (["events", "prune", "--older-than", "soon"], "not a duration"),
+        (["events", "prune", "--older-than", "soon"], "neither a duration nor"),
         (["events", "prune", "--older-than", "40000w"], "longer than 100 years"),
         (["listen", "--port", "70000"], "from 0 to 65535"),
+        # Numbers are ASCII digits: int() and float() also take every script's digits.
+        (["listen", "--port", "\u0668\u0660\u0668\u0660"], "from 0 to 65535"),
+        (["events", "list", "--limit", "\uff15"], "from 1 to 100000"),
+        (["events", "list", "--limit", "+5"], "from 1 to 100000"),
+        (["listen", "--delay", "\u0661.5"], "from 0 and at most 60"),
+        (["listen", "--delay", "nan"], "from 0 and at most 60"),
+        (["listen", "--delay", "1e1"], "from 0 and at most 60"),
         (["listen", "--max-body", "0"], "from 1 to"),
         (["listen", "--delay", "-1"], "from 0 and at most 60"),
+        (["listen", "--respond", "101"], "from 200 to 599"),  # 1xx is no answer to a delivery
+        (["listen", "--respond", "100"], "from 200 to 599"),
+        (["--respond", "199"], "from 200 to 599"),  # the dashboard
         (
             [
                 "trigger",

@@ -30,4 +30,13 @@ def test_each_line_starts_with_its_own_time_of_day(stamps: list[int]) -> None:
 def test_a_line_shows_the_delivery_escaped() -> None:
     line = attempt_line(attempt(NOW, "msg_\x1b[2Jx"))
     assert "\x1b" not in line and "msg_\\x1b[2Jx" in line
-    assert "  pass.activated" in line and "  #1  verified  200  verified" in line
+    assert "  pass.activated" in line and line.endswith("  #1  verified  200")  # said once
+
+
+def test_a_rejection_says_why_and_a_verified_note_stays() -> None:
+    rejected = factories.attempt(
+        "msg_2", at=NOW, verdict="rejected", reason="bad_signature", status=401
+    )
+    assert attempt_line(rejected).endswith("  REJECTED  401  bad_signature")
+    noted = factories.attempt("msg_3", at=NOW, note="check pass: valid delivery")
+    assert attempt_line(noted).endswith("  verified  200  [check pass: valid delivery]")

@@ -11,7 +11,7 @@ from typing import Any
 
 import factories
 
-from walletpass_tui.cli.listen_printer import ListenPrinter
+from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
 from walletpass_tui.schemas.model import GroupKey
 from walletpass_tui.schemas.records import DriftRecord
 from walletpass_tui.webhooks.models import Attempt

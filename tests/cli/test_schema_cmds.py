@@ -232,7 +232,7 @@ def test_a_bad_since_or_format_is_a_usage_error(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "schema", "drift", "--since", "yesterday")
-    assert code == 2 and "is not an ISO 8601 time" in err
+    assert code == 2 and "is neither a duration nor an ISO 8601 time" in err
     code, _, err = run(capsys, "schema", "export", "activated", "--format", "rust")
     assert code == 2 and "invalid choice: 'rust'" in err
 

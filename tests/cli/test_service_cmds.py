@@ -13,6 +13,7 @@ from service_helpers import (
     API_KEY,
     ENDPOINTS,
     HOOK_URL,
+    IMPORT_SECRET,
     SECRET,
     TEMPLATES,
     Cli,
@@ -20,6 +21,8 @@ from service_helpers import (
     file_mode,
     read_text,
 )
+
+from walletpass_tui.runtime import instance
 
 # -- templates ---------------------------------------------------------------------------------
 
@@ -188,6 +191,55 @@ async def test_create_from_listener_uses_the_public_url(cli: Cli) -> None:
     )  # fmt: skip
     assert result.code == 0, result.err
     assert cli.hooks.requests[0].json()["url"] == "https://ab12.ngrok.app/in"
+
+
+async def test_create_from_listener_reads_the_running_receivers_public_url(cli: Cli) -> None:
+    """``listen --tunnel`` in another shell keeps its public URL in the home's state file."""
+    tunnel_url = "https://words-here.trycloudflare.com/webhooks"
+    old = "https://old-words.trycloudflare.com/webhooks"
+    cli.registry.import_endpoint("ep_old", old, ["pass.activated"], IMPORT_SECRET)
+    cli.hooks.answer("POST", ENDPOINTS, json=created_answer(id="ep_new", url=tunnel_url))
+    claim = instance.claim(cli.home)
+    try:
+        claim.publish(
+            instance.InstanceRecord(
+                pid=os.getpid(), kind="listen", url="http://127.0.0.1:8787/webhooks",
+                started_at_ms=1, public_url=tunnel_url,
+            )
+        )  # fmt: skip
+        result = await cli.run("endpoints", "create", "--from-listener", "--topic", "activated")
+    finally:
+        claim.release()
+    assert result.code == 0, result.err
+    assert cli.hooks.requests[0].json()["url"] == tunnel_url
+    assert (
+        "Using the public URL of the receiver running on this home "
+        f"(listen, pid {os.getpid()}, 127.0.0.1:8787/webhooks): {tunnel_url}"
+    ) in result.err
+    assert (
+        f"Marked ep_old stale here: it points at {old}, a tunnel URL this home no longer has. "
+        "Disable or delete it in your workspace's webhook settings"
+    ) in result.err
+    stored = {e.id: e for e in cli.registry.load()}
+    assert stored["ep_new"].tunnel and stored["ep_new"].stale is None
+    assert (stored["ep_old"].stale or "").startswith(f"replaced by ep_new ({tunnel_url}) on ")
+    assert stored["ep_old"].secret.reveal() == IMPORT_SECRET  # its deliveries stay verifiable
+    listing = await cli.run("endpoints", "list")
+    assert "ep_old is stale: replaced by ep_new" in listing.out
+    assert "disable or delete it in your workspace's webhook settings." in listing.out
+
+
+async def test_create_from_listener_without_a_public_url_says_how_to_get_one(cli: Cli) -> None:
+    claim = instance.claim(cli.home)
+    try:
+        claim.publish(
+            instance.InstanceRecord(pid=os.getpid(), kind="dashboard", url=None, started_at_ms=1)
+        )
+        result = await cli.run("endpoints", "create", "--from-listener", "--topic", "activated")
+    finally:
+        claim.release()
+    result.assert_usage_error("has no public URL yet", "--tunnel cloudflared", "--public-url")
+    assert cli.no_requests()
 
 
 @pytest.mark.parametrize(

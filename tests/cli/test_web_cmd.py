@@ -6,6 +6,7 @@ browser messages, and Ctrl+C ending every attached dashboard it runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 import time
@@ -18,7 +19,7 @@ import pytest
 from process_helpers import DEADLINE_S, Proc, start_listen
 from web_helpers import Web, alive, websocket_upgrade
 
-from walletpass_tui.cli.web_server import FORBIDDEN, MAX_MESSAGE_BYTES, WebView, serve
+from walletpass_tui.cli.web_cmd.server import FORBIDDEN, MAX_MESSAGE_BYTES, WebView, serve
 
 TOKEN = "k3Yq1wTt2bq8H0tJ2m1Vn9sQ0cX4dF6gH8jK1lM3nP5"
 SLEEPER = "exec sleep 60"  # stands in for an attached dashboard: a process that never answers
@@ -108,7 +109,7 @@ async def test_a_websocket_upgrade_without_the_token_is_403(port: int) -> None:
 async def test_only_textual_serves_own_static_files_are_served(port: int) -> None:
     async with httpx.AsyncClient(timeout=DEADLINE_S, trust_env=False) as client:
         for name in (
-            "%2e%2e/%2e%2e/web_server.py",
+            "%2e%2e/%2e%2e/server.py",
             "..%2f..%2fserver.py",
             "js",
             "../js/textual.js",
@@ -196,6 +197,73 @@ async def test_malformed_browser_messages_are_ignored(view: WebView, port: int) 
         await ws.close()
 
 
+def resizes_told(recorded: Path) -> list[tuple[int, int]]:
+    """The sizes told to the dashboard: every resize packet textual-serve wrote to its stdin."""
+    data, sizes = recorded.read_bytes(), []
+    while len(data) >= 5:
+        size = int.from_bytes(data[1:5], "big")
+        kind, payload, data = data[:1], data[5 : 5 + size], data[5 + size :]
+        if kind == b"M" and (meta := json.loads(payload))["type"] == "resize":
+            sizes.append((meta["width"], meta["height"]))
+    return sizes
+
+
+async def test_a_resize_that_cannot_be_a_size_is_ignored_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    recorded = tmp_path / "stdin"
+    view = WebView(f"exec cat > {recorded}", TOKEN, stop_wait_s=0.2)
+    async for port in served(view):
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"http://127.0.0.1:{port}/{TOKEN}/ws")
+            for width, height in [
+                ("1e999", "40"),
+                ("-1e999", "40"),
+                ("NaN", "40"),
+                ("Infinity", "-Infinity"),
+                ("120", "1e999"),
+                ("true", "40"),
+                ('"120"', "40"),
+                ("null", "40"),
+                ("[120]", "40"),
+                ("0", "40"),
+                ("-5", "40"),
+                ("0.5", "40"),
+            ]:
+                await ws.send_str(f'["resize", {{"width": {width}, "height": {height}}}]')
+            await ws.send_str('["resize", {"width": 120.0, "height": 40}]')
+            await ws.send_str('["resize", {"width": 1' + "0" * 400 + ', "height": 1e300}]')
+            await ws.send_str('["ping", "still here"]')
+            message = await ws.receive(timeout=DEADLINE_S)
+            assert message.json() == ["pong", "still here"]
+            await until(lambda: recorded.exists() and len(resizes_told(recorded)) >= 2)
+            assert resizes_told(recorded) == [(120, 40), (1000, 500)]
+            await ws.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "told"),
+    [
+        ("width=120&height=40", "120 40"),
+        ("width=1e999&height=NaN", "80 24"),
+        ("width=" + "9" * 5000 + "&height=0040", "1000 40"),
+        ("width=-5&height=%D9%A3%D9%A0", "80 24"),  # Arabic-Indic digits are not ASCII
+        ("width=0&height=", "80 24"),
+    ],
+)
+async def test_the_size_a_page_asks_for_is_bounded_and_what_cannot_be_one_is_the_default(
+    tmp_path: Path, query: str, told: str
+) -> None:
+    recorded = tmp_path / "size"
+    view = WebView(f'echo "$COLUMNS $ROWS" > {recorded}; {SLEEPER}', TOKEN, stop_wait_s=0.2)
+    async for port in served(view):
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"http://127.0.0.1:{port}/{TOKEN}/ws?{query}")
+            await until(lambda: recorded.exists() and recorded.read_text().endswith("\n"))
+            assert recorded.read_text() == told + "\n"
+            await ws.close()
+
+
 # -- the real command --------------------------------------------------------------------------
 
 
@@ -251,6 +319,18 @@ def test_the_token_is_in_the_url_only_never_in_the_log_or_stderr(
     assert not any(web.token in line for line in err)
     assert not any("warning" in line for line in err)
     assert sum(web.token in line for line in out) == 1
+
+
+def test_a_receiver_on_a_path_beyond_ascii_is_served(clean_env: Path) -> None:
+    listen, _ = start_listen("--path", "/wébhooks")
+    web = None
+    try:
+        web = Web()
+        assert get(web.url).status_code == 200
+    finally:
+        listen.kill()
+        if web:
+            web.proc.kill()
 
 
 def test_a_non_loopback_host_prints_who_can_see_the_history(clean_env: Path) -> None:

@@ -153,6 +153,7 @@ def delivery(
     body: bytes = b"{}",
     headers: tuple[tuple[str, str], ...] = (),
     received_at_ms: int = 0,
+    channel: str = "x",
 ) -> bytes:
     """One well-formed delivery event, as the relay writes it."""
     data = delivery_data(
@@ -164,7 +165,7 @@ def delivery(
         source="127.0.0.1",
         forwarded_for=None,
         client="127.0.0.1",
-        channel="x",
+        channel=channel,
     )
     return sse_event(cursor, data)
 

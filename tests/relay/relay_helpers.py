@@ -120,9 +120,9 @@ class TestDB:
         return lambda *a, **kw: self.call(method(*a, **kw))
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
-        """Rows of ``sql`` (no parameters; the same text in both dialects)."""
+        """Rows of ``sql`` (no parameters; the same text in both dialects), committed."""
         if self.target.kind == SQLITE:
-            db = sqlite3.connect(self.target.path)  # type: ignore[arg-type]
+            db = sqlite3.connect(self.target.path, isolation_level=None)  # type: ignore[arg-type]
             try:
                 return [tuple(r) for r in db.execute(sql).fetchall()]
             finally:
@@ -235,7 +235,9 @@ class RelayProcess:
         self.url = ""
         self.port = 0
 
-    def start(self, port: int = 0, *extra: str) -> None:
+    def start(self, port: int = 0, *extra: str, lines: bool = False) -> None:
+        """``lines``: print a line per request (read them from ``proc.stdout``); by default
+        ``--quiet``, so nobody has to read the pipe."""
         env = dict(os.environ, WALLETPASS_HOME=str(self.home), PYTHONUNBUFFERED="1")
         env.pop("WALLETPASS_RELAY_DATABASE", None)
         if self.database:
@@ -253,6 +255,7 @@ class RelayProcess:
                 str(port),
                 "--heartbeat",
                 "0.2",
+                *([] if lines else ["--quiet"]),
                 *extra,
             ],
             cwd=ROOT,

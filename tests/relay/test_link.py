@@ -15,7 +15,7 @@ import pytest
 from link_helpers import laptop, link_for, stored_until
 from relay_helpers import add_channel, post_all, signed, urls
 
-from walletpass_tui.relay.link.feed import LinkState, StateLines
+from walletpass_tui.relay.link.state import LinkState, StateLines
 from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError
 from walletpass_tui.relay.server.serve import RelayServer
 from walletpass_tui.webhooks.store import wal_sync
@@ -177,23 +177,29 @@ def test_listen_prints_a_line_per_change_of_connection_not_per_delivery() -> Non
     def at(cursor: int, head: int, **kw: object) -> LinkState:
         return LinkState(url, cursor=cursor, head=head, started=True, **kw)  # type: ignore[arg-type]
 
+    lost = "the connection to the relay was lost (reset)"
     steps = [
         LinkState(url),
         at(0, 0),  # connecting
-        at(0, 3, connected=True),
-        at(1, 3, connected=True),
-        at(3, 3, connected=True),  # caught up
-        at(3, 4, connected=True),  # a live delivery: no line
-        at(4, 4, connected=True),
-        at(4, 4, error="cannot reach the relay (reset)"),
-        at(4, 4, connected=True),
-        at(4, 4, error="The relay refused the token (401)", stopped=True),
+        at(0, 3, connected=True, pending=3),  # the relay said three wait
+        at(1, 3, connected=True, pending=2),
+        at(3, 3, connected=True, pending=0),  # caught up
+        at(3, 4, connected=True, pending=0),  # a live delivery: no line
+        at(4, 4, connected=True, pending=0),
+        at(4, 4, error=lost, retry_in=0.52),
+        at(4, 4, error=lost, retry_in=1.1),  # the same failure again: no line
+        at(4, 9, connected=True),  # a relay that does not say how many wait
+        at(9, 9, connected=True),
+        at(9, 9, error="nothing answers at relay.example.com:443 (refused)", retry_in=17.3),
+        at(9, 9, error="The relay refused the token (401)", stopped=True),
     ]
     assert lines(steps) == [
-        "relay connected, 3 behind (cursor 0)",
-        "relay connected, up to date (cursor 3)",
-        "relay disconnected (cannot reach the relay (reset)); retrying",
-        "relay connected, up to date (cursor 4)",
+        "relay connected, catching up on 3 deliveries (after cursor 0)",
+        "relay caught up on 3 deliveries (cursor 3)",
+        f"relay disconnected ({lost}); next try in 0.5 s",
+        "relay connected, catching up to cursor 9 (after cursor 4)",
+        "relay caught up (cursor 9)",
+        "relay disconnected (nothing answers at relay.example.com:443 (refused)); next try in 17 s",
         "relay stopped: The relay refused the token (401)",
     ]
 

@@ -14,9 +14,9 @@ from pg_cluster import PgCluster
 
 from walletpass_tui.relay.server.storage import open_storage
 from walletpass_tui.relay.server.storage.base import Committed
-from walletpass_tui.relay.server.storage.postgres_schema import NOTIFY_CHANNEL
+from walletpass_tui.relay.server.storage.postgres.schema import NOTIFY_CHANNEL
+from walletpass_tui.relay.server.storage.records import Stored
 from walletpass_tui.relay.server.storage.target import database_target
-from walletpass_tui.relay.server.writer import Stored
 
 
 @pytest.mark.parametrize("port", ["²", "５４３２", "5432x"])
@@ -77,5 +77,5 @@ async def test_a_notice_with_digits_of_another_script_is_ignored(
     finally:
         await storage.close()
         loop.set_exception_handler(None)
-    assert heard.committed == [Committed(7, 1, 2, 300)]
+    assert heard.committed == [Committed(7, 1, 2)]
     assert raised == []

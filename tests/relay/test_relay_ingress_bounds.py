@@ -12,9 +12,9 @@ import pytest
 from ingress_helpers import exchange, post_head
 from relay_helpers import OTHER_SECRET, SECRET, RelayData, add_channel, query, signed, urls
 
-from walletpass_tui.relay.server import writer
 from walletpass_tui.relay.server.ingress import REJECTED_HEADERS_LIMIT, IngressOptions
 from walletpass_tui.relay.server.serve import RelayServer
+from walletpass_tui.relay.server.storage import records
 
 
 @contextlib.asynccontextmanager
@@ -97,7 +97,7 @@ async def test_a_header_that_is_not_utf8_gets_400_and_is_not_relayed(relay_data:
 async def test_rejections_are_kept_bounded_in_count_body_and_headers(
     relay_data: RelayData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "REJECTED_CAP", 5)
+    monkeypatch.setattr(records, "REJECTED_CAP", 5)
     async with running(relay_data, max_body=200 * 1024) as relay:
         issued = add_channel(relay, "verified", secret=SECRET)
         path = urls(relay, issued)[0].removeprefix(relay.url)
@@ -111,7 +111,7 @@ async def test_rejections_are_kept_bounded_in_count_body_and_headers(
     assert len(kept) == 5  # the newest five
     for status, _, headers_json, body_len in kept:
         assert status == 401
-        assert body_len == writer.REJECTED_BODY_LIMIT
+        assert body_len == records.REJECTED_BODY_LIMIT
         assert len(headers_json) < REJECTED_HEADERS_LIMIT + 1024
         pairs = json.loads(headers_json)
         assert pairs[0][0].lower() == "host"  # kept in the order received

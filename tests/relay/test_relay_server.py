@@ -312,7 +312,8 @@ async def test_revoking_cuts_a_busy_stream_too(
 
 
 async def test_the_writer_survives_callers_that_stop_waiting(tmp_path: Path) -> None:
-    from walletpass_tui.relay.server.writer import NewDelivery, RelayWriter
+    from walletpass_tui.relay.server.storage.records import NewDelivery
+    from walletpass_tui.relay.server.storage.sqlite.writer import RelayWriter
 
     issued = add_channel(tmp_path, "team")
     writer = RelayWriter(database_path(tmp_path), lambda stored: None)

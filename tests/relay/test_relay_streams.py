@@ -81,13 +81,13 @@ async def test_a_token_holder_opening_many_streams_gets_429_past_the_channel_lim
             assert b"Retry-After: 30" in refused[1]
             body = await refused[2][0].read(200)
             assert b"limit" in body and b"close one or retry later" in body
-            assert relay.feeds is not None
-            assert relay.feeds.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS
+            assert relay.fanouts is not None
+            assert relay.fanouts.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS
 
             # A stream whose subscriber hangs up frees its place at once.
             await close(next(r[2] for r in results if r[0] == 200))
-            feeds = relay.feeds
-            await until(lambda: feeds.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS - 1)
+            fanouts = relay.fanouts
+            await until(lambda: fanouts.subscribers == DEFAULT_MAX_CHANNEL_SUBSCRIBERS - 1)
             status, _, conn = await raw_get(relay, path, auth)
             assert status == 200
             await close(conn)
@@ -251,7 +251,7 @@ async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(
                 body, headers = signed(body=big)
                 async with http.post(ingress, data=body, headers=headers) as r:
                     assert r.status == 200
-        assert relay.bound is not None and relay.feeds is not None
+        assert relay.bound is not None and relay.fanouts is not None
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.setblocking(False)
@@ -259,11 +259,11 @@ async def test_a_stalled_subscriber_that_hangs_up_leaves_no_error_behind(
         path = sub_url.removeprefix(relay.url)
         head = f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {issued.token}\r\n\r\n"
         await loop.sock_sendall(sock, head.encode())
-        await until(lambda: relay.feeds is not None and relay.feeds.stalled == 1)
+        await until(lambda: relay.fanouts is not None and relay.fanouts.stalled == 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()  # a reset while the relay waits for it to read
-        await until(lambda: relay.feeds is not None and relay.feeds.subscribers == 0)
-        assert relay.feeds.stalled == 0
+        await until(lambda: relay.fanouts is not None and relay.fanouts.subscribers == 0)
+        assert relay.fanouts.stalled == 0
         gc.collect()
         await asyncio.sleep(0)
     loop.set_exception_handler(None)
@@ -289,7 +289,7 @@ async def test_stopping_the_relay_ends_streams_stalled_on_a_peer_that_reads_noth
                 body, headers = signed(body=big)
                 async with http.post(ingress, data=body, headers=headers) as r:
                     assert r.status == 200
-        assert relay.bound is not None and relay.feeds is not None
+        assert relay.bound is not None and relay.fanouts is not None
         path = sub_url.removeprefix(relay.url)
         head = f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {issued.token}\r\n\r\n"
         for _ in range(3):
@@ -299,12 +299,12 @@ async def test_stopping_the_relay_ends_streams_stalled_on_a_peer_that_reads_noth
             await loop.sock_connect(sock, ("127.0.0.1", relay.bound[1]))
             await loop.sock_sendall(sock, head.encode())
             socks.append(sock)
-        feeds = relay.feeds
-        await until(lambda: feeds.stalled == 3)
+        fanouts = relay.fanouts
+        await until(lambda: fanouts.stalled == 3)
         async with asyncio.timeout(30):  # "did not hang"
             await relay.stop()
         stopped = True
-        assert feeds.subscribers == 0 and feeds.stalled == 0
+        assert fanouts.subscribers == 0 and fanouts.stalled == 0
     finally:
         if not stopped:
             await relay.stop()

@@ -19,13 +19,13 @@ import pytest
 from schema_helpers import activated
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.schemas.model import TEMPLATES
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord
 from walletpass_tui.schemas.storage import schemas_path
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -104,7 +104,7 @@ async def test_a_failing_drift_listener_is_logged_and_the_others_still_hear(
     def broken(attempt_id: int, records: Sequence[DriftRecord]) -> None:
         raise ValueError("a subscriber's bug")
 
-    caplog.set_level(logging.ERROR, logger="walletpass_tui.webhooks.runtime")
+    caplog.set_level(logging.ERROR, logger="walletpass_tui.runtime.local")
     async with (
         DeliveryRuntime(settings(tmp_path), setup()) as runtime,
         httpx.AsyncClient(timeout=DEADLINE_S) as client,
@@ -116,7 +116,7 @@ async def test_a_failing_drift_listener_is_logged_and_the_others_still_hear(
         await stable(client, runtime.url)
         assert await post(client, runtime.url, "msg_odd", activated(99, serialNumber=7)) == 200
         await until(lambda: heard)
-    failures = [r for r in caplog.records if r.name == "walletpass_tui.webhooks.runtime"]
+    failures = [r for r in caplog.records if r.name == "walletpass_tui.runtime.local"]
     assert len(failures) == 1
     assert "drift listener" in failures[0].getMessage()
     assert failures[0].exc_info is not None and "a subscriber's bug" in str(failures[0].exc_info[1])
@@ -130,7 +130,7 @@ async def test_a_failing_delivery_listener_is_logged_too(
     def broken(batch: Sequence[Attempt]) -> None:
         raise KeyError("oops")
 
-    caplog.set_level(logging.ERROR, logger="walletpass_tui.webhooks.runtime")
+    caplog.set_level(logging.ERROR, logger="walletpass_tui.runtime.local")
     async with (
         DeliveryRuntime(settings(tmp_path), setup(learn_schemas=False)) as runtime,
         httpx.AsyncClient(timeout=DEADLINE_S) as client,

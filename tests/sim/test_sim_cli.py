@@ -111,8 +111,6 @@ async def test_trigger_exits_1_on_a_non_2xx_and_escapes_the_answer(
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--to", "http://127.0.0.1:9/wh", "--secret", "sk_not_a_secret"], "whsec_"),
-        (["--to", "http://127.0.0.1:9/wh", "--secret", "whsec_***"], "base64"),
         (["--to", "localhost/wh", "--secret", SECRET], "--to"),
         (["--to", "http://127.0.0.1:9/wh", "--secret", SECRET, "--id", "msg x"], "--id"),
         (["--to", "http://127.0.0.1:9/wh", "--secret", SECRET, "--body-file", "/nope"], "/nope"),
@@ -125,6 +123,21 @@ async def test_trigger_bad_input_is_one_clear_line(
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("walletpass-tui: error: ")
     assert fragment in err
+
+
+@pytest.mark.parametrize(
+    ("secret", "fragment"),
+    [("sk_not_a_secret", "whsec_"), ("whsec_***", "base64")],
+)
+async def test_trigger_refuses_a_secret_that_is_not_one(
+    capsys: pytest.CaptureFixture[str], clean_env: Path, secret: str, fragment: str
+) -> None:
+    """A usage error (exit 2), one line, the secret shown masked only."""
+    argv = ["trigger", "pass.activated", "--to", "http://127.0.0.1:9/wh", "--secret", secret]
+    code, _, err = await run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("walletpass-tui: error: ")
+    assert fragment in err and secret not in err
 
 
 async def test_trigger_to_nobody_fails_clearly(
@@ -212,9 +225,10 @@ async def test_sim_deliver_gives_up_after_8_attempts(
 async def test_sim_deliver_bad_input(
     capsys: pytest.CaptureFixture[str], clean_env: Path, args: list[str], fragment: str
 ) -> None:
-    argv = ["sim", "deliver", "--to", "http://127.0.0.1:9/wh", "--secret", SECRET, *args]
+    secret = [] if "--secret" in args else ["--secret", SECRET]
+    argv = ["sim", "deliver", "--to", "http://127.0.0.1:9/wh", *secret, *args]
     code, _, err = await run(capsys, *argv)
-    assert code == 1 and fragment in err and err.count("\n") == 1
+    assert code == (2 if secret == [] else 1) and fragment in err and err.count("\n") == 1
 
 
 # -- sim emit / endpoint / deliveries ---------------------------------------------------------------

@@ -20,10 +20,10 @@ from walletpass_tui.sim.engine import (
     CONNECTION_ERROR,
     RETRY_WAITS,
     TIMEOUT,
-    Attempt,
     DeliveryEngine,
     DeliveryResult,
     Message,
+    SentAttempt,
     Target,
     format_offset,
     format_wait,
@@ -200,7 +200,7 @@ async def test_eight_attempts_at_most_then_it_gives_up(
     clock = FakeClock()
     engine = engine_factory(clock=clock)
     results: list[DeliveryResult] = []
-    attempts: list[Attempt] = []
+    attempts: list[SentAttempt] = []
     engine.subscribe(lambda e: (results if isinstance(e, DeliveryResult) else attempts).append(e))
 
     delivery = engine.deliver(Target(server.url + "/wh", SECRET), Message.new("pass.activated", {}))
@@ -290,7 +290,7 @@ async def test_subscribers_see_every_attempt_and_a_failing_one_is_harmless(
         Target(server.url + "/wh", SECRET), Message.new("pass.activated", {})
     ).wait()
     assert result is not None and result.state == "delivered"
-    assert [type(e).__name__ for e in seen] == ["Attempt", "Attempt", "DeliveryResult"]
+    assert [type(e).__name__ for e in seen] == ["SentAttempt", "SentAttempt", "DeliveryResult"]
     assert [a.number for a in engine.attempts] == [1, 2]
     json.dumps(seen[0].to_json())  # serializable for the control API
     unsubscribe()

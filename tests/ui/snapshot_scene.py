@@ -17,6 +17,7 @@ from ui_helpers import API_KEY, BASE_MS, attempt, scene
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.config import Secret, Settings
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
@@ -25,7 +26,6 @@ from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks import store as store_module
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import FORWARD, ORIGINAL, Attempt, ForwardResult
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 TEMPLATES = {

@@ -23,13 +23,13 @@ import pytest
 from ui_helpers import attempt, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import sign
@@ -261,7 +261,7 @@ async def test_an_attached_dashboard_marks_drift_the_receiver_learned(
 async def test_a_replay_from_an_attached_dashboard_takes_the_default_target_options(
     home: Path, processes: list[Listen]
 ) -> None:
-    """The receiver's --forward-header and --ca-bundle live in its own process; an attached
+    """The receiver's --header and --ca-bundle live in its own process; an attached
     dashboard's replay and check screens ask for a target's options all the same."""
     await start_listen(home, processes)
     async with attached(home) as (app, _):

@@ -12,13 +12,13 @@ from textual.pilot import Pilot
 from ui_helpers import scene
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.control import OPS, ReceiverStatus
+from walletpass_tui.runtime.instance import InstanceRecord
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks.control import OPS, ReceiverStatus
-from walletpass_tui.webhooks.instance import InstanceRecord
 from walletpass_tui.webhooks.store import Store
 
 RECORD = InstanceRecord(

@@ -14,14 +14,14 @@ import httpx
 from ui_helpers import wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached import AttachedRuntime
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.ui.app import WalletPassApp, build_app
-from walletpass_tui.ui.attached import AttachedRuntime
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar
-from walletpass_tui.webhooks import instance
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()

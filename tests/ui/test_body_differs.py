@@ -8,12 +8,12 @@ from ui_helpers import SIZE, attempt, body_for, record_all, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.detail import DetailScreen
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.webhooks.store import Store
 
 
 def top_line(app: WalletPassApp) -> str:
-    return "".join(s.text for s in app.screen.query_one(LogView).render_line(0))
+    return "".join(s.text for s in app.screen.query_one(LogLines).render_line(0))
 
 
 async def test_a_redelivery_with_another_body_is_marked_and_explained(
@@ -27,7 +27,7 @@ async def test_a_redelivery_with_another_body_is_marked_and_explained(
 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        log = app.screen.query_one(LogView)
+        log = app.screen.query_one(LogLines)
         await wait_for(lambda: len(log.visible_rows()) == 3)
         lines = [
             "".join(s.text for s in log.render_line(y)) for y in range(len(log.visible_rows()))

@@ -15,10 +15,10 @@ from walletpass_tui.check.cases import build_cases
 from walletpass_tui.check.report import got
 from walletpass_tui.check.runner import CheckOptions
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 

@@ -15,7 +15,7 @@ from walletpass_tui.check.runner import CheckOptions, run_check
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.view.log_columns import cell_text
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.webhooks.models import CHECK, RECEIVED, LogFilter
 from walletpass_tui.webhooks.store import Store
 
@@ -43,7 +43,7 @@ async def checked_history(store: Store, your_app: Any) -> None:
 
 
 def rendered_rows(app: WalletPassApp) -> list[str]:
-    view = app.screen.query_one(LogView)
+    view = app.screen.query_one(LogLines)
     return ["".join(s.text for s in view.render_line(y)) for y in range(len(view.visible_rows()))]
 
 

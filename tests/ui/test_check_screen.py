@@ -16,12 +16,13 @@ from textual.widgets import DataTable, Input, Select, Static
 from ui_helpers import ENDPOINT_ID, SECRET, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+from walletpass_tui.webhooks.models import CHECK, LogFilter
 from walletpass_tui.webhooks.store import Store
 
 HOSTILE = "[bold red]pwned[/] \x1b[2J\u202e"
@@ -74,7 +75,7 @@ async def test_the_key_opens_it_prefilled_and_a_run_fills_every_case(
         assert screen.query_one("#check-target", Input).value == your_app.url + "/webhooks"
         assert screen.query_one("#check-endpoint", Select).value == ENDPOINT_ID
 
-        before = (await store.stats()).received
+        before = await store.count(LogFilter(source=CHECK))
         await pilot.press("ctrl+r")
         await wait_for(lambda: not screen.running and len(screen.results) == 14, timeout=30)
 
@@ -86,7 +87,11 @@ async def test_the_key_opens_it_prefilled_and_a_run_fills_every_case(
         assert isinstance(summary, Text) and "every must-pass case passed" in summary.plain
         assert len(your_app.requests_to("POST", "/webhooks")) == 14
         await store.settled()
-        assert (await store.stats()).received == before + 14  # in the history, like replays
+        # In the history, like replays, but not deliveries: the header does not count them.
+        assert await store.count(LogFilter(source=CHECK)) == before + 14
+        assert (await store.stats()).received == 0
+        await pilot.pause()
+        assert app.stats.received == 0
 
         # Enter on the first case opens exactly what was sent.
         table.focus()
@@ -194,3 +199,39 @@ async def test_leaving_mid_run_stops_the_check_and_the_dashboard_goes_on(
             await wait_for(lambda: not screen.running)
             assert screen.results == {}  # nothing finished, nothing more sent
             assert calls == 1
+
+
+async def test_a_target_that_refuses_stops_the_run_at_once(
+    settings: Settings, store: Store, registry: EndpointRegistry
+) -> None:
+    """Nothing listens at the app's URL: one case is tried, the others say they were not sent,
+    and the summary says what to do."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/webhooks"
+    registry.import_endpoint(
+        ENDPOINT_ID, "https://hooks.example/webhooks", ["pass.activated"], SECRET
+    )
+    setup = DeliverySetup(routes=(Route(closed),))
+    async with DeliveryRuntime(settings, setup, store=store, registry=registry) as runtime:
+        app = build_app(runtime, receiver_display="127.0.0.1:8787/webhooks")
+        async with app.run_test(size=(140, 44)) as pilot:
+            await pilot.pause()
+            await pilot.press("c")
+            await wait_for(lambda: isinstance(app.screen, CheckScreen))
+            screen = app.screen
+            assert isinstance(screen, CheckScreen)
+            await pilot.press("ctrl+r")
+            await wait_for(lambda: not screen.running and len(screen.results) == 1, timeout=30)
+            await pilot.pause()
+            table = screen.query_one("#check-table", DataTable)
+            got = [str(table.get_cell(c.id, "got")) for c in screen.cases]
+            assert got[0] == "no answer" and set(got[1:]) == {"not sent"}
+            summary = screen.query_one("#check-summary", Static).content
+            assert isinstance(summary, Text)
+            assert summary.plain == (
+                "Nothing answered (connection refused (is your app running?)). Start your app "
+                "and run it again."
+            )

@@ -52,7 +52,7 @@ async def test_the_attempt_list_without_bodies_keeps_everything_else(store: Stor
 async def test_a_large_body_arriving_is_shown_without_reading_it_back(
     make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The followed detail takes a large body from the live feed (prepared as it arrived), not
+    """The followed detail takes a large body from ``LiveRows`` (prepared as it arrived), not
     from the history: counted reads of whole attempts, and the same picture."""
     read: list[int] = []
     whole = store.attempt

@@ -80,7 +80,7 @@ async def test_a_megabyte_body_is_shown_a_part_at_a_time(
     await record_all(store, [attempt(1, body=body)])
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: app.screen.query_one("#log-view") is not None)
+        await wait_for(lambda: app.screen.query_one("#log-lines") is not None)
         await pilot.pause()
         await pilot.press("enter")
         await wait_for(lambda: isinstance(app.screen, DetailScreen))

@@ -22,7 +22,7 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.log_window import PAGE
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.models import LogRow, StoreError
 from walletpass_tui.webhooks.receiver import Receiver
@@ -33,8 +33,8 @@ def log_of(app: WalletPassApp) -> EventLogPane:
     return app.screen.query_one(EventLogPane)
 
 
-def view_of(app: WalletPassApp) -> LogView:
-    return app.screen.query_one(LogView)
+def view_of(app: WalletPassApp) -> LogLines:
+    return app.screen.query_one(LogLines)
 
 
 def visible_ids(app: WalletPassApp) -> list[str | None]:

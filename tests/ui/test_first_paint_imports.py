@@ -31,7 +31,7 @@ PROBE = """
 import asyncio, json, sys
 from walletpass_tui.cli import main
 from walletpass_tui.ui.app import WalletPassApp
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 
 LATER = {later!r}
 report = {{}}
@@ -59,7 +59,7 @@ def painted(row):
 
 
 WalletPassApp.run_async = run_async
-LogView.paint_observer = painted
+LogLines.paint_observer = painted
 report["code"] = main(["--port", "0"])
 with open(sys.argv[1], "w") as fh:
     json.dump(report, fh)

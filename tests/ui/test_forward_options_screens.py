@@ -1,4 +1,4 @@
-"""The dashboard started with ``--forward-header`` and ``--ca-bundle`` for an https app with its
+"""The dashboard started with ``--header`` and ``--ca-bundle`` for an https app with its
 own CA: its replay form and its "Check my app" screen, sent to that --forward-to target, carry the
 same headers and trust the same CA as its forwards; to another URL, neither. A real app on
 127.0.0.1 records what it received (tests/user_app.py)."""
@@ -15,6 +15,7 @@ from ui_helpers import ENDPOINT_ID, SECRET, SIZE, body_for, sender_for, wait_for
 from user_app import UserApp, user_app_fixture  # noqa: F401  (the "user_app" fixture)
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
@@ -22,7 +23,6 @@ from walletpass_tui.ui.screens.replay import ReplayScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import parse_route
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions, read_ca_bundle
 
@@ -43,7 +43,7 @@ async def dashboard(
     https_app: UserApp,
     local_ca: LocalCA,
 ) -> AsyncIterator[tuple[WalletPassApp, DeliveryRuntime]]:
-    """As ``walletpass-tui --forward-to <https app> --forward-header 'Authorization: ...'
+    """As ``walletpass-tui --forward-to <https app> --header 'Authorization: ...'
     --ca-bundle ca.pem`` opens it, one endpoint known."""
     registry.import_endpoint(
         ENDPOINT_ID, "https://hooks.example/webhooks", ["pass.activated"], SECRET

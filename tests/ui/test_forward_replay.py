@@ -18,6 +18,7 @@ from ui_helpers import SECRET, SIZE, body_for, plain, sender_for, wait_for
 
 from walletpass_tui.cli import build_parser, dashboard_cmd
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.ui.screens.replay import ReplayScreen
@@ -25,7 +26,6 @@ from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.receiver import Receiver
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 
@@ -162,7 +162,9 @@ async def test_replay_without_a_secret_sends_the_stored_bytes(
             assert isinstance(form, ReplayScreen)
             assert form.mode() == "original"
             assert form.query_one("#mode-resign").disabled
-            assert "No secret is known" in plain(form.query_one("#replay-mode-hint").render())
+            assert "No secret known here made" in plain(
+                form.query_one("#replay-mode-hint").render()
+            )
 
             target = form.query_one("#replay-target")
             target.value = "ftp://nowhere"  # type: ignore[attr-defined]

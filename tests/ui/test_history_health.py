@@ -11,11 +11,11 @@ import pytest
 from ui_helpers import plain, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import build_app
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import Attempt, StoreError
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 from walletpass_tui.webhooks.store import Store
 
 SIZE = (160, 30)

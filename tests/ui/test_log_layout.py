@@ -11,7 +11,7 @@ from ui_helpers import attempt, record_all, wait_for
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.view.log_columns import layout
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.webhooks.store import Store
 
 PASS_ID = "pass_HokSgLQ49ieEw9xYgFMp"  # 25 characters, as the service's look
@@ -46,7 +46,7 @@ def test_spare_width_goes_to_the_ids_their_values_need_then_to_the_note() -> Non
 
 
 def row_text(app: WalletPassApp) -> str:
-    view = app.screen.query_one(LogView)
+    view = app.screen.query_one(LogLines)
     return "".join(segment.text for segment in view.render_line(0))
 
 

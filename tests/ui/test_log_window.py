@@ -26,7 +26,7 @@ def test_live_rows_go_on_top_and_the_cursor_follows_or_stays() -> None:
     assert window.current is not None and window.current.id == 9
     assert window.add_live(newest_first(13, 15), following=False) == 3
     assert window.current is not None and window.current.id == 9  # the same row, 3 lines lower
-    # Rows already there (a page and the live feed overlapping) are not repeated.
+    # Rows already there (a page and ``LiveRows`` overlapping) are not repeated.
     assert window.add_live(newest_first(14, 15), following=False) == 0
     assert [r.id for r in window.rows] == list(range(15, 0, -1))
 

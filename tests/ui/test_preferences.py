@@ -106,6 +106,44 @@ async def test_theme_flag_overrides_the_saved_theme_and_is_not_saved(
     assert config.read_text() == '[ui]\ntheme = "nord"\n'
 
 
+async def test_saving_the_theme_writes_through_a_symlinked_config_file(
+    make_app: Callable[..., WalletPassApp], tmp_path: Path
+) -> None:
+    """A config file kept with one's dotfiles (config.toml a link to it) gets the theme; the link
+    stays a link."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    kept = dotfiles / "walletpass.toml"
+    kept.write_text(CONFIG)
+    config = tmp_path / "config" / "config.toml"
+    config.parent.mkdir()
+    config.symlink_to(Path("..") / "dotfiles" / "walletpass.toml")
+    app = make_app(config_file=config)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app)
+        await pilot.press("d")
+        await wait_for(lambda: 'theme = "textual-light"' in kept.read_text(), timeout=5)
+    assert config.is_symlink() and config.read_text() == kept.read_text()
+    assert kept.read_text().startswith(CONFIG)
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["walletpass.toml"]
+    assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
+
+
+async def test_a_theme_that_cannot_be_saved_through_a_link_says_where_the_link_points(
+    make_app: Callable[..., WalletPassApp], tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.symlink_to(tmp_path / "gone" / "walletpass.toml")  # its directory does not exist
+    app = make_app(config_file=config)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app)
+        await pilot.press("d")
+        await wait_for(lambda: any("Cannot save the theme" in n for n in notes(app)), timeout=5)
+    [note] = [n for n in notes(app) if "Cannot save the theme" in n]
+    assert f"a link to {tmp_path / 'gone' / 'walletpass.toml'}" in note
+    assert config.is_symlink() and not (tmp_path / "gone").exists()
+
+
 async def test_bad_key_entries_are_said_in_one_line_naming_the_file(
     make_app: Callable[..., WalletPassApp], tmp_path: Path
 ) -> None:

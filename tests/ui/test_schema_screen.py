@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from ui_helpers import attempt, record_all, wait_for
 
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.schemas.model import TEMPLATES
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
@@ -30,7 +31,6 @@ from walletpass_tui.ui.view.schema_view import DriftMarks, presence_bar, presenc
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import Attempt
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.store import Store
 
 DEADLINE_S = 30.0  # "did not hang" only

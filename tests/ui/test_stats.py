@@ -1,5 +1,5 @@
 """Traffic of the last hour: the header's sparkline and the Stats screen, counted from the history
-once (one aggregate query by minute) and then from what arrives, never twice; check requests are
+once (the activity query, by minute) and then from what arrives, never twice; check requests are
 not deliveries; a quiet minute is drawn as nothing, not as the lowest bar."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from walletpass_tui.ui.view.traffic import Traffic
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.models import FORWARD, ORIGINAL, ForwardResult
 from walletpass_tui.webhooks.store import Store
-from walletpass_tui.webhooks.store.queries import MINUTE_MS, MinuteCount, TrafficHistory
+from walletpass_tui.webhooks.store.activity import MINUTE_MS, Activity, BucketCount
 
 NOW = BASE_MS + 10 * MINUTE_MS + 30_000  # 14:10:30 UTC
 MIN_14_01 = BASE_MS // MINUTE_MS + 1
@@ -49,8 +49,8 @@ def test_history_then_live_counts_each_attempt_once() -> None:
     traffic.add_attempts([early, late])  # arrived while the history was being read
     assert traffic.series(lambda m: m.deliveries)[-2] == 0
     # The query saw attempt 5 (counted in its row), not attempt 6.
-    row = MinuteCount(at(9) // MINUTE_MS, "pass.activated", 1, 0, 0)
-    traffic.load(TrafficHistory([row], [], last_attempt_id=5, last_forward_id=None))
+    row = BucketCount(at(9) // MINUTE_MS, "pass.activated", False, 1, 0, 0)
+    traffic.load(Activity([row], [], last_attempt_id=5, last_forward_id=0))
     assert traffic.series(lambda m: m.deliveries)[-2] == 2
     traffic.add_attempts([replace(attempt(3, at_ms=at(10, 5)), id=7)])
     assert traffic.series(lambda m: m.deliveries)[-1] == 1
@@ -79,9 +79,9 @@ async def test_the_store_aggregates_the_last_hour_by_minute(store: Store) -> Non
         target="http://127.0.0.1:9/app",
         result=ForwardResult(200, 40.0),
     )
-    history = await store.traffic_by_minute(NOW - 59 * MINUTE_MS)
+    history = await store.activity(NOW - 59 * MINUTE_MS, MINUTE_MS)
     rows = sorted(
-        (r.minute - MIN_14_01 + 1, r.topic, r.deliveries, r.rejected) for r in history.attempts
+        (r.bucket - MIN_14_01 + 1, r.topic, r.attempts, r.rejected) for r in history.deliveries()
     )
     assert rows == [
         (1, "pass.activated", 1, 0),
@@ -90,6 +90,7 @@ async def test_the_store_aggregates_the_last_hour_by_minute(store: Store) -> Non
     ]
     assert history.last_attempt_id == max(a.id for a in stored)
     assert len(history.forwards) == 1 and history.forwards[0].max_ms == 40.0
+    assert [(r.bucket - MIN_14_01 + 1, r.check) for r in history.attempts if r.check] == [(5, True)]
 
 
 def spark_of(app: WalletPassApp) -> str:
@@ -110,14 +111,14 @@ async def test_header_sparkline_and_stats_screen_from_history_then_live(
         ],
     )
     queries = 0
-    real = store.traffic_by_minute
+    real = store.activity
 
-    async def counted(since_ms: int) -> Any:
+    async def counted(since_ms: int, bucket_ms: int, **kwargs: Any) -> Any:
         nonlocal queries
-        queries += 1
-        return await real(since_ms)
+        queries += bucket_ms == MINUTE_MS  # the last hour by minute (not the header's totals)
+        return await real(since_ms, bucket_ms, **kwargs)
 
-    store.traffic_by_minute = counted  # type: ignore[method-assign]
+    store.activity = counted  # type: ignore[method-assign]
     app = make_app(clock=lambda: NOW)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(lambda: isinstance(app.screen, MainScreen))

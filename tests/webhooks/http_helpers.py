@@ -21,7 +21,8 @@ SHORT_TIMEOUT_S = 0.5  # for the tests of what happens when the read timeout is 
 
 
 class Echo:
-    """A handler that reads the body (within 1,000 bytes) and answers what it saw."""
+    """A handler that reads the body (within 1,000 bytes) and answers what it saw (``/boom``
+    raises, ``/status/N`` answers N with a line of text)."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str, bytes]] = []
@@ -32,6 +33,8 @@ class Echo:
         self.requests.append(request)
         if request.path == "/boom":
             raise RuntimeError("a bug in the handler")
+        if request.path.startswith("/status/"):  # answered that status, with text
+            return Response(int(request.path.removeprefix("/status/")), "some text\n")
         if self.gate is not None:
             await self.gate.wait()
         body = await read_body(request, 1000, 2.0)

@@ -213,3 +213,24 @@ async def test_a_version_other_than_http_1_is_505(served: Served, raw: bytes) ->
     assert [a.status for a in answers] == [505] and closed
     assert b"send HTTP/1.1" in answers[0].body
     assert echo.requests == []
+
+
+# -- what the answer carries -------------------------------------------------------------------
+
+
+async def test_statuses_without_content_are_framed_without_it_and_1xx_is_never_an_answer(
+    served: Served,
+) -> None:
+    _, _, port = served
+    paths = ["/status/204", "/status/304", "/status/205", "/status/299", "/a", "/status/101"]
+    got = await exchange(port, b"".join(post(path) for path in paths), answers=6)
+    answers = parse_answers(got)
+    assert [(a.status, a.header("Content-Length"), a.body) for a in answers] == [
+        (204, None, b""),
+        (304, None, b""),
+        (205, "0", b""),
+        (299, "10", b"some text\n"),
+        (200, "10", b"POST /a 2\n"),
+        (500, "45", b"Internal error: the delivery was not handled\n"),
+    ]
+    assert got.endswith(answers[-1].body)  # nothing else was sent

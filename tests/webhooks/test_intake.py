@@ -23,15 +23,15 @@ from walletpass_tui.relay.link.subscriber import RelaySubscriber
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.ingress import IngressOptions
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks import sources
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import VERIFIED
 from walletpass_tui.webhooks.reasons import Reason, Rejected
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
+from walletpass_tui.webhooks.relayed import RelayedRequest
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
@@ -39,10 +39,10 @@ SECRET = "whsec_" + base64.b64encode(b"n" * 32).decode()
 BODY = b'{"type": "pass.activated", "data": {"passId": "pass_in"}}'
 
 
-def _inbound(body: bytes = BODY, source: str = "198.51.100.7") -> Inbound:
+def _relayed(body: bytes = BODY, source: str = "198.51.100.7") -> RelayedRequest:
     now = datetime.now(UTC)
     headers = sign(SECRET, "msg_intake", body, now)
-    return Inbound.relayed(
+    return RelayedRequest.from_relay(
         relay_url="http://127.0.0.1:9/channels/x/events",
         cursor=1,
         received_at_ms=int(now.timestamp() * 1000),
@@ -69,7 +69,7 @@ async def test_a_relayed_delivery_is_not_refused_by_the_laptops_allow_list(
         Settings(home=tmp_path / "home", receiver_port=0), DeliverySetup(options=options)
     )
     async with runtime:
-        stored = await runtime.accept(_inbound(source="198.51.100.7"))
+        stored = await runtime.accept(_relayed(source="198.51.100.7"))
     assert (stored.verdict, stored.status) == (VERIFIED, 200), stored.detail
     assert stored.remote_addr == "198.51.100.7"
 

@@ -4,7 +4,7 @@
 * the relay's ingress: the same bytes to a real ``RelayServer`` in this event loop;
 * a relayed delivery: the same request as the relay writes it on the wire (``delivery_data``),
   read back as a subscriber reads it and handed to the runtime where the relay link hands it
-  over (``feed.relayed_inbound`` then ``runtime.accept``).
+  over (``feed.relayed_request`` then ``runtime.accept``).
 
 Each door must give the same status and reason: the receiver's and the relayed delivery's as
 stored in the history, the relay's in its answer, which must read as the receiver's does.
@@ -29,16 +29,16 @@ import pytest
 
 from walletpass_tui.config import Settings
 from walletpass_tui.relay.events import RelayedDelivery, delivery_data
-from walletpass_tui.relay.link.feed import relayed_inbound
+from walletpass_tui.relay.link.feed import relayed_request
 from walletpass_tui.relay.server.channels import ingress_url
 from walletpass_tui.relay.server.ingress import IngressOptions
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.reasons import Reason
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.sources import SourcePolicy
 from walletpass_tui.webhooks.verify import SigningKey
 
@@ -266,7 +266,7 @@ class Doors:
             channel="doors",
         )
         delivery = RelayedDelivery.parse(1, data)
-        return await self.runtime.accept(relayed_inbound(delivery, RELAY_URL))
+        return await self.runtime.accept(relayed_request(delivery, RELAY_URL))
 
     async def stored(self) -> Attempt:
         """The one attempt the receiver stored (not one that came through a relay)."""

@@ -13,6 +13,7 @@ import sqlite3
 import time
 
 import aiohttp
+import h11
 import pytest
 from receiver_helpers import (
     BODY,
@@ -203,6 +204,54 @@ async def test_respond_status_and_pause_are_recorded_as_injected(env: Env) -> No
     assert rows["msg_paused"].last_status == 503
     [paused_row] = await env.store.message_attempts("msg_paused")
     assert paused_row.note == "injected: acknowledgements paused"
+
+
+@pytest.mark.parametrize("status", [204, 205, 304, 202, 599])
+async def test_an_injected_status_is_framed_so_a_kept_alive_client_reads_the_next_answer(
+    env: Env, status: int
+) -> None:
+    """204 and 304 carry neither content nor a length, 205 a length of 0: a client that keeps the
+    connection reads each answer whole and the next one from where it starts (h11 is strict)."""
+    receiver = await env.start(injection=Injection(respond_status=status))
+    assert receiver.bound is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", receiver.bound[1])
+    client = h11.Connection(h11.CLIENT)
+    answers: list[tuple[int, bytes]] = []
+    try:
+        for msg_id in ("msg_one", "msg_two"):
+            headers = [("Host", "x"), ("Content-Length", str(len(BODY)))]
+            headers += list(signed(msg_id).items())
+            writer.write(
+                client.send(h11.Request(method="POST", target="/webhooks", headers=headers))
+            )
+            writer.write(client.send(h11.Data(data=BODY)) + client.send(h11.EndOfMessage()))
+            body = b""
+            while not isinstance(event := client.next_event(), h11.EndOfMessage):
+                if event is h11.NEED_DATA:
+                    client.receive_data(await asyncio.wait_for(reader.read(65536), 10))
+                elif isinstance(event, h11.Response):
+                    answers.append((event.status_code, b""))
+                    if status in (204, 304):
+                        assert not any(name == b"content-length" for name, _ in event.headers)
+                elif isinstance(event, h11.Data):
+                    body += event.data
+            answers[-1] = (answers[-1][0], body)
+            client.start_next_cycle()
+    finally:
+        writer.close()
+    empty = status in (204, 205, 304)
+    assert [code for code, _ in answers] == [status, status]
+    assert all((body == b"") == empty for _, body in answers)
+    assert {m.webhook_id: m.last_status for m in await env.store.list_messages()} == {
+        "msg_one": status,
+        "msg_two": status,
+    }
+
+
+@pytest.mark.parametrize("status", [100, 101, 103, 199, 600, 99])
+def test_a_status_that_cannot_be_a_final_answer_is_refused_as_an_injection(status: int) -> None:
+    with pytest.raises(ValueError, match="from 200 to 599"):
+        Injection(respond_status=status)
 
 
 async def test_a_store_failure_is_a_503_not_a_crash(env: Env) -> None:

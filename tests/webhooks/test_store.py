@@ -24,7 +24,7 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.indexer import index_path
-from walletpass_tui.webhooks.store.schema import MIGRATIONS, SCHEMA_VERSION
+from walletpass_tui.webhooks.store.tables import MIGRATIONS, SCHEMA_VERSION
 
 
 @pytest.fixture

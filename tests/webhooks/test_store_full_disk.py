@@ -25,7 +25,7 @@ from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.read_only import Outdated, open_history
-from walletpass_tui.webhooks.store.schema import MIGRATIONS
+from walletpass_tui.webhooks.store.tables import MIGRATIONS
 
 T0 = 1_795_000_000_000
 NO_WRITES = (

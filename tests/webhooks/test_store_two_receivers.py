@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.webhooks.store import schema
+from walletpass_tui.webhooks.store import tables
 
 RECEIVER = """
 import asyncio, json, sys
@@ -93,17 +93,17 @@ def test_a_history_two_programs_create_at_once_is_made_once(tmp_path: Path) -> N
         contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db,
     ):
         for conn in (other, db):
-            conn.create_function("wp_digest", 2, schema.digest, deterministic=True)
-            schema.configure(conn, 5000)
+            conn.create_function("wp_digest", 2, tables.digest, deterministic=True)
+            tables.configure(conn, 5000)
         made_by_other: list[str] = []
 
         def other_goes_first(statement: str) -> None:
             if statement.startswith("BEGIN IMMEDIATE") and not made_by_other:
                 made_by_other.append(statement)
-                schema.migrate(other, path)  # between this one's look and its lock
+                tables.migrate(other, path)  # between this one's look and its lock
 
         db.set_trace_callback(other_goes_first)
-        schema.migrate(db, path)
+        tables.migrate(db, path)
         assert made_by_other
-        assert db.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
+        assert db.execute("PRAGMA user_version").fetchone() == (tables.SCHEMA_VERSION,)
         assert db.execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)

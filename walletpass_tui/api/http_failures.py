@@ -70,6 +70,12 @@ class Failure(StrEnum):
     OTHER = "other"
 
     @property
+    def no_connection(self) -> bool:
+        """No connection could be made (refused, no such host, no route, a TLS handshake that
+        failed): nothing of the request reached the peer, and a retry now would fail alike."""
+        return self.is_tls or self in (Failure.REFUSED, Failure.NO_SUCH_HOST, Failure.UNREACHABLE)
+
+    @property
     def is_tls(self) -> bool:
         return self in (
             Failure.UNTRUSTED_CERT,

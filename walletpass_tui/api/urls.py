@@ -175,9 +175,16 @@ def is_local_address(url: str) -> bool:
 
 
 def check_settings_urls(settings: Settings) -> None:
-    """UrlError when ``base_url``, ``registration_url`` or ``public_url`` is not usable; the
-    message names the setting and where its value came from (flag, environment, file)."""
+    """UrlError when ``base_url``, ``registration_url``, ``public_url`` or ``tunnel_url`` is not
+    usable; the message names the setting and where its value came from (flag, environment,
+    file)."""
     for key in ("base_url", "registration_url", "public_url"):
         value = getattr(settings, key)
         if value:
             check_url(value, what=f"The setting {key} (from {settings.source_of(key)})")
+    if settings.tunnel_url:  # a named tunnel's address: what the service will deliver to
+        check_url(
+            settings.tunnel_url,
+            what=f"The setting tunnel_url (from {settings.source_of('tunnel_url')})",
+            schemes=ENDPOINT_SCHEMES,
+        )

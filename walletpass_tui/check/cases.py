@@ -36,7 +36,7 @@ class Expect(StrEnum):
 
 
 @dataclass(frozen=True)
-class Request:
+class CaseRequest:
     """What one case sends: headers in order and the exact body bytes."""
 
     headers: tuple[tuple[str, str], ...]
@@ -57,7 +57,7 @@ class Case:
     why: str  # one line on why it matters
     topic: str
     webhook_id: str
-    make: Callable[[datetime], Request] = field(repr=False, compare=False)
+    make: Callable[[datetime], CaseRequest] = field(repr=False, compare=False)
 
     @property
     def expected(self) -> str:
@@ -108,7 +108,7 @@ def build_cases(
         expect: Expect,
         why: str,
         topic: str,
-        make: Callable[[str], Callable[[datetime], Request]],
+        make: Callable[[str], Callable[[datetime], CaseRequest]],
         *,
         must_pass: bool = True,
         webhook_id: str | None = None,
@@ -118,9 +118,9 @@ def build_cases(
 
     def plain(
         body: bytes, *, pieces: int = 1, spread_s: float = 0.0
-    ) -> Callable[[str], Callable[[datetime], Request]]:
-        def bind(msg_id: str) -> Callable[[datetime], Request]:
-            return lambda now: Request(
+    ) -> Callable[[str], Callable[[datetime], CaseRequest]]:
+        def bind(msg_id: str) -> Callable[[datetime], CaseRequest]:
+            return lambda now: CaseRequest(
                 tuple(_signed(secret, msg_id, body, now)), body, pieces, spread_s
             )
 
@@ -170,7 +170,7 @@ def build_cases(
         "A 2xx here means anyone can post fake pass events to your app.",
         main,
         lambda msg_id: (
-            lambda now: Request(tuple(_signed(other_secret, msg_id, forged, now)), forged)
+            lambda now: CaseRequest(tuple(_signed(other_secret, msg_id, forged, now)), forged)
         ),
     )
     doc, original = fresh()
@@ -181,7 +181,9 @@ def build_cases(
         Expect.REFUSE,
         "A 2xx here means a captured delivery can be altered and still accepted.",
         main,
-        lambda msg_id: lambda now: Request(tuple(_signed(secret, msg_id, original, now)), tampered),
+        lambda msg_id: (
+            lambda now: CaseRequest(tuple(_signed(secret, msg_id, original, now)), tampered)
+        ),
     )
     _, unsigned = fresh()
     add(
@@ -191,7 +193,7 @@ def build_cases(
         "A 2xx here means unsigned posts are accepted: anyone can send you events.",
         main,
         lambda msg_id: (
-            lambda now: Request(
+            lambda now: CaseRequest(
                 _with_signature(_signed(secret, msg_id, unsigned, now), None), unsigned
             )
         ),
@@ -204,7 +206,7 @@ def build_cases(
         "A 2xx here means a post without a single signature is accepted.",
         main,
         lambda msg_id: (
-            lambda now: Request(_with_signature(_signed(secret, msg_id, empty, now), ""), empty)
+            lambda now: CaseRequest(_with_signature(_signed(secret, msg_id, empty, now), ""), empty)
         ),
     )
 
@@ -216,7 +218,9 @@ def build_cases(
         Expect.REFUSE,
         "Accepting old timestamps lets anyone who captured a delivery replay it later.",
         main,
-        lambda msg_id: lambda now: Request(tuple(_signed(secret, msg_id, old, now - SKEW)), old),
+        lambda msg_id: (
+            lambda now: CaseRequest(tuple(_signed(secret, msg_id, old, now - SKEW)), old)
+        ),
         must_pass=False,
     )
     _, ahead = fresh()
@@ -227,7 +231,7 @@ def build_cases(
         "A timestamp far ahead stays 'fresh' for a replay long after it was captured.",
         main,
         lambda msg_id: (
-            lambda now: Request(tuple(_signed(secret, msg_id, ahead, now + SKEW)), ahead)
+            lambda now: CaseRequest(tuple(_signed(secret, msg_id, ahead, now + SKEW)), ahead)
         ),
         must_pass=False,
     )
@@ -236,11 +240,11 @@ def build_cases(
     _, v2_body = fresh()
     v2_entry = "v2," + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
-    def v2_first(msg_id: str) -> Callable[[datetime], Request]:
-        def make(now: datetime) -> Request:
+    def v2_first(msg_id: str) -> Callable[[datetime], CaseRequest]:
+        def make(now: datetime) -> CaseRequest:
             headers = _signed(secret, msg_id, v2_body, now)
             valid = dict(headers)[HEADER_SIGNATURE]
-            return Request(_with_signature(headers, f"{v2_entry} {valid}"), v2_body)
+            return CaseRequest(_with_signature(headers, f"{v2_entry} {valid}"), v2_body)
 
         return make
 
@@ -254,13 +258,13 @@ def build_cases(
     )
     _, rotated_body = fresh()
 
-    def rotated(msg_id: str) -> Callable[[datetime], Request]:
-        def make(now: datetime) -> Request:
+    def rotated(msg_id: str) -> Callable[[datetime], CaseRequest]:
+        def make(now: datetime) -> CaseRequest:
             headers = _signed(secret, msg_id, rotated_body, now)
             valid = dict(headers)[HEADER_SIGNATURE]
             ts = dict(headers)[HEADER_TIMESTAMP]
             wrong = compute_signature(parse_secret(other_secret), msg_id, ts, rotated_body)
-            return Request(_with_signature(headers, f"{wrong} {valid}"), rotated_body)
+            return CaseRequest(_with_signature(headers, f"{wrong} {valid}"), rotated_body)
 
         return make
 

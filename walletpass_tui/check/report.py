@@ -65,10 +65,17 @@ def summary(report: CheckReport) -> list[str]:
     """The closing lines: counts, the verdict, and how to see a failing case."""
     passed, failed, warned = (report.count(o) for o in Outcome)
     counts = f"{passed} passed, {failed} failed, {warned} warning{'s' if warned != 1 else ''}"
+    target = printable(report.options.target, 200)
+    if report.never_connected:
+        why = printable(report.results[0].answer.error or "no answer", 300)
+        return [
+            f"Nothing answered at {target} ({why}). Start your app, or check the URL, and run "
+            "the check again."
+        ]
     if report.unreachable:
         first = report.results[0].answer.error or "no answer"
         return [
-            f"{counts}: nothing answered at {printable(report.options.target, 200)} ({first}). "
+            f"{counts}: nothing answered at {target} ({first}). "
             "Start your app, or check the URL, and run the check again."
         ]
     if report.failed_on_warnings:
@@ -81,6 +88,13 @@ def summary(report: CheckReport) -> list[str]:
     for r in report.results:
         if r.outcome is not Outcome.PASS:
             lines.append(f"  {r.outcome.value} {r.case.id}: {printable(r.judgement.reason, 300)}")
+    stopped = report.stopped
+    if stopped is not None:
+        lines.append(
+            f"Stopped at {stopped.case.id}: {printable(stopped.answer.error or 'no answer', 300)}; "
+            f"the {report.not_sent} case{'s' if report.not_sent != 1 else ''} after it "
+            f"{'were' if report.not_sent != 1 else 'was'} not sent."
+        )
     first_bad = next((r for r in report.results if r.outcome is Outcome.FAIL), None)
     if first_bad is not None and first_bad.attempt_id is not None:
         lines.append(
@@ -135,5 +149,6 @@ def json_report(report: CheckReport) -> dict[str, Any]:
         "strict": o.strict,
         "exit_code": report.exit_code,
         "counts": {outcome.value: report.count(outcome) for outcome in Outcome},
+        "not_sent": report.not_sent,
         "cases": [case_json(r) for r in report.results],
     }

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from walletpass_tui.api.urls import target_url_problem
-from walletpass_tui.check.cases import Case, Request, build_cases
+from walletpass_tui.check.cases import Case, CaseRequest, build_cases
 from walletpass_tui.check.judge import (
     SERVICE_DEADLINE_S,
     WARN_AFTER_S,
@@ -28,12 +28,19 @@ from walletpass_tui.check.send import new_client, post, sent_headers
 from walletpass_tui.config import mask_secret
 from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
-from walletpass_tui.webhooks.models import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult
+from walletpass_tui.webhooks.models import (
+    CHECK_MODE,
+    REJECTED,
+    REPLAY,
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+)
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
 
-RECORD_MODE = "check"  # the mode of the recorded replay rows
+RECORD_MODE = CHECK_MODE  # the mode of the recorded replay rows
 
 
 class CheckError(UsageError, ValueError):
@@ -66,7 +73,7 @@ class CheckOptions:
 @dataclass(frozen=True)
 class CaseResult:
     case: Case
-    request: Request
+    request: CaseRequest
     answer: ForwardResult
     judgement: Judgement
     attempt_id: int | None = None  # the recorded attempt (None when not recorded)
@@ -80,6 +87,12 @@ class CaseResult:
 class CheckReport:
     options: CheckOptions
     results: tuple[CaseResult, ...]
+    not_sent: int = 0  # cases left unsent: the target could not be connected to
+
+    @property
+    def stopped(self) -> CaseResult | None:
+        """The case at which the check stopped, no connection being possible (None: all ran)."""
+        return self.results[-1] if self.not_sent else None
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)
@@ -93,6 +106,11 @@ class CheckReport:
     def unreachable(self) -> bool:
         """Nothing answered at all (the app is not running, or the URL is wrong)."""
         return bool(self.results) and all(r.answer.status is None for r in self.results)
+
+    @property
+    def never_connected(self) -> bool:
+        """The first case could not even connect, so the check stopped there: nothing to judge."""
+        return len(self.results) == 1 and self.stopped is not None
 
     @property
     def failed_on_warnings(self) -> bool:
@@ -123,7 +141,7 @@ def validate(options: CheckOptions) -> None:
 def _attempt(
     options: CheckOptions,
     case: Case,
-    request: Request,
+    request: CaseRequest,
     answer: ForwardResult,
     outcome: Outcome,
     sent_at: datetime,
@@ -203,6 +221,8 @@ async def run_check(
     clock: Callable[[], datetime] | None = None,
 ) -> CheckReport:
     """Send every case to ``options.target``, one at a time; record each in ``store`` when given.
+    A case that cannot connect at all (refused, no such host, no route, a failed TLS handshake)
+    stops the check there: every case after it would fail alike (``CheckReport.not_sent``).
 
     ``on_start``/``on_result`` are called on the event loop as each case starts and ends (the
     dashboard fills its table from them).
@@ -222,10 +242,12 @@ async def run_check(
             results.append(result)
             if on_result is not None:
                 on_result(result)
+            if result.answer.no_connection:
+                break
     finally:
         if own:
             await client.aclose()
-    return CheckReport(options, tuple(results))
+    return CheckReport(options, tuple(results), not_sent=len(cases) - len(results))
 
 
 def _now() -> datetime:

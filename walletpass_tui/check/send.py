@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import httpx
 
 from walletpass_tui import __version__
-from walletpass_tui.check.cases import Request
+from walletpass_tui.check.cases import CaseRequest
 from walletpass_tui.webhooks.forward import send, target_client
 from walletpass_tui.webhooks.models import ForwardResult
 from walletpass_tui.webhooks.target_options import Trust, masked_value, with_added
@@ -30,7 +30,7 @@ def new_client(trust: Trust | None = None) -> httpx.AsyncClient:
 
 
 def sent_headers(
-    request: Request, added: Sequence[tuple[str, str]] = (), *, masked: bool = False
+    request: CaseRequest, added: Sequence[tuple[str, str]] = (), *, masked: bool = False
 ) -> tuple[tuple[str, str], ...]:
     """The headers as they go out (httpx adds only Host, Accept, Accept-Encoding, Connection),
     the ``added`` ones last; ``masked``: their values masked, as the history records them."""
@@ -52,7 +52,7 @@ async def _pieces(body: bytes, pieces: int, spread_s: float) -> AsyncIterator[by
 async def post(
     client: httpx.AsyncClient,
     url: str,
-    request: Request,
+    request: CaseRequest,
     timeout_s: float,
     added: Sequence[tuple[str, str]] = (),
 ) -> ForwardResult:

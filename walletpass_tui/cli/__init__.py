@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from walletpass_tui import __version__, logs
 from walletpass_tui.cli.common import PROG, add_settings_flags
@@ -76,19 +77,29 @@ Try 'walletpass-tui demo' to see everything work against a built-in simulated se
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose epilog (the examples) is shown exactly as written, one per line and
-    never wrapped to the terminal's width, so each can be copied and run as it is. Every command's
-    parser is one: subparsers take their parent's class."""
+    """An ArgumentParser whose help shows the command's own options first and the shared
+    settings once (see help_layout.py), and whose epilog (the examples) is shown exactly as
+    written, one per line and never wrapped to the terminal's width, so each can be copied and
+    run as it is. Every command's parser is one: subparsers take their parent's class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from walletpass_tui.cli.help_layout import HelpFormatter
+
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        from walletpass_tui.cli.help_layout import format_usage
+
+        return format_usage(self)
 
     def format_help(self) -> str:
-        epilog, self.epilog = self.epilog, None
-        try:
-            text = super().format_help()
-        finally:
-            self.epilog = epilog
-        if not epilog:
+        from walletpass_tui.cli.help_layout import format_help
+
+        text = format_help(self)
+        if not self.epilog:
             return text
-        return text + "\n" + epilog.strip("\n") + "\n"
+        return text + "\n" + self.epilog.strip("\n") + "\n"
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -146,7 +157,7 @@ def _start_log(args: argparse.Namespace, argv: Sequence[str]) -> None:
     except OSError as exc:
         raise UsageError(
             f"Cannot write the log file {printable(str(path), 200)} ({exc.strerror or exc}); "
-            "give a path in a directory you can write."
+            "give a new file, or a regular file of your own, in a directory you can write."
         ) from None
 
 

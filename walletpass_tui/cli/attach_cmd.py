@@ -1,8 +1,8 @@
 """``attach``: the dashboard on the receiver that already runs on this home (``listen``, ``listen
 --relay``, the demo or another dashboard), without binding a port.
 
-The receiver is found through ``webhooks/instance.py``; the dashboard reads the same history and
-talks to the receiver over its control channel (``ui/attached.py``). Plain ``walletpass-tui``
+The receiver is found through ``runtime/instance.py``; the dashboard reads the same history and
+talks to the receiver over its control channel (``runtime/attached.py``). Plain ``walletpass-tui``
 comes here too when it finds a receiver on its home. Nothing is written to stdout before the
 screen (a terminal server such as textual-serve may speak its own protocol there); a failure is
 one line on stderr.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks import instance
+from walletpass_tui.runtime import instance
 
 ATTACHED_NICENESS = 5  # this process's nice value at least (a lower scheduling priority)
 
@@ -113,7 +113,7 @@ async def run_attached_async(
     notices: Sequence[str] = (),
 ) -> int:
     from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page
-    from walletpass_tui.ui.attached import AttachedRuntime
+    from walletpass_tui.runtime.attached import AttachedRuntime
 
     async with AttachedRuntime(settings, record) as runtime:
         first_page = read_first_page(runtime)

@@ -18,7 +18,7 @@ from walletpass_tui.webhooks.models import Attempt
 if TYPE_CHECKING:  # the schemas package is loaded by what learns, never by events tail
     from walletpass_tui.schemas.records import DriftRecord
 
-__all__ = ["attempt_line", "attempt_text", "body_differs", "drift_line"]
+__all__ = ["attempt_line", "attempt_text", "body_differs", "drift_line", "reason_beyond"]
 
 
 def body_differs(a: Attempt) -> bool:
@@ -26,8 +26,16 @@ def body_differs(a: Attempt) -> bool:
     return bool(getattr(a, "body_differs", False))
 
 
+def reason_beyond(verdict: str, reason: str) -> str:
+    """``reason``, or nothing when it only repeats ``verdict`` (``verified  verified``)."""
+    return "" if reason.strip().lower() == verdict.lower() else reason
+
+
 def attempt_line(a: Attempt) -> str:
-    reason = a.reason if not a.detail else f"{a.reason} ({a.detail})"
+    verdict = "verified" if a.verified else "REJECTED"
+    reason = reason_beyond(verdict, a.reason)
+    if a.detail:
+        reason = f"{reason} ({a.detail})" if reason else f"({a.detail})"
     if a.note:
         reason += f" [{a.note}]"
     if body_differs(a):
@@ -38,11 +46,11 @@ def attempt_line(a: Attempt) -> str:
             printable(a.webhook_id or "-", 40).ljust(30),
             topic_label(a.topic).ljust(18),
             f"#{a.attempt_no}",
-            "verified" if a.verified else "REJECTED",
+            verdict,
             str(a.status),
-            printable(reason, 120),
+            printable(reason.strip(), 120),
         )
-    )
+    ).rstrip()
 
 
 def attempt_text(a: Attempt, *, as_json: bool) -> str:

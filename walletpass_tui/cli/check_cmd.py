@@ -18,6 +18,8 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
+from walletpass_tui.cli.home_receiver import signing_secret
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags, target_options
 from walletpass_tui.errors import UsageError
 
@@ -34,10 +36,10 @@ answer is kept in the history ('events show'). Nothing is sent anywhere but URL:
 are ignored and redirects are not followed."""
 EXAMPLES = """\
 examples:
-  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET"
+  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui check http://localhost:3000/webhooks
   walletpass-tui check http://localhost:3000/webhooks --endpoint ep_3f2a9c --json > check.json
-  walletpass-tui check https://staging.example.com/hooks --secret whsec_... --topic activated
-  walletpass-tui check http://localhost:3000/webhooks --secret "$WEBHOOK_SECRET" --strict  # in CI
+  walletpass-tui check https://staging.example.com/hooks --secret-file staging-secret --topic activated
+  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui check http://localhost:3000/webhooks --strict  # in CI
 """
 
 
@@ -52,11 +54,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument("url", metavar="URL", type=target_url_arg, help="your receiver (http or https)")
     source = p.add_argument_group("the signing secret (one of)")
-    source.add_argument(
-        "--secret",
-        metavar="WHSEC",
-        help='the secret your receiver verifies with (whsec_...); prefer "$VARIABLE"',
-    )
+    add_secret_flags(source, what="the secret your receiver verifies with (whsec_...)", many=False)
     source.add_argument(
         "--endpoint",
         metavar="EP_ID",
@@ -95,12 +93,11 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
     from walletpass_tui.api.topics import TOPICS
     from walletpass_tui.check.runner import CheckOptions
     from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-    from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
-    if bool(args.secret) == bool(args.endpoint):
+    flagged = bool(args.secret or args.secret_file)
+    if flagged and args.endpoint:
         raise UsageError(
-            "Give the secret your receiver verifies with: --secret whsec_... or --endpoint ep_... "
-            "(one of them)."
+            "Give the secret your receiver verifies with or --endpoint ep_..., not both."
         )
     topics = list(dict.fromkeys(args.topic or ()))
     endpoint_id = None
@@ -116,11 +113,13 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
         endpoint_id = endpoint.id
         topics = topics or [t for t in endpoint.topics if t in TOPICS]
     else:
-        secret = args.secret.strip()
-    try:
-        parse_secret(secret)
-    except SecretError as exc:
-        raise UsageError(str(exc)) from None
+        found = signing_secret(args, settings, args.url)  # this home's receiver: its test secret
+        if found is None:
+            raise UsageError(
+                "Give the secret your receiver verifies with: set WALLETPASS_SECRET, give "
+                "--secret-file PATH or --secret -, or name a local endpoint with --endpoint ep_..."
+            )
+        secret = found
     return CheckOptions(
         target_options=target_options(args, [args.url]),
         target=args.url,
@@ -143,10 +142,17 @@ async def _run(
     cases = build_cases(options.secret, options.topics)
     table = Table(cases)
     if live:
-        print(heading(options, len(cases)), end="\n\n")
-        print(table.header(), flush=True)
+        print(heading(options, len(cases)), flush=True)
+    shown: list[CaseResult] = []
 
     def show(result: CaseResult) -> None:
+        # The table starts with the first case that reached the app: one that could not even
+        # connect stops the check, and the summary's one line says why.
+        if not shown and result.answer.no_connection:
+            return
+        if not shown:
+            print("\n" + table.header())
+        shown.append(result)
         print(table.row(result), flush=True)
 
     on_result = show if live else None

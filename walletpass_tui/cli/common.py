@@ -20,7 +20,7 @@ from walletpass_tui import logs
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
 from walletpass_tui.errors import UsageError, WalletpassError
-from walletpass_tui.text import printable
+from walletpass_tui.text import parse_ascii_int, printable
 
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
@@ -29,7 +29,6 @@ __all__ = [
     "CommandError",
     "bounded_float",
     "bounded_int",
-    "duration_arg",
     "forward_to_arg",
     "lazy_handler",
     "print_json",
@@ -42,6 +41,7 @@ __all__ = [
 ]
 
 PROG = "walletpass-tui"
+SETTINGS_TITLE = "settings (flags > environment > config file > defaults)"
 
 
 class CommandError(WalletpassError):
@@ -82,10 +82,7 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
     """A whole number from ``low`` to ``high``; the message states that range."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:  # not a number: the usage error below says so
-            value = None
+        value = parse_ascii_int(text.strip())  # the digits 0-9 only: no sign, no other script
         if value is None or not low <= value <= high:
             raise argparse.ArgumentTypeError(
                 f"{printable(text, 40)!r} is not a whole number from {low} to {high}."
@@ -102,10 +99,7 @@ def bounded_float(
     """A number above ``low`` (or from it, when ``low_inclusive``) up to ``high``."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except ValueError:  # not a number: the usage error below says so
-            value = None
+        value = _ascii_float(text.strip())
         above = value is not None and (value >= low if low_inclusive else value > low)
         if value is None or not above or not value <= high:
             lower = f"from {low:g}" if low_inclusive else f"more than {low:g}"
@@ -118,31 +112,13 @@ def bounded_float(
     return parse
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)?\s*$", re.IGNORECASE)
-_UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, None: 86400}
-MAX_DURATION_S = 100 * 365 * 86400  # a century: anything longer is a typo
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
 
 
-def parse_duration(text: str) -> float:
-    """``90s``, ``15m``, ``12h``, ``30d``, ``2w`` (a bare number is days), at most a century."""
-    match = _DURATION.match(text)
-    if not match:
-        raise UsageError(
-            f"{printable(text, 40)!r} is not a duration; use e.g. 45s, 15m, 12h, 30d or 2w."
-        )
-    unit = match.group(2).lower() if match.group(2) else None
-    seconds = float(match.group(1)) * _UNIT_S[unit]
-    if seconds > MAX_DURATION_S:
-        raise UsageError(f"{printable(text, 40)!r} is longer than 100 years; give e.g. 30d or 52w.")
-    return seconds
-
-
-def duration_arg(text: str) -> float:
-    """:func:`parse_duration` for argparse."""
-    try:
-        return parse_duration(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _ascii_float(text: str) -> float | None:
+    """``12``, ``0.5``, ``.5``: the ASCII digits 0-9 only, no sign, exponent, ``inf`` or ``nan``
+    (``float()`` takes all of those, and every script's digits)."""
+    return float(text) if len(text) <= 32 and _DECIMAL.fullmatch(text) else None
 
 
 def read_bounded_file(
@@ -177,7 +153,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
 
     Defaults are SUPPRESS so a subcommand's parser never overwrites a value given before it.
     """
-    group = parser.add_argument_group("settings (flags > environment > config file > defaults)")
+    group = parser.add_argument_group(SETTINGS_TITLE)
     s = argparse.SUPPRESS
     group.add_argument(
         "--config", metavar="PATH", default=s, help="read settings from this TOML file"
@@ -237,6 +213,7 @@ _FLAG_TO_SETTING = {
     "tolerance": "tolerance_s",
     "max_body": "max_body",
     "public_url": "public_url",
+    "tunnel": "tunnel",
 }
 
 
@@ -262,7 +239,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     return settings
 
 
-_URL_SETTINGS = ("base_url", "registration_url", "public_url")
+_URL_SETTINGS = ("base_url", "registration_url", "public_url", "tunnel_url")
 
 
 def print_json(data: Any, out: TextIO | None = None) -> None:

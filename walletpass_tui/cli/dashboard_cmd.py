@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page, theme_arg
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
-from walletpass_tui.webhooks import instance
-from walletpass_tui.webhooks.instance import AlreadyRunning
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.instance import AlreadyRunning
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 
 
 async def run_dashboard_async(
@@ -68,6 +69,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return _attach(args, settings, found.record, theme)
     setup = delivery_setup(args, settings)
     link = relay_link(args, settings)
+    upgrade_history(settings.database_path)  # before the screen is taken: its progress shows
     # No cyclic garbage collection while the UI is imported and the first screen built (tens of
     # thousands of long-lived objects, walked again by each collection): the app turns it back
     # on after its first frame.

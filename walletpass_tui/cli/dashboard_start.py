@@ -15,9 +15,8 @@ from walletpass_tui.text import printable
 if TYPE_CHECKING:
     from walletpass_tui.api.client import WalletPassClient
     from walletpass_tui.api.models import TemplateList, WebhookEndpoint
-    from walletpass_tui.ui.attached import AttachedRuntime
+    from walletpass_tui.runtime.protocol import Runtime
     from walletpass_tui.webhooks.models import LogRow
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 
 class LazyServiceClient:
@@ -51,7 +50,7 @@ class LazyServiceClient:
 
 
 def read_first_page(
-    runtime: DeliveryRuntime | AttachedRuntime,
+    runtime: Runtime,
 ) -> asyncio.Future[list[LogRow]] | None:
     """The log's first page, read on the store's reader thread while the UI is imported and its
     screen composed, so the first frame already shows the newest deliveries. Not with a relay

@@ -1,7 +1,7 @@
 """``demo``: the whole product on the built-in simulated service, no account needed.
 
 The demo's behaviour (simulator, failures on purpose, forged posts, the lock on its data) is in
-:mod:`walletpass_tui.sim.demo`; this module parses the flags and puts the dashboard on top.
+:mod:`walletpass_tui.runtime.demo`; this module parses the flags and puts the dashboard on top.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
 from walletpass_tui.config import Settings
-from walletpass_tui.sim.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
-from walletpass_tui.webhooks.runtime import Feed
+from walletpass_tui.runtime.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
+from walletpass_tui.runtime.local import Feed
 
 if TYPE_CHECKING:
+    from walletpass_tui.tunnel.provider import Provider
     from walletpass_tui.ui.app import WalletPassApp
 
 
@@ -56,6 +57,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="run a relay too (in this process, on 127.0.0.1): the endpoint is the relay's "
         "ingress URL and every delivery reaches the dashboard through the relay",
     )
+    p.add_argument(
+        "--tunnel",
+        choices=("cloudflared", "ngrok", "none"),
+        default=argparse.SUPPRESS,
+        help="give the demo's receiver a public HTTPS URL too, as listen --tunnel does (none: "
+        "not even when [tunnel] provider is set)",
+    )
     p.set_defaults(handler=cmd_demo)
 
 
@@ -69,21 +77,31 @@ async def _relay_for_demo(home: Path) -> AsyncIterator[tuple[str, Feed]]:
 
 @contextlib.asynccontextmanager
 async def demo_session(
-    settings: Settings, port: int, interval: float, relay: bool = False
+    settings: Settings,
+    port: int,
+    interval: float,
+    relay: bool = False,
+    tunnel: Provider | None = None,
 ) -> AsyncIterator[WalletPassApp]:
     """The demo's dashboard over a running demo. ``run_demo`` runs it in the terminal; tests drive
     the same object with ``App.run_test()``."""
     from walletpass_tui.ui.app import build_app
 
     starter: RelayStarter | None = _relay_for_demo if relay else None
-    async with running_demo(settings, port, interval, starter) as demo:
+    async with running_demo(settings, port, interval, starter, tunnel) as demo:
         # `walletpass-tui attach --home <home>/demo` opens more dashboards on it.
         await demo.runtime.start_instance("demo")
         yield build_app(demo.runtime, demo.client, mode="demo")
 
 
-async def run_demo(settings: Settings, port: int, interval: float, relay: bool = False) -> int:
-    async with demo_session(settings, port, interval, relay) as app:
+async def run_demo(
+    settings: Settings,
+    port: int,
+    interval: float,
+    relay: bool = False,
+    tunnel: Provider | None = None,
+) -> int:
+    async with demo_session(settings, port, interval, relay, tunnel) as app:
         await app.run_async()
     return app.return_code or 0
 
@@ -93,5 +111,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CommandError("--interval takes a positive number of seconds.")
     if not 0 <= args.port <= 65535:
         raise CommandError("--port takes a number from 0 to 65535.")
+    from walletpass_tui.tunnel.choice import tunnel_provider
+
     settings = settings_from_args(args)
-    return asyncio.run(run_demo(settings, args.port, args.interval, args.relay))
+    tunnel = tunnel_provider(settings)
+    return asyncio.run(run_demo(settings, args.port, args.interval, args.relay, tunnel))

@@ -17,6 +17,7 @@ from walletpass_tui.cli.common import (
     topic_arg,
     url_arg,
 )
+from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.cli.service_errors import api_failure
 from walletpass_tui.config import ConfigError, Settings, check_writable
 from walletpass_tui.errors import UsageError
@@ -62,7 +63,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     create.add_argument(
         "--from-listener",
         action="store_true",
-        help="use the public URL (--public-url / public_url setting) plus the receiver's path",
+        help="register the public URL of the receiver running on this home (listen --tunnel, "
+        "read from its state), or --public-url / public_url plus the receiver's path",
     )
     create.add_argument(
         "--public-url", type=url_arg, default=argparse.SUPPRESS, help="the tunnel's public URL"
@@ -99,15 +101,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "can verify its deliveries. Nothing is sent to the service. An id already known is "
         "refused unless --replace is given; the replaced entry is then kept in a backup file. "
         "Like create, an http:// URL needs --allow-http.",
-        epilog="example: walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
-        "--topic pass.activated --secret whsec_...",
+        epilog="examples:\n"
+        "  walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
+        "--topic pass.activated --secret-file webhook-secret.txt\n"
+        "  walletpass-tui endpoints import --id ep_3f2a --url https://example.com/wh "
+        "--topic pass.activated --secret -    # asks for it, not shown as typed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     imp.add_argument("--id", required=True, dest="endpoint_id", help="the endpoint's id (ep_...)")
     imp.add_argument("--url", required=True, help="the endpoint's URL")
     imp.add_argument(
         "--topic", action="append", type=topic_arg, dest="topics", metavar="TOPIC", required=True
     )
-    imp.add_argument("--secret", required=True, help="its signing secret (whsec_...)")
+    add_secret_flags(imp, what="its signing secret (whsec_...)", many=False)
     imp.add_argument("--disabled", action="store_true", help="record it as disabled")
     imp.add_argument(
         "--replace",
@@ -144,14 +150,56 @@ def _create_url(args: argparse.Namespace, settings: Settings) -> str:
         if url:
             raise UsageError("Give either --url or --from-listener, not both.")
         public = getattr(args, "public_url", None) or settings.public_url
-        if not public:
-            raise UsageError(
-                "--from-listener needs the tunnel's public URL: pass --public-url or set public_url."
-            )
-        url = public.rstrip("/") + settings.receiver_path
+        url = public.rstrip("/") + settings.receiver_path if public else _listener_url(settings)
     if not url:
         raise UsageError("Give the endpoint's URL with --url (or use --from-listener).")
     return _endpoint_url(url, settings)
+
+
+def _listener_url(settings: Settings) -> str:
+    """The public URL (path included) of the receiver running on this home, from its state file
+    (what ``listen --tunnel`` publishes there); UsageError saying how to get one."""
+    from walletpass_tui.runtime.instance import Running, find
+
+    found = find(settings.home)
+    record = found.record if isinstance(found, Running) else None
+    if record is not None and record.public_url:
+        print(
+            f"Using the public URL of the receiver running on this home ({record.describe()}): "
+            f"{printable(record.public_url)}",
+            file=sys.stderr,
+        )
+        return record.public_url
+    if record is not None:
+        raise UsageError(
+            f"The receiver running on this home ({record.describe()}) has no public URL yet: "
+            "start it with --tunnel cloudflared (or ngrok), or pass --public-url."
+        )
+    raise UsageError(
+        "--from-listener needs a public URL: run 'walletpass-tui listen --tunnel cloudflared' "
+        "on this home (another shell), or pass --public-url (or set public_url)."
+    )
+
+
+def _mark_left_behind(registry: EndpointRegistry, created: WebhookEndpoint) -> None:
+    """The tunnel endpoints that point elsewhere than the one just created for the listener's
+    URL are marked stale here, each said with what to do about it in the workspace."""
+    from datetime import UTC, datetime
+
+    from walletpass_tui.webhooks.tunnel_endpoints import left_behind, stale_note
+
+    behind = [e for e in left_behind(registry.load(), created.url) if e.id != created.id]
+    if not behind:
+        return
+    when = datetime.now(UTC).strftime("%Y-%m-%d")
+    registry.mark_stale((e.id for e in behind), stale_note(created.id, created.url, when))
+    for endpoint in behind:
+        print(
+            f"Marked {printable(endpoint.id, 40)} stale here: it points at "
+            f"{printable(endpoint.url, 120)}, a tunnel URL this home no longer has. Disable or "
+            "delete it in your workspace's webhook settings (the service's API cannot change it).",
+            file=sys.stderr,
+        )
 
 
 def _relay_ingress(args: argparse.Namespace, settings: Settings) -> str:
@@ -189,7 +237,7 @@ def cmd_endpoints_create(args: argparse.Namespace) -> int:
 
     def store(endpoint: WebhookEndpoint) -> None:
         try:
-            registry.record_created(endpoint)
+            registry.record_created(endpoint, tunnel=bool(args.from_listener))
         except ConfigError as exc:  # the endpoint exists now: its secret must still be shown
             store_failures.append(exc)
 
@@ -229,6 +277,8 @@ def cmd_endpoints_create(args: argparse.Namespace) -> int:
             f"stored in {registry.path} (mode 0600) and used to verify deliveries.",
             file=sys.stderr,
         )
+    if args.from_listener:
+        _mark_left_behind(registry, endpoint)
     return 0
 
 
@@ -255,6 +305,9 @@ def cmd_endpoints_list(args: argparse.Namespace) -> int:
         for e in endpoints
     ]
     print_table(rows, ["ID", "URL", "TOPICS", "ENABLED", "CREATED", "SECRET", "ORIGIN"])
+    for e in endpoints:
+        if e.stale:
+            print(f"{printable(e.id, 40)} is stale: {printable(e.stale, 300)}.")
     return 0
 
 
@@ -267,6 +320,12 @@ def cmd_endpoints_import(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     _endpoint_url(args.url, settings)
+    given = one_secret(args)
+    if given is None:
+        raise UsageError(
+            "Give the endpoint's signing secret: --secret - (asked for, not shown), --secret-file "
+            "PATH or $WALLETPASS_SECRET."
+        )
     registry = _registry(settings)
     backup = backup_endpoint(registry, args.endpoint_id) if args.replace else None
     try:
@@ -275,7 +334,7 @@ def cmd_endpoints_import(args: argparse.Namespace) -> int:
             args.endpoint_id,
             args.url,
             _topics(args.topics),
-            args.secret,
+            given.value,
             enabled=not args.disabled,
             allow_http=settings.allow_http,
             replace=args.replace,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from walletpass_tui.cli.common import bounded_float, bounded_int, forward_to_arg, url_arg
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import HEADER_HELP, add_trust_flags, header_arg
 
 MAX_BODY_LIMIT = 64 * 1024 * 1024  # the largest --max-body accepted
@@ -25,18 +26,24 @@ def add_receiver_flags(parser: argparse.ArgumentParser, *, suppress: bool = True
         help="port to listen on (default 8787; 0 picks a free one)",
     )
     group.add_argument("--path", default=s, help="path webhooks are posted to (default /webhooks)")
+    group.add_argument(
+        "--tunnel",
+        choices=("cloudflared", "ngrok", "none"),
+        default=s,
+        help="a public HTTPS URL for the receiver: cloudflared (the program you installed) or "
+        "ngrok (its agent SDK, the [ngrok] extra; NGROK_AUTHTOKEN); none: no tunnel, "
+        "whatever [tunnel] provider says",
+    )
 
 
 def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
     """Flags for verifying, forwarding, filtering and failing deliveries."""
     s = argparse.SUPPRESS
     ver = parser.add_argument_group("verification")
-    ver.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="WHSEC",
-        help="a signing secret to verify with (repeatable); endpoints known locally are used too",
+    add_secret_flags(
+        ver,
+        what="a signing secret to verify with, beside those of the endpoints known locally",
+        many=True,
     )
     ver.add_argument(
         "--tolerance",
@@ -77,13 +84,21 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
         "down; target: answer with your app's status (within 10 s)",
     )
     fwd.add_argument(
-        "--forward-header",
+        "-H",
+        "--header",
         action="append",
         type=header_arg,
         default=[],
         metavar="'NAME: VALUE'",
         help='add this header to every forward, e.g. "Authorization: Bearer $APP_TOKEN" for '
         f"your app (repeatable; {HEADER_HELP})",
+    )
+    fwd.add_argument(  # the name it had: kept working, not shown
+        "--forward-header",
+        dest="header",
+        action="append",
+        type=header_arg,
+        help=argparse.SUPPRESS,
     )
     add_trust_flags(fwd, "https --forward-to targets")
     src = parser.add_argument_group("sources")
@@ -135,10 +150,11 @@ def add_delivery_flags(parser: argparse.ArgumentParser) -> None:
     )
     inj.add_argument(
         "--respond",
-        type=bounded_int(100, 599),
+        type=bounded_int(200, 599),  # a final status; Injection holds the rule
         default=None,
         metavar="STATUS",
-        help="answer every verified delivery with STATUS",
+        help="answer every verified delivery with STATUS (200 to 599; 204, 205 and 304 without "
+        "a body)",
     )
     inj.add_argument(
         "--delay",

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.cli.secret_flags import GivenSecret, given_secrets
+from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
+from walletpass_tui.runtime.local import DeliverySetup
 from walletpass_tui.text import printable
+from walletpass_tui.webhooks import home_secret
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
-from walletpass_tui.webhooks.runtime import DeliverySetup
 from walletpass_tui.webhooks.sources import SourcePolicy
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --secret is given
@@ -30,26 +32,24 @@ if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded only when a --sec
 __all__ = ["delivery_setup", "receiver_options", "relay_link"]
 
 
-def signing_keys(secrets: Sequence[str]) -> list[SigningKey]:
+def signing_keys(secrets: Sequence[GivenSecret]) -> list[SigningKey]:
+    """The keys of the secrets given (checked already), labelled masked with their source."""
     if not secrets:
         return []
-    from walletpass_tui.webhooks.verify import SecretError, SigningKey, parse_secret
+    from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
-    keys = []
-    for secret in secrets:
-        try:
-            keys.append(SigningKey(key=parse_secret(secret), label=mask_secret(secret)))
-        except SecretError as exc:
-            raise CommandError(f"--secret {mask_secret(secret)}: {exc}") from None
-    return keys
+    return [
+        SigningKey(key=parse_secret(given.value), label=f"{given.masked} ({given.source})")
+        for given in secrets
+    ]
 
 
-def build_receiver_options(args: argparse.Namespace, settings: Settings) -> ReceiverOptions:
+def build_receiver_options(
+    args: argparse.Namespace, settings: Settings, secrets: Sequence[GivenSecret] = ()
+) -> ReceiverOptions:
     respond = getattr(args, "respond", None)
     fail_first = getattr(args, "fail_first", 0)
     delay = getattr(args, "delay", 0.0)
-    if respond is not None and not 100 <= respond <= 599:
-        raise CommandError("--respond takes an HTTP status between 100 and 599.")
     if fail_first < 0 or delay < 0:
         raise CommandError("--fail-first and --delay take zero or more.")
     if delay >= 15:
@@ -60,11 +60,15 @@ def build_receiver_options(args: argparse.Namespace, settings: Settings) -> Rece
     sources = SourcePolicy.build(
         getattr(args, "allow_source", []), getattr(args, "trust_proxy", None)
     )
+    try:
+        injection = Injection(fail_first=fail_first, respond_status=respond, delay_s=delay)
+    except ValueError as exc:  # a status no client can read as an answer
+        raise UsageError(f"--{exc}.") from None
     return replace(
         receiver_options(settings),
-        secrets=signing_keys(getattr(args, "secret", [])),
+        secrets=signing_keys(secrets),
         sources=sources,
-        injection=Injection(fail_first=fail_first, respond_status=respond, delay_s=delay),
+        injection=injection,
     )
 
 
@@ -80,7 +84,12 @@ def receiver_options(settings: Settings) -> ReceiverOptions:
 
 
 def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
-    options = build_receiver_options(args, settings)
+    secrets = given_secrets(args)  # read once: standard input cannot be read again
+    # The home's test secret, made once: what trigger and check sign with by default.
+    test_secret = home_secret.load_or_create(settings.home)
+    options = build_receiver_options(
+        args, settings, [*secrets, GivenSecret(test_secret, home_secret.LABEL)]
+    )
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
         from walletpass_tui.cli.target_flags import target_options
@@ -88,11 +97,11 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
 
         parsed = [parse_route(text) for text in args.forward_to]
         # The added headers and trusted certificates travel with each route to the forwarder.
-        extra = target_options(args, (r.target for r in parsed), header_flag="--forward-header")
+        extra = target_options(args, (r.target for r in parsed))
         routes = tuple(replace(r, options=extra) for r in parsed)
     else:
         for flag, given in (
-            ("--forward-header", getattr(args, "forward_header", None)),
+            ("--header", getattr(args, "header", None)),
             ("--ca-bundle", getattr(args, "ca_bundle", None)),
             ("--insecure", getattr(args, "insecure", False)),
         ):
@@ -101,12 +110,16 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     ack_target = getattr(args, "ack", "stored") == "target"
     if ack_target and not routes:
         raise CommandError("--ack target needs a --forward-to URL to take the status from.")
+    from walletpass_tui.tunnel.choice import tunnel_provider
+
     return DeliverySetup(
         options=options,
         routes=routes,
         ack_target=ack_target,
-        explicit_secrets=tuple(getattr(args, "secret", [])),
+        explicit_secrets=tuple(given.value for given in secrets),
+        test_secret=test_secret,
         learn_schemas=not getattr(args, "no_schemas", False),
+        tunnel=tunnel_provider(settings),
     )
 
 

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "serve",
         parents=[*parents, database],
         help="run the relay server",
+        description="Serve the relay: ingress for the service, event streams for the laptops, "
+        "/healthz for a balancer. Prints one line per request (time, method, the channel by "
+        "name, status, milliseconds; never a token or a whole ingress slug); --quiet prints none.",
         epilog="examples:\n"
         "  walletpass-tui relay serve --public-url https://relay.example.com --port 8080\n"
         "  walletpass-tui relay serve --allow-source service --trust-proxy 127.0.0.1\n"
@@ -99,6 +102,25 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         default=15.0,
         metavar="SECONDS",
         help="heartbeat comment interval on idle streams (default 15)",
+    )
+    serve.add_argument(
+        "--max-subscribers",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="open streams on the whole relay (default 1000; past it: 503)",
+    )
+    serve.add_argument(
+        "--max-channel-subscribers",
+        type=int,
+        default=100,
+        metavar="N",
+        help="open streams on one channel (default 100; past it: 429)",
+    )
+    serve.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print no line per request (by default: time, method, channel, status, ms)",
     )
     serve.set_defaults(handler=cmd_serve)
 
@@ -201,6 +223,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError("--retention-days must be more than 0.")
     if args.heartbeat <= 0:
         raise CommandError("--heartbeat must be more than 0 seconds.")
+    if args.max_subscribers < 1 or args.max_channel_subscribers < 1:
+        raise CommandError("--max-subscribers and --max-channel-subscribers must be 1 or more.")
     sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
     public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
@@ -213,6 +237,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         retention_days=args.retention_days,
         heartbeat_s=args.heartbeat,
+        max_subscribers=args.max_subscribers,
+        max_channel_subscribers=args.max_channel_subscribers,
+        request_lines=None if args.quiet else sys.stdout,
         ingress=IngressOptions(
             max_body=settings.max_body, tolerance_s=settings.tolerance_s, sources=sources
         ),
@@ -311,10 +338,18 @@ class _StatePrinter:
         if key == self.last or (not state.connected and not state.error):
             return
         self.last = key
-        if state.connected:
-            print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
+        if not state.connected:
+            later = f"next try in {state.retry_in:.1f} s" if state.retry_in else "retrying"
+            print(f"relay: disconnected ({printable(state.error, 200)}); {later}", flush=True)
+        elif state.pending:
+            n = state.pending
+            print(
+                f"relay: connected, catching up on {n:,} deliver{'y' if n == 1 else 'ies'} "
+                f"after cursor {state.cursor}",
+                flush=True,
+            )
         else:
-            print(f"relay: disconnected ({printable(state.error, 200)})", flush=True)
+            print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
 
 
 def _print_skipped(skipped: Any) -> None:
@@ -423,7 +458,7 @@ async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: st
     if args.json:
         print_json(urls)
         return
-    print(f"Channel {channel.name} {verb}.")
+    print(f"Channel {channel.shown_name} {verb}.")
     print(f"  Register this ingress URL with the service: {urls['ingress_url']}")
     print(f"  Subscribe URL (listen --relay):             {urls['subscribe_url']}")
     print(f"  Subscriber token (shown once, keep it):     {issued.token}")
@@ -484,6 +519,7 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
                     "quota_bytes": c.quota_bytes,
                     "over_quota": c.over_quota,
                     "verifies_at_edge": c.verifies_at_edge,
+                    "secret_problem": c.secret_problem,
                 }
                 for c in channels
             ]
@@ -494,12 +530,12 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            c.name,
+            c.shown_name,  # read from the database: escaped
             str(c.tokens),
             str(c.deliveries),
             str(c.rejected),
             f"{format_size(c.used_bytes)} / {format_size(c.quota_bytes)}",
-            "OVER QUOTA (ingress answers 503)" if c.over_quota else "ok",
+            _state(c),
             "yes" if c.verifies_at_edge else "no",
             ingress_url(base, c.slug),
         ]
@@ -511,6 +547,12 @@ def cmd_channel_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _state(channel: Any) -> str:
+    if channel.secret_problem:
+        return "SECRET UNUSABLE (ingress answers 503)"
+    return "OVER QUOTA (ingress answers 503)" if channel.over_quota else "ok"
+
+
 def cmd_channel_revoke(args: argparse.Namespace) -> int:
     count = _run(args, lambda db: db.revoke(args.target))
     print(f"Revoked {count} token{'s' if count != 1 else ''}; subscribers using it are cut off.")
@@ -520,7 +562,7 @@ def cmd_channel_revoke(args: argparse.Namespace) -> int:
 def cmd_channel_remove(args: argparse.Namespace) -> int:
     channel = _run(args, lambda db: db.remove(args.name))
     print(
-        f"Removed channel {channel.name} and its {channel.deliveries} stored "
+        f"Removed channel {channel.shown_name} and its {channel.deliveries} stored "
         f"deliver{'ies' if channel.deliveries != 1 else 'y'}; its ingress URL now answers 404."
     )
     return 0

@@ -66,6 +66,7 @@ def add_target_flags(parser: argparse.ArgumentParser, what: str = "URL") -> None
     ``check``."""
     group = parser.add_argument_group("your app (headers, certificates)")
     group.add_argument(
+        "-H",
         "--header",
         action="append",
         type=header_arg,

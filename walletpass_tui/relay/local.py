@@ -11,7 +11,7 @@ from pathlib import Path
 from walletpass_tui.relay.link.feed import RelayLink
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
-from walletpass_tui.relay.server.storage.sqlite import RelayDB
+from walletpass_tui.relay.server.storage.sqlite.database import RelayDB
 from walletpass_tui.relay.server.storage.target import database_path
 
 

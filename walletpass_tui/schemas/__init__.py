@@ -85,7 +85,7 @@ def learn_templates(
     program notices and follows."""
     import sqlite3
 
-    from walletpass_tui.config import ensure_private_dir
+    from walletpass_tui.private_files import ensure_private_dir
     from walletpass_tui.schemas.book import Book
 
     path = Path(history_path)

@@ -20,7 +20,7 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.jsonscan import TYPES
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
 from walletpass_tui.schemas.paths import Segment
-from walletpass_tui.webhooks.store import schema as history_schema
+from walletpass_tui.webhooks.store import tables as history_tables
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def schemas_path(history: Path) -> Path:
 
 def discard(history: Path) -> None:
     """Delete the schema file and its companions: it is learned again from the history."""
-    for file in history_schema.companions(schemas_path(history)):
+    for file in history_tables.companions(schemas_path(history)):
         with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(file)
 
@@ -149,7 +149,7 @@ def _connect(
     if missing and not history_optional:  # ATTACH would create an empty one
         raise SchemaError(f"There is no history at {history} to learn payload schemas from.")
     path = schemas_path(history)
-    history_schema.make_private(path)
+    history_tables.make_private(path)
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")

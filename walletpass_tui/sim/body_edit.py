@@ -32,8 +32,9 @@ MAX_INDEX = 100_000
 
 Path = tuple[str | int, ...]
 
-_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
-_INDEX = re.compile(r"\[(\d+)\]")
+# [0-9], never \d: an index is written in ASCII digits (\d takes every script's).
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[[0-9]+\])*)")
+_INDEX = re.compile(r"\[([0-9]+)\]")
 
 
 class BodyEditError(UsageError, ValueError):

@@ -11,7 +11,7 @@
   included.
 
 Times are *service* time: the clock (``ScaledClock`` or ``FakeClock``) decides how long a wait really
-takes. Every attempt is recorded as an :class:`Attempt` and every finished flow as a
+takes. Every attempt is recorded as an :class:`SentAttempt` and every finished flow as a
 :class:`DeliveryResult`; both go to subscribers as they happen.
 """
 
@@ -78,8 +78,9 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Attempt:
-    """One delivery attempt. ``offset_s`` is service time since the flow's first attempt."""
+class SentAttempt:
+    """One attempt the simulated service made and what it heard back. ``offset_s`` is service time
+    since the flow's first attempt."""
 
     message_id: str
     topic: str
@@ -164,22 +165,22 @@ class DeliveryResult:
         }
 
 
-Event = Attempt | DeliveryResult
+Event = SentAttempt | DeliveryResult
 Subscriber = Callable[[Event], None]
 
 
-class Delivery:
+class Flow:
     """A running flow (one message to one target)."""
 
     def __init__(self, message: Message, target: Target) -> None:
         self.message = message
         self.target = target
-        self.attempts: list[Attempt] = []
+        self.attempts: list[SentAttempt] = []
         self.result: DeliveryResult | None = None
         self.task: asyncio.Task[DeliveryResult | None]
 
     def __repr__(self) -> str:
-        return f"Delivery({self.message.id} -> {self.target.endpoint_id or self.target.url})"
+        return f"Flow({self.message.id} -> {self.target.endpoint_id or self.target.url})"
 
     @property
     def done(self) -> bool:
@@ -231,12 +232,12 @@ class DeliveryEngine:
         self.clock: Clock = clock or ScaledClock(time_scale)
         self.waits = tuple(float(w) for w in waits)
         self.deadline_s = deadline_s
-        self.attempts: deque[Attempt] = deque(maxlen=ATTEMPT_LOG_LIMIT)
+        self.attempts: deque[SentAttempt] = deque(maxlen=ATTEMPT_LOG_LIMIT)
         self.results: deque[DeliveryResult] = deque(maxlen=ATTEMPT_LOG_LIMIT)
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
         self._subscribers: Listeners[[Event]] = Listeners(__name__, "delivery")
-        self._flows: dict[str | None, set[Delivery]] = {}
+        self._flows: dict[str | None, set[Flow]] = {}
         self._closed = False
 
     @property
@@ -250,7 +251,7 @@ class DeliveryEngine:
     # -- subscribers ------------------------------------------------------------------------------
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback`` with every Attempt and DeliveryResult; returns an unsubscribe function.
+        """Call ``callback`` with every SentAttempt and DeliveryResult; returns an unsubscribe function.
 
         Callbacks run on the event loop, inside the delivery flow: keep them quick. An exception in one
         is logged and does not affect the delivery.
@@ -262,7 +263,7 @@ class DeliveryEngine:
 
     # -- flows ------------------------------------------------------------------------------------
 
-    def deliver(self, target: Target, message: Message) -> Delivery:
+    def deliver(self, target: Target, message: Message) -> Flow:
         """Start delivering ``message`` to ``target`` (needs a running event loop).
 
         Raises ``SecretError`` (a ValueError) at once when the target's secret is unusable.
@@ -271,7 +272,7 @@ class DeliveryEngine:
             raise RuntimeError("The delivery engine is closed.")
         parse_secret(target.secret)
         loop = asyncio.get_running_loop()
-        delivery = Delivery(message, target)
+        delivery = Flow(message, target)
         hold = self.clock.hold()  # before the task exists, so a virtual clock waits for it
         delivery.task = loop.create_task(
             self._run(delivery), name=f"deliver {message.id} -> {target.endpoint_id or target.url}"
@@ -290,7 +291,7 @@ class DeliveryEngine:
         delivery.task.add_done_callback(finished)
         return delivery
 
-    def flows(self, endpoint_id: str | None = None) -> list[Delivery]:
+    def flows(self, endpoint_id: str | None = None) -> list[Flow]:
         """Flows still running (to one endpoint, or to all when ``endpoint_id`` is None)."""
         if endpoint_id is None:
             return [d for group in self._flows.values() for d in group if not d.done]
@@ -326,7 +327,7 @@ class DeliveryEngine:
             await self._http.aclose()
             self._http = None
 
-    async def _run(self, delivery: Delivery) -> DeliveryResult:
+    async def _run(self, delivery: Flow) -> DeliveryResult:
         offset = 0.0
         try:
             for index, wait in enumerate(self.waits):
@@ -346,7 +347,7 @@ class DeliveryEngine:
             self._finish(delivery, "stopped")
             raise
 
-    def _finish(self, delivery: Delivery, state: DeliveryState) -> DeliveryResult:
+    def _finish(self, delivery: Flow, state: DeliveryState) -> DeliveryResult:
         if delivery.result is not None:
             return delivery.result
         result = DeliveryResult(
@@ -376,8 +377,8 @@ class DeliveryEngine:
         return self._http
 
     async def _attempt(
-        self, delivery: Delivery, number: int, offset: float
-    ) -> tuple[Attempt, float]:
+        self, delivery: Flow, number: int, offset: float
+    ) -> tuple[SentAttempt, float]:
         """One POST; returns the record and the service time the exchange took."""
         message, target = delivery.message, delivery.target
         when = self.clock.wall()
@@ -418,7 +419,7 @@ class DeliveryEngine:
             service_duration = min(self.deadline_s, self.clock.exchange_seconds(elapsed))
         ok = status is not None and 200 <= status <= 299
         next_wait = None if ok or number >= len(self.waits) else self.waits[number]
-        attempt = Attempt(
+        attempt = SentAttempt(
             message_id=message.id,
             topic=message.topic,
             endpoint_id=target.endpoint_id,

@@ -13,7 +13,7 @@ import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -22,7 +22,40 @@ from walletpass_tui.sim.events import TOPICS, templates_response
 from walletpass_tui.text import parse_ascii_int
 
 if TYPE_CHECKING:
-    from walletpass_tui.sim.service import SimulatedService
+    from collections.abc import Sized
+
+    from walletpass_tui.sim.endpoints import SimEndpoint
+    from walletpass_tui.sim.engine import DeliveryEngine, Message
+
+
+class Served(Protocol):
+    """What the handlers ask of the service they serve (``service.SimulatedService``)."""
+
+    @property
+    def api_key(self) -> str: ...
+
+    @property
+    def engine(self) -> DeliveryEngine: ...
+
+    @property
+    def max_body(self) -> int: ...
+
+    @property
+    def messages(self) -> Sized: ...
+
+    @property
+    def endpoints(self) -> list[SimEndpoint]: ...
+
+    def add_endpoint(
+        self, url: str, topics: Sequence[str], enabled: bool = True
+    ) -> SimEndpoint: ...
+
+    def publish(self, topic: str, body: Any = None) -> tuple[Message, list[str]]: ...
+
+    def set_enabled(self, ep_id: str, enabled: bool) -> SimEndpoint: ...
+
+    def remove(self, ep_id: str) -> SimEndpoint: ...
+
 
 # The service's logger, as before the routes had their own module (log filters name it).
 log = logging.getLogger("walletpass_tui.sim.service")
@@ -75,7 +108,7 @@ def _not_json(content_type: str) -> _Unsupported:
     )
 
 
-def make_app(service: SimulatedService) -> web.Application:
+def make_app(service: Served) -> web.Application:
     """The aiohttp application serving ``service`` (both of the spec's hosts on one port)."""
     return _Routes(service).app()
 
@@ -83,7 +116,7 @@ def make_app(service: SimulatedService) -> web.Application:
 class _Routes:
     """The request handlers, bound to one service."""
 
-    def __init__(self, service: SimulatedService) -> None:
+    def __init__(self, service: Served) -> None:
         self.service = service
 
     def app(self) -> web.Application:

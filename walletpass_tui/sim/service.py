@@ -11,7 +11,8 @@ Served on one port (both of the spec's hosts point at it):
   endpoint, list endpoints (secrets masked) and the delivery log. This API is the simulator's own.
 
 The HTTP side lives in :mod:`walletpass_tui.sim.http_api`, the endpoint record and the create-body
-checks in :mod:`walletpass_tui.sim.endpoints`; their names are importable from here too.
+checks in :mod:`walletpass_tui.sim.endpoints`, the delivery engine and its retry schedule in
+:mod:`walletpass_tui.sim.engine`; only ``SimulatedService`` is imported from here.
 
 The error body shape ``{"error": {"type": ..., "message": ...}}`` is the simulator's invention: the
 spec leaves the service's error format open (section 7).
@@ -126,7 +127,7 @@ class SimulatedService:
                 return ep_id
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Every delivery Attempt and DeliveryResult (see DeliveryEngine.subscribe)."""
+        """Every delivery SentAttempt and DeliveryResult (see DeliveryEngine.subscribe)."""
         return self.engine.subscribe(callback)
 
     def emit(self, topic: str, body: Any = None) -> str:

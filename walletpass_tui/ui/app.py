@@ -1,7 +1,7 @@
 """The dashboard application: built by ``build_app`` from injected parts, which the command line,
 the demo and the tests all call the same way.
 
-The app is given an open delivery runtime (``webhooks.runtime``) and only subscribes to it; it
+The app is given an open delivery runtime (``runtime.local``) and only subscribes to it; it
 tells the runtime to start accepting deliveries once the first frame is painted. Whoever opened
 the runtime closes it, unless the app was handed an opener, in which case it opens and closes it.
 """
@@ -9,6 +9,7 @@ the runtime closes it, unless the app was handed an opener, in which case it ope
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,13 +23,15 @@ from textual.binding import Binding
 from textual.theme import Theme
 
 from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
+from walletpass_tui.runtime.control import ControlError
+from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel import NGROK_API, discover_ngrok
-from walletpass_tui.ui.attached import AttachedRuntime
+from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
-from walletpass_tui.ui.live_feed import LiveFeed
+from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
+    DiffRequested,
     ForwardAnswered,
     LiveSignals,
     ReceiverState,
@@ -38,11 +41,11 @@ from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.view.totals import Totals
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors
 from walletpass_tui.webhooks.models import (
     FORWARD,
-    VERIFIED,
     Attempt,
     ForwardResult,
     ForwardRow,
@@ -50,14 +53,10 @@ from walletpass_tui.webhooks.models import (
     Stats,
     now_ms,
 )
-from walletpass_tui.webhooks.runtime import DeliveryRuntime, RuntimeOpener
-
-# What the dashboard shows: its own receiver's runtime, or one attached to another process's.
-Runtime = DeliveryRuntime | AttachedRuntime
+from walletpass_tui.webhooks.store.activity import ALL_TIME_MS, MINUTE_MS
 
 if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when first used
-    from walletpass_tui.relay.link.feed import RelayLink
-    from walletpass_tui.ui.drift_feed import DriftFeed
+    from walletpass_tui.ui.drift_watch import DriftWatch
     from walletpass_tui.ui.screens.help import KeyGroup
     from walletpass_tui.ui.screens.replay import Replayed
     from walletpass_tui.ui.view.traffic import Traffic
@@ -65,6 +64,7 @@ if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when f
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
 RECEIVE_AFTER_S = 1.0  # deliveries are accepted once the log is on screen, or after this at most
+FORWARDS_EVERY_S = 1.0  # the traffic's forwards are read again at most this often
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.pending_forwards = 0
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
-        self._feed: LiveFeed | None = None
+        self._live_rows: LiveRows | None = None
         self._runtime: Runtime | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.context: DashboardContext | None = None
         self.stats = Stats()
+        self._totals = Totals()
+        self._forwards_from: int | None = None  # the forwards to read again, from this minute
         self.theme = theme
         chosen = self.get_theme(theme)
         self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
@@ -151,7 +153,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     async def on_mount(self) -> None:
         parts = self.parts
         given = parts.runtime
-        runtime = given if isinstance(given, DeliveryRuntime | AttachedRuntime) else await given()
+        runtime = await given() if callable(given) else given
         self._runtime = runtime
         settings = runtime.settings
         self.context = DashboardContext(
@@ -165,8 +167,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
         self._load_preferences(parts.config_file or settings.config_file)
         # The runtime's subscribe() is the store's; the log's new rows are posted without a wait.
-        self._feed = LiveFeed(runtime, self, shown=self.live.shown)
-        self._feed.start()
+        self._live_rows = LiveRows(runtime, self, shown=self.live.shown)
+        self._live_rows.start()
 
         def answered(row: ForwardRow, result: ForwardResult) -> None:
             self.post_message(ForwardAnswered(row, result))
@@ -174,14 +176,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._unsubscribe = runtime.subscribe(forwards=answered)
         # Every failed write of the history is said in the header until one succeeds again.
         self._unwatch_health = runtime.store.on_health(self._history_health)
-        self._relay: RelayLink | None = None
         if runtime.feeds:  # --relay: its module (aiohttp) is loaded already
             from walletpass_tui.ui.view.relay_header import relay_link_of, watch_relay
 
-            self._relay = relay_link_of(runtime.feeds)
-            self._unwatch_relay = watch_relay(self._relay, self._show_receiver, self._relay_stopped)
-        if isinstance(runtime, AttachedRuntime):
-            self._watch_attached(runtime)
+            link = relay_link_of(runtime.feeds)
+            self._unwatch_relay = watch_relay(link, self._show_receiver, self._relay_stopped)
+        self._watch_receiver(runtime)
         self._show_receiver()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
         # not load): the port is already bound, a sender connecting meanwhile waits in the
@@ -267,7 +267,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._recount()  # the header's totals: a count of the whole history, not before paint
         self._load_traffic()  # the last hour by minute: one aggregate query, after paint too
         self._count_pending()
-        self._start_drift_feed()  # which deliveries drifted: the log's marks, after paint too
+        self._start_drift_watch()  # which deliveries drifted: the log's marks, after paint too
         self.call_after_refresh(_collect_again)
 
     _receiving = False
@@ -285,6 +285,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self._show_receiver()
 
     _tunnel_sought = False
+    _public_from_receiver = False  # the public URL is the one the receiver (its tunnel) says
+    _tunnel_said: str | None = None
 
     def on_event_log_pane_ready(self, message: EventLogPane.Ready) -> None:
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
@@ -296,7 +298,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if self._tunnel_sought or runtime is None or runtime.bound is None:
             return
         self._tunnel_sought = True
-        if self.context is not None and not self.context.public_url:
+        starts_its_own = runtime.status.tunnel is not None or self._public_from_receiver
+        if self.context is not None and not self.context.public_url and not starts_its_own:
             self.run_worker(
                 self._discover_public_url(runtime.bound[1]), group="ngrok", exit_on_error=False
             )
@@ -309,29 +312,27 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.notify(why, title="Relay stopped", severity="error", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
-        if self._drift_feed is not None:
-            self._drift_feed.stop()
+        if self._drift_watch is not None:
+            self._drift_watch.stop()
         if getattr(self, "_unwatch_relay", None) is not None:
             self._unwatch_relay()
         if getattr(self, "_unwatch_health", None) is not None:
             self._unwatch_health()
-        if getattr(self, "_unwatch_attached", None) is not None:
-            self._unwatch_attached()
-        if self._feed is not None:
-            self._feed.stop()
+        if getattr(self, "_unwatch_receiver", None) is not None:
+            self._unwatch_receiver()
+        if self._live_rows is not None:
+            self._live_rows.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._runtime is not None and not isinstance(
-            self.parts.runtime, DeliveryRuntime | AttachedRuntime
-        ):
+        if self._runtime is not None and callable(self.parts.runtime):
             await self._runtime.close()  # the app opened it
 
     # -- live updates: published to the panes, which subscribe to what they show ---------------------
 
     async def on_event(self, event: events.Event) -> None:
-        if self._feed is not None and isinstance(event, (events.Key, events.MouseEvent)):
-            self._feed.touch()  # a person is here: the live log draws at full frame rate
+        if self._live_rows is not None and isinstance(event, (events.Key, events.MouseEvent)):
+            self._live_rows.touch()  # a person is here: the live log draws at full frame rate
         await super().on_event(event)
 
     @cached_property
@@ -340,7 +341,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         return LiveSignals(self)
 
     def on_deliveries_stored(self, message: DeliveriesStored) -> None:
-        """One message per frame from the live feed: counted here, shown by the panes."""
+        """One message per frame from ``LiveRows``: counted here, shown by the panes."""
         self._count(message.attempts)
         self.traffic.add_attempts(message.attempts)
         self.live.deliveries.publish(message)
@@ -349,13 +350,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self._load_traffic()  # some were never seen here: counted from the history again
         if self._runtime is not None and self._runtime.forwarding:
             self._count_pending()
+            if message.attempts:  # queued with them: their forwards
+                self._forwards_changed(message.attempts[0].received_at_ms)
 
     def on_forward_answered(self, message: ForwardAnswered) -> None:
         if message.row.kind == FORWARD:
-            result = message.result
-            self.traffic.add_forward(
-                message.row.id, self.parts.clock(), result.latency_ms, result.ok
-            )
+            self._forwards_changed(message.row.created_at_ms)
         self._count_pending()
         if message.row.webhook_id:
             self.live.history.publish(message.row.webhook_id)
@@ -373,15 +373,33 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.run_worker(count(), group="pending", exclusive=True, exit_on_error=False)
 
     def _count(self, attempts: Sequence[Attempt]) -> None:
-        s = self.stats
-        verified = sum(1 for a in attempts if a.verdict == VERIFIED)
-        self.stats = Stats(
-            received=s.received + len(attempts),
-            verified=s.verified + verified,
-            rejected=s.rejected + len(attempts) - verified,
-            redeliveries=s.redeliveries + sum(1 for a in attempts if a.attempt_no > 1),
-        )
-        self.live.publish_stats(self.stats)
+        if self._totals.add(attempts) and self._totals.stats is not None:
+            self.stats = self._totals.stats
+            self.live.publish_stats(self.stats)
+
+    def _forwards_changed(self, queued_at_ms: int) -> None:
+        """A forward queued at ``queued_at_ms`` was queued or tried: the traffic's forwards from
+        its minute on are read again, at most once a second (a retried forward replaces its
+        earlier answer; see view/traffic.py)."""
+        minute = queued_at_ms // MINUTE_MS
+        first = self._forwards_from
+        self._forwards_from = minute if first is None else min(first, minute)
+        if first is None:
+            self.set_timer(FORWARDS_EVERY_S, self._load_forwards)
+
+    def _load_forwards(self) -> None:
+        minute, self._forwards_from = self._forwards_from, None
+        if minute is None or self.context is None:
+            return
+        traffic = self.traffic
+        minute = max(minute, traffic.since_ms() // MINUTE_MS)
+
+        async def load() -> None:
+            assert self.context is not None
+            found = await self.context.store.activity(minute * MINUTE_MS, MINUTE_MS, attempts=False)
+            traffic.load_forwards(found, minute)
+
+        self.run_worker(load(), group="traffic-forwards", exit_on_error=False)
 
     @cached_property
     def traffic(self) -> Traffic:
@@ -401,14 +419,18 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             assert self.context is not None
             traffic = self.traffic
             traffic.reset()
-            self.traffic.load(await self.context.store.traffic_by_minute(traffic.since_ms()))
+            traffic.load(await self.context.store.activity(traffic.since_ms(), MINUTE_MS))
 
         self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
 
     def _recount(self) -> None:
+        """The header's totals from the history (the activity query, one bucket)."""
+        self._totals.reading()
+
         async def recount() -> None:
             assert self.context is not None
-            self.stats = await self.context.store.stats()
+            found = await self.context.store.activity(0, ALL_TIME_MS, forwards=False)
+            self.stats = self._totals.load(found)
             self.live.publish_stats(self.stats)
 
         self.run_worker(recount(), group="stats", exclusive=True, exit_on_error=False)
@@ -439,42 +461,58 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             "forward_targets": tuple(r.target for r in routes),
             "pending_forwards": self.pending_forwards,
             "history_problem": self._history_problem(),
-            **self._relay_fields(),
         }
-        if isinstance(runtime, AttachedRuntime):
-            fields.update(self._attached_fields(runtime, fields["history_problem"]))
+        if runtime is not None:
+            fields.update(self._runtime_fields(runtime, fields["history_problem"]))
         self.live.publish_receiver(ReceiverState(**fields))
 
-    # -- attached to a receiver in another process --------------------------------------------------
-
-    def _watch_attached(self, runtime: AttachedRuntime) -> None:
-        self._was_gone = runtime.gone
-        self._unwatch_attached = runtime.watch(self._attached_changed)
-
-        # Rows skipped (far behind, or the history replaced): the log and the counts read again.
-        def gap(skipped: int) -> None:
-            self.post_message(DeliveriesStored((), dropped=skipped))
-
-        runtime.on_gap = gap
-
-    def _attached_fields(self, runtime: AttachedRuntime, own_problem: str | None) -> dict[str, Any]:
-        """The header's words about a receiver in another process: which, or that it stopped;
-        its relay link; a history it cannot write (or this process cannot)."""
+    def _runtime_fields(self, runtime: Runtime, own_problem: str | None) -> dict[str, Any]:
+        """The header's words the receiver says of itself: which process runs it (when another
+        does), or that it stopped; its relay link; a history it cannot write (or this process
+        cannot)."""
         status = runtime.status
         return {
             "attached": runtime.describe(),
             "gone": runtime.gone,
             "relay": status.relay,
             "relay_up": status.relay_up,
+            "tunnel": status.tunnel,
             "history_problem": own_problem or status.history_problem,
         }
 
-    def _attached_changed(self) -> None:
+    def _watch_receiver(self, runtime: Runtime) -> None:
+        self._was_gone = runtime.gone
+
+        # Rows skipped (far behind, or the history replaced): the log and the counts read again.
+        def gap(skipped: int) -> None:
+            self.post_message(DeliveriesStored((), dropped=skipped))
+
+        unwatch = runtime.watch(self._receiver_changed)
+        unsubscribe = runtime.subscribe(gaps=gap)
+
+        def unwatch_receiver() -> None:
+            unwatch()
+            unsubscribe()
+
+        self._unwatch_receiver = unwatch_receiver
+
+    def _receiver_changed(self) -> None:
+        """What was asked of the receiver changed, or (another process's) it stopped, came back
+        or reports something new."""
         runtime = self._runtime
-        if not isinstance(runtime, AttachedRuntime):
+        if runtime is None:
             return
-        if self.context is not None and runtime.status.public_url and not self.context.public_url:
-            self.context.public_url = runtime.status.public_url
+        status = runtime.status
+        if self.context is not None:
+            if status.public_url and status.public_url != self.context.public_url:
+                self.context.public_url = status.public_url  # the tunnel's URL, new or again
+                self._public_from_receiver = True
+            elif not status.public_url and self._public_from_receiver:
+                self.context.public_url = None  # the tunnel is down: no URL to offer
+        if status.tunnel != self._tunnel_said:
+            self._tunnel_said = status.tunnel
+            if status.tunnel and not status.tunnel.endswith("starting"):
+                self.notify(status.tunnel, title="Tunnel", severity="warning", markup=False)
         self._show_receiver()
         self.refresh_bindings()  # the key line greys what the receiver cannot take now
         if runtime.gone != self._was_gone:
@@ -500,17 +538,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def unavailable_actions(self) -> frozenset[str]:
         """Actions the key line shows greyed: the receiver cannot take them now."""
         runtime = self._runtime
-        if isinstance(runtime, AttachedRuntime) and not runtime.can("pause"):
+        if runtime is not None and not runtime.can("pause"):
             return frozenset({"toggle_pause"})
         return frozenset()
-
-    def _relay_fields(self) -> dict[str, Any]:
-        link = getattr(self, "_relay", None)
-        if link is None:
-            return {}
-        from walletpass_tui.ui.view.relay_header import relay_fields
-
-        return relay_fields(link)
 
     def _history_problem(self) -> str | None:
         """The header's words when the history cannot be written (its file named, not its path)."""
@@ -529,30 +559,32 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     def action_toggle_pause(self) -> None:
         runtime = self._runtime
-        if isinstance(runtime, AttachedRuntime):
+        if runtime is None:
+            return
+        answer = runtime.request("pause", paused=not runtime.paused)
+        if answer.done():  # a receiver in this process: done already
+            self._paused_answered(runtime, answer)
+        else:  # one in another process answers over the control channel
             self.run_worker(
-                self._toggle_attached_pause(runtime),
+                self._pause_answer(runtime, answer),
                 group="pause",
                 exclusive=True,
                 exit_on_error=False,
             )
-            return
-        if runtime is None or runtime.bound is None:
-            self.notify("No receiver runs in this dashboard.", severity="warning", markup=False)
-            return
-        runtime.pause_acks(not runtime.paused)
-        self._show_receiver()
-        self._said_paused(runtime.paused)
 
-    async def _toggle_attached_pause(self, runtime: AttachedRuntime) -> None:
-        """Ask the receiver in the other process; say why when it cannot."""
-        from walletpass_tui.webhooks.control import ControlError
+    async def _pause_answer(self, runtime: Runtime, answer: asyncio.Future[None]) -> None:
+        with contextlib.suppress(ControlError):  # said by _paused_answered
+            await answer
+        self._paused_answered(runtime, answer)
 
-        try:
-            await runtime.request("pause", paused=not runtime.paused)
-        except ControlError as exc:  # shown as a notification
+    def _paused_answered(self, runtime: Runtime, answer: asyncio.Future[None]) -> None:
+        """Say the receiver's answer: paused or resumed, or why it cannot be done."""
+        exc = answer.exception()
+        if isinstance(exc, ControlError):
             self.notify(str(exc), title="Pause unavailable", severity="warning", markup=False)
             return
+        if exc is not None:
+            raise exc
         self._show_receiver()
         self._said_paused(runtime.paused)
 
@@ -566,6 +598,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             )
         else:
             self.notify("Acknowledgements resumed.", markup=False)
+
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        """A screen asked to compare deliveries: open the comparison over it."""
+        if self.context is not None:
+            from walletpass_tui.ui.screens.diff import DiffScreen
+
+            self.push_screen(DiffScreen(self.context.store, message.attempt_id, message.against))
 
     def on_replay_requested(self, message: ReplayRequested) -> None:
         """A screen asked to replay a delivery: open the form over it."""
@@ -588,7 +627,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         screen = ReplayScreen(
             self.context.store,
             attempt,
-            target=self.context.replay_target(),
+            target=await self.context.replay_target_for(attempt),
             secret_for=self.context.secret_for,
             options_for=self.context.target_options,
         )
@@ -643,13 +682,13 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     # -- payload schemas -------------------------------------------------------------------------
 
-    _drift_feed: DriftFeed | None = None
+    _drift_watch: DriftWatch | None = None
 
-    def _start_drift_feed(self) -> None:
-        from walletpass_tui.ui.drift_feed import DriftFeed
+    def _start_drift_watch(self) -> None:
+        from walletpass_tui.ui.drift_watch import DriftWatch
 
-        self._drift_feed = DriftFeed(self.runtime, self, self.live)
-        self._drift_feed.start()
+        self._drift_watch = DriftWatch(self.runtime, self, self.live)
+        self._drift_watch.start()
 
     def action_schema(self, group: str = "") -> None:
         """The Schema screen: each topic's learned fields and drift (``group='templates'``: the
@@ -685,7 +724,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         return [
             ("Everywhere", self.BINDINGS),
             ("Main screen", MainScreen.BINDINGS),
-            ("Event log", [*EventLogPane.BINDINGS, *LogView.BINDINGS]),
+            ("Event log", [*EventLogPane.BINDINGS, *LogLines.BINDINGS]),
             ("Templates", TemplatesPane.BINDINGS),
             ("Delivery detail", [*DetailScreen.BINDINGS, *DeliveryDetail.BINDINGS]),
             ("Template JSON", TemplateScreen.BINDINGS),
@@ -722,8 +761,9 @@ def build_app(
 ) -> WalletPassApp:
     """The dashboard, ready to run (``await app.run_async()``, ``app.run_test()``...).
 
-    ``runtime``: an open ``DeliveryRuntime`` (settings, store, registry, receiver, forwarding),
-    closed by whoever opened it; or an async function opening one, for running under ``App.run()``
+    ``runtime``: an open ``Runtime`` (``runtime/protocol.py``: a ``DeliveryRuntime``, or an
+    ``AttachedRuntime`` standing for a receiver in another process), closed by whoever opened it;
+    or an async function opening one, for running under ``App.run()``
     (snapshot tests), which the app calls on mount and closes at exit. The app starts its receiver
     serving after the first frame. ``client``: the service (``WalletPassClient``), or None when no
     API key is set: templates then say how to set one. ``receiver_display``: the address shown
@@ -733,7 +773,6 @@ def build_app(
     where the saved theme and ``[keys]`` are read (default: the runtime's settings' file).
     ``clock``: epoch milliseconds now, for the traffic charts (fixed in pictures).
     ``notices``: sentences said once the screen is up.
-    An ``AttachedRuntime`` (``ui/attached.py``) stands for a receiver in another process.
     """
     parts = AppParts(
         runtime,

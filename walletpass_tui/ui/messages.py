@@ -1,7 +1,7 @@
 """App-level messages, and the signals that carry live data down to the panes.
 
 Data flows one way. The app receives what happens outside the UI as messages (``DeliveriesStored``
-from the live feed, ``ForwardAnswered`` from the runtime) and publishes it on ``LiveSignals``; each
+from ``LiveRows``, ``ForwardAnswered`` from the runtime) and publishes it on ``LiveSignals``; each
 pane subscribes in its ``on_mount`` to what it shows. The app never looks inside its screens, and a
 pane that is gone (a screen closed, the app shutting down) is simply not called: ``Signal`` skips
 nodes that are no longer running.
@@ -39,6 +39,7 @@ class ReceiverState:
     pending_forwards: int = 0  # forwards waiting for the user's app
     relay: str | None = None  # the relay link's state in words (None: no --relay)
     relay_up: bool = False  # connected to the relay
+    tunnel: str | None = None  # the tunnel in words while it gives no public URL
     history_problem: str | None = None  # the history cannot be written: why, and the fix
     attached: str | None = None  # attached to a receiver in another process: "listen, pid 4242"
     gone: bool = False  # attached, and that receiver stopped (the history is still shown)
@@ -70,6 +71,16 @@ class ReplayRequested(Message):
         self.attempt_id = attempt_id
 
 
+class DiffRequested(Message):
+    """A screen asks the app to compare a delivery with another (``against``), or with what it
+    is compared with by default (None: its first attempt, or the one before it)."""
+
+    def __init__(self, attempt_id: int, against: int | None = None) -> None:
+        super().__init__()
+        self.attempt_id = attempt_id
+        self.against = against
+
+
 class LiveSignals:
     """What panes subscribe to. The last header values are kept, so a pane mounted late (a
     screen pushed after the first deliveries) starts from them instead of from zero."""
@@ -94,7 +105,7 @@ class LiveSignals:
         self.drift_marks: DriftMarks | None = None
 
     def shown(self, attempt: Attempt) -> bool:
-        """Whether ``attempt`` becomes a row of the event log (the live feed posts the first
+        """Whether ``attempt`` becomes a row of the event log (``LiveRows`` posts the first
         of these after a spell without any at once)."""
         return self.log_shows is not None and self.log_shows(attempt)
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint, format_created_at, validate_topics
-from walletpass_tui.config import ConfigError, Secret, write_private_file
+from walletpass_tui.config import ConfigError, Secret
+from walletpass_tui.private_files import write_private_file
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded when a secret is first checked
     from walletpass_tui.webhooks.verify import SigningKey
@@ -35,11 +36,13 @@ class LocalEndpoint:
     secret: Secret
     created_at: str | None = None
     origin: str = "created"  # "created" here, or "imported"
+    tunnel: bool = False  # created for a tunnel's public URL (endpoints create --from-listener)
+    stale: str | None = None  # why it no longer receives and what to do (its tunnel URL is gone)
     # The service's create answer; holds the secret in clear, so never part of repr().
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_created(cls, endpoint: WebhookEndpoint) -> LocalEndpoint:
+    def from_created(cls, endpoint: WebhookEndpoint, *, tunnel: bool = False) -> LocalEndpoint:
         return cls(
             id=endpoint.id,
             url=endpoint.url,
@@ -48,6 +51,7 @@ class LocalEndpoint:
             secret=endpoint.secret,
             created_at=format_created_at(endpoint.created_at),
             origin="created",
+            tunnel=tunnel,
             raw=dict(endpoint.raw),
         )
 
@@ -66,6 +70,8 @@ class LocalEndpoint:
             "createdAt": self.created_at,
             "secret": self.secret.masked,
             "origin": self.origin,
+            "tunnel": self.tunnel,
+            "stale": self.stale,
         }
 
     def _to_file(self) -> dict[str, Any]:
@@ -85,6 +91,8 @@ class LocalEndpoint:
             secret=Secret(str(data["secret"])),
             created_at=data.get("createdAt"),
             origin=str(data.get("origin", "created")),
+            tunnel=data.get("tunnel") is True,
+            stale=str(data["stale"]) if data.get("stale") else None,
             raw=data.get("serviceResponse"),
         )
 
@@ -151,8 +159,15 @@ class EndpointRegistry:
         endpoints.append(endpoint)
         self._write(endpoints)
 
-    def record_created(self, endpoint: WebhookEndpoint) -> None:
-        self.save(LocalEndpoint.from_created(endpoint))
+    def record_created(self, endpoint: WebhookEndpoint, *, tunnel: bool = False) -> None:
+        self.save(LocalEndpoint.from_created(endpoint, tunnel=tunnel))
+
+    def mark_stale(self, endpoint_ids: Iterable[str], note: str) -> None:
+        """Note on each of ``endpoint_ids`` why it no longer receives (its secret is kept: the
+        deliveries it received stay verifiable and replayable)."""
+        ids = set(endpoint_ids)
+        if ids:
+            self._write(replace(e, stale=note) if e.id in ids else e for e in self.load())
 
     def import_endpoint(
         self,

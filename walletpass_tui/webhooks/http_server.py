@@ -40,6 +40,7 @@ from multidict import CIMultiDict
 
 from walletpass_tui.logs import suppressed
 from walletpass_tui.text import parse_ascii_int
+from walletpass_tui.webhooks.statuses import EMPTY_CONTENT, FINAL_STATUSES, NO_CONTENT
 
 log = logging.getLogger(__name__)
 
@@ -501,17 +502,20 @@ class HttpConnection(asyncio.Protocol):
     def _send(
         self, method: str, response: Response, close: bool, *, keep_alive: bool = False
     ) -> None:
-        body = response.text.encode("utf-8")
+        if response.status not in FINAL_STATUSES:  # a bug: never frame what no client can read
+            log.error("a handler answered %r, not a final status: answered 500", response.status)
+            response = Response(500, "Internal error: the delivery was not handled\n", close=True)
+        status = response.status
+        body = b"" if status in NO_CONTENT or status in EMPTY_CONTENT else response.text.encode()
         try:
-            phrase = HTTPStatus(response.status).phrase
+            phrase = HTTPStatus(status).phrase
         except ValueError:  # a status without a phrase: Unknown
             phrase = "Unknown"
-        lines = [
-            f"HTTP/1.1 {response.status} {phrase}",
-            "Content-Type: text/plain; charset=utf-8",
-            f"Content-Length: {len(body)}",
-            f"Date: {_http_date()}",
-        ]
+        lines = [f"HTTP/1.1 {status} {phrase}"]
+        if status not in NO_CONTENT:
+            lines.append("Content-Type: text/plain; charset=utf-8")
+            lines.append(f"Content-Length: {len(body)}")
+        lines.append(f"Date: {_http_date()}")
         lines.extend(f"{name}: {value}" for name, value in response.headers)
         if close:
             lines.append("Connection: close")

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from walletpass_tui.webhooks.models import Attempt
+from walletpass_tui.webhooks.statuses import FINAL_STATUSES
+
+RESPOND_RANGE = f"from {FINAL_STATUSES.start} to {FINAL_STATUSES.stop - 1}"
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,13 @@ class Injection:
     respond_status: int | None = None  # answer every verified delivery with this status
     delay_s: float = 0.0  # wait this long before answering
     paused: bool = False  # answer 503 to verified deliveries until unpaused
+
+    def __post_init__(self) -> None:
+        status = self.respond_status
+        if status is not None and (type(status) is not int or status not in FINAL_STATUSES):
+            raise ValueError(
+                f"respond takes a final HTTP status {RESPOND_RANGE} (1xx are interim answers only)"
+            )
 
     def decide(self, attempt: Attempt) -> Attempt:
         if not attempt.verified:

@@ -4,7 +4,8 @@ relayed to this laptop, a POST to the relay's ingress.
 ``IntakeRequest`` is the one form of a request: its method, path and target, its headers (in the
 order received, looked up case-insensitively, every line of a repeated one), where it came from,
 when, and its body read within bounds. Adapters make one from the receiver's ``http_server.Request``,
-from an aiohttp request (the relay) and from a relayed ``Inbound`` whose body is in memory.
+from an aiohttp request (the relay); a relayed delivery makes its own
+(``relayed.RelayedRequest.intake_request``), its body in memory.
 
 ``Intake`` runs the checks every door shares, in this order, each raising one
 ``Rejected(reason)`` (``reasons.py``: the status and the words are the same at every door):
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from multidict import CIMultiDict, MultiMapping
+from multidict import MultiMapping
 
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.reasons import Reason, Rejected
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from walletpass_tui.webhooks.http_server import Request
-    from walletpass_tui.webhooks.inbound import Inbound
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -154,22 +154,6 @@ class IntakeRequest:
             peer=request.remote,
             received=received,
             source=request,
-        )
-
-    @classmethod
-    def from_inbound(cls, inbound: Inbound, started: float = 0.0) -> IntakeRequest:
-        """A delivery a relay received and relayed here: its body is in memory, and it comes
-        with no socket of this door's (``direct`` is False)."""
-        return cls(
-            method=inbound.method,
-            path=inbound.path,
-            target=inbound.path,
-            headers=CIMultiDict(inbound.headers),
-            peer=inbound.source,
-            received=inbound.received_at,
-            body=inbound.body,
-            direct=False,
-            started=started,
         )
 
     # -- what is known of it -------------------------------------------------------------------

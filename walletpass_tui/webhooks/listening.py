@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from walletpass_tui.config import url_path
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.sources import SourcePolicy
@@ -71,4 +72,4 @@ def receiver_url(options: ReceiverOptions, bound: tuple[str, int] | None) -> str
     host, port = bound or (options.host, options.port)
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{port}{options.path}"
+    return f"http://{host}:{port}{url_path(options.path)}"

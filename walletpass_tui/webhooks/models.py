@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
 
 from walletpass_tui.errors import WalletpassError
 
@@ -25,6 +26,7 @@ ForwardMode = Literal["original", "resign"]
 ForwardState = Literal["pending", "done", "failed", "given up"]
 FORWARD: Final = "forward"
 REPLAY: Final = "replay"
+CHECK_MODE: Final = "check"  # the mode of the replay rows recording the check's requests
 ORIGINAL: Final = "original"
 RESIGN: Final = "resign"
 PENDING: Final = "pending"
@@ -133,6 +135,16 @@ class LogRow:
     note: str | None
     body_differs: bool = False
 
+    @classmethod
+    def of(cls, attempt: Attempt) -> LogRow:
+        """The log line of a stored attempt (its body and headers left behind)."""
+        return cls(**{name: getattr(attempt, name) for name in _LOG_FIELDS})
+
+
+# A log line holds these fields of its attempt, under the same names (a new column: a field here,
+# then its cell in ui/view/log_columns.py; the history's query reads them by these names).
+_LOG_FIELDS = tuple(field.name for field in fields(LogRow))
+
 
 @dataclass(frozen=True)
 class MessageRow:
@@ -166,6 +178,7 @@ class ForwardResult:
     body: bytes = b""
     error: str | None = None
     note: str | None = None
+    no_connection: bool = False  # no connection could be made: nothing reached the target
 
     @property
     def ok(self) -> bool:
@@ -195,12 +208,67 @@ class ForwardRow:
 
 
 @dataclass(frozen=True)
+class RowDriver:
+    """Rows a condition lists itself in id order, cheaper than a look at every row: ``source``
+    joins ``attempts a`` to them, ``key`` is the id column to order by, ``clauses`` (with
+    ``params``, in order) narrow them. A row may come more than once: the reader groups by
+    ``key``."""
+
+    source: str
+    key: str
+    clauses: tuple[str, ...]
+    params: tuple[Any, ...]
+
+
+class RowCondition(Protocol):
+    """A condition on attempts beyond their columns, given by a layer above the store (the field
+    queries of ``walletpass_tui.query``): SQL over the history (as ``a``) and an index file of
+    its own next to it (attached as ``fx``), and the same test on one attempt in memory. Every
+    value it compares travels as a parameter. Rows past the index's mark (``upto``; None: no
+    index) are tested by its SQL functions, one by one, with the in-memory rules."""
+
+    def index_file(self, history: Path) -> Path:
+        """Where its index of the history at ``history`` is."""
+        ...
+
+    def index_mark(self) -> str:
+        """A statement answering the last row id the attached index holds."""
+        ...
+
+    def functions(self) -> Sequence[tuple[str, int, Callable[..., Any]]]:
+        """The SQL functions its statements call: (name, argument count, function)."""
+        ...
+
+    def sql(self, params: list[Any], upto: int | None) -> str:
+        """The condition on ``a`` as one SQL expression; its parameters appended to ``params``."""
+        ...
+
+    def driven(
+        self, upto: int, *, counting: bool = False
+    ) -> tuple[RowDriver, RowCondition | None] | None:
+        """Rows up to ``upto`` listed by the index, and what is left to test on them (None:
+        nothing); None when the index cannot list them (``counting``: for a count, where
+        gathering every row it lists costs no more than testing each)."""
+        ...
+
+    def matches(self, attempt: Attempt) -> bool:
+        """The same test on one attempt (a live row)."""
+        ...
+
+    def text(self) -> str:
+        """The condition as the user writes it."""
+        ...
+
+
+@dataclass(frozen=True)
 class LogFilter:
     topic: str | None = None
     verdict: StoredVerdict | None = None
     text: str | None = None
     since_ms: int | None = None
     source: Source | None = None  # RECEIVED (what senders posted) | CHECK (the check's requests)
+    until_ms: int | None = None  # received before this time
+    where: RowCondition | None = None  # field queries and the rest beyond the columns above
 
     @property
     def empty(self) -> bool:
@@ -209,7 +277,9 @@ class LogFilter:
             or self.verdict
             or (self.text and self.text.strip())
             or self.since_ms
+            or self.until_ms
             or self.source
+            or self.where is not None
         )
 
 

@@ -23,7 +23,6 @@ from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import (
@@ -45,6 +44,7 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 from walletpass_tui.webhooks.reasons import Reason, Rejected
+from walletpass_tui.webhooks.relayed import RelayedRequest
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, Verdict
 
@@ -229,26 +229,26 @@ class Receiver:
             raise Rejected(verdict.reason, detail, record=fields)
         return verdict, detail, fields
 
-    async def accept(self, inbound: Inbound) -> Attempt:
+    async def accept(self, relayed: RelayedRequest) -> Attempt:
         """A delivery that came another way (a relay): the same intake, verify, store and forward
-        steps as a POST, the timestamp checked against ``inbound.received_at``. Its source was
+        steps as a POST, the timestamp checked against ``relayed.received_at``. Its source was
         the relay's to check (a relayed delivery brings no socket of this door's). Returns the
         stored attempt (verified or rejected); raises StoreError when it could not be stored.
         Failure injection and ``--ack target`` are about answering a sender and do not apply."""
         started = time.perf_counter()
-        arrived = IntakeRequest.from_inbound(inbound, started)
-        body = inbound.body
+        arrived = relayed.intake_request(started)
+        body = relayed.body
         try:
             self._intake.check_head(arrived)
             await self._intake.read(arrived)
             _, detail, fields = self._signed(arrived, body, None)
         except Rejected as rejection:  # the body is here whatever the reason: kept (bounded)
             fields = {"body": body, "body_size": len(body), **rejection.record}
-            rejected = inbound.attempt(
+            rejected = relayed.attempt(
                 rejection.reason, rejection.detail, started=started, **fields
             )
             return await self.store.record(rejected)
-        record = inbound.attempt(Reason.OK, detail, started=started, verdict=VERIFIED, **fields)
+        record = relayed.attempt(Reason.OK, detail, started=started, verdict=VERIFIED, **fields)
         queued = self.forwarder.targets(record) if self.forwarder is not None else ()
         return await self.store.record(record, forward_to=queued)
 

@@ -1,7 +1,7 @@
 """What goes to the user's own app besides the delivery: headers the user adds (the app's own
 ``Authorization``, say) and the certificates an https app may present.
 
-Forwards (``listen --forward-header``), replays and the check (``--header``) add headers the same
+Forwards (``listen --header``), replays and the check (``--header``) add headers the same
 way, and trust certificates the same way (``--ca-bundle FILE``, ``--insecure``):
 
 * An added header goes out after the request's own headers; one given twice goes out twice. A name

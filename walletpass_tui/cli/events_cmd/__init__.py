@@ -1,4 +1,5 @@
-"""``events``: the delivery history: list, show, tail, stats, replay, export, prune, pending.
+"""``events``: the delivery history: list, show, diff, tail, stats, replay, export, prune,
+pending.
 
 This module only defines the arguments; each action's module (and the store, the HTTP client...)
 is imported when that action runs, so ``events list`` loads neither Textual, aiohttp nor httpx.
@@ -10,18 +11,20 @@ import argparse
 
 from walletpass_tui.cli.common import (
     bounded_int,
-    duration_arg,
     lazy_handler,
     target_url_arg,
     topic_arg,
 )
 from walletpass_tui.cli.events_cmd.shared import LIST_LIMIT_MAX, VERDICTS
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags
+from walletpass_tui.cli.time_args import when_arg
 
 _HERE = "walletpass_tui.cli.events_cmd"
+MESSAGE_HELP = "a webhook-id, the start of one (msg_2KWP), or last: the newest a sender posted"
 
 
-def add_filter_flags(parser: argparse.ArgumentParser) -> None:
+def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--topic",
         metavar="TOPIC",
@@ -30,16 +33,31 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
     parser.add_argument(
-        "--since", metavar="ISO", help="only messages seen since this time (ISO 8601)"
+        "--since",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} since WHEN: a duration back from now (90m, 12h, 7d) or an ISO 8601 time",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="WHEN",
+        type=when_arg,
+        help=f"only {what} before WHEN (as --since)",
     )
     parser.add_argument("--search", metavar="TEXT", help="full-text search over bodies and ids")
+    parser.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="a field query, as in the dashboard's filter: data.platform:google, "
+        "data.balance>10, has:data.tier, -has:..., (a OR b); see docs/history.md",
+    )
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     ev = sub.add_parser(
         "events",
         parents=parents,
-        help="the delivery history: list, show, tail, stats, replay, export, prune",
+        help="the delivery history: list, show, diff, tail, stats, replay, export, prune",
         description="Every attempt the receiver got is in the history database of the data directory "
         "(WALLETPASS_HOME); attempts are grouped into messages by webhook-id.",
     )
@@ -52,10 +70,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="messages, newest first",
         epilog="examples:\n  walletpass-tui events list --verdict rejected\n"
         "  walletpass-tui events list --search pass_0042 --json\n"
+        "  walletpass-tui events list --where 'data.passId:pass_00* -topic:deactivated'\n"
         "  walletpass-tui events list --drift",
         formatter_class=raw,
     )
-    add_filter_flags(lst)
+    add_filter_flags(lst, "messages seen")
     lst.add_argument(
         "--drift",
         action="store_true",
@@ -75,14 +94,59 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     show = ev_sub.add_parser(
         "show",
         parents=parents,
-        help="every attempt of one message, with headers and raw body",
-        epilog="example: walletpass-tui events show msg_2KWPBgLlAfxdpx2AI54pPJ85f4W --json",
+        help="every attempt of one message, with headers and body",
+        description="Every attempt of one message: verdict, headers and body (a JSON body "
+        "indented on a terminal), then its forwards and replays. MESSAGE is a webhook-id, the "
+        "start of one, or last (the newest a sender posted).",
+        epilog="examples:\n"
+        "  walletpass-tui events show last\n"
+        "  walletpass-tui events show msg_2KWPBg --json\n"
+        "  walletpass-tui events show last --raw | jq .data",
+        formatter_class=raw,
     )
-    show.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    show.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
+    shape = show.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON, as stored (body as text when UTF-8, always base64)",
+    )
+    shape.add_argument(
+        "--raw",
+        action="store_true",
+        help="print only the body, its bytes exactly as received (escaped on a terminal)",
+    )
     show.add_argument(
-        "--json", action="store_true", help="print JSON (body as text when UTF-8, always base64)"
+        "--attempt",
+        type=bounded_int(1, 1_000_000),
+        metavar="N",
+        help="only attempt N (with --raw, default: the last verified)",
     )
     show.set_defaults(handler=lazy_handler(f"{_HERE}.list_show", "cmd_show"))
+
+    df = ev_sub.add_parser(
+        "diff",
+        parents=parents,
+        help="what changed between two attempts: body paths and headers",
+        description="Compare two stored attempts: the body's paths added, removed and changed "
+        "(the learned schema's paths, values as written) and the headers that differ. A side is "
+        "a message (a webhook-id, the start of one, or last) with @N for its attempt N (default: "
+        "its last). With one side, its first attempt is compared with its last: a redelivery "
+        "against its first attempt.",
+        epilog="examples:\n"
+        "  walletpass-tui events diff msg_2KWP... last\n"
+        "  walletpass-tui events diff last@1 msg_2KWP...@1 --json",
+        formatter_class=raw,
+    )
+    df.add_argument("a", metavar="A", help=MESSAGE_HELP + "; @N: its attempt N")
+    df.add_argument(
+        "b",
+        metavar="B",
+        nargs="?",
+        help="the other side (default: A's first attempt against its last)",
+    )
+    df.add_argument("--json", action="store_true", help="print a JSON document")
+    df.set_defaults(handler=lazy_handler(f"{_HERE}.diff", "cmd_diff"))
 
     tail = ev_sub.add_parser(
         "tail",
@@ -95,6 +159,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="examples:\n"
         "  walletpass-tui events tail\n"
         "  walletpass-tui events tail --verdict rejected\n"
+        "  walletpass-tui events tail --where 'has:data.passId'\n"
         "  walletpass-tui events tail --topic activated --json | jq .pass_id",
         formatter_class=raw,
     )
@@ -105,6 +170,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="only this topic: pass.activated or pass.deactivated (activated, deactivated)",
     )
     tail.add_argument("--verdict", choices=VERDICTS, help="only verified or only rejected")
+    tail.add_argument(
+        "--where",
+        metavar="QUERY",
+        help="only attempts that match this field query (as events list --where)",
+    )
     tail.add_argument(
         "--json", action="store_true", help="one JSON object per attempt (as listen --json)"
     )
@@ -127,6 +197,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     st.add_argument(
         "--since",
         metavar="WHEN",
+        type=when_arg,
         default="24h",
         help="a duration back from now (90m, 12h, 7d) or an ISO 8601 time (default 24h)",
     )
@@ -142,28 +213,36 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "replay",
         parents=parents,
         help="send a stored message again to a URL",
-        description="Send a stored message to URL and record the answer in its history. "
-        "resign (default): same webhook-id, a fresh timestamp, signed with the endpoint's stored "
-        "secret, as the service would send a retry. original: the stored bytes and headers "
-        "exactly, old timestamp included (to test replay protection). An edited body "
+        description="Send a stored message to URL and record the answer in its history. Without "
+        "--to it goes where it was forwarded (listen --forward-to, per topic), else where a "
+        "delivery of its topic last went. resign (default): same webhook-id, a fresh timestamp, "
+        "signed with the secret that verified it (found again among the known secrets by the "
+        "signature it came with), as the service would send a retry. original: the stored bytes "
+        "and headers exactly, old timestamp included (to test replay protection). An edited body "
         "(--body-file, at most max_body bytes) is always re-signed.",
         epilog="examples:\n"
+        "  walletpass-tui events replay last      # to where it was forwarded, re-signed\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
         '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
-    rp.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    rp.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
     rp.add_argument(
-        "--to", required=True, metavar="URL", type=target_url_arg, help="where to send it"
+        "--to",
+        metavar="URL",
+        type=target_url_arg,
+        help="where to send it (default: where it was forwarded, else where a delivery of its "
+        "topic last was)",
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
-    rp.add_argument(
-        "--secret",
-        metavar="WHSEC",
-        help="secret to re-sign with when the endpoint is not known locally",
+    add_secret_flags(
+        rp,
+        what="the secret to re-sign with (default: the one that verified it, found among "
+        "WALLETPASS_SECRET's, the endpoints' and this home's test secret)",
+        many=False,
     )
     rp.add_argument(
         "--attempt",
@@ -183,6 +262,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "of 'events show --json') or as curl commands that reproduce each delivery exactly.",
         epilog="examples:\n"
         "  walletpass-tui events export --verdict verified > deliveries.jsonl\n"
+        "  walletpass-tui events export --where 'data.passId:pass_0042' > pass_0042.jsonl\n"
         "  walletpass-tui events export --format curl --search pass_0042 --to http://localhost:3000/webhooks",
         formatter_class=raw,
     )
@@ -201,7 +281,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="N",
         help="only the newest N attempts",
     )
-    add_filter_flags(ex)
+    add_filter_flags(ex, "attempts received")
     ex.set_defaults(handler=lazy_handler(f"{_HERE}.export", "cmd_export"))
 
     pr = ev_sub.add_parser(
@@ -214,7 +294,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         epilog="example: walletpass-tui events prune --older-than 7d",
     )
     pr.add_argument(
-        "--older-than", metavar="DURATION", type=duration_arg, help="e.g. 12h, 7d, 2w (0 = all)"
+        "--older-than",
+        metavar="WHEN",
+        type=when_arg,
+        help="delete what was received before WHEN: a duration back from now (12h, 7d, 2w; 0 = "
+        "all) or an ISO 8601 time",
     )
     pr.add_argument("--yes", action="store_true", help="do not ask, even when deleting everything")
     pr.set_defaults(handler=lazy_handler(f"{_HERE}.maintenance", "cmd_prune"))

@@ -11,8 +11,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.events_cmd.shared import parse_since, with_history
+from walletpass_tui.cli.events_cmd.shared import with_history
 from walletpass_tui.cli.progress import Progress, on_terminal
+from walletpass_tui.cli.time_args import check_window
 from walletpass_tui.webhooks.export import to_curl, to_jsonl
 
 if TYPE_CHECKING:
@@ -23,12 +24,17 @@ PAGE = 500
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.models import LogFilter
+    from walletpass_tui.cli.events_cmd.where import log_filter
 
     settings = settings_from_args(args)
     target = args.to or settings.receiver_url()
-    since = parse_since(args.since)
-    flt = LogFilter(topic=args.topic, verdict=args.verdict, text=args.search, since_ms=since)
+    check_window(args.since, args.until)
+    flt = log_filter(
+        args,
+        settings,
+        since_ms=args.since.ms if args.since else None,
+        until_ms=args.until.ms if args.until else None,
+    )
     out = sys.stdout
     # The lines themselves show the progress when they go to the terminal.
     progress = Progress("exported", enabled=on_terminal(sys.stderr) and not on_terminal(out))

@@ -10,11 +10,27 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.api.topics import topic_label
+from walletpass_tui.cli.attempt_lines import reason_beyond
 from walletpass_tui.cli.common import print_json, print_table, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import no_such_message, parse_since, with_history
+from walletpass_tui.cli.events_cmd.shared import (
+    no_such_message,
+    pick_attempt,
+    resolve_message,
+    with_history,
+)
+from walletpass_tui.cli.progress import on_terminal
+from walletpass_tui.cli.time_args import check_window
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
-from walletpass_tui.text import format_gap, format_ms, format_size, printable
+from walletpass_tui.text import (
+    body_text,
+    format_gap,
+    format_ms,
+    format_size,
+    parse_json_body,
+    pretty_json,
+    printable,
+)
 from walletpass_tui.webhooks.export import attempt_json
 from walletpass_tui.webhooks.models import VERIFIED, MessageRow
 
@@ -82,7 +98,7 @@ def _drift_for_messages(reader: SchemaReader, ids: list[str]) -> dict[str, list[
 
 
 def drifting_messages(
-    settings: Settings, args: argparse.Namespace, since: int | None
+    settings: Settings, args: argparse.Namespace, since: int | None, until: int | None = None
 ) -> list[tuple[MessageRow, list[DriftRecord]]]:
     """``events list --drift``: the messages whose deliveries showed drift first, the latest
     drift first, with the other filters applied."""
@@ -110,6 +126,8 @@ def drifting_messages(
                     continue
                 if since is not None and row.last_received_at_ms < since:
                     continue
+                if until is not None and row.last_received_at_ms >= until:
+                    continue
                 found.append((row, drift.get(webhook_id, [])))
                 if len(found) >= args.limit:
                     break
@@ -125,10 +143,17 @@ def _drift_cell(records: Sequence[DriftRecord]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from walletpass_tui.cli.events_cmd.where import log_filter, message_condition
+
     settings = settings_from_args(args)
-    since = parse_since(args.since)
+    check_window(args.since, args.until)
+    since = args.since.ms if args.since else None
+    until = args.until.ms if args.until else None
     if getattr(args, "drift", False):
-        return _list_drift(settings, args, since)
+        if args.where:
+            raise UsageError("--where does not combine with --drift; use one of them.")
+        return _list_drift(settings, args, since, until)
+    flt = log_filter(args, settings, since_ms=since, until_ms=until)
     # A home that has received nothing yet has an empty history, not a missing one: a script
     # gets [] and exit 0.
     fresh = not settings.database_path.exists()
@@ -139,10 +164,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             settings,
             lambda s: s.list_messages(
                 limit=args.limit,
-                topic=args.topic,
-                verdict=args.verdict,
+                topic=flt.topic,
+                verdict=flt.verdict,
                 since_ms=since,
-                text=args.search,
+                until_ms=until,
+                text=flt.text,
+                where=message_condition(flt),
             ),
         )
     )
@@ -159,7 +186,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             topic_label(m.topic),
             printable(m.pass_id or "-", 20),
             m.verdict,
-            printable(m.reason, 30),
+            printable(reason_beyond(m.verdict, m.reason), 30) or "-",
             str(m.attempts),
             printable(m.endpoint_id or "-", 30),
         ]
@@ -172,14 +199,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_drift(settings: Settings, args: argparse.Namespace, since: int | None) -> int:
+def _list_drift(
+    settings: Settings, args: argparse.Namespace, since: int | None, until: int | None
+) -> int:
     if args.search:
         raise UsageError(
             "--drift and --search cannot be combined; use --topic, --verdict or --since with "
             "--drift, or 'walletpass-tui schema drift'."
         )
     fresh = not settings.database_path.exists()
-    rows = [] if fresh else drifting_messages(settings, args, since)
+    rows = [] if fresh else drifting_messages(settings, args, since, until)
     if args.json:
         print_json([{**message_json(m), "drift": [r.to_json() for r in d]} for m, d in rows])
         return 0
@@ -240,7 +269,14 @@ def _verdict_line(a: Attempt) -> str:
     return line + (f" ({printable(a.detail)})" if a.detail else "")
 
 
-def print_attempt(a: Attempt, previous_ms: int | None, drift: Sequence[DriftRecord] = ()) -> None:
+def print_attempt(
+    a: Attempt,
+    previous_ms: int | None,
+    drift: Sequence[DriftRecord] = (),
+    *,
+    pretty: bool = False,
+) -> None:
+    """One attempt as ``events show`` prints it; ``pretty``: a JSON body indented."""
     gap = "" if previous_ms is None else f"  (+{format_gap(a.received_at_ms - previous_ms)})"
     print(f"attempt #{a.attempt_no}  {format_ms(a.received_at_ms)}{gap}")
     print(f"  verdict:  {_verdict_line(a)}")
@@ -262,7 +298,15 @@ def print_attempt(a: Attempt, previous_ms: int | None, drift: Sequence[DriftReco
         print(f"    {printable(key)}: {printable(value)}")
     size = a.body_size if a.body_size is not None else len(a.body)
     note = f", first {format_size(len(a.body))} kept" if a.body_truncated else ""
-    print(f"  body ({size} bytes{note}):")
+    doc = parse_json_body(a.body) if pretty and not a.body_truncated else None
+    shape = ", JSON indented; --raw for the bytes" if doc is not None else ""
+    print(f"  body ({size} bytes{note}{shape}):")
+    if doc is not None:
+        text, _ = pretty_json(doc, limit=sys.maxsize)
+        for line in text.split("\n"):
+            print("    " + line)  # escaped by pretty_json
+        print()
+        return
     try:
         text = a.body.decode("utf-8")
     except UnicodeDecodeError:  # not UTF-8: shown as base64, as the line says
@@ -276,15 +320,21 @@ def print_attempt(a: Attempt, previous_ms: int | None, drift: Sequence[DriftReco
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
-    async def load(store: History) -> tuple[list[Attempt], list[ForwardRow]]:
+    async def load(store: History) -> tuple[str, list[Attempt], list[ForwardRow]]:
+        webhook_id = await resolve_message(store, args.webhook_id)
         return (
-            await store.message_attempts(args.webhook_id),
-            await store.forwards_for_message(args.webhook_id),
+            webhook_id,
+            await store.message_attempts(webhook_id),
+            await store.forwards_for_message(webhook_id),
         )
 
-    attempts, forwards = with_history(settings, load)
+    webhook_id, attempts, forwards = with_history(settings, load)
     if not attempts:
-        raise no_such_message(args.webhook_id)
+        raise no_such_message(webhook_id)
+    if args.raw:
+        return _write_raw(pick_attempt(attempts, args.attempt, webhook_id))
+    if args.attempt is not None:
+        attempts = [pick_attempt(attempts, args.attempt, webhook_id)]
     ids = [a.id for a in attempts]
     drift: dict[int, list[DriftRecord]] = schema_drift(
         settings, lambda r: r.drift_for_attempts(ids), {}
@@ -292,7 +342,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "webhook_id": args.webhook_id,
+                "webhook_id": webhook_id,
                 "attempts": [
                     {**attempt_json(a), "drift": [r.to_json() for r in drift.get(a.id, [])]}
                     for a in attempts
@@ -302,11 +352,30 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         return 0
     previous: int | None = None
+    pretty = on_terminal(sys.stdout)
     for a in attempts:
-        print_attempt(a, previous, drift.get(a.id, []))
+        print_attempt(a, previous, drift.get(a.id, []), pretty=pretty)
         previous = a.received_at_ms
     if forwards:
         print("forwards and replays:")
         for f in forwards:
             print("  " + forward_line(f))
+    return 0
+
+
+def _write_raw(attempt: Attempt) -> int:
+    """``--raw``: the body's bytes exactly as received, for a pipe or a file. On a terminal they
+    are written as text with every control character escaped: a sender's bytes never drive it."""
+    if attempt.body_truncated:
+        print(
+            f"warning: only the first {format_size(len(attempt.body))} of this body were kept.",
+            file=sys.stderr,
+        )
+    if on_terminal(sys.stdout):
+        text, _ = body_text(attempt.body, limit=sys.maxsize)
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.write(attempt.body)
+    sys.stdout.buffer.flush()
     return 0

@@ -1,13 +1,13 @@
-"""What the ``events`` actions share: the store opened for one command, time filters, not-found."""
+"""What the ``events`` actions share: the store opened for one command, not-found."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
@@ -23,21 +23,6 @@ VERDICTS = ("verified", "rejected")
 LIST_LIMIT_MAX = 100_000
 
 
-def parse_since(text: str | None) -> int | None:
-    """``--since``: an ISO 8601 time (a local one when it has no zone) in epoch milliseconds."""
-    if not text:
-        return None
-    try:
-        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        if stamp.tzinfo is None:
-            stamp = stamp.astimezone()  # a local time, as people type it
-        return int(stamp.timestamp() * 1000)
-    except (ValueError, OverflowError, OSError):
-        raise UsageError(
-            f"--since {printable(text, 60)!r} is not an ISO 8601 time, e.g. 2026-11-23T14:00:00Z."
-        ) from None
-
-
 def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` on the history database, opened for this command and closed after."""
     from walletpass_tui.webhooks.store import Store
@@ -51,6 +36,7 @@ def with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
         async with await Store.open(settings.database_path) as store:
             return await work(store)
 
+    upgrade_history(settings.database_path)
     return asyncio.run(run())
 
 
@@ -59,6 +45,8 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
     disk (see webhooks/store/read_only.py). A history an older version wrote is migrated first."""
     from walletpass_tui.webhooks.store import Store
     from walletpass_tui.webhooks.store.read_only import Outdated, open_history
+
+    upgrade_history(settings.database_path)
 
     async def run() -> T:
         if not settings.database_path.exists():
@@ -75,6 +63,40 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
             return await work(history)
 
     return asyncio.run(run())
+
+
+LAST = "last"  # the message a sender posted last, wherever a webhook-id is asked for
+CANDIDATES_SHOWN = 10
+
+
+async def resolve_message(history: History, ref: str) -> str:
+    """The webhook-id ``ref`` names: ``last`` (the newest a sender posted; the check's requests
+    left out), a whole id, or the start of exactly one. An ambiguous start is a usage error
+    listing the candidates; one that starts no id, a failure."""
+    text = ref.strip()
+    if text.lower() == LAST:
+        found = await history.last_received_message()
+        if found is None:
+            raise CommandError(
+                "No delivery in the history yet; run 'walletpass-tui listen' and send one "
+                "('walletpass-tui trigger activated' in another shell)."
+            )
+        return found
+    if not text:
+        raise UsageError("Give a webhook-id, the start of one, or last.")
+    ids = await history.messages_starting_with(text, CANDIDATES_SHOWN + 1)
+    if not ids:
+        raise no_such_message(text)
+    if ids[0] == text or len(ids) == 1:
+        return ids[0]
+    shown = ids[:CANDIDATES_SHOWN]
+    more = "\n  ... and more" if len(ids) > CANDIDATES_SHOWN else ""
+    count = f"more than {CANDIDATES_SHOWN}" if more else str(len(ids))
+    raise UsageError(
+        f"{printable(text, 80)!r} starts {count} webhook-ids; give more of the one you mean:\n"
+        + "\n".join("  " + printable(i, 80) for i in shown)
+        + more
+    )
 
 
 def no_such_message(webhook_id: str) -> CommandError:

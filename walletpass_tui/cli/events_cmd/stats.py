@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.cli.common import CommandError, parse_duration, print_json, settings_from_args
-from walletpass_tui.cli.events_cmd.shared import parse_since
+from walletpass_tui.cli.common import CommandError, print_json, settings_from_args
 from walletpass_tui.cli.progress import on_terminal
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
-from walletpass_tui.text import format_ms, printable
+from walletpass_tui.text import format_ms
 
 BUCKET_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 MAX_BUCKETS = 2_000
@@ -72,17 +72,6 @@ def default_by(span_ms: int) -> str:
     return "day"
 
 
-def parse_window_start(text: str, now_ms: int) -> int:
-    """``--since``: a duration back from now (``90m``, ``12h``, ``7d``) or an ISO 8601 time."""
-    try:
-        seconds = parse_duration(text)
-    except UsageError:  # not a duration: read as a time instead
-        since = parse_since(text)
-        assert since is not None
-        return since
-    return now_ms - int(seconds * 1000)
-
-
 @dataclass
 class Activity:
     buckets: list[Bucket]
@@ -91,24 +80,27 @@ class Activity:
 
 def collect(db: sqlite3.Connection, since_ms: int, now_ms: int, bucket_ms: int) -> Activity:
     """Every bucket from the one holding ``since_ms`` to the one holding now, empty ones too, and
-    their total. SQLite counts and ranks: nothing here grows with the history."""
-    from walletpass_tui.webhooks.store import queries
+    their total. The one activity query counts (the dashboard's header and Stats screen run it
+    too): a row per minute, so nothing here grows with the history. Requests "Check my app"
+    sent are not deliveries and are not counted."""
+    from walletpass_tui.webhooks.store import activity, queries
 
+    since_ms = since_ms // activity.MINUTE_MS * activity.MINUTE_MS  # counted by whole minutes
     first, last = since_ms // bucket_ms, now_ms // bucket_ms
     buckets = {b: Bucket(b * bucket_ms) for b in range(first, last + 1)}
-    for b, topic, verified, n, redelivered in queries.attempt_activity(db, since_ms, bucket_ms):
-        bucket = buckets.get(b)
+    found = activity.read(db, since_ms, bucket_ms)
+    for row in found.deliveries():
+        bucket = buckets.get(row.bucket)
         if bucket is None:  # received "in the future" (a clock moved back): left out
             continue
-        bucket.topics[topic or OTHER] += n
-        if verified:
-            bucket.verified += n
-        else:
-            bucket.rejected += n
-        bucket.redeliveries += redelivered
-    for b, forwards, answered, failed in queries.forward_counts(db, since_ms, bucket_ms):
-        if (bucket := buckets.get(b)) is not None:
-            bucket.forwards, bucket.answered, bucket.forward_failures = forwards, answered, failed
+        bucket.topics[row.topic if row.topic in TOPICS else OTHER] += row.attempts
+        bucket.verified += row.verified
+        bucket.rejected += row.rejected
+        bucket.redeliveries += row.redelivered
+    for queued in found.forwards:
+        if (bucket := buckets.get(queued.bucket)) is not None:
+            bucket.forwards, bucket.answered = queued.forwards, queued.answered
+            bucket.forward_failures = queued.failed
     for b, times in queries.forward_percentiles(db, since_ms, bucket_ms, PERCENTS).items():
         if (bucket := buckets.get(b)) is not None:
             bucket.p50_ms, bucket.p95_ms = times.get(50), times.get(95)
@@ -260,7 +252,7 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
     from walletpass_tui.webhooks.models import StoreError
     from walletpass_tui.webhooks.store import queries
     from walletpass_tui.webhooks.store.read_only import nobody_writes
-    from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION, explain
+    from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION, explain
 
     path = settings.database_path
     if not path.exists():
@@ -268,14 +260,16 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
             f"No history yet in {settings.home}; run 'walletpass-tui listen' (or the dashboard) "
             "to receive webhooks."
         )
+    upgrade_history(path)  # written by an older walletpass-tui: counted by minute once
     try:
         # A look writes nothing: with no writer, the file alone is read (a full or read-only disk).
         db = queries.connect_read_only(path, immutable=nobody_writes(path))
         try:
             if queries.readable_schema(db, path) < SCHEMA_VERSION:
                 raise CommandError(
-                    f"The history at {path} is not ready (being created, or written by an older "
-                    "walletpass-tui); run 'walletpass-tui events list' once to upgrade it."
+                    f"The history at {path} is not ready (being created, or it cannot be "
+                    "upgraded for this version); try again once 'walletpass-tui events list' "
+                    "works."
                 )
             return collect(db, since_ms, now_ms, bucket_ms)
         finally:
@@ -287,15 +281,15 @@ def _read(settings: Settings, since_ms: int, now_ms: int, bucket_ms: int) -> Act
 def cmd_stats(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     now_ms = int(time.time() * 1000)
-    since_ms = parse_window_start(args.since, now_ms)
+    since_ms = args.since.ms  # a duration back from now, or an ISO 8601 time
     if since_ms > now_ms:
-        raise UsageError(f"--since {printable(args.since, 60)!r} is in the future.")
+        raise UsageError(f"--since {args.since.describe()} is in the future.")
     by = args.by or default_by(now_ms - since_ms)
     bucket_ms = BUCKET_MS[by]
     count = now_ms // bucket_ms - since_ms // bucket_ms + 1
     if count > MAX_BUCKETS:
         raise UsageError(
-            f"--since {printable(args.since, 60)} by {by} makes {count:,} rows (at most "
+            f"--since {args.since.describe()} by {by} makes {count:,} rows (at most "
             f"{MAX_BUCKETS:,}); give a larger --by or a shorter --since."
         )
     activity = _read(settings, since_ms, now_ms, bucket_ms)

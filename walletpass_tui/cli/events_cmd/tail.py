@@ -20,20 +20,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import signal
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from walletpass_tui.cli.attempt_lines import attempt_text
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.webhooks.store import queries
-from walletpass_tui.webhooks.store.schema import SCHEMA_VERSION
+from walletpass_tui.webhooks.store.tables import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from walletpass_tui.webhooks.models import Attempt
 
 POLL_S = 0.15  # a new attempt is printed within this (plus the read) of its commit
 PAGE = 32  # attempts read at once with their bodies (each at most the receiver's max_body)
@@ -52,6 +56,7 @@ class Follower:
         topic: str | None,
         verdict: str | None,
         as_json: bool,
+        keep: Callable[[Attempt], bool] | None = None,
     ) -> None:
         self.path = path
         self.out = out
@@ -59,6 +64,7 @@ class Follower:
         self.topic = topic
         self.verdict = verdict
         self.as_json = as_json
+        self.keep = keep  # --where: tested on each attempt, its body read (as the live log does)
         self.db: sqlite3.Connection | None = None
         self.file_id: tuple[int, int] | None = None
         self.cursor = 0  # the newest row id already looked at
@@ -179,7 +185,8 @@ class Follower:
         assert self.db is not None
         if upto is None:
             upto = queries.newest_attempt_id(self.db)
-        limit = PAGE if self.as_json else PAGE_WITHOUT_BODIES
+        bodies = self.as_json or self.keep is not None
+        limit = PAGE if bodies else PAGE_WITHOUT_BODIES
         while True:
             found = queries.attempts_after(
                 self.db,
@@ -189,9 +196,11 @@ class Follower:
                 verdict=self.verdict,
                 received_since_ms=since_ms,
                 limit=limit,
-                with_bodies=self.as_json,  # the line shows no body; the JSON has it
+                with_bodies=bodies,  # the line shows no body; the JSON and a query read it
             )
             for attempt in found:  # untrusted text escaped by attempt_line / JSON
+                if self.keep is not None and not self.keep(attempt):
+                    continue
                 self.out.write(attempt_text(attempt, as_json=self.as_json) + "\n")
             self.out.flush()
             if len(found) < limit:
@@ -225,6 +234,12 @@ def cmd_tail(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     path = settings.database_path
     info = sys.stderr
+    keep = None
+    if args.where:
+        from walletpass_tui.cli.events_cmd.where import read_where
+        from walletpass_tui.query.filters import matches, to_filter
+
+        keep = functools.partial(matches, to_filter(read_where(args.where, settings)))
     follower = Follower(
         path,
         sys.stdout,
@@ -232,6 +247,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
         topic=args.topic,
         verdict=args.verdict,
         as_json=args.json,
+        keep=keep,
     )
     with _stop_on_signals() as stop:
         try:

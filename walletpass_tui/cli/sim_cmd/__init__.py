@@ -14,6 +14,7 @@ import argparse
 
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.cli.common import bounded_float, bounded_int, topic_arg
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.sim_cmd.checks import DEFAULT_SIM_PORT, assignment_arg
 from walletpass_tui.cli.sim_cmd.control import (
     cmd_sim_deliveries,
@@ -176,8 +177,8 @@ def _register_deliver(
         "of 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, a 2xx within 15 s counting as success. "
         "Each attempt is printed with its offset in service time. --time-scale shortens the waits "
         "(0.001 turns 5 minutes into 0.3 s) and the 15-s deadline (never below 1 s).",
-        epilog="example: walletpass-tui sim deliver --to http://127.0.0.1:8787/webhooks "
-        "--secret whsec_... --time-scale 0.001",
+        epilog='example: WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui sim deliver '
+        "--to http://127.0.0.1:8787/webhooks --time-scale 0.001",
     )
     _add_target_flags(deliver)
     deliver.add_argument(
@@ -195,17 +196,19 @@ def _register_trigger(
         parents=parents,
         help="sign and send one webhook (or a fixture's, in order) to a receiver",
         description="Send one signed webhook (Standard Webhooks headers, as the service would) to "
-        "--to and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
+        "--to, or to the receiver running on this home (listen, the dashboard), signed with its "
+        "test secret, and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
         "answer, 1 otherwise. Without --body-file a plausible event body is made up; --set "
         "changes one of its fields. --fixture sends a file's list of events in order, each with "
         "its own webhook-id (exit 1 if any got no 2xx; see docs/simulator.md).",
         epilog="examples:\n"
-        "  walletpass-tui trigger pass.activated --to http://127.0.0.1:8787/webhooks "
-        "--secret whsec_...\n"
-        "  walletpass-tui trigger activated --to http://127.0.0.1:8787/webhooks --secret "
-        "whsec_... --set data.passId=pass_1\n"
-        "  walletpass-tui trigger --fixture events.json --to http://127.0.0.1:8787/webhooks "
-        "--secret whsec_...",
+        "  walletpass-tui trigger activated     # to 'walletpass-tui listen' in another shell\n"
+        '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui trigger pass.activated '
+        "--to http://127.0.0.1:8787/webhooks\n"
+        '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui trigger activated '
+        "--to http://127.0.0.1:8787/webhooks --set data.passId=pass_1\n"
+        '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui trigger --fixture events.json '
+        "--to http://127.0.0.1:8787/webhooks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     trigger.add_argument(
@@ -262,8 +265,13 @@ def _add_sim_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_target_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--to", metavar="URL", required=True, help="the receiver's URL")
-    parser.add_argument("--secret", required=True, help="the endpoint's signing secret (whsec_...)")
+    parser.add_argument(
+        "--to",
+        metavar="URL",
+        help="the receiver's URL (default: the one running on this home, signed with its test "
+        "secret)",
+    )
+    add_secret_flags(parser, what="the endpoint's signing secret (whsec_...)", many=False)
     parser.add_argument(
         "--body-file",
         metavar="FILE",

@@ -9,19 +9,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import CommandError, read_bounded_file
+from walletpass_tui.cli.common import CommandError, read_bounded_file, settings_from_args
+from walletpass_tui.cli.home_receiver import receiver_url, signing_secret
+from walletpass_tui.cli.secret_flags import stdin_conflict
 from walletpass_tui.config import DEFAULT_MAX_BODY
 from walletpass_tui.errors import UsageError
 from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse_assignment
 from walletpass_tui.sim.clock import check_time_scale
 from walletpass_tui.sim.endpoints import url_problem
 from walletpass_tui.sim.engine import (
-    Attempt,
+    SentAttempt,
 )
 from walletpass_tui.sim.events import event_body, message_id
 from walletpass_tui.sim.fixtures import FixtureError, FixtureEvent, compact_json, parse_fixture
 from walletpass_tui.text import printable
-from walletpass_tui.webhooks.verify import parse_secret
 
 DEFAULT_SIM_PORT = 8788
 FIXTURE_LIMIT = 4 * 1024 * 1024  # bytes of a --fixture file
@@ -38,9 +39,22 @@ def checked_time_scale(text: str) -> float:
         ) from None
 
 
-def checked_secret(text: str) -> str:
-    parse_secret(text)
-    return text.strip()
+def target_and_secret(args: argparse.Namespace) -> tuple[str, str]:
+    """Where to send and the secret to sign with. Without --to: this home's receiver (from its
+    state file). The secret: the one given (``--secret``, ``--secret-file``, ``--secret -``,
+    ``$WALLETPASS_SECRET``), else this home's test secret when sending to this home's receiver;
+    refused otherwise."""
+    settings = settings_from_args(args)
+    url = checked_target_url(args.to) if args.to else receiver_url(settings)
+    stdin_conflict(args, "body_file", "fixture")
+    secret = signing_secret(args, settings, url)
+    if secret is None:
+        raise UsageError(
+            f"Give the signing secret {printable(url, 80)} verifies with: set WALLETPASS_SECRET, "
+            "or give --secret-file PATH or --secret - (standard input). This home's receiver "
+            "needs none: leave out --to."
+        )
+    return url, secret
 
 
 def checked_target_url(url: str) -> str:
@@ -152,7 +166,7 @@ def scale_note(scale: float) -> str:
     return f"time scale {scale:g}: a 5-minute wait takes {300 * scale:g} s"
 
 
-def print_attempt(attempt: Attempt) -> None:
+def print_attempt(attempt: SentAttempt) -> None:
     print(attempt.describe(), flush=True)
     if not attempt.ok and attempt.response_excerpt:
         print(f"    answer: {printable(attempt.response_excerpt, EXCERPT_CHARS)}", flush=True)

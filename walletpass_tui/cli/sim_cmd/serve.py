@@ -20,8 +20,8 @@ from walletpass_tui.cli.sim_cmd.checks import (
 )
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL
 from walletpass_tui.sim.engine import (
-    Attempt,
     DeliveryResult,
+    SentAttempt,
 )
 from walletpass_tui.sim.events import new_api_key
 from walletpass_tui.sim.http_api import CONTROL_PREFIX
@@ -77,9 +77,9 @@ def _log_to_stdout() -> logging.Handler:
     return handler
 
 
-def _serve_printer(event: Attempt | DeliveryResult) -> None:
+def _serve_printer(event: SentAttempt | DeliveryResult) -> None:
     stamp = datetime.now().strftime("%H:%M:%S")
-    if isinstance(event, Attempt):
+    if isinstance(event, SentAttempt):
         print(f"{stamp} {event.message_id} -> {event.endpoint_id}  {event.describe()}", flush=True)
     elif event.state == "stopped":
         print(

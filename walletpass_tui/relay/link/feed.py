@@ -18,9 +18,9 @@ An event the relay sent with a good cursor that cannot be read is stored as a re
 passes it and the deliveries after it are not held up. What the subscriber refuses (a cursor that
 does not increase, a stream past its bounds) is not stored: the link says why and retries.
 
-The link's state (connected or not, how far behind, why it stopped, how many identical refusals
-in a row) is offered to the dashboard's header and to ``listen``, which prints a line when it
-changes, and one line for a relay that keeps misbehaving.
+The link's state (``state.LinkState``: connected or not, how far behind, why it stopped, how many
+identical refusals in a row) is offered to the dashboard's header and to ``listen``, which prints
+a line when it changes (``state.StateLines``), and one line for a relay that keeps misbehaving.
 """
 
 from __future__ import annotations
@@ -34,23 +34,23 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
+from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S, Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
 from walletpass_tui.relay.link.received_times import ReceivedTimes
+from walletpass_tui.relay.link.state import LinkState
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     DEFAULT_IDLE_TIMEOUT_S,
-    MISBEHAVING_AFTER,
     RelayAuthError,
     RelayClientError,
     RelaySubscriber,
@@ -58,17 +58,34 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.text import printable
 from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.inbound import Inbound
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.relayed import RelayedRequest
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from walletpass_tui.webhooks.runtime import DeliveryRuntime
+if TYPE_CHECKING:  # the store and the listening options are the runtime's to import
+    from walletpass_tui.webhooks.listening import ReceiverOptions
+    from walletpass_tui.webhooks.store import Store
+
+
+class LinkTarget(Protocol):
+    """What the link uses of the runtime it feeds: the home (one link per channel and home), the
+    store (the relay's mark, rejected events), the receiver's bounds and its ``accept``."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def options(self) -> ReceiverOptions | None: ...
+
+    async def accept(self, request: RelayedRequest) -> Attempt: ...
+
 
 # How long the link waits, before following, for the relay to say when the channel was created.
 CHANNEL_WAIT_S = 10.0
@@ -79,61 +96,6 @@ MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024  # and their bodies together
 # The durable mark trails the stored deliveries by at most this long (one small write each time):
 # after a crash, what was stored since is fetched again and skipped.
 MARK_EVERY_S = 1.0
-
-
-@dataclass(frozen=True)
-class LinkState:
-    """What the header and ``listen`` show about the relay."""
-
-    url: str
-    connected: bool = False
-    cursor: int = 0
-    head: int = 0
-    error: str | None = None  # why the last connection ended (None: it did not)
-    stopped: bool = False  # refused for good (a wrong token, not a subscribe URL)
-    started: bool = False  # a connection was tried
-    refusals: int = 0  # the relay broke the rules this many times in a row, identically
-
-    @property
-    def behind(self) -> int:
-        return max(0, self.head - self.cursor)
-
-    @property
-    def misbehaving(self) -> bool:
-        return self.refusals >= MISBEHAVING_AFTER and not self.stopped
-
-    def describe(self) -> str:
-        """One short sentence, for the header and for ``listen``'s lines."""
-        if self.stopped:
-            return f"relay stopped: {printable(self.error or 'refused', 200)}"
-        if self.misbehaving and not self.connected:
-            return (
-                f"relay misbehaving ({printable(self.error or 'refused', 200)}; "
-                f"{self.refusals} times in a row); retrying with backoff, skipping nothing"
-            )
-        if self.connected:
-            if self.behind:
-                return f"relay connected, {self.behind} behind (cursor {self.cursor})"
-            return f"relay connected, up to date (cursor {self.cursor})"
-        if self.error:
-            return f"relay disconnected ({printable(self.error, 200)}); retrying"
-        return "relay connecting"
-
-    @property
-    def headline(self) -> str:
-        """The header's words: like ``describe()`` without the cursor, so it changes only when
-        the connection does or the backlog shrinks."""
-        if self.stopped:
-            return f"relay stopped: {printable(self.error or 'refused', 200)}"
-        if self.misbehaving:
-            return "relay misbehaving, retrying"
-        if self.connected:
-            return f"relay {self.behind:,} behind" if self.behind else "relay up to date"
-        return "relay disconnected, retrying" if self.error else "relay connecting"
-
-    @property
-    def healthy(self) -> bool:
-        return self.connected and not self.stopped
 
 
 StateListener = Callable[[LinkState], None]
@@ -170,6 +132,7 @@ class RelayLink:
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
         self._stored_above = 0  # cursors up to this one may be stored already (a restart)
+        self._catch_up_to: int | None = None  # the head the relay announced as it connected
         self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
 
     def __repr__(self) -> str:  # the token never appears
@@ -192,18 +155,18 @@ class RelayLink:
 
         return unsubscribe
 
-    async def run(self, runtime: DeliveryRuntime) -> None:
+    async def run(self, runtime: LinkTarget) -> None:
         """Follow the channel into ``runtime`` until cancelled; raises RelayClientError when
         the relay refuses (401, 404) or another process follows it into the same home."""
         with _following(runtime.settings.home, self.url):
             await self._run(runtime)
 
-    async def _run(self, runtime: DeliveryRuntime) -> None:
+    async def _run(self, runtime: LinkTarget) -> None:
         after, self._stored_above = await runtime.store.start_relay_mark(self.url)
         self._marks = LowWater(after)
         self._mark_written = after
         self._set(cursor=after, head=max(after, self.state.head))
-        options = runtime.setup.options
+        options = runtime.options
         tolerance_s = options.tolerance_s if options is not None else DEFAULT_TOLERANCE_S
         self.times = ReceivedTimes(
             tolerance_ms=int(tolerance_s * 1000),
@@ -268,7 +231,7 @@ class RelayLink:
             self.times.created_ms = info.created_at_ms
             return
 
-    async def _write_marks(self, runtime: DeliveryRuntime) -> None:
+    async def _write_marks(self, runtime: LinkTarget) -> None:
         """The mark to the store whenever it moved, at most once every MARK_EVERY_S."""
         while True:
             await self._mark_moved.wait()
@@ -277,7 +240,7 @@ class RelayLink:
                 await self._write_mark(runtime)
             await asyncio.sleep(MARK_EVERY_S)
 
-    async def _write_mark(self, runtime: DeliveryRuntime) -> None:
+    async def _write_mark(self, runtime: LinkTarget) -> None:
         mark = self._marks.mark
         if mark > self._mark_written:
             await runtime.store.advance_relay_mark(self.url, mark)
@@ -288,22 +251,22 @@ class RelayLink:
         if self._marks.mark > self._mark_written:
             self._mark_moved.set()
 
-    async def _deliver(self, runtime: DeliveryRuntime, delivery: RelayedDelivery) -> None:
+    async def _deliver(self, runtime: LinkTarget, delivery: RelayedDelivery) -> None:
         """Hand one delivery to the runtime (verified, stored, forwarded), or to the store as
         rejected when the relay's received time is not credible."""
-        inbound = relayed_inbound(delivery, self.url)
+        request = relayed_request(delivery, self.url)
         problem = self.times.problem(delivery.received_at_ms)
         if problem is None:
             self.times.accepted(delivery.received_at_ms)
             await self._hand_over(
-                runtime, delivery.cursor, lambda: runtime.accept(inbound), delivery
+                runtime, delivery.cursor, lambda: runtime.accept(request), delivery
             )
             return
         # Kept under this machine's time: the relay's is not credible (it is in the detail), and
         # the history's order, --since and pruning go by it.
-        inbound = replace(inbound, received_at=datetime.now(UTC))
+        request = replace(request, received_at=datetime.now(UTC))
         topic, pass_id = labels(delivery.body)
-        rejected = inbound.attempt(
+        rejected = request.attempt(
             Reason.RELAY_TIME,
             problem,
             started=time.perf_counter(),
@@ -316,9 +279,7 @@ class RelayLink:
             runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
         )
 
-    async def _unreadable(
-        self, runtime: DeliveryRuntime, cursor: int, raw: bytes, why: str
-    ) -> None:
+    async def _unreadable(self, runtime: LinkTarget, cursor: int, raw: bytes, why: str) -> None:
         """An event the relay sent that is not a delivery: recorded as rejected, with its cursor
         (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
         its head (with a webhook-id, it is listed with its message)."""
@@ -343,7 +304,7 @@ class RelayLink:
 
     async def _hand_over(
         self,
-        runtime: DeliveryRuntime,
+        runtime: LinkTarget,
         cursor: int,
         write: Callable[[], Awaitable[Attempt]],
         delivery: RelayedDelivery | None,
@@ -355,8 +316,7 @@ class RelayLink:
         if cursor <= self._stored_above and await self._is_stored(runtime, cursor):
             # Stored before a restart whose mark trailed: not stored, forwarded or counted again.
             self._stored(cursor)
-            if cursor > self.state.cursor:
-                self._set(cursor=cursor, head=max(self.state.head, cursor))
+            self._moved(cursor)
             return
         size = len(delivery.body) if delivery is not None else 0
         task = asyncio.create_task(self._store(runtime, cursor, write, delivery))
@@ -373,7 +333,7 @@ class RelayLink:
     def _release(self, size: int) -> None:
         self._in_flight_bytes -= size
 
-    async def _is_stored(self, runtime: DeliveryRuntime, cursor: int) -> bool:
+    async def _is_stored(self, runtime: LinkTarget, cursor: int) -> bool:
         try:
             return await runtime.store.has_relay_cursor(self.url, cursor)
         except StoreError:  # then the store refuses a second copy, and _store looks again
@@ -386,7 +346,7 @@ class RelayLink:
 
     async def _store(
         self,
-        runtime: DeliveryRuntime,
+        runtime: LinkTarget,
         cursor: int,
         write: Callable[[], Awaitable[Attempt]],
         delivery: RelayedDelivery | None,
@@ -411,21 +371,38 @@ class RelayLink:
                 failures += 1
                 await asyncio.sleep(delay)
         self._stored(cursor)
-        if cursor > self.state.cursor:
-            self._set(cursor=cursor, head=max(self.state.head, cursor))
+        self._moved(cursor)
         if delivery is None:
             return
         self._delivery_listeners.notify(delivery, stored)
 
+    def _moved(self, cursor: int) -> None:
+        """``cursor`` is stored: the newest stored cursor moves, and the backlog announced when
+        the relay connected shrinks (to nothing once the head it announced is stored)."""
+        if cursor <= self.state.cursor:
+            return
+        pending = self.state.pending
+        if pending:
+            done = self._catch_up_to is None or cursor >= self._catch_up_to
+            pending = 0 if done else pending - 1
+        self._set(cursor=cursor, head=max(self.state.head, cursor), pending=pending)
+
     def _on_subscriber(self, state: SubscriberState) -> None:
         # The cursor shown is the last one stored (set when its commit returns), not the last
         # one received.
+        pending = self.state.pending if state.connected else None
+        if state.connected and not self.state.connected:
+            # What the relay said waits, up to the head it announced as it connected.
+            self._catch_up_to = state.head
+            pending = state.pending if state.head > self.state.cursor else 0
         self._set(
             connected=state.connected,
             head=max(state.head, self.state.cursor),
             error=state.error,
             started=True,
             refusals=state.refusals,
+            pending=pending,
+            retry_in=state.retry_in,
         )
 
     def _set(self, **changes: object) -> None:
@@ -437,10 +414,10 @@ class RelayLink:
         self._state_listeners.notify(new)
 
 
-def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
+def relayed_request(delivery: RelayedDelivery, relay_url: str) -> RelayedRequest:
     """Where a relayed delivery enters the runtime: what the relay received, from the client its
     source rule settled on, for ``runtime.accept`` (the same intake as a POST; ``intake.py``)."""
-    return Inbound.relayed(
+    return RelayedRequest.from_relay(
         relay_url=relay_url,
         cursor=delivery.cursor,
         received_at_ms=delivery.received_at_ms,
@@ -451,37 +428,6 @@ def relayed_inbound(delivery: RelayedDelivery, relay_url: str) -> Inbound:
         source=delivery.client or delivery.source,
         forwarded_for=delivery.forwarded_for,
     )
-
-
-class StateLines:
-    """The lines ``listen`` prints about the relay: one when the connection comes (saying how far
-    behind) or goes, and one when a backlog it announced is caught up; nothing per delivery. A
-    relay that keeps breaking the rules the same way gets one line until it stops."""
-
-    def __init__(self) -> None:
-        self.last: LinkState | None = None
-        self.catching_up = False
-
-    def __call__(self, new: LinkState) -> str | None:
-        old, self.last = self.last, new
-        if new.stopped:
-            return new.describe()
-        if new.misbehaving:  # one line when it starts; quiet while the link retries
-            return None if old is not None and old.misbehaving else new.describe()
-        if not new.connected and not new.error:
-            return None  # still connecting: the line comes when it connects or fails
-        changed = (
-            old is None
-            or old.misbehaving
-            or (old.connected, old.error) != (new.connected, new.error)
-        )
-        if changed:
-            self.catching_up = new.connected and new.behind > 0
-            return new.describe()
-        if self.catching_up and new.connected and new.behind == 0:
-            self.catching_up = False
-            return new.describe()
-        return None
 
 
 @contextlib.contextmanager

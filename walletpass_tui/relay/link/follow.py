@@ -25,7 +25,8 @@ from pathlib import Path
 
 import aiohttp
 
-from walletpass_tui.config import DEFAULT_MAX_BODY, write_private_file
+from walletpass_tui.config import DEFAULT_MAX_BODY
+from walletpass_tui.private_files import write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
@@ -33,7 +34,7 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.text import parse_ascii_int
+from walletpass_tui.text import parse_ascii_int, printable
 
 CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
 RELAY_HEADER = "X-Walletpass-Relay"
@@ -135,7 +136,9 @@ class RelayFollower:
         ]
         if delivery.client or delivery.source:
             headers.append(("X-Forwarded-For", delivery.client or delivery.source or ""))
-        headers.append((RELAY_HEADER, f"channel={delivery.channel}; cursor={delivery.cursor}"))
+        # The channel's name comes from the relay: escaped to ASCII, never a line of its own.
+        channel = printable(delivery.channel, 80).encode("ascii", "backslashreplace").decode()
+        headers.append((RELAY_HEADER, f"channel={channel}; cursor={delivery.cursor}"))
         tries = 0
         while True:
             tries += 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -90,6 +91,10 @@ class SubscriberState:
     error: str | None = None  # why the last connection ended
     attempts: int = 0  # connections tried
     refusals: int = 0  # identical refusals in a row (0 once the relay makes progress)
+    # How many deliveries the relay said were waiting after the cursor when it connected (None:
+    # it did not say). Only shown, never trusted: the cursors rule what is taken.
+    pending: int | None = None
+    retry_in: float | None = None  # seconds until the next try, once a connection ended
 
     @property
     def behind(self) -> int:
@@ -174,36 +179,41 @@ class RelaySubscriber:
         async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
             while True:
                 self._progressed = False
+                refused: str | None = None
                 try:
-                    await self._follow(session)
+                    ended = await self._follow(session)
                 except RelayClientError as exc:
-                    self._set(connected=False, error=str(exc))
+                    self._set(connected=False, error=str(exc), retry_in=None)
                     raise
                 except _HandlerFailed as failed:  # the caller's own error: theirs to see
                     self._set(connected=False, error="stopped: the delivery handler failed")
                     raise failed.original from None
                 except RelayRefused as exc:
                     log.info("The relay %s refused: %s", self.url, exc)
-                    self._refused(str(exc))
+                    ended = refused = str(exc)
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                    error = _describe(exc, self.idle_timeout_s)
-                    log.info("The relay %s is not reached (%s); trying again", self.url, error)
-                    self._set(connected=False, error=error)
+                    ended = _describe(exc, self.idle_timeout_s)
+                    log.info("The relay %s is not reached (%s); trying again", self.url, ended)
                 if self._progressed:
                     failures = 0
-                await asyncio.sleep(
-                    backoff_delay(failures, self.backoff_initial_s, self.backoff_max_s, self._rng)
+                delay = backoff_delay(
+                    failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
+                if refused is not None:
+                    self._refused(refused, delay)
+                else:
+                    self._set(connected=False, error=ended, retry_in=delay)
+                await asyncio.sleep(delay)
                 failures += 1
 
-    def _refused(self, why: str) -> None:
+    def _refused(self, why: str, delay: float) -> None:
         where = (why, self.state.cursor)
         self._refusal_count = self._refusal_count + 1 if where == self._refusal else 1
         self._refusal = where
-        self._set(connected=False, error=why, refusals=self._refusal_count)
+        self._set(connected=False, error=why, refusals=self._refusal_count, retry_in=delay)
 
-    async def _follow(self, session: aiohttp.ClientSession) -> None:
-        """One connection, until it ends (returns) or fails (raises)."""
+    async def _follow(self, session: aiohttp.ClientSession) -> str:
+        """One connection, until it ends (returns why) or fails (raises)."""
         self._set(attempts=self.state.attempts + 1)
         headers = {
             "Authorization": f"Bearer {self._token}",
@@ -228,10 +238,9 @@ class RelaySubscriber:
                 )
             _check_answer(response)
             if response.status != 200:
-                self._set(connected=False, error=f"the relay answered {response.status}")
-                return
+                return f"the relay answered {response.status}"
             await self._read(response)
-        self._set(connected=False, error="the relay closed the stream")
+        return "the relay closed the stream"
 
     async def _read(self, response: aiohttp.ClientResponse) -> None:
         """Parse and handle the stream until it ends; a line must end within line_timeout_s."""
@@ -261,7 +270,16 @@ class RelaySubscriber:
 
     async def _handle(self, item: SSEItem) -> None:
         if not self.state.connected:
-            self._set(connected=True, error=None)
+            # Connected, with what the relay's first comment says (its head, how many wait):
+            # one change, so nothing reads "up to date" before the backlog is known.
+            head, pending = self._announced_in(item)
+            self._set(
+                connected=True,
+                error=None,
+                retry_in=None,
+                head=max(self.state.head, head if head is not None else 0),
+                pending=pending,
+            )
         if isinstance(item, SSEComment):
             self._comment(item.text)
         elif isinstance(item, SSEMessage):
@@ -269,16 +287,24 @@ class RelaySubscriber:
         else:
             await self._broken(item)
 
+    def _announced_in(self, item: SSEItem) -> tuple[int | None, int | None]:
+        """The head and the count of waiting deliveries a ``connected`` comment announces."""
+        if not isinstance(item, SSEComment):
+            return None, None
+        word, _, rest = item.text.partition(" ")
+        if word != "connected":
+            return None, None
+        fields = _fields(rest)
+        return fields.get("head"), fields.get("pending")
+
     def _comment(self, text: str) -> None:
         word, _, rest = text.partition(" ")
         if word not in ("connected", "heartbeat"):
             return
-        for part in rest.split():
-            name, _, value = part.partition("=")
-            head = _cursor_value(value, lowest=0) if name == "head" else None
-            if head is not None:
-                self._announced = max(self._announced, head)
-                self._set(head=max(head, self.state.cursor))
+        head = _fields(rest).get("head")
+        if head is not None:
+            self._announced = max(self._announced, head)
+            self._set(head=max(head, self.state.cursor))
         if word == "heartbeat":
             # Sent only when the relay has nothing more to send: what came before was read.
             self._progressed = True
@@ -351,9 +377,7 @@ class RelaySubscriber:
             return
         # The cursor moves without a notice: ``on_state`` tells of the connection and of the
         # relay's head as it announces it, so its listeners do no work for every delivery.
-        self.state = SubscriberState(
-            state.connected, cursor, max(state.head, cursor), state.error, state.attempts, 0
-        )
+        self.state = replace(state, cursor=cursor, head=max(state.head, cursor), refusals=0)
 
 
 def _check_answer(response: aiohttp.ClientResponse) -> None:
@@ -381,6 +405,17 @@ def _check_answer(response: aiohttp.ClientResponse) -> None:
         )
 
 
+def _fields(text: str) -> dict[str, int]:
+    """``name=N`` parts of a comment whose N is a number a cursor may be (others left out)."""
+    found: dict[str, int] = {}
+    for part in text.split()[:8]:
+        name, _, value = part.partition("=")
+        number = _cursor_value(value, lowest=0)
+        if number is not None and name in ("head", "pending"):
+            found[name] = number
+    return found
+
+
 def _cursor_value(text: str, lowest: int = 1) -> int | None:
     """A cursor written as the relay writes it (ASCII digits), from ``lowest`` to MAX_CURSOR;
     else None."""
@@ -389,12 +424,48 @@ def _cursor_value(text: str, lowest: int = 1) -> int | None:
 
 
 def _describe(exc: BaseException, idle_timeout_s: float) -> str:
+    """Why a connection to the relay failed, in this project's words (never the library's
+    message alone)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        where = _where(exc)
+        cause = _first_line(exc.certificate_error)
+        return f"the TLS certificate of {where} is not trusted ({cause})"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return f"TLS with {_where(exc)} failed ({_first_line(exc.os_error)})"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return _connect_failure(exc, idle_timeout_s)
     if isinstance(exc, TimeoutError):
         return f"nothing from the relay in {idle_timeout_s:g} s"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the relay closed the connection before answering"
     if isinstance(exc, aiohttp.ClientResponseError):  # its HTTP parser refused the answer
         said = (exc.message or type(exc).__name__).splitlines()[0]
         return f"the relay's answer is not HTTP that can be read ({printable(said, 200)})"
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return f"the relay's stream broke off ({printable(str(exc), 200)})"
-    text = str(exc) or type(exc).__name__
-    return f"cannot reach the relay ({printable(text, 200)})"
+        return f"the relay's stream broke off ({_first_line(exc)})"
+    if isinstance(exc, ConnectionResetError | aiohttp.ClientOSError):
+        return f"the connection to the relay was lost ({_first_line(exc)})"
+    return f"cannot reach the relay ({_first_line(exc)})"
+
+
+def _connect_failure(exc: aiohttp.ClientConnectorError, idle_timeout_s: float) -> str:
+    where = _where(exc)
+    cause = exc.os_error
+    if isinstance(cause, socket.gaierror):
+        return f"cannot find the relay's host {printable(str(exc.host), 100)} (its name does not resolve)"
+    if isinstance(cause, ConnectionRefusedError):
+        return f"nothing answers at {where} (connection refused): is the relay running?"
+    if isinstance(cause, TimeoutError):
+        return f"no answer from {where} in {idle_timeout_s:g} s"
+    reason = cause.strerror if cause.strerror else _first_line(cause)
+    return f"cannot reach the relay at {where} ({printable(str(reason), 120)})"
+
+
+def _where(exc: aiohttp.ClientConnectorError) -> str:
+    host = printable(str(exc.host), 100)
+    return f"[{host}]:{exc.port}" if ":" in host else f"{host}:{exc.port}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc) or type(exc).__name__).splitlines()[0]
+    return printable(text, 200)

@@ -4,8 +4,12 @@ service, every delivery stored and fanned out to the laptops subscribed to its c
 * ``serve``: the process (``RelayServer``): ingress, subscribers and ``/healthz`` on one aiohttp app;
 * ``ingress``: ``POST /in/{slug}``, on the same intake rules as the local receiver;
 * ``channels``: names, 128-bit ingress slugs, 256-bit subscriber tokens (kept as hashes);
-* ``storage`` and ``writer``: the relay's database and its one group-commit writer;
-* ``fanout`` and ``subscribe``: what each channel's subscribers are sent, as Server-Sent Events.
+* ``storage/``: the relay's database behind one protocol, with the records every back end
+  writes, then one folder per back end (``sqlite/``, ``postgres/``), each with its group-commit
+  writer;
+* ``fanout``: each channel's recent events, subscribers and quota (``ChannelFanout``);
+  ``subscribe``: what a subscriber is sent, as Server-Sent Events; ``stream``: one subscriber's
+  stream, written never ahead of its socket.
 
 It shares only the wire format (``relay.events``) with the laptop side (``relay.link``); an
 import-linter contract keeps the two independent.

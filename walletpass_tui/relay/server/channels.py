@@ -1,6 +1,7 @@
 """Channels and their credentials: what a slug and a token are, and how a token is checked.
 
-A channel has a name (for people), an ingress slug (128 random bits, the unguessable part of the
+A channel has a name (for people: one printable line, checked where it is made, and escaped
+wherever one read from the database is shown), an ingress slug (128 random bits, the unguessable part of the
 URL registered with the service) and subscriber tokens (256 random bits each). A token is shown
 once when it is issued; the relay keeps only its SHA-256, and compares hashes in constant time.
 """
@@ -13,13 +14,15 @@ import secrets
 from dataclasses import dataclass, field
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.text import printable
+from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
 TOKEN_PREFIX = "wpr_"
 SLUG_BYTES = 16  # 128 bits
 TOKEN_BYTES = 32  # 256 bits
 DEFAULT_QUOTA_BYTES = 256 * 1024 * 1024
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class ChannelError(WalletpassError, ValueError):
@@ -27,12 +30,20 @@ class ChannelError(WalletpassError, ValueError):
 
 
 def check_name(name: str) -> str:
-    if not _NAME.match(name):
+    """``name`` if it is a channel name (the whole of it: no line break after it either)."""
+    if not _NAME.fullmatch(name):
         raise ChannelError(
-            f"{name!r} is not a channel name: use 1-64 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit."
+            f"'{printable(name, 80)}' is not a channel name: use 1-64 letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit."
         )
     return name
+
+
+def check_secret(secret: str | None) -> str | None:
+    """A channel's signing secret (None for none); ``SecretError`` unless it is one."""
+    if secret:
+        parse_secret(secret)
+    return secret or None
 
 
 def new_slug() -> str:
@@ -79,6 +90,23 @@ class Channel:
     @property
     def verifies_at_edge(self) -> bool:
         return bool(self.secret)
+
+    @property
+    def secret_problem(self) -> str | None:
+        """Why the stored signing secret cannot be used (written to the database by hand, or
+        by another program), or None."""
+        if not self.secret:
+            return None
+        try:
+            parse_secret(self.secret)
+        except SecretError as exc:  # the answer: why, in the error's words
+            return str(exc)
+        return None
+
+    @property
+    def shown_name(self) -> str:
+        """The name as a terminal may show it: a name read from the database is untrusted."""
+        return printable(self.name, 80)
 
 
 def public_base(url: str) -> str:

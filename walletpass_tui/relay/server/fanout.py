@@ -1,8 +1,9 @@
 """What the running relay knows about each channel: the recent events, who waits, the quota used.
 
-No subscriber has a queue. Each one holds only its cursor and asks its channel's ``Feed`` for what
-comes after it: recent events come from a ring bounded in count and bytes (each event's bytes built
-once and shared by every subscriber), anything older from the database, a small page at a time.
+No subscriber has a queue. Each one holds only its cursor and asks its channel's ``ChannelFanout``
+for what comes after it: recent events come from a ring bounded in count and bytes (each event's
+bytes built once and shared by every subscriber), anything older from the database, a small page
+at a time.
 Either way a page is bounded in bytes (``PAGE_BYTES``, at least one event), and a subscriber lets
 go of the rest of its page as soon as its socket is full (``stream.py``). A slow subscriber
 therefore costs a cursor, at most one event and a socket buffer, and ingress never waits for it.
@@ -11,10 +12,12 @@ The ring holds every stored event with a cursor above its floor, up to its last,
 On SQLite this process writes everything, in cursor order, so what it commits goes straight in.
 On PostgreSQL other processes commit too, and cursors are consecutive per channel: a commit of
 this process goes straight in only when it follows the ring's last cursor; anything else (a
-notice of another process's commit, a gap) makes the feed read the database after its last
-cursor, once for all its subscribers. When the database was lost and is back, every ring is
-emptied, so every subscriber reads the database after its own cursor: nothing committed while
-notices could not arrive is missed.
+notice of another process's commit, a gap) makes the fanout read the database after its last
+cursor, once for all its subscribers. A notice is only a hint to look: any role that can connect
+to the database can send one, so its numbers are never believed. The head a subscriber is told,
+what it is sent and the usage the quota checks all come from rows this process read or wrote.
+When the database was lost and is back, every ring is emptied, so every subscriber reads the
+database after its own cursor: nothing committed while notices could not arrive is missed.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from collections.abc import Iterator
 
 from walletpass_tui.relay.events import sse_event
 from walletpass_tui.relay.server.channels import Channel, token_hash
-from walletpass_tui.relay.server.storage.base import Committed, RelayStorage, RelayStoreError
-from walletpass_tui.relay.server.writer import Stored
+from walletpass_tui.relay.server.storage.base import Committed, RelayStorage
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.records import Stored
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret
 
 RING_EVENTS = 512
@@ -44,7 +48,11 @@ TOKENS_KEPT = 10_000
 log = logging.getLogger(__name__)
 
 
-class Feed:
+class UnusableSecret(RelayStoreError):
+    """A channel's stored signing secret is not one: nothing posted to it can be verified."""
+
+
+class ChannelFanout:
     """One channel's live state."""
 
     def __init__(self, channel: Channel, storage: RelayStorage | None = None) -> None:
@@ -62,22 +70,37 @@ class Feed:
         # The ring holds every event with a cursor above ``_floor``; None until the first event.
         self._floor: int | None = None
         self._last: int | None = None  # the ring's newest cursor (kept when the ring is trimmed)
-        self._start_after: int | None = None  # where an empty ring starts reading the database
         self._generation = 0
         self._reading: asyncio.Task[None] | None = None
+        self._look_again = False  # a notice came while the database was being read
         self._changed: asyncio.Future[None] | None = None
         self._key: SigningKey | None = None
         self._key_secret: str | None = None
+        self._key_problem: str | None = None
 
     @property
     def key(self) -> SigningKey | None:
-        """The edge-verification key, parsed once per secret."""
+        """The edge-verification key, parsed once per secret. ``UnusableSecret`` when the
+        stored secret is not a signing secret: said once in the log, for each such secret."""
         secret = self.channel.secret
         if not secret:
             return None
         if secret != self._key_secret:
-            self._key = SigningKey(key=parse_secret(secret), label=self.channel.name)
             self._key_secret = secret
+            self._key = None
+            self._key_problem = self.channel.secret_problem
+            if self._key_problem is None:
+                self._key = SigningKey(key=parse_secret(secret), label=self.channel.name)
+            else:
+                log.warning(
+                    "relay: channel %s cannot verify what is posted to it: its stored signing "
+                    "secret is not one (%s). Posts to it are answered 503 until the secret is "
+                    "replaced in the database or the channel is removed.",
+                    self.channel.shown_name,
+                    self._key_problem,
+                )
+        if self._key_problem is not None:
+            raise UnusableSecret(self._key_problem)
         return self._key
 
     @property
@@ -109,13 +132,11 @@ class Feed:
         self._push(stored.cursor, stored.data)
 
     def committed(self, committed: Committed) -> None:
-        """Deliveries committed by some process on the same database (this one too)."""
-        self._usage(committed.last, committed.used_bytes)
-        self.head_hint = max(self.head_hint, committed.last)
+        """A notice that another process committed deliveries: read the database after the
+        ring's last cursor, unless the notice claims nothing past it (then there is nothing to
+        read, whoever sent it). Nothing else of it is believed."""
         if self._last is not None and committed.last <= self._last:
-            return  # already in the ring
-        if self._last is None and self._start_after is None:
-            self._start_after = committed.first - 1
+            return
         self._read_on()
 
     def _push(self, cursor: int, data: bytes, *, after: int | None = None) -> None:
@@ -141,7 +162,7 @@ class Feed:
         """The database just said ``head`` is the channel's newest cursor: an empty ring holds
         everything after it (nothing), so subscribers there wait for notices instead of reading
         the database at every heartbeat. Only where cursors are consecutive, while listening."""
-        if self.dense and self._floor is None and self._start_after is None:
+        if self.dense and self._floor is None:
             self._floor = self._last = head
             self.head_hint = max(self.head_hint, head)
 
@@ -151,38 +172,69 @@ class Feed:
         self._ring.clear()
         self._ring_cursors.clear()
         self._ring_bytes = 0
-        self._floor = self._last = self._start_after = None
+        self._floor = self._last = None
         if self._reading is not None:
             self._reading.cancel()
             self._reading = None
 
     def _read_on(self) -> None:
-        """Read the database after the ring's last cursor (one task per feed at a time)."""
-        if self.storage is None or (self._reading is not None and not self._reading.done()):
+        """Read the database after the ring's last cursor (one task per fanout at a time; a
+        notice heard meanwhile makes it read once more)."""
+        if self.storage is None:
+            return
+        if self._reading is not None and not self._reading.done():
+            self._look_again = True
             return
         self._reading = asyncio.get_running_loop().create_task(
-            self._read_database(self._generation), name="relay-feed-read"
+            self._read_database(self._generation), name="relay-fanout-read"
         )
 
     async def _read_database(self, generation: int) -> None:
         assert self.storage is not None
         try:
             while generation == self._generation:
-                after = self._last if self._last is not None else self._start_after
-                if after is None or after >= self.head_hint:
+                self._look_again = False
+                if await self._read_rows(generation) and generation == self._generation:
+                    # Another process stored deliveries: what the channel uses now, as the
+                    # database counts it (a notice's number is not believed).
+                    used = await self.storage.used_bytes(self.channel.id)
+                    if generation == self._generation and self._last is not None:
+                        self._usage(self._last, used)
+                if not self._look_again:  # no notice came meanwhile
                     return
-                rows = await self.storage.read_after(
-                    self.channel.id, after, PAGE_EVENTS, PAGE_BYTES
-                )
-                if generation != self._generation or not rows:
-                    return
-                for cursor, data in rows:
-                    self._push(cursor, data, after=after)
-                self.wake()
         except RelayStoreError:  # the database is down: subscribers read it themselves later
             if generation == self._generation:
                 self.reset()  # the subscribers read the database themselves, when it answers
                 self.wake()
+
+    async def _read_rows(self, generation: int) -> bool:
+        """Read the database after the ring's last cursor, page by page, into the ring (where
+        an empty ring starts: the channel's head); whether anything was learned."""
+        assert self.storage is not None
+        learned = False
+        if self._last is None:
+            # Nothing known of the channel yet: the database says where it stands, and every
+            # subscriber below that reads it after its own cursor.
+            head = await self.storage.head(self.channel.id)
+            if generation != self._generation:
+                return False
+            self.prime(head)
+            self.wake()
+            learned = True
+        while generation == self._generation and self._last is not None:
+            after = self._last
+            rows = await self.storage.read_after(self.channel.id, after, PAGE_EVENTS, PAGE_BYTES)
+            if generation != self._generation:
+                return False
+            for cursor, data in rows:
+                self._push(cursor, data, after=after)
+            if rows:
+                self.wake()
+                learned = True
+            full = len(rows) >= PAGE_EVENTS or sum(len(d) for _, d in rows) >= PAGE_BYTES
+            if not full:
+                break
+        return learned
 
     def wake(self) -> None:
         changed, self._changed = self._changed, None
@@ -212,14 +264,14 @@ class Feed:
         return [(cursor, sse_event(cursor, data)) for cursor, data in rows]
 
 
-class Feeds:
-    """Every channel's feed, by id and by ingress slug, refreshed from the database."""
+class Fanouts:
+    """Every channel's fanout, by id and by ingress slug, refreshed from the database."""
 
     def __init__(self, storage: RelayStorage) -> None:
         self.storage = storage
         self.database_ok = True  # as the storage last said
-        self._by_id: dict[int, Feed] = {}
-        self._by_slug: dict[str, Feed] = {}
+        self._by_id: dict[int, ChannelFanout] = {}
+        self._by_slug: dict[str, ChannelFanout] = {}
         self._refreshed = -REFRESH_S
         self._lock = asyncio.Lock()
         self._refreshing: asyncio.Task[None] | None = None
@@ -228,7 +280,7 @@ class Feeds:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __iter__(self) -> Iterator[Feed]:
+    def __iter__(self) -> Iterator[ChannelFanout]:
         return iter(list(self._by_id.values()))
 
     @property
@@ -243,12 +295,12 @@ class Feeds:
         seen: set[int] = set()
         for channel in channels:
             seen.add(channel.id)
-            feed = self._by_id.get(channel.id)
-            if feed is None:
-                feed = self._by_id[channel.id] = Feed(channel, self.storage)
+            fanout = self._by_id.get(channel.id)
+            if fanout is None:
+                fanout = self._by_id[channel.id] = ChannelFanout(channel, self.storage)
             else:
-                feed.channel = channel
-                feed.used_bytes = channel.used_bytes
+                fanout.channel = channel
+                fanout.used_bytes = channel.used_bytes
         for gone in set(self._by_id) - seen:
             self._by_id.pop(gone).reset()
         self._by_slug = {f.channel.slug: f for f in self._by_id.values()}
@@ -262,23 +314,28 @@ class Feeds:
                 return
             self.load(await self.storage.channels(counts=False))
 
-    async def by_slug(self, slug: str) -> Feed | None:
-        """The feed of the channel at ``slug``, or None. When the database cannot be read, the
+    def name_of(self, slug: str) -> str | None:
+        """The name of the channel at ``slug``, as last read (never reads the database)."""
+        fanout = self._by_slug.get(slug)
+        return fanout.channel.name if fanout is not None else None
+
+    async def by_slug(self, slug: str) -> ChannelFanout | None:
+        """The fanout of the channel at ``slug``, or None. When the database cannot be read, the
         channels last read serve; a slug among none of them raises ``RelayStoreError``."""
         with contextlib.suppress(RelayStoreError):  # the channels last read serve, as documented
             await self.refresh()
-        feed = self._by_slug.get(slug)
-        if feed is None and await self.storage.slug_exists(slug):
+        fanout = self._by_slug.get(slug)
+        if fanout is None and await self.storage.slug_exists(slug):
             await self.refresh(older_than=0)  # added since the last refresh
-            feed = self._by_slug.get(slug)
-        return feed
+            fanout = self._by_slug.get(slug)
+        return fanout
 
-    def by_id(self, channel: Channel) -> Feed:
-        feed = self._by_id.get(channel.id)
-        if feed is None:
-            feed = self._by_id[channel.id] = Feed(channel, self.storage)
-            self._by_slug[channel.slug] = feed
-        return feed
+    def by_id(self, channel: Channel) -> ChannelFanout:
+        fanout = self._by_id.get(channel.id)
+        if fanout is None:
+            fanout = self._by_id[channel.id] = ChannelFanout(channel, self.storage)
+            self._by_slug[channel.slug] = fanout
+        return fanout
 
     async def token_channel(self, token: str) -> int | None:
         """The id of the channel a live token opens, or None; ``RelayStoreError`` when the
@@ -302,19 +359,19 @@ class Feeds:
 
     def on_commit(self, stored: list[Stored]) -> None:
         """On the event loop, in commit order: put the events in their rings, wake the waiters."""
-        touched: set[Feed] = set()
+        touched: set[ChannelFanout] = set()
         for item in stored:
-            feed = self._by_id.get(item.channel_id)
-            if feed is not None:
-                feed.append(item)
-                touched.add(feed)
-        for feed in touched:
-            feed.wake()
+            fanout = self._by_id.get(item.channel_id)
+            if fanout is not None:
+                fanout.append(item)
+                touched.add(fanout)
+        for fanout in touched:
+            fanout.wake()
 
     def on_committed(self, committed: Committed) -> None:
-        feed = self._by_id.get(committed.channel_id)
-        if feed is not None:
-            feed.committed(committed)
+        fanout = self._by_id.get(committed.channel_id)
+        if fanout is not None:
+            fanout.committed(committed)
 
     def on_channels_changed(self) -> None:
         self._tokens.clear()  # a revoked token is refused at its streams' next heartbeat
@@ -325,12 +382,12 @@ class Feeds:
         self.database_ok = reachable
         self._tokens.clear()  # changes made meanwhile were not heard
         if reachable:
-            for feed in self:
-                feed.reset()
+            for fanout in self:
+                fanout.reset()
             self._refreshed = -REFRESH_S
             self._refresh_soon()
-        for feed in self:
-            feed.wake()  # streams read the database again, and tell their subscribers
+        for fanout in self:
+            fanout.wake()  # streams read the database again, and tell their subscribers
 
     def _refresh_soon(self) -> None:
         if self._refreshing is not None and not self._refreshing.done():
@@ -347,5 +404,5 @@ class Feeds:
     def close(self) -> None:
         if self._refreshing is not None:
             self._refreshing.cancel()
-        for feed in self:
-            feed.reset()
+        for fanout in self:
+            fanout.reset()

@@ -23,9 +23,10 @@ from aiohttp import web
 
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S
 from walletpass_tui.relay.events import delivery_data
-from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage.base import RelayStoreError
-from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, RelayWriter
+from walletpass_tui.relay.server.fanout import ChannelFanout, Fanouts, UnusableSecret
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.errors import RelayStoreError
+from walletpass_tui.relay.server.storage.records import NewDelivery, NewRejection
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
 from walletpass_tui.webhooks.listening import DEFAULT_READ_TIMEOUT_S
 from walletpass_tui.webhooks.reasons import Reason, Rejected
@@ -47,14 +48,14 @@ class IngressOptions:
 class Ingress:
     def __init__(
         self,
-        feeds: Feeds,
-        writer: RelayWriter,
+        fanouts: Fanouts,
+        storage: RelayStorage,
         options: IngressOptions,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self.feeds = feeds
-        self.writer = writer
+        self.fanouts = fanouts
+        self.storage = storage
         self.options = options
         self.intake = Intake(options)
         self._clock = clock
@@ -63,8 +64,8 @@ class Ingress:
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         arrived = IntakeRequest.from_aiohttp(request, self._clock())
         slug = request.path[len(INGRESS_PREFIX) :].rstrip("/")
-        feed = await self.feeds.by_slug(slug) if slug and "/" not in slug else None
-        if feed is None:  # nothing is kept: there is no channel to keep it under
+        fanout = await self.fanouts.by_slug(slug) if slug and "/" not in slug else None
+        if fanout is None:  # nothing is kept: there is no channel to keep it under
             return _answer(
                 Rejected(Reason.WRONG_PATH, slug, answer="no relay channel at this address")
             )
@@ -73,24 +74,31 @@ class Ingress:
             self.intake.check_head(arrived)
         except Rejected as rejection:
             if rejection.reason is not Reason.METHOD_NOT_ALLOWED:  # a wrong method is not kept
-                await self._keep_rejection(feed, arrived, rejection, b"", arrived.client(sources))
+                await self._keep_rejection(fanout, arrived, rejection, b"", arrived.client(sources))
             return _answer(rejection)
         client = arrived.client(sources)
-        if feed.over_quota:
+        if fanout.over_quota:
             return _unavailable(
                 "this relay channel is over its storage quota; retry later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        try:
+            key = fanout.key
+        except UnusableSecret:  # said once in the log; the service retries meanwhile
+            return _unavailable(
+                "this relay channel's signing secret cannot be used; its operator must replace "
+                "it; retry later",
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
         body = b""
         try:
             body = await self.intake.read(arrived)
-            key = feed.key
             verdict = self.intake.verify(arrived, body, [key] if key else [])
             # No secret on the channel: a well-formed post is stored for the laptops to verify.
             if not (verdict.ok or (key is None and verdict.reason is Reason.NO_SECRET)):
                 raise Rejected(verdict.reason, verdict.detail)
         except Rejected as rejection:  # kept as a rejection and answered with its reason
-            await self._keep_rejection(feed, arrived, rejection, body, client)
+            await self._keep_rejection(fanout, arrived, rejection, body, client)
             return _answer(rejection)
 
         received_ms = _ms(arrived.received)
@@ -103,11 +111,11 @@ class Ingress:
             source=arrived.peer,
             forwarded_for=forwarded_for_text(arrived.forwarded_for()),
             client=str(client) if client is not None else None,
-            channel=feed.channel.name,
+            channel=fanout.channel.name,
         )
-        job = NewDelivery(feed.channel.id, received_ms, arrived.webhook_id(), data)
+        job = NewDelivery(fanout.channel.id, received_ms, arrived.webhook_id(), data)
         try:
-            await self.writer.submit(job)
+            await self.storage.submit(job)
         except RelayStoreError as exc:  # answered 503 with its reason
             return _unavailable(f"not stored ({exc})")
         self.accepted += 1
@@ -115,7 +123,7 @@ class Ingress:
 
     async def _keep_rejection(
         self,
-        feed: Feed,
+        fanout: ChannelFanout,
         arrived: IntakeRequest,
         rejection: Rejected,
         body: bytes,
@@ -125,7 +133,7 @@ class Ingress:
         the reason's words and its detail, as the laptops' history has them."""
         reason = rejection.reason.value
         job = NewRejection(
-            channel_id=feed.channel.id,
+            channel_id=fanout.channel.id,
             received_at_ms=_ms(arrived.received),
             status=rejection.status,
             reason=f"{reason}: {rejection.detail}" if rejection.detail else reason,
@@ -135,7 +143,7 @@ class Ingress:
             body=body,
         )
         with contextlib.suppress(RelayStoreError):  # a rejection not kept: its answer is the same
-            await self.writer.submit(job)
+            await self.storage.submit(job)
 
 
 def _ms(when: datetime) -> int:

@@ -17,22 +17,23 @@ import contextlib
 import logging
 import socket
 import ssl
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from aiohttp import web
 
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import public_base
-from walletpass_tui.relay.server.fanout import Feeds
+from walletpass_tui.relay.server.fanout import Fanouts
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
+from walletpass_tui.relay.server.request_lines import RequestLines, what_was_asked
 from walletpass_tui.relay.server.storage import open_storage
-from walletpass_tui.relay.server.storage.base import (
-    RETRY_AFTER_S,
-    RelayStorage,
-    RelayStoreError,
-    now_ms,
-)
+from walletpass_tui.relay.server.storage.base import RelayStorage, now_ms
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
     CHANNELS_PREFIX,
@@ -52,6 +53,9 @@ PUBLIC_URL_META = "public_url"
 DATABASE_WAIT_S = 30.0  # how long a starting relay waits for a PostgreSQL server to answer
 
 log = logging.getLogger(__name__)
+
+_STARTED = "walletpass.started"  # a request's perf_counter when it arrived
+_SHOWN = "walletpass.shown"  # its line is printed (a stream's, as it opened)
 
 
 class RelayError(WalletpassError):
@@ -73,19 +77,24 @@ class RelayOptions:
     max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS
     prune_every_s: float = PRUNE_EVERY_S
     ingress: IngressOptions = field(default_factory=IngressOptions)
+    request_lines: TextIO | None = None  # one line per request (relay serve: its terminal)
 
 
 class RelayServer:
-    def __init__(self, options: RelayOptions) -> None:
+    def __init__(
+        self, options: RelayOptions, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.options = options
+        self._clock = clock  # when a post arrived (None: this machine's clock)
         self.bound: tuple[str, int] | None = None
         self._runner: web.BaseRunner | None = None
         self._prune_task: asyncio.Task[None] | None = None
         self.storage: RelayStorage | None = None
-        self.feeds: Feeds | None = None
+        self.fanouts: Fanouts | None = None
         self.ingress: Ingress | None = None
         self.subscriptions: Subscriptions | None = None
         self.pruned = 0
+        self.lines = RequestLines(options.request_lines)
 
     @property
     def scheme(self) -> str:
@@ -146,18 +155,21 @@ class RelayServer:
         opts = self.options
         if opts.public_url:
             await storage.set_meta(PUBLIC_URL_META, public_base(opts.public_url))
-        self.feeds = feeds = Feeds(storage)
-        feeds.load(await storage.channels(counts=False))
-        await storage.serve(feeds)
-        # Ingress writes through the storage: ``submit`` is its writer's.
-        self.ingress = Ingress(feeds, storage, opts.ingress)  # type: ignore[arg-type]
+        self.fanouts = fanouts = Fanouts(storage)
+        fanouts.load(await storage.channels(counts=False))
+        await storage.serve(fanouts)
+        if self._clock is None:
+            self.ingress = Ingress(fanouts, storage, opts.ingress)
+        else:
+            self.ingress = Ingress(fanouts, storage, opts.ingress, clock=self._clock)
         self.subscriptions = Subscriptions(
-            feeds,
+            fanouts,
             storage,
             public_url=self.public_url,
             heartbeat_s=opts.heartbeat_s,
             max_subscribers=opts.max_subscribers,
             max_channel_subscribers=opts.max_channel_subscribers,
+            on_stream=self._stream_opened if self.lines.on else None,
         )
         logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
         server = web.Server(
@@ -196,10 +208,11 @@ class RelayServer:
             runner, self._runner = self._runner, None
             await runner.cleanup()
         await self._close_storage()
+        await asyncio.to_thread(self.lines.close)
 
     async def _close_storage(self) -> None:
-        if self.feeds is not None:
-            self.feeds.close()
+        if self.fanouts is not None:
+            self.fanouts.close()
         if self.storage is not None:
             storage, self.storage = self.storage, None
             await storage.close()
@@ -213,8 +226,8 @@ class RelayServer:
         if removed is None:
             return None
         self.pruned += removed
-        if self.feeds is not None:
-            await self.feeds.refresh(older_than=0)
+        if self.fanouts is not None:
+            await self.fanouts.refresh(older_than=0)
         return removed
 
     async def _prune_loop(self) -> None:
@@ -226,6 +239,29 @@ class RelayServer:
             await asyncio.sleep(self.options.prune_every_s)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if not self.lines.on:
+            return await self._answer(request)
+        request[_STARTED] = started = time.perf_counter()
+        try:
+            response = await self._answer(request)
+        except Exception:
+            self._line(request, 500, started)  # aiohttp answers 500 and logs it
+            raise
+        if not request.get(_SHOWN):
+            self._line(request, response.status, started)
+        return response
+
+    def _stream_opened(self, request: web.BaseRequest) -> None:
+        request[_SHOWN] = True
+        self._line(request, 200, request[_STARTED], "stream opened")
+
+    def _line(self, request: web.BaseRequest, status: int, started: float, note: str = "") -> None:
+        assert self.fanouts is not None
+        what = what_was_asked(request.path, self.fanouts.name_of)
+        ms = (time.perf_counter() - started) * 1000
+        self.lines.add(request.method, what, status, ms, note)
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if path.startswith(INGRESS_PREFIX):
             assert self.ingress is not None
@@ -245,8 +281,8 @@ class RelayServer:
             assert self.subscriptions is not None
             return await self.subscriptions.handle(request)
         if path == "/healthz" and request.method in ("GET", "HEAD"):
-            assert self.feeds is not None and self.storage is not None
-            return health(self.feeds, self.storage)
+            assert self.fanouts is not None and self.storage is not None
+            return health(self.fanouts, self.storage)
         return web.Response(status=404, text="Not found\n")
 
     def _bind_error(self, exc: OSError) -> str:

@@ -1,11 +1,11 @@
-"""One subscriber's stream on the wire: written an event at a time, never ahead of its socket.
+"""One subscriber's stream on the wire: written in bounded writes, never ahead of its socket.
 
 aiohttp's ``StreamResponse.write`` hands whatever it gets to the transport and waits for the
 transport to drain only now and then, so a subscriber that stops reading would keep whatever was
 written for it in the relay's memory. ``EventStream`` instead sets the transport's write buffer
-limits low (``WRITE_HIGH``/``WRITE_LOW``), writes without waiting, and says when the transport is
-``full``: its caller stops there, lets go of the rest of its page, and waits in ``drained`` before
-reading on. A subscriber that stopped reading therefore holds at most ``WRITE_HIGH`` plus one
+limits low (``WRITE_HIGH``/``WRITE_LOW``), writes without waiting, and says how much ``room`` the
+transport has: its caller writes the events that fit (and one more at most) in one write, lets
+go of the rest of its page, and waits in ``drained`` before reading on. A subscriber that stopped reading therefore holds at most ``WRITE_HIGH`` plus one
 event, besides the kernel's socket buffer.
 
 ``drained`` is patient, not endless: a peer from which no byte drained for ``STALL_HEARTBEATS``
@@ -26,7 +26,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_writer import StreamWriter
 
-from walletpass_tui.relay.server.fanout import Feed
+from walletpass_tui.relay.server.fanout import ChannelFanout
 
 WRITE_HIGH = 32 * 1024  # past this many bytes waiting in the transport, stop writing
 WRITE_LOW = 8 * 1024  # ... until it is back under this
@@ -44,7 +44,7 @@ class EventStream:
         self,
         request: web.BaseRequest,
         writer: AbstractStreamWriter,
-        feed: Feed,
+        fanout: ChannelFanout,
         *,
         heartbeat_s: float,
         stopped: asyncio.Future[None],
@@ -56,9 +56,15 @@ class EventStream:
         self._transport = transport
         self._protocol = request.protocol
         self._writer = writer
-        self._feed = feed
+        self._fanout = fanout
         self._heartbeat_s = heartbeat_s
         self._stopped = stopped
+
+    @property
+    def room(self) -> int:
+        """Bytes the transport takes before it is full (events are written up to it, and one
+        more at most)."""
+        return max(0, WRITE_HIGH - self._transport.get_write_buffer_size())
 
     @property
     def full(self) -> bool:
@@ -83,7 +89,7 @@ class EventStream:
             return True
         drain = asyncio.ensure_future(self._writer.drain())
         drain.add_done_callback(_retrieved)  # a lost peer's error is ours, read or not
-        self._feed.stalled += 1
+        self._fanout.stalled += 1
         try:
             waiting = self._transport.get_write_buffer_size()
             idle = 0
@@ -108,7 +114,7 @@ class EventStream:
                     self.reset()
                     raise PeerStalled
         finally:
-            self._feed.stalled -= 1
+            self._fanout.stalled -= 1
             if not drain.done():
                 drain.cancel()
 

@@ -1,7 +1,9 @@
 """``GET /channels/{slug}/events``: Server-Sent Events for a subscriber holding a channel token.
 
-Every stored delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then
-new ones as they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
+A stream opens with ``: connected head=N pending=K`` (the channel's newest cursor, and how many
+deliveries wait after the subscriber's cursor, when at most ``PENDING_COUNTED``). Every stored
+delivery after the cursor (``Last-Event-ID`` or ``?after=``) is sent in order, then new ones as
+they are committed, with a heartbeat comment (``: heartbeat head=N``, N the channel's
 newest cursor) when nothing else was sent for a while. The token is checked again at every
 heartbeat, so a revoked token ends its streams. ``GET /channels/{slug}`` answers the channel's name,
 URLs and creation time as JSON. A wrong or revoked token gets 401 whether or not the channel exists.
@@ -13,8 +15,9 @@ stream says so, reads after its cursor and goes on.
 
 Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
 ``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
-written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
-reading holds at most one event and is dropped after two heartbeats without progress.
+written what its transport has room for, in one write, never ahead of its socket (``stream.py``):
+a subscriber that stops reading holds at most one event past that room, and is dropped after two
+heartbeats without progress.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from aiohttp import web
 from walletpass_tui import __version__
 from walletpass_tui.relay.events import sse_comment
 from walletpass_tui.relay.server.channels import Channel, bearer_token, ingress_url, subscribe_url
-from walletpass_tui.relay.server.fanout import Feed, Feeds
-from walletpass_tui.relay.server.storage.base import RETRY_AFTER_S, RelayStorage, RelayStoreError
+from walletpass_tui.relay.server.fanout import ChannelFanout, Fanouts
+from walletpass_tui.relay.server.storage.base import RelayStorage
+from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.stream import EventStream, PeerStalled
 from walletpass_tui.text import parse_ascii_int
 
@@ -43,6 +47,7 @@ DEFAULT_MAX_CHANNEL_SUBSCRIBERS = 100  # streams on one channel
 FULL_RETRY_AFTER_S = 30
 RETRY_MS = 2000
 MAX_CURSOR = 2**63 - 1
+PENDING_COUNTED = 100_000  # deliveries counted for a new stream's "connected ... pending=N"
 
 _UNAUTHORIZED = "Unauthorized: the token is wrong or revoked"
 _DOWN = "database unavailable; this stream waits for it"
@@ -52,15 +57,18 @@ _BACK = "database available again"
 class Subscriptions:
     def __init__(
         self,
-        feeds: Feeds,
+        fanouts: Fanouts,
         storage: RelayStorage,
         *,
         public_url: Callable[[web.BaseRequest], str],
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
         max_channel_subscribers: int = DEFAULT_MAX_CHANNEL_SUBSCRIBERS,
+        on_stream: Callable[[web.BaseRequest], None] | None = None,
     ) -> None:
-        self.feeds = feeds
+        """``on_stream(request)``: a stream opened (its 200 and headers are sent)."""
+        self.on_stream = on_stream
+        self.fanouts = fanouts
         self.storage = storage
         self.public_url = public_url
         self.heartbeat_s = heartbeat_s
@@ -128,7 +136,7 @@ class Subscriptions:
         if token is None:
             return False
         try:
-            current = await self.feeds.token_channel(token)
+            current = await self.fanouts.token_channel(token)
         except RelayStoreError:
             return True  # a busy database is not a revocation
         return current == channel.id
@@ -136,11 +144,11 @@ class Subscriptions:
     async def _stream(
         self, request: web.BaseRequest, channel: Channel, after: int
     ) -> web.StreamResponse:
-        feed = self.feeds.by_id(channel)
-        if feed.subscribers >= self.max_channel_subscribers:
+        fanout = self.fanouts.by_id(channel)
+        if fanout.subscribers >= self.max_channel_subscribers:
             return _text(
                 429,
-                f"Too many requests: this channel already has {feed.subscribers} open streams, "
+                f"Too many requests: this channel already has {fanout.subscribers} open streams, "
                 "the relay's limit; close one or retry later",
                 headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
             )
@@ -151,16 +159,16 @@ class Subscriptions:
                 "its limit; retry later",
                 headers={"Retry-After": str(FULL_RETRY_AFTER_S)},
             )
-        feed.subscribers += 1
+        fanout.subscribers += 1
         self.streams += 1
         try:
-            return await self._serve(request, feed, channel, after)
+            return await self._serve(request, fanout, channel, after)
         finally:
-            feed.subscribers -= 1
+            fanout.subscribers -= 1
             self.streams -= 1
 
     async def _serve(
-        self, request: web.BaseRequest, feed: Feed, channel: Channel, after: int
+        self, request: web.BaseRequest, fanout: ChannelFanout, channel: Channel, after: int
     ) -> web.StreamResponse:
         token = bearer_token(request.headers.get("Authorization"))
         response = web.StreamResponse(
@@ -178,25 +186,31 @@ class Subscriptions:
         try:
             writer = await response.prepare(request)
             assert writer is not None  # None only from a response already ended
+            if self.on_stream is not None:
+                self.on_stream(request)
             out = EventStream(
                 request,
                 writer,
-                feed,
+                fanout,
                 heartbeat_s=self.heartbeat_s,
                 stopped=self.stopped,
             )
             try:
                 head = await self.storage.head(channel.id)
-                if self.feeds.database_ok:
-                    feed.prime(head)
-                head = max(head, feed.head_hint)
-            except RelayStoreError:  # the database is down: the feed's last known head
-                head = feed.head_hint
-            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(f"connected head={head}"))
+                if self.fanouts.database_ok:
+                    fanout.prime(head)
+                head = max(head, fanout.head_hint)
+            except RelayStoreError:  # the database is down: the fanout's last known head
+                head = fanout.head_hint
+            connected = f"connected head={head}"
+            waiting = await self._waiting(channel, cursor, head)
+            if waiting is not None:
+                connected += f" pending={waiting}"
+            await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(connected))
             checked = time.monotonic()
             told_down = False
             while not self.stopping.is_set():
-                if self.feeds.database_ok == told_down:
+                if self.fanouts.database_ok == told_down:
                     told_down = not told_down
                     await out.write(sse_comment(_DOWN if told_down else _BACK))
                 if time.monotonic() - checked >= self.heartbeat_s:
@@ -204,9 +218,9 @@ class Subscriptions:
                     if not await still_valid():
                         break
                     checked = time.monotonic()
-                changed = feed.changed
+                changed = fanout.changed
                 try:
-                    sent = await _send_page(out, feed, self.storage, cursor)
+                    sent = await _send_page(out, fanout, self.storage, cursor)
                 except RelayStoreError:
                     sent = cursor  # wait for the database as for new events, then read again
                     if not told_down:
@@ -226,7 +240,7 @@ class Subscriptions:
                     if not await still_valid():
                         break
                     checked = time.monotonic()
-                    head = max(cursor, feed.head_hint)
+                    head = max(cursor, fanout.head_hint)
                     await out.write(sse_comment(f"heartbeat head={head}"))
                     if not await out.drained(still_valid):
                         return response
@@ -236,23 +250,43 @@ class Subscriptions:
             await response.write_eof()
         return response
 
+    async def _waiting(self, channel: Channel, after: int, head: int) -> int | None:
+        """How many deliveries wait after the cursor (for the subscriber to say how many it is
+        catching up on); None when more than ``PENDING_COUNTED`` or the database cannot say."""
+        if head <= after:
+            return 0
+        try:
+            count = await self.storage.count_after(channel.id, after, PENDING_COUNTED + 1)
+        except RelayStoreError:  # the database is down: the subscriber goes by cursors
+            return None
+        return count if count <= PENDING_COUNTED else None
+
     async def close(self) -> None:
         """End every stream, those waiting for new events and those waiting for a slow peer."""
         self.stopping.set()
         if not self.stopped.done():
             self.stopped.set_result(None)
-        for feed in self.feeds:
-            feed.wake()
+        for fanout in self.fanouts:
+            fanout.wake()
 
 
-async def _send_page(out: EventStream, feed: Feed, storage: RelayStorage, cursor: int) -> int:
-    """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
-    the last event written. The rest of the page is let go of here, read again once drained."""
-    for next_cursor, event in await feed.read_after(storage, cursor):
-        await out.write(event)
+async def _send_page(
+    out: EventStream, fanout: ChannelFanout, storage: RelayStorage, cursor: int
+) -> int:
+    """Write the next page after ``cursor``, as much of it as the transport has room for (at
+    least one event), in one write; the cursor of the last event written. The rest of the page
+    is let go of here, read again once drained."""
+    room = out.room
+    batch: list[bytes] = []
+    size = 0
+    for next_cursor, event in await fanout.read_after(storage, cursor):
+        batch.append(event)
+        size += len(event)
         cursor = next_cursor
-        if out.full:
+        if size >= room:
             break
+    if batch:
+        await out.write(batch[0] if len(batch) == 1 else b"".join(batch))
     return cursor
 
 
@@ -266,7 +300,7 @@ def _text(status: int, text: str, *, headers: dict[str, str] | None = None) -> w
     return web.Response(status=status, text=text + "\n", headers=headers)
 
 
-def health(feeds: Feeds, storage: RelayStorage) -> web.Response:
+def health(fanouts: Fanouts, storage: RelayStorage) -> web.Response:
     """Counts, and which database this process uses (no user, no password) and whether it
     reaches it: 200 when it does, 503 when not (a balancer's health check then sends traffic to
     the processes that do)."""
@@ -277,9 +311,9 @@ def health(feeds: Feeds, storage: RelayStorage) -> web.Response:
             {
                 "status": "ok" if reachable else "database unreachable",
                 "version": __version__,
-                "channels": len(feeds),
-                "subscribers": feeds.subscribers,
-                "stalled": feeds.stalled,
+                "channels": len(fanouts),
+                "subscribers": fanouts.subscribers,
+                "stalled": fanouts.stalled,
                 "database": {**storage.target.describe(), "reachable": reachable},
             }
         ),

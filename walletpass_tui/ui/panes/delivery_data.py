@@ -56,7 +56,7 @@ async def load_delivery(
     """The attempt with its body, and every attempt of its message without theirs (the list
     shows when and how each was answered; a retried megabyte body is read once, not per try).
 
-    ``arrived`` is the attempt as the live feed handed it over, body included: its row is then
+    ``arrived`` is the attempt as ``LiveRows`` handed it over, body included: its row is then
     read without the body, which is taken from memory (the bytes just stored, not read back)."""
     if arrived is not None and arrived.id == attempt_id and arrived.webhook_id:
         listed = await store.message_attempts_without_bodies(arrived.webhook_id)

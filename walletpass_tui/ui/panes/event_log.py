@@ -1,19 +1,21 @@
 """The Events pane: the live log of deliveries, newest on top, over the whole stored history.
 
 It owns the log's data: the first page and every further one come from the store (``log_page``),
-new attempts come from the live feed, and a bounded ``LogWindow`` holds what is in memory. The
-``LogView`` below it only draws.
+new attempts come from ``LiveRows``, and a bounded ``LogWindow`` holds what is in memory. The
+``LogLines`` below it only draws.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -21,13 +23,15 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input
 
+from walletpass_tui.query.known import KnownPaths, load_known
 from walletpass_tui.text import clip, visible
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
 from walletpass_tui.ui.view.context import DashboardContext
-from walletpass_tui.ui.view.log_columns import row_from_attempt
+from walletpass_tui.ui.view.filter_completion import complete
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
-from walletpass_tui.ui.widgets.log_view import LogHeader, LogView
+from walletpass_tui.ui.widgets.filter_completions import FilterCompletions
+from walletpass_tui.ui.widgets.log_lines import LogHeader, LogLines
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
 from walletpass_tui.webhooks.models import (
@@ -40,8 +44,37 @@ from walletpass_tui.webhooks.models import (
 )
 
 FILTER_DEBOUNCE_S = 0.12
+KNOWN_FRESH_S = 5.0  # the known paths are read again when older than this and the box is used
+
+
+class FilterInput(Input):
+    """The filter box: Tab inserts the highlighted completion, Up and Down choose another."""
+
+    def __init__(self, completions: FilterCompletions, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # Input's own keywords
+        self.completions = completions
+
+    async def _on_key(self, event: events.Key) -> None:
+        choice = self.completions.chosen
+        if choice is not None and event.key in ("tab", "down", "up"):
+            event.stop()
+            event.prevent_default()
+            if event.key == "tab":
+                self.post_message(CompletionChosen(self))
+            else:
+                self.completions.move(1 if event.key == "down" else -1)
+            return
+        await super()._on_key(event)
+
+
+class CompletionChosen(Message):
+    def __init__(self, field: FilterInput) -> None:
+        super().__init__()
+        self.field = field
+
+
 FILTER_HINT = (
-    "words in bodies and ids · topic:activated · verdict:rejected · source:received"
+    "words · topic:activated · verdict:rejected · data.platform:google · has:data.tier"
     "   (Enter: done · Esc: clear)"
 )
 
@@ -55,7 +88,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             "filter",
             "Filter",
             id="log.filter",
-            tooltip="Filter: words, topic:…, verdict:…, source:…",
+            tooltip="Filter: words, topic:…, verdict:…, fields: data.x:…",
         ),
         Binding(
             "f",
@@ -105,15 +138,23 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self._paging = False
         self._recent: deque[LogRow] = deque(maxlen=capacity)
         self._debounce: Timer | None = None
+        self.known: KnownPaths | None = None  # the paths a query may name (None: not read yet)
+        self._known_at = 0.0
         self.border_title = "Events"
 
     def compose(self) -> ComposeResult:
-        filter_input = Input(
-            placeholder=FILTER_HINT, id="log-filter", classes="log-filter", compact=True
+        completions = FilterCompletions(id="log-completions")
+        filter_input = FilterInput(
+            completions,
+            placeholder=FILTER_HINT,
+            id="log-filter",
+            classes="log-filter",
+            compact=True,
         )
         filter_input.display = False
         yield filter_input
-        view = LogView(self.window, id="log-view")
+        yield completions
+        view = LogLines(self.window, id="log-lines")
         header = LogHeader(view, id="log-header")
         view.header = header
         yield header
@@ -121,12 +162,16 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         yield view
 
     @property
-    def view(self) -> LogView:
-        return self.query_one("#log-view", LogView)
+    def view(self) -> LogLines:
+        return self.query_one("#log-lines", LogLines)
 
     @property
-    def filter_input(self) -> Input:
-        return self.query_one("#log-filter", Input)
+    def filter_input(self) -> FilterInput:
+        return self.query_one("#log-filter", FilterInput)
+
+    @property
+    def completions(self) -> FilterCompletions:
+        return self.query_one("#log-completions", FilterCompletions)
 
     @property
     def paging(self) -> bool:
@@ -214,8 +259,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             self.total = total
             self._update_title()
 
-    @on(LogView.EdgeReached)
-    def _edge(self, event: LogView.EdgeReached) -> None:
+    @on(LogLines.EdgeReached)
+    def _edge(self, event: LogLines.EdgeReached) -> None:
         event.stop()
         if self._resetting or self._paging:
             return
@@ -255,11 +300,11 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
     # -- live rows ------------------------------------------------------------------------------
 
     def ingest(self, attempts: Sequence[Attempt], dropped: int = 0) -> None:
-        """Attempts just stored (oldest first), from the live feed."""
+        """Attempts just stored (oldest first), from ``LiveRows``."""
         if dropped:
             self.reload()
             return
-        matched = [row_from_attempt(a) for a in attempts if matches(self.filter, a)]
+        matched = [LogRow.of(a) for a in attempts if matches(self.filter, a)]
         if not matched:
             return
         self._recent.extend(matched)
@@ -289,6 +334,48 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         if not field.value and not self.filter.empty:
             field.value = filter_text(self.filter)
         field.focus()
+        self._read_known()
+
+    # -- the paths a query may name ------------------------------------------------------------
+
+    def _read_known(self) -> None:
+        """Read the known paths again (in a thread) when they are missing or old."""
+        if self.known is not None and time.monotonic() - self._known_at < KNOWN_FRESH_S:
+            return
+        self._known_at = time.monotonic()
+        self._load_known(self.context.settings.database_path)
+
+    @work(thread=True, exclusive=True, group="log-known", exit_on_error=False)
+    def _load_known(self, history: Path) -> None:
+        known = load_known(history)
+        self.app.call_from_thread(self._known_read, known)
+
+    def _known_read(self, known: KnownPaths) -> None:
+        self.known = known
+        field = self.filter_input
+        if field.display and field.has_focus:
+            self._offer(field)
+            if field.value:
+                self._apply_typed(field.value)
+
+    def _offer(self, field: Input) -> None:
+        """Show what the word at the cursor may become (nothing when it is no path)."""
+        known = self.known
+        found = complete(field.value, field.cursor_position, known) if known else None
+        self.completions.show(found)
+
+    @on(CompletionChosen)
+    def _completion_chosen(self, event: CompletionChosen) -> None:
+        event.stop()
+        found, choice = self.completions.completion, self.completions.chosen
+        if found is None or choice is None:
+            return
+        field = event.field
+        text = field.value
+        field.value = text[: found.start] + choice.label + text[found.end :]
+        field.cursor_position = found.start + len(choice.label)
+
+    # -- typing --------------------------------------------------------------------------------
 
     @on(Input.Changed, "#log-filter")
     def _filter_typed(self, event: Input.Changed) -> None:
@@ -296,10 +383,17 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         if self._debounce is not None:
             self._debounce.stop()
         value = event.value
+        self._read_known()
+        self._offer(event.input)
         self._debounce = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._apply_typed(value))
 
-    def _apply_typed(self, value: str) -> None:
-        parsed = parse_filter(value)
+    def _apply_typed(self, value: str, *, whole: bool = False) -> None:
+        """Filter by what is typed; the word the completions are open for is still being
+        typed and filters once it is taken, followed by a space, or ``whole`` (Enter)."""
+        found = self.completions.completion if self.completions.display else None
+        if not whole and found is not None and found.end == len(value):
+            value = value[: found.start].rstrip("-").removesuffix("has:").rstrip("-")
+        parsed = parse_filter(value, self.known)
         self.set_filter(parsed.filter, parsed.problem)
 
     @on(Input.Submitted, "#log-filter")
@@ -307,12 +401,16 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         event.stop()
         if self._debounce is not None:
             self._debounce.stop()
-        self._apply_typed(event.value)
+        self.completions.show(None)
+        self._apply_typed(event.value, whole=True)
         if not event.value.strip():
             self.filter_input.display = False
         self.focus_log()
 
     def action_clear_filter(self) -> None:
+        if self.completions.display:  # Esc closes the completions first
+            self.completions.show(None)
+            return
         field = self.filter_input
         if not field.display and self.filter.empty:
             return
@@ -320,6 +418,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             self._debounce.stop()
         field.value = ""
         field.display = False
+        self.completions.show(None)
         self.set_filter(LogFilter())
         self.focus_log()
 
@@ -351,8 +450,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self._update_title()
         self.focus_log()
 
-    @on(LogView.FollowingChanged)
-    def _following_changed(self, event: LogView.FollowingChanged) -> None:
+    @on(LogLines.FollowingChanged)
+    def _following_changed(self, event: LogLines.FollowingChanged) -> None:
         self._update_title()
 
     def worker_failed(self, group: str, error: BaseException | None) -> None:

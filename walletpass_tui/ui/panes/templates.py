@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -123,17 +122,11 @@ class TemplatesPane(ReportsWorkerErrors, Vertical):
     @work(exclusive=True, group="templates-learn", exit_on_error=False)
     async def _learn(self, templates: list[Any]) -> None:
         """The templates listed teach the ``templates`` schema (the Schema screen, ``S``)."""
-        from walletpass_tui.schemas import learn_templates
         from walletpass_tui.schemas.errors import SchemaError
-        from walletpass_tui.ui.attached import AttachedRuntime
-        from walletpass_tui.ui.drift_feed import templates_learned
+        from walletpass_tui.ui.drift_watch import templates_learned
 
-        runtime = self.context.runtime
         try:
-            if isinstance(runtime, AttachedRuntime):  # no learner here: the file, as the CLI does
-                found = await asyncio.to_thread(learn_templates, runtime.store.path, templates)
-            else:
-                found = await runtime.learn_templates(templates)
+            found = await self.context.runtime.learn_templates(templates)
         except SchemaError as exc:  # shown as a notification
             self.notify(str(exc), title="Template fields not learned", markup=False)
             return

@@ -263,6 +263,14 @@ class CheckScreen(Screen[None]):
             self.case_done(result)
 
     def show_summary(self, report: CheckReport) -> None:
+        for case in self.cases[len(report.results) :]:  # the check stopped: no connection
+            self.table.update_cell(case.id, "got", Text("not sent", style="dim"))
+        if report.never_connected:
+            why = report.results[0].answer.error or "no answer"
+            self._summary(
+                Text(f"Nothing answered ({one_line(why, 80)}). Start your app and run it again.")
+            )
+            return
         passed, failed, warned = (report.count(o) for o in Outcome)
         text = Text()
         text.append(f"{passed} passed", style="green")
@@ -281,6 +289,8 @@ class CheckScreen(Screen[None]):
             text.append(": every must-pass case passed.")
         else:
             text.append(": your app needs fixing before it meets the service.")
+        if report.stopped is not None:
+            text.append(f" It stopped answering; {report.not_sent} not sent.")
         text.append("  Enter: what was sent.", style="dim")
         self._summary(text)
 

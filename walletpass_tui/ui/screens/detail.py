@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from walletpass_tui.ui.messages import ReplayRequested
+from walletpass_tui.ui.messages import DiffRequested, ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.webhooks.store import Store
@@ -53,6 +53,13 @@ class DetailScreen(Screen[None]):
             "left_square_bracket", "page(-1)", "Previous part", show=False, id="body.previous_part"
         ),
         Binding("c", "copy_id", "Copy id", id="detail.copy_id", tooltip="Copy the webhook-id"),
+        Binding(
+            "D",
+            "diff",
+            "Compare",
+            id="diff",
+            tooltip="Compare with its first attempt (a redelivery), else the one before it",
+        ),
         *copy_bindings(show=True),
     ]
 
@@ -109,6 +116,10 @@ class DetailScreen(Screen[None]):
     def action_replay(self) -> None:
         if self.attempt_id is not None:
             self.post_message(ReplayRequested(self.attempt_id))
+
+    def action_diff(self) -> None:
+        if self.attempt_id is not None:
+            self.post_message(DiffRequested(self.attempt_id))
 
     def action_page(self, step: int) -> None:
         """The next or previous part of a long body (Body and Raw tabs)."""

@@ -19,14 +19,15 @@ from textual.timer import Timer
 from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.ui.messages import ReplayRequested
+from walletpass_tui.text import visible
+from walletpass_tui.ui.messages import DiffRequested, ReplayRequested
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.ui.widgets.log_view import LogView
+from walletpass_tui.ui.widgets.log_lines import LogLines
 from walletpass_tui.ui.widgets.mount_later import MountLater
 from walletpass_tui.ui.widgets.status_bar import StatusBar
 from walletpass_tui.webhooks.models import CHECK, RECEIVED, REJECTED, VERIFIED
@@ -67,6 +68,23 @@ class MainScreen(Screen[None]):
             "Replay",
             id="replay",
             tooltip="Send the selected delivery to your app again",
+        ),
+        Binding(
+            "m",
+            "mark",
+            "Mark",
+            show=False,
+            id="main.mark",
+            tooltip="Mark the selected delivery: D on another compares them",
+        ),
+        Binding(
+            "D",
+            "diff",
+            "Compare",
+            show=False,
+            id="diff",
+            tooltip="Compare the selected delivery with the marked one (else its first attempt, "
+            "or the one before it)",
         ),
         Binding(
             "c",
@@ -117,6 +135,7 @@ class MainScreen(Screen[None]):
         self.pane = "events"
         self._templates_loading_started = False
         self._resumed = False
+        self.marked: int | None = None  # the delivery "m" marked, compared by "D"
         self.add_class("-show-events", *self._breakpoint_classes())
 
     def _breakpoint_classes(self) -> list[str]:
@@ -253,8 +272,8 @@ class MainScreen(Screen[None]):
 
     # -- the log and its detail -------------------------------------------------------------------
 
-    @on(LogView.CursorMoved)
-    def _cursor_moved(self, event: LogView.CursorMoved) -> None:
+    @on(LogLines.CursorMoved)
+    def _cursor_moved(self, event: LogLines.CursorMoved) -> None:
         if self._detail_timer is not None:
             self._detail_timer.stop()
         row_id = event.row.id if event.row else None
@@ -301,8 +320,8 @@ class MainScreen(Screen[None]):
         else:
             detail.catch_up()
 
-    @on(LogView.Opened)
-    def _opened(self, event: LogView.Opened) -> None:
+    @on(LogLines.Opened)
+    def _opened(self, event: LogLines.Opened) -> None:
         self.open_detail(event.row.id)
 
     def action_open_detail(self) -> None:
@@ -317,6 +336,30 @@ class MainScreen(Screen[None]):
             self.notify("Select a delivery in the event log to replay it.", markup=False)
             return
         self.post_message(ReplayRequested(row.id))
+
+    def action_mark(self) -> None:
+        row = self.event_log.window.current
+        if row is None:
+            self.notify("Select a delivery in the event log to mark it.", markup=False)
+            return
+        if self.marked == row.id:
+            self.marked = None
+            self.notify("The mark is taken away.", markup=False)
+            return
+        self.marked = row.id
+        self.notify(
+            f"Marked {visible(row.webhook_id or '-')} #{row.attempt_no}; press D on another "
+            "delivery to compare them.",
+            markup=False,
+        )
+
+    def action_diff(self) -> None:
+        row = self.event_log.window.current
+        if row is None:
+            self.notify("Select a delivery in the event log to compare it.", markup=False)
+            return
+        against = self.marked if self.marked != row.id else None
+        self.post_message(DiffRequested(row.id, against))
 
     def action_copy(self, what: str) -> None:
         """The delivery selected in the log as curl, its body or its headers, on the clipboard

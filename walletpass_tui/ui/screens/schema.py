@@ -6,7 +6,7 @@ findings below; Enter on a finding opens the delivery that showed it first. Ever
 from the wire: it is shown as plain text, never as markup.
 
 The schema file is read in a thread, again whenever the learner has learned more (at most once a
-second, see ``drift_feed``). Loaded when first opened.
+second, see ``drift_watch``). Loaded when first opened.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from walletpass_tui.runtime.protocol import Runtime
 from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
 from walletpass_tui.text import format_ms, one_line, printable
-from walletpass_tui.ui.attached import AttachedRuntime
-from walletpass_tui.ui.drift_feed import learns
+from walletpass_tui.ui.drift_watch import learns
 from walletpass_tui.ui.messages import live_signals
 from walletpass_tui.ui.view.drift_text import change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK
@@ -41,7 +41,6 @@ from walletpass_tui.ui.view.schema_view import (
 )
 from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
 
 LEARNING_OFF = (
     "Schema learning is off in this dashboard (--no-schemas): no payload fields are learned and "
@@ -98,7 +97,7 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
         "schema--value",
     }
 
-    def __init__(self, runtime: DeliveryRuntime | AttachedRuntime, *, group: str = "") -> None:
+    def __init__(self, runtime: Runtime, *, group: str = "") -> None:
         super().__init__(classes="schema-screen")
         self.runtime = runtime
         self.reader = SchemaReader(runtime.store.path)

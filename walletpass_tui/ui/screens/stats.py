@@ -25,7 +25,7 @@ from walletpass_tui.text import format_ms, one_line
 from walletpass_tui.ui.view.charts import bars, nice_top, scale_label, spark, time_axis
 from walletpass_tui.ui.view.traffic import Minute, Traffic
 from walletpass_tui.ui.widgets.key_line import KeyLine
-from walletpass_tui.webhooks.store.queries import MINUTE_MS
+from walletpass_tui.webhooks.store.activity import MINUTE_MS
 
 REDRAW_S = 1.0
 GUTTER = 7  # the scale's labels, left of a chart
@@ -256,16 +256,17 @@ class StatsScreen(Screen[None]):
         traffic = self.traffic
         window = traffic.window()
         if chart_id == "chart-forwards":
-            answered = sum(m.forwards for _m, m in window)
-            if not answered:
+            forwards = sum(m.forwards for _m, m in window)
+            if not forwards:
                 return "no forwards in the hour (--forward-to sends deliveries to your app)"
+            answered = sum(m.answered for _m, m in window)
             failed = sum(m.forward_failed for _m, m in window)
             worst = max(window, key=lambda item: item[1].forward_max_ms)
-            latest = next((m.forward_mean_ms for _m, m in reversed(window) if m.forwards), None)
+            latest = next((m.forward_mean_ms for _m, m in reversed(window) if m.answered), None)
             parts = [
                 f"{_ms(latest)} latest" if latest is not None else "",
-                f"slowest {_ms(worst[1].forward_max_ms)} at {_clock(worst[0])}",
-                f"{answered:,} answers",
+                f"slowest {_ms(worst[1].forward_max_ms)} at {_clock(worst[0])}" if answered else "",
+                f"{forwards:,} forwards",
                 f"{failed:,} failed" if failed else "",
             ]
             return " · ".join(p for p in parts if p)
@@ -340,7 +341,7 @@ class StatsScreen(Screen[None]):
                 f"{counts.redelivered:,}",
                 f"{counts.forwards:,}",
                 f"{mean:.0f}" if mean is not None else "-",
-                f"{counts.forward_max_ms:.0f}" if counts.forwards else "-",
+                f"{counts.forward_max_ms:.0f}" if counts.answered else "-",
                 f"{counts.forward_failed:,}",
             ]
             table.add_row(*(Text(c, justify="right") for c in cells), key=str(minute))

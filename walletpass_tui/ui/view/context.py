@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
+from walletpass_tui.runtime.protocol import Runtime
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.models import LogRow
-from walletpass_tui.webhooks.runtime import DeliveryRuntime
+from walletpass_tui.webhooks.models import Attempt, LogRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
-    from walletpass_tui.ui.attached import AttachedRuntime
     from walletpass_tui.webhooks.forward import SecretLookup
     from walletpass_tui.webhooks.target_options import TargetOptions
 
@@ -35,7 +34,7 @@ class DashboardContext:
     """The open delivery runtime (or, attached, the receiver in another process) and the
     service client, plus what the session remembers."""
 
-    runtime: DeliveryRuntime | AttachedRuntime
+    runtime: Runtime
     client: ServiceClient | None
     # Shown as the receiver's address when there is no receiver (fixed screenshots and snapshots).
     receiver_display: str | None = None
@@ -71,12 +70,7 @@ class DashboardContext:
     def target_options(self, target: str) -> TargetOptions:
         """What the dashboard's flags add to a request to ``target`` (a replay, the check): a
         --forward-to target's added headers and trusted certificates; nothing to another URL."""
-        forwarder = self.runtime.forwarder
-        if forwarder is not None:
-            return forwarder.options(target)
-        from walletpass_tui.webhooks.target_options import TargetOptions
-
-        return TargetOptions()
+        return self.runtime.target_options(target)
 
     def replay_target(self) -> str:
         """Where a replay goes unless the user says otherwise: the last replay's target, else the
@@ -86,6 +80,19 @@ class DashboardContext:
         if self.runtime.routes:
             return self.runtime.routes[0].target
         return ""
+
+    async def replay_target_for(self, attempt: Attempt) -> str:
+        """Where a replay of ``attempt`` goes unless the user says otherwise: where it was
+        forwarded, else this receiver's route for its topic, else the last replay's target, else
+        where a delivery of its topic last went; "" when nothing says."""
+        targets = await self.store.replay_targets(attempt)
+        forwarded = await self.store.forwards_for_message(attempt.webhook_id or "")
+        if targets and any(f.target == targets[0] for f in forwarded):
+            return targets[0]  # where this very delivery was forwarded
+        route = next(
+            (r.target for r in self.runtime.routes if r.topic in (None, attempt.topic)), None
+        )
+        return route or self.last_replay_target or (targets[0] if targets else "")
 
     def missing_service_setup(self, url_setting: str = "base_url") -> str | None:
         """What to set before calling the service (``url_setting``: ``base_url`` for templates,

@@ -4,21 +4,14 @@ stopped. The app subscribes once and republishes the header when these words cha
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
-from walletpass_tui.relay.link.feed import LinkState, RelayLink
+from walletpass_tui.relay.link.feed import RelayLink
+from walletpass_tui.relay.link.state import LinkState
 
 
 def relay_link_of(feeds: Iterable[object]) -> RelayLink | None:
     """The relay link among a runtime's feeds (``--relay``), if it has one."""
     return next((feed for feed in feeds if isinstance(feed, RelayLink)), None)
-
-
-def relay_fields(link: RelayLink | None) -> dict[str, Any]:
-    """The header's relay fields (``ReceiverState.relay``, ``relay_up``)."""
-    if link is None:
-        return {}
-    return {"relay": link.state.headline, "relay_up": link.state.healthy}
 
 
 def watch_relay(

@@ -1,11 +1,16 @@
 """Traffic of the last hour, minute by minute: deliveries by topic, rejections, redeliveries, and
-your app's answer times to forwards.
+forwards to your app with its answer times.
 
-Filled twice, each cheaply: once from the history (one aggregate query by minute, after the first
-frame), then from what arrives (the batches the app already gets from the live feed, and each
-forward answered), counted into the minute it was received in. Attempts that arrive while the
-history is read are held and counted after it, those the query already saw left out (by id), so
-nothing is counted twice. Requests "Check my app" sent are not deliveries and are not counted.
+Filled from the history by the one activity query (``store/activity.py``, which ``events stats``
+and the header's totals run too, so the numbers agree), after the first frame; then deliveries
+are counted from what arrives (the batches the app already gets from ``LiveRows``) into the
+minute they were received in. Attempts that arrive while the history is read are held and counted
+after it, those the query already saw left out (by id), so nothing is counted twice. Requests
+"Check my app" sent are not deliveries and are not counted.
+
+A forward counts in the minute its delivery was received in, with its latest try's answer: when
+your app answers (or a try fails) the minutes from that forward's on are read again from the
+history (``load_forwards``), so a retried forward is never counted twice.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from walletpass_tui.webhooks.models import VERIFIED, Attempt, is_check_note
-from walletpass_tui.webhooks.store.queries import MINUTE_MS, TrafficHistory
+from walletpass_tui.webhooks.store.activity import MINUTE_MS, Activity
 
 WINDOW = 60  # minutes kept and charted
 NO_TOPIC = "(no topic)"
@@ -28,14 +33,15 @@ class Minute:
     rejected: int = 0
     redelivered: int = 0
     topics: dict[str, int] = field(default_factory=dict)
-    forwards: int = 0  # answers of your app to forwards
+    forwards: int = 0  # forwards to your app queued (their deliveries received this minute)
+    answered: int = 0  # ... whose latest try got an answer
     forward_ms: float = 0.0  # their answer times, summed
     forward_max_ms: float = 0.0
-    forward_failed: int = 0  # no answer, or not a 2xx
+    forward_failed: int = 0  # tried, and the latest try got no 2xx (or no answer)
 
     @property
     def forward_mean_ms(self) -> float | None:
-        return self.forward_ms / self.forwards if self.forwards else None
+        return self.forward_ms / self.answered if self.answered else None
 
 
 class Traffic:
@@ -47,14 +53,12 @@ class Traffic:
         self.version = 0
         self.loaded = False  # the history was read
         self._held: list[Attempt] = []  # arrived before the history was read
-        self._held_forwards: list[tuple[int, int, float, bool]] = []
 
     def reset(self) -> None:
-        """Forget every count: the history is read again (the live feed dropped some)."""
+        """Forget every count: the history is read again (``LiveRows`` dropped some)."""
         self.minutes.clear()
         self.loaded = False
         self._held.clear()
-        self._held_forwards.clear()
         self.version += 1
 
     # -- counting ------------------------------------------------------------------------------
@@ -73,7 +77,7 @@ class Traffic:
         return found
 
     def add_attempts(self, attempts: Iterable[Attempt]) -> None:
-        """Attempts just stored (the live feed's batch)."""
+        """Attempts just stored (``LiveRows``' batch)."""
         if not self.loaded:
             self._held.extend(attempts)
             return
@@ -98,50 +102,48 @@ class Traffic:
         if counted:
             self.version += 1
 
-    def add_forward(self, forward_id: int, at_ms: int, latency_ms: float, ok: bool) -> None:
-        """Your app answered a forward (or did not: ``ok`` False)."""
-        if not self.loaded:
-            self._held_forwards.append((forward_id, at_ms, latency_ms, ok))
-            return
-        minute = self._minute(at_ms // MINUTE_MS)
-        if minute is None:
-            return
-        minute.forwards += 1
-        minute.forward_ms += latency_ms
-        minute.forward_max_ms = max(minute.forward_max_ms, latency_ms)
-        if not ok:
-            minute.forward_failed += 1
-        self.version += 1
-
-    def load(self, history: TrafficHistory) -> None:
-        """The history's aggregate; then what arrived meanwhile and the query did not see."""
-        for row in history.attempts:
-            minute = self._minute(row.minute)
+    def load(self, history: Activity) -> None:
+        """The activity query's answer by minute; then what arrived meanwhile and it did not see."""
+        for row in history.deliveries():
+            minute = self._minute(row.bucket)
             if minute is None:
                 continue
-            minute.deliveries += row.deliveries
+            minute.deliveries += row.attempts
             minute.rejected += row.rejected
             minute.redelivered += row.redelivered
             topic = row.topic or NO_TOPIC
-            minute.topics[topic] = minute.topics.get(topic, 0) + row.deliveries
-        for forwards_row in history.forwards:
-            minute = self._minute(forwards_row.minute)
-            if minute is None:
-                continue
-            minute.forwards += forwards_row.forwards
-            minute.forward_ms += forwards_row.total_ms
-            minute.forward_max_ms = max(minute.forward_max_ms, forwards_row.max_ms)
-            minute.forward_failed += forwards_row.failed
+            minute.topics[topic] = minute.topics.get(topic, 0) + row.attempts
+        self._set_forwards(history, None)
         self.loaded = True
         seen = history.last_attempt_id
         held, self._held = self._held, []
-        self._count(a for a in held if seen is None or a.id > seen)
-        seen_forward = history.last_forward_id
-        forwards, self._held_forwards = self._held_forwards, []
-        for forward_id, at_ms, latency_ms, ok in forwards:
-            if seen_forward is None or forward_id > seen_forward:
-                self.add_forward(forward_id, at_ms, latency_ms, ok)
+        self._count(a for a in held if a.id > seen)
         self.version += 1
+
+    def load_forwards(self, history: Activity, from_minute: int) -> None:
+        """The forwards of every minute from ``from_minute`` on, read again (the activity query
+        without attempts): they replace what was counted there."""
+        if self.loaded:
+            self._set_forwards(history, from_minute)
+            self.version += 1
+
+    def _set_forwards(self, history: Activity, from_minute: int | None) -> None:
+        if from_minute is not None:
+            for m, counts in self.minutes.items():
+                if m >= from_minute:
+                    counts.forwards = counts.answered = counts.forward_failed = 0
+                    counts.forward_ms = counts.forward_max_ms = 0.0
+        for row in history.forwards:
+            if from_minute is not None and row.bucket < from_minute:
+                continue
+            minute = self._minute(row.bucket)
+            if minute is None:
+                continue
+            minute.forwards = row.forwards
+            minute.answered = row.answered
+            minute.forward_ms = row.total_ms
+            minute.forward_max_ms = row.max_ms
+            minute.forward_failed = row.failed
 
     # -- reading -------------------------------------------------------------------------------
 

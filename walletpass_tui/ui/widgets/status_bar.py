@@ -175,6 +175,8 @@ class StatusBar(Widget):
         if state.relay:
             style = "status-bar--listening" if state.relay_up else "status-bar--stopped"
             line.append(f"  ⇄ {one_line(state.relay, 60)}", self._s(style))
+        if state.tunnel:
+            line.append(f"  ⚠ {one_line(state.tunnel, 70)}", self._s("status-bar--stopped"))
         if state.paused:
             line.append("  ")
             line.append(" ⏸ ACKS PAUSED (503) ", self._s("status-bar--paused"))

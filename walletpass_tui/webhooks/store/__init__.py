@@ -2,7 +2,7 @@
 
 ``Store`` is a thin facade over the parts in this package:
 
-* ``schema.py``  migrations, private files (0600), the bounded check at open, and what a locked,
+* ``tables.py``  migrations, private files (0600), the bounded check at open, and what a locked,
   damaged, read-only or newer database means to a person;
 * ``writer.py``  the one write connection on its own thread and the group-commit loop:
   ``record()`` returns once the attempt's transaction has committed, so a 2xx sent after it means
@@ -12,7 +12,7 @@
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-* ``queries.py`` every read, on an aiosqlite connection of its own; ``reading.py`` ``History``,
+* ``queries.py`` every read, on a connection and thread of its own; ``reading.py`` ``History``,
   the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
   writes nothing (``events list``, ``show``, ``export`` on a full disk);
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from walletpass_tui.config import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir
 from walletpass_tui.webhooks.models import (
     DEFAULT_REJECTED_CAP,
     Attempt,
@@ -45,7 +45,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
     now_ms,
 )
-from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, schema
+from walletpass_tui.webhooks.store import checkpoints, forwards, prune, relay_marks, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 from walletpass_tui.webhooks.store.files import (
     DELETED,
@@ -58,7 +58,7 @@ from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
-from walletpass_tui.webhooks.store.schema import DEFAULT_BUSY_TIMEOUT_MS
+from walletpass_tui.webhooks.store.tables import DEFAULT_BUSY_TIMEOUT_MS
 from walletpass_tui.webhooks.store.writer import GroupCommit, Pending, WriteThread
 
 __all__ = ["Store"]
@@ -71,7 +71,7 @@ def _clear_orphans(path: Path) -> None:
     deleted (another program kept it open): SQLite would read its rows into the new file."""
     if path.exists():
         return
-    for orphan in schema.companions(path)[1:]:
+    for orphan in tables.companions(path)[1:]:
         with contextlib.suppress(FileNotFoundError):  # already gone
             os.unlink(orphan)
 
@@ -108,6 +108,7 @@ class Store(History):
         rejected_cap: int = DEFAULT_REJECTED_CAP,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         log_bound_bytes: int = LOG_BOUND_BYTES,
+        upgrading: tables.Progress | None = None,
     ) -> Store:
         """Open (creating or migrating) the history; every problem is a StoreError saying what to do.
 
@@ -115,6 +116,8 @@ class Store(History):
         grow with its size) and probed for writing here, so a read-only, locked or damaged file is
         reported at open, never as a failure in the middle of a request. ``log_bound_bytes``: the
         size past which the writer starts the write-ahead log over (see checkpoints.py).
+        ``upgrading(done, total)``: how far the upgrade of a history from an older version got
+        while it counts the attempts by minute (called on the writer's thread; activity.py).
         """
         path = Path(path)
         try:
@@ -124,7 +127,7 @@ class Store(History):
                 f"Cannot create the data directory {path.parent} ({exc.strerror or exc}); "
                 "choose another with --home or WALLETPASS_HOME."
             ) from None
-        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes)
+        thread = await WriteThread.open(path, busy_timeout_ms, log_bound_bytes, upgrading)
         indexer: Indexer | None = None
         try:
             indexer = await Indexer.open(path, busy_timeout_ms)
@@ -134,7 +137,7 @@ class Store(History):
                 await indexer.close()
             await thread.close()
             if isinstance(exc, Exception) and not isinstance(exc, StoreError):
-                raise StoreError(schema.explain(exc, path)) from None
+                raise StoreError(tables.explain(exc, path)) from None
             raise
         store = cls(path, thread, reader, indexer, rejected_cap, busy_timeout_ms)
         store._loop.start()
@@ -174,7 +177,7 @@ class Store(History):
                 await self._indexer.connect()
                 self._reader = await Reader.open(path, self._busy_timeout_ms)
             except Exception as exc:
-                cause = schema.explain(exc, path)
+                cause = tables.explain(exc, path)
                 raise StoreError(
                     f"The history database {path} was deleted while in use. {cause}"
                 ) from None
@@ -274,7 +277,7 @@ class Store(History):
             if durable:
                 await self._loop.synced()
         except Exception as exc:
-            message = schema.explain(exc, self.path)
+            message = tables.explain(exc, self.path)
             self.health.failed(message)
             raise StoreError(message) from None
         self.health.ok()
@@ -289,6 +292,12 @@ class Store(History):
     async def prune_older_than(self, cutoff_ms: int) -> int:
         """Drop every attempt received before ``cutoff_ms``; returns how many."""
         return await self._write(prune.older_than, cutoff_ms)
+
+    async def prune_oldest(self, cutoff_ms: int, limit: int) -> tuple[int, float]:
+        """Drop the oldest ``limit`` attempts received before ``cutoff_ms``, in one transaction:
+        (how many, seconds it held the history's write lock: what a receiver writing the same
+        history waited for at most)."""
+        return await self._write(prune.oldest_before, cutoff_ms, limit)
 
     # -- forwards and replays ----------------------------------------------------------------
 

@@ -1,22 +1,25 @@
-"""Reading the history: one aiosqlite connection (its own thread, ``query_only``), never blocked by
-the writer (WAL: readers see the last commit, writers do not wait for them)."""
+"""Reading the history: one connection (``query_only``) on a thread of its own
+(``sqlite_thread.ThreadConnection``), never blocked by the writer (WAL: readers see the last
+commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import logging
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
-from walletpass_tui.api.topics import TOPICS as KNOWN_TOPICS
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
     CHECK,
+    CHECK_MODE,
     CHECK_NOTE_PREFIXES,
     FORWARD,
     PENDING,
@@ -28,87 +31,108 @@ from walletpass_tui.webhooks.models import (
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.store import rows, schema, search
+from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-MINUTE_MS = 60_000
+Connect = Callable[[], Awaitable[ThreadConnection]]
 
 
-@dataclass(frozen=True)
-class MinuteCount:
-    """Attempts of one topic received in one minute (check requests left out)."""
-
-    minute: int  # epoch milliseconds // MINUTE_MS
-    topic: str | None
-    deliveries: int
-    rejected: int
-    redelivered: int
-
-
-@dataclass(frozen=True)
-class MinuteForwards:
-    """Forwards (not replays) finished in one minute, with your app's answer times."""
-
-    minute: int
-    forwards: int
-    total_ms: float
-    max_ms: float
-    failed: int  # no answer, or not a 2xx
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A reader's connection, with the search index (created by the indexer before this)
+    attached as ``idx``."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
+        conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
-@dataclass(frozen=True)
-class TrafficHistory:
-    """``traffic_by_minute``'s answer, and the newest attempt and forward ids it saw."""
+def _create_function(
+    db: sqlite3.Connection, name: str, arity: int, function: Callable[..., Any]
+) -> None:
+    db.create_function(name, arity, function, deterministic=True)
 
-    attempts: Sequence[MinuteCount]
-    forwards: Sequence[MinuteForwards]
-    last_attempt_id: int | None
-    last_forward_id: int | None
+
+@dataclass
+class _Connection:
+    """A reading connection and what it was made ready for (a field query's functions and
+    index: ``Reader._ready``)."""
+
+    db: ThreadConnection
+    functions: set[str] = field(default_factory=set)
+    fx_attached: bool = False
 
 
 class Reader:
-    """Every query the dashboard and the commands run; each failure is a StoreError."""
+    """Every query the dashboard and the commands run; each failure is a StoreError.
+
+    Counting what a filter matches can read every row (a word in half the history): such a
+    count runs on a connection of its own, opened when first needed with ``connect``, so the
+    log's pages, a detail and the header never wait behind it; a count given up (its caller
+    cancelled) is interrupted. What the counts by minute answer (no filter, a topic, a verdict,
+    a source) is read from them at once (activity.py).
+    """
 
     def __init__(
-        self, path: Path, conn: aiosqlite.Connection, index: search.IndexUse = search.KEPT_UP
+        self,
+        path: Path,
+        conn: ThreadConnection,
+        index: search.IndexUse = search.KEPT_UP,
+        connect: Connect | None = None,
+        *,
+        attach_as: Callable[[Path], str] = str,
     ) -> None:
         self.path = path
-        self._db = conn
+        self._main = _Connection(conn)
         self._index = index
+        self._attach_as = attach_as  # how a condition's index file is named to ATTACH
+        self._connect = connect
+        self._counting: _Connection | None = None
+        self._count_lock = asyncio.Lock()
+
+    @property
+    def _db(self) -> ThreadConnection:
+        return self._main.db
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Reader:
         """The search index (created by the indexer before this) is attached as ``idx``."""
-        conn = await aiosqlite.connect(path, isolation_level=None)
-        try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-            await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
-            await conn.execute("PRAGMA query_only = ON")
-        except BaseException:
-            with suppressed(log, "closing a history reader that did not open"):
-                await conn.close()
-            raise
-        return cls(path, conn)
+        connect = functools.partial(cls.connect, path, busy_timeout_ms)
+        return cls(path, await connect(), connect=connect)
+
+    @staticmethod
+    async def connect(path: Path, busy_timeout_ms: int) -> ThreadConnection:
+        return await ThreadConnection.open("store-reader", _connect, path, busy_timeout_ms)
 
     async def close(self) -> None:
+        counting, self._counting = self._counting, None
+        if counting is not None:
+            with suppressed(log, "closing the history's counting reader"):
+                counting.db.interrupt()
+                await counting.db.close()
         with suppressed(log, "closing the history reader"):
             await self._db.close()
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
         try:
-            # One trip to aiosqlite's thread (iterating the cursor would take one per 64 rows,
-            # each waiting for a turn of a busy event loop).
-            found = await self._db.execute_fetchall(sql, params)
+            # One trip to the reader's thread for all the rows (not one per row fetched, each
+            # waiting for a turn of a busy event loop).
+            found = await self._db.fetchall(sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
-            raise StoreError(schema.explain(exc, self.path)) from None
+            raise StoreError(tables.explain(exc, self.path)) from None
 
     async def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         found = await self.fetch(sql, params, lambda r: r[0])
@@ -144,19 +168,123 @@ class Reader:
         after_id: int | None,
         oldest_first: bool,
     ) -> list[LogRow]:
-        params: list[Any] = []
-        source, key, where = _where(
-            flt, params, self._index, before_id=before_id, after_id=after_id
-        )
-        params.append(limit)
         order = "ASC" if oldest_first else "DESC"
-        sql = f"SELECT {_LOG} FROM {source}{where} ORDER BY {key} {order} LIMIT ?"
-        return await self.fetch(sql, params, rows.log_row)
+        plans = await self._plans(flt, before_id=before_id, after_id=after_id)
+        found: list[LogRow] = []
+        for plan in reversed(plans) if oldest_first else plans:
+            if len(found) >= limit:
+                break
+            group = f" GROUP BY {plan.key}" if plan.grouped else ""
+            sql = (
+                f"SELECT {_LOG} FROM {plan.source}{plan.where}{group} "
+                f"ORDER BY {plan.key} {order} LIMIT ?"
+            )
+            found += await self.fetch(sql, [*plan.params, limit - len(found)], rows.log_row)
+        return found
 
     async def count(self, flt: LogFilter | None) -> int:
+        """How many attempts the log shows for ``flt``: from the counts by minute when they
+        answer it, else counted on the counting connection (see the class)."""
+        quick = _counted_by_minute(flt)
+        if quick is not None:
+            return int(await self.one(*quick))
+        parts: list[str] = []
         params: list[Any] = []
-        source, _, where = _where(flt, params, self._index)
-        return int(await self.one(f"SELECT COUNT(*) FROM {source}{where}", params))
+        for plan in await self._plans(flt, counting=True):
+            if plan.grouped:  # in key order already: grouping streams
+                parts.append(
+                    f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
+                    f"GROUP BY {plan.key}))"
+                )
+            else:
+                parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
+            params.extend(plan.params)
+        return int(await self._count("SELECT " + " + ".join(parts), params, flt))
+
+    async def _count(self, sql: str, params: Sequence[Any], flt: LogFilter | None) -> Any:
+        """One aggregate on the counting connection, one at a time; interrupted when its caller
+        stops waiting (a new filter made it useless), so the next one starts at once."""
+        if self._connect is None:
+            return await self.one(sql, params)
+        async with self._count_lock:
+            try:
+                if self._counting is None:
+                    self._counting = _Connection(await self._connect())
+                counting = self._counting
+                condition = flt.where if flt is not None else None
+                if condition is not None:
+                    await self._ready(condition, counting)
+                found = await counting.db.fetchall(sql, params)
+            except asyncio.CancelledError:
+                if self._counting is not None:
+                    self._counting.db.interrupt()
+                raise
+            except (sqlite3.Error, ValueError) as exc:
+                raise StoreError(tables.explain(exc, self.path)) from None
+        return next(iter(found))[0]
+
+    async def _plans(
+        self,
+        flt: LogFilter | None,
+        *,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        counting: bool = False,
+    ) -> list[_Plan]:
+        """How to read a filtered log: one statement, or two when an index lists the rows (the
+        rows past its mark first: they are the newest)."""
+        condition = flt.where if flt is not None else None
+        upto = await self._condition_upto(condition) if condition is not None else None
+        text = flt.text if flt is not None else None
+        query = search.index_query(text or "", self._index)
+        text_upto = None
+        if query is not None:
+            found = await self.one(search.INDEXED_UPTO_SQL)
+            text_upto = int(found or 0)
+        return _plans(
+            flt,
+            self._index,
+            upto,
+            text_upto,
+            before_id=before_id,
+            after_id=after_id,
+            counting=counting,
+        )
+
+    async def _condition_upto(self, condition: RowCondition) -> int | None:
+        """Make the condition's functions and index ready; the last row its index holds (None:
+        no usable index, every row is tested by its functions)."""
+        if not await self._ready(condition, self._main):
+            return None
+        try:
+            found = await self._db.fetchall(condition.index_mark())
+            top = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+        except sqlite3.Error as exc:  # no usable index: every row is looked at instead
+            log.debug("The field index is not used: %s", exc)
+            return None
+        upto = int(next(iter(found))[0]) if found else 0
+        if upto > int(next(iter(top))[0]):
+            return None  # the index of another history (this one was started over)
+        return upto
+
+    async def _ready(self, condition: RowCondition, conn: _Connection) -> bool:
+        """The condition's functions on ``conn``, and its index attached as ``fx``; whether the
+        index is there."""
+        for name, arity, function in condition.functions():
+            if name not in conn.functions:
+                await conn.db.run(_create_function, name, arity, function)
+                conn.functions.add(name)
+        file = condition.index_file(self.path)
+        try:
+            if not conn.fx_attached:
+                if not file.exists():
+                    return False
+                await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                conn.fx_attached = True
+        except sqlite3.Error as exc:  # no usable index: every row is looked at instead
+            log.debug("The field index %s is not used: %s", file, exc)
+            return False
+        return True
 
     async def attempt(self, attempt_id: int) -> Attempt | None:
         found = await self.fetch(
@@ -171,6 +299,27 @@ class Reader:
             f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE webhook_id = ? ORDER BY id",
             [webhook_id],
             rows.attempt_from_row,
+        )
+
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (the check's requests left out),
+        or None: walked back from the newest row, so it costs nothing however long the history."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
+            f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
+    async def messages_starting_with(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` webhook-ids that start with ``prefix``, in order (so a whole id equal
+        to it comes first), found by a range on the messages' key: no scan."""
+        return await self.fetch(
+            "SELECT webhook_id FROM messages WHERE webhook_id >= ? AND webhook_id < ? "
+            "ORDER BY webhook_id LIMIT ?",
+            [prefix, prefix + "\U0010ffff", limit],
+            lambda r: str(r[0]),
         )
 
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
@@ -190,7 +339,13 @@ class Reader:
         verdict: str | None,
         since_ms: int | None,
         text: str | None,
+        until_ms: int | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
+        """Messages newest first (by their last attempt). With ``text`` or ``where``: those with
+        an attempt that matches, found from the newest matching attempts (an index drives, so a
+        word in half the history costs what a rare one does): first the messages of the newest
+        ``4 * limit`` of them, more only when those were too few."""
         clauses: list[str] = []
         params: list[Any] = []
         if topic:
@@ -203,70 +358,79 @@ class Reader:
         if since_ms is not None:
             clauses.append("last_received_at_ms >= ?")
             params.append(since_ms)
-        joined, matching = search.text_clauses(text or "", params, index=self._index)
-        if matching:
-            source = _JOINED if joined else "attempts a"
-            clauses.append(
-                f"webhook_id IN (SELECT a.webhook_id FROM {source} WHERE "
-                + " AND ".join(matching)
-                + ")"
+        if until_ms is not None:
+            clauses.append("last_received_at_ms < ?")
+            params.append(until_ms)
+        if where is None and not search.words(text or ""):
+            return await self._messages(clauses, params, limit)
+        flt = LogFilter(topic=topic or None, text=text, since_ms=since_ms, where=where)
+        want = max(4 * limit, 100)
+        while True:
+            ids, exhausted = await self._matching_messages(flt, want)
+            found = await self._messages(
+                [*clauses, "webhook_id IN (SELECT value FROM json_each(?))"],
+                [*params, json.dumps(ids)],
+                limit,
             )
+            if len(found) >= limit or exhausted:
+                return found
+            want *= 4
+
+    async def _matching_messages(self, flt: LogFilter, want: int) -> tuple[list[str], bool]:
+        """The messages of the newest ``want`` attempts matching ``flt``, and whether those
+        were all the attempts it matches."""
+        found: list[str] = []
+        for plan in await self._plans(flt):
+            if len(found) >= want:
+                break
+            group = f" GROUP BY {plan.key}" if plan.grouped else ""
+            sql = (
+                f"SELECT a.webhook_id FROM {plan.source}"
+                f"{_and(plan.where, 'a.webhook_id IS NOT NULL')}{group} "
+                f"ORDER BY {plan.key} DESC LIMIT ?"
+            )
+            found += await self.fetch(sql, [*plan.params, want - len(found)], lambda r: str(r[0]))
+        return list(dict.fromkeys(found)), len(found) < want
+
+    async def _messages(
+        self, clauses: list[str], params: list[Any], limit: int
+    ) -> list[MessageRow]:
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        params.append(limit)
         sql = (
             "SELECT webhook_id, topic, pass_id, "
             f"CASE WHEN verified_attempts > 0 THEN '{VERIFIED}' ELSE '{REJECTED}' END, reason, "
             "attempts, first_received_at_ms, last_received_at_ms, endpoint_id, last_status "
             f"FROM messages{where} ORDER BY last_received_at_ms DESC, last_attempt_id DESC LIMIT ?"
         )
-        return await self.fetch(sql, params, lambda r: MessageRow(*r))
+        return await self.fetch(sql, [*params, limit], lambda r: MessageRow(*r))
 
     async def stats(self) -> Stats:
-        sql = (
-            "SELECT COUNT(*), "
-            f"COALESCE(SUM(verdict = '{VERIFIED}'), 0), "
-            f"COALESCE(SUM(verdict != '{VERIFIED}'), 0), "
-            "COALESCE(SUM(attempt_no > 1), 0) FROM attempts"
+        """The deliveries of all time, as the header shows them: the activity query over one
+        bucket (requests "Check my app" sent are not deliveries)."""
+        counts = (await self.activity(0, activity.ALL_TIME_MS, forwards=False)).deliveries()
+        verified = sum(row.verified for row in counts)
+        rejected = sum(row.rejected for row in counts)
+        return Stats(
+            verified + rejected, verified, rejected, sum(row.redelivered for row in counts)
         )
-        found = await self.fetch(sql, [], lambda r: Stats(*(int(x) for x in r)))
-        return found[0]
 
     async def last_id(self) -> int:
         return int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
 
-    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
-        """Attempts by minute and topic, and forwards by minute, from ``since_ms`` on: one
-        aggregate query each (the attempts through their time index). Each row carries the
-        newest id of its table, read in the same statement, so attempts stored after it can be
-        told from those it counted."""
-        attempts = await self.fetch(
-            "SELECT a.received_at_ms / ? AS minute, a.topic, COUNT(*), "
-            f"COALESCE(SUM(a.verdict != '{VERIFIED}'), 0), COALESCE(SUM(a.attempt_no > 1), 0), "
-            "(SELECT MAX(id) FROM attempts) "
-            f"FROM attempts a WHERE a.received_at_ms >= ? AND NOT {_CHECK_ROW} "
-            "GROUP BY minute, a.topic",
-            [MINUTE_MS, since_ms, *CHECK_NOTE_PREFIXES],
-            lambda r: (MinuteCount(int(r[0]), r[1], int(r[2]), int(r[3]), int(r[4])), r[5]),
-        )
-        forwards = await self.fetch(
-            "SELECT finished_at_ms / ? AS minute, COUNT(*), COALESCE(SUM(latency_ms), 0), "
-            "COALESCE(MAX(latency_ms), 0), "
-            "COALESCE(SUM(status IS NULL OR status < 200 OR status >= 300), 0), "
-            "(SELECT MAX(id) FROM forwards) "
-            "FROM forwards WHERE kind = ? AND finished_at_ms >= ? AND latency_ms IS NOT NULL "
-            "GROUP BY minute",
-            [MINUTE_MS, FORWARD, since_ms],
-            lambda r: (
-                MinuteForwards(int(r[0]), int(r[1]), float(r[2]), float(r[3]), int(r[4])),
-                r[5],
-            ),
-        )
-        return TrafficHistory(
-            [row for row, _ in attempts],
-            [row for row, _ in forwards],
-            attempts[0][1] if attempts else None,
-            forwards[0][1] if forwards else None,
-        )
+    async def activity(
+        self, since_ms: int, bucket_ms: int, *, attempts: bool = True, forwards: bool = True
+    ) -> activity.Activity:
+        """The one activity query (activity.py): attempts by bucket, topic and source, and
+        forwards by the bucket they were queued in, from the minute holding ``since_ms`` on."""
+        found: list[tuple[activity.BucketCount, int]] = []
+        queued: list[tuple[activity.BucketForwards, int]] = []
+        if attempts:
+            sql, params = activity.attempts_query(since_ms, bucket_ms)
+            found = await self.fetch(sql, params, activity.attempt_row)
+        if forwards:
+            sql, params = activity.forwards_query(since_ms, bucket_ms)
+            queued = await self.fetch(sql, params, activity.forward_row)
+        return activity.assemble(found, queued)
 
     # -- the forward queue -------------------------------------------------------------------
 
@@ -293,6 +457,18 @@ class Reader:
             params.append(target)
         return int(await self.one(sql, params))
 
+    async def last_target_of_topic(self, topic: str | None) -> str | None:
+        """The target of the newest forward or replay (not the check's) of a delivery of
+        ``topic``, among the last ``RECENT_FORWARDS`` forwards: where a replay most likely goes."""
+        found = await self.fetch(
+            "SELECT f.target FROM forwards f JOIN attempts a ON a.id = f.attempt_id "
+            "WHERE f.id > (SELECT COALESCE(MAX(id), 0) FROM forwards) - ? AND f.mode != ? "
+            "AND a.topic IS ? ORDER BY f.id DESC LIMIT 1",
+            [RECENT_FORWARDS, CHECK_MODE, topic],
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self.fetch(
             f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
@@ -301,33 +477,106 @@ class Reader:
         )
 
 
+RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
 _CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
 assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
-# Driven by the index in rowid order, so the newest matches of a common word come at once.
-_JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-def _where(
+@dataclass(frozen=True)
+class _Plan:
+    """One statement's part of a filtered log: ``FROM source``, the id column to order by, the
+    ``WHERE`` clause and its parameters; ``grouped``: a row may come twice (group by the key)."""
+
+    source: str
+    key: str
+    where: str
+    params: list[Any]
+    grouped: bool = False
+
+
+def _plans(
     flt: LogFilter | None,
-    params: list[Any],
     index: search.IndexUse,
+    upto: int | None,
+    text_upto: int | None,
     *,
     before_id: int | None = None,
     after_id: int | None = None,
-) -> tuple[str, str, str]:
-    """(the FROM source, the id column to order by, the WHERE clause) for a filtered log.
+    counting: bool = False,
+) -> list[_Plan]:
+    """How to read a log filtered by ``flt`` (``counting``: to count it).
 
-    With text to find, the index drives the query in rowid order (``f.rowid``): the newest rows
-    of a common word come at once instead of after every match was collected and sorted.
+    With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
+    rows of a common word come at once instead of after every match was collected and sorted.
+    Rows committed past its mark (``text_upto``: the indexer runs behind the writer) come first,
+    looked at one by one, so a search finds the newest deliveries while the index catches up.
+    Without text, a condition whose index can list its rows (``RowCondition.driven``) drives it
+    the same way, after a first statement for the rows its index does not hold yet (past
+    ``upto``).
     """
-    text = flt.text if flt is not None else None
-    text_params: list[Any] = []
-    joined, text_where = search.text_clauses(text or "", text_params, index=index)
-    key = "f.rowid" if joined else "a.id"
+    text = _text(flt)
+    condition = flt.where if flt is not None else None
+    query = search.index_query(text, index)
+    if query is not None and text_upto is not None:
+        later = _plan(
+            flt, "attempts a", "a.id", [("a.id > ?", [text_upto])], upto, before_id, after_id
+        )
+        first = _plan(
+            flt,
+            search.JOINED,
+            "f.rowid",
+            [("f.attempts_fts MATCH ? AND f.rowid <= ?", [query, text_upto])],
+            upto,
+            before_id,
+            after_id,
+        )
+        return [later, first]
+    if condition is not None and upto is not None:
+        driven = condition.driven(upto, counting=counting)
+        if driven is not None:
+            driver, rest = driven
+            later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
+            later = replace(
+                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
+            )
+            first = _plan(
+                replace(flt, where=rest) if flt is not None else None,
+                driver.source,
+                driver.key,
+                [(" AND ".join(driver.clauses), driver.params)],
+                upto,
+                before_id,
+                after_id,
+            )
+            return [later, replace(first, grouped=True)]
+    return [_plan(flt, "attempts a", "a.id", [], upto, before_id, after_id)]
+
+
+def _and(where: str, clause: str) -> str:
+    return f"{where} AND {clause}" if where else f" WHERE {clause}"
+
+
+def _text(flt: LogFilter | None) -> str:
+    return (flt.text if flt is not None else None) or ""
+
+
+def _plan(
+    flt: LogFilter | None,
+    source: str,
+    key: str,
+    extra: list[tuple[str, Sequence[Any]]],
+    upto: int | None,
+    before_id: int | None,
+    after_id: int | None,
+) -> _Plan:
+    params: list[Any] = []
     clauses: list[str] = []
+    for clause, values in extra:
+        clauses.append(clause)
+        params.extend(values)
     if before_id is not None:
         clauses.append(f"{key} < ?")
         params.append(before_id)
@@ -341,19 +590,44 @@ def _where(
         if flt.verdict == VERIFIED:
             clauses.append("a.verdict = ?")
             params.append(VERIFIED)
-        elif flt.verdict == REJECTED:
-            clauses.append("a.verdict != ?")
-            params.append(VERIFIED)
+        elif flt.verdict == REJECTED:  # through attempts_by_verdict: the two are all there is
+            clauses.append("a.verdict = ?")
+            params.append(REJECTED)
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
+        if flt.until_ms is not None:
+            clauses.append("a.received_at_ms < ?")
+            params.append(flt.until_ms)
         if flt.source in (CHECK, RECEIVED):
             clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
             params.extend(CHECK_NOTE_PREFIXES)
-    clauses.extend(text_where)
-    params.extend(text_params)
+        if flt.where is not None:
+            clauses.append(flt.where.sql(params, upto))
+    clauses.extend(search.word_clauses(_text(flt), params))
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return (_JOINED if joined else "attempts a"), key, where
+    return _Plan(source, key, where, params)
+
+
+def _counted_by_minute(flt: LogFilter | None) -> tuple[str, list[Any]] | None:
+    """The count of ``flt`` from the counts by minute, when they answer it (no filter, or only
+    a topic, a verdict, a source); None otherwise."""
+    flt = flt or LogFilter()
+    if flt != LogFilter(topic=flt.topic, verdict=flt.verdict, source=flt.source):
+        return None
+    column = {VERIFIED: "verified", REJECTED: "rejected"}.get(
+        flt.verdict or "", "verified + rejected"
+    )
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.topic:
+        clauses.append("topic = ?")
+        params.append(flt.topic)
+    if flt.source in (CHECK, RECEIVED):
+        clauses.append("source = ?")
+        params.append(activity.CHECK_SOURCE if flt.source == CHECK else activity.RECEIVED_SOURCE)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return f"SELECT COALESCE(SUM({column}), 0) FROM activity{where}", params
 
 
 # -- following and counting from another process (``events tail``, ``events stats``) -------------
@@ -363,7 +637,7 @@ def _where(
 
 
 def connect_read_only(
-    path: Path, busy_timeout_ms: int = schema.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
+    path: Path, busy_timeout_ms: int = tables.DEFAULT_BUSY_TIMEOUT_MS, *, immutable: bool = False
 ) -> sqlite3.Connection:
     """A read-only connection to the history at ``path`` (sqlite3.Error when it cannot be opened:
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
@@ -385,10 +659,10 @@ def readable_schema(db: sqlite3.Connection, path: Path) -> int:
     """The schema version of the history (below ``SCHEMA_VERSION``: being created, or not yet
     upgraded by a process that writes it); StoreError when a newer walletpass-tui wrote it."""
     version = schema_version(db)
-    if version > schema.SCHEMA_VERSION:
+    if version > tables.SCHEMA_VERSION:
         raise StoreError(
             f"The history database {path} was written by a newer walletpass-tui (schema "
-            f"{version}, this one knows {schema.SCHEMA_VERSION}); upgrade walletpass-tui or use "
+            f"{version}, this one knows {tables.SCHEMA_VERSION}); upgrade walletpass-tui or use "
             "another --home."
         )
     return version
@@ -430,8 +704,8 @@ def attempts_after(
         clauses.append("verdict = ?")
         params.append(VERIFIED)
     elif verdict == REJECTED:
-        clauses.append("verdict != ?")
-        params.append(VERIFIED)
+        clauses.append("verdict = ?")
+        params.append(REJECTED)
     if received_since_ms is not None:
         clauses.append("received_at_ms >= ?")
         params.append(received_since_ms)
@@ -443,45 +717,11 @@ def attempts_after(
     return [rows.attempt_from_row(r) for r in db.execute(sql, params).fetchall()]
 
 
-def attempt_activity(
-    db: sqlite3.Connection, since_ms: int, bucket_ms: int
-) -> list[tuple[int, str | None, bool, int, int]]:
-    """Attempts received since ``since_ms`` by time bucket: ``(bucket, topic, verified, attempts,
-    redeliveries)``. A bucket is ``received_at_ms // bucket_ms``; the topic is None for every name
-    the service does not know (or none). Redeliveries: attempt number above 1."""
-    known = ", ".join("?" for _ in KNOWN_TOPICS)
-    sql = (
-        f"SELECT received_at_ms / ?, CASE WHEN topic IN ({known}) THEN topic END, "
-        "verdict = ?, COUNT(*), COALESCE(SUM(attempt_no > 1), 0) FROM attempts "
-        "WHERE received_at_ms >= ? GROUP BY 1, 2, 3"
-    )
-    params = [bucket_ms, *KNOWN_TOPICS, VERIFIED, since_ms]
-    return [
-        (int(b), t, bool(v), int(n), int(r)) for b, t, v, n, r in db.execute(sql, params).fetchall()
-    ]
-
-
-def forward_counts(
-    db: sqlite3.Connection, since_ms: int, bucket_ms: int
-) -> list[tuple[int, int, int, int]]:
-    """Forwards to your app (not replays) queued since ``since_ms``, by the same buckets as
-    :func:`attempt_activity`: ``(bucket, forwards, answered, failed)``. Answered: the last try
-    got an answer; failed: it was tried and the last try got no 2xx (or no answer)."""
-    sql = (
-        "SELECT created_at_ms / ?, COUNT(*), "
-        "COALESCE(SUM(tries > 0 AND status IS NOT NULL), 0), "
-        "COALESCE(SUM(tries > 0 AND (status IS NULL OR status NOT BETWEEN 200 AND 299)), 0) "
-        "FROM forwards WHERE kind = ? AND created_at_ms >= ? GROUP BY 1"
-    )
-    found = db.execute(sql, [bucket_ms, FORWARD, since_ms]).fetchall()
-    return [(int(b), int(n), int(a), int(f)) for b, n, a, f in found]
-
-
 def forward_percentiles(
     db: sqlite3.Connection, since_ms: int, bucket_ms: int | None, percents: Sequence[int]
 ) -> dict[int, dict[int, float]]:
     """Your app's answer time (ms) at each of ``percents`` (nearest rank), per bucket of
-    :func:`forward_counts` (``bucket_ms`` None: one group, bucket 0), over the forwards it
+    ``activity.forwards_query`` (``bucket_ms`` None: one group, bucket 0), over the forwards it
     answered. SQLite sorts and ranks them, so no list of times is held here."""
     group = "created_at_ms / ?" if bucket_ms is not None else "0"
     group_params = [bucket_ms] if bucket_ms is not None else []

@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from walletpass_tui.webhooks.models import (
+    FORWARD,
     Attempt,
     ForwardRow,
     LogFilter,
     LogRow,
     MessageRow,
+    RowCondition,
     Stats,
 )
-from walletpass_tui.webhooks.store.queries import Reader, TrafficHistory
+from walletpass_tui.webhooks.store.activity import Activity
+from walletpass_tui.webhooks.store.queries import Reader
 
 
 class History:
@@ -55,6 +58,20 @@ class History:
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self._reader.forwards_for_message(webhook_id)
 
+    async def replay_targets(self, attempt: Attempt) -> list[str]:
+        """Where a replay of ``attempt`` goes by default: the targets its message was forwarded
+        to (per topic, as ``--forward-to TOPIC=URL`` routed it), else the last target a
+        delivery of its topic was forwarded or replayed to; [] when there is none."""
+        forwarded = [
+            f.target
+            for f in await self._reader.forwards_for_message(attempt.webhook_id or "")
+            if f.kind == FORWARD
+        ]
+        if forwarded:
+            return list(dict.fromkeys(forwarded))
+        last = await self._reader.last_target_of_topic(attempt.topic)
+        return [last] if last else []
+
     # -- the log and the messages -------------------------------------------------------------
 
     async def log_page(
@@ -85,6 +102,14 @@ class History:
         """Every attempt of one message, oldest first."""
         return await self._reader.message_attempts(webhook_id)
 
+    async def last_received_message(self) -> str | None:
+        """The webhook-id of the newest attempt a sender posted (not the check's), or None."""
+        return await self._reader.last_received_message()
+
+    async def messages_starting_with(self, prefix: str, limit: int = 11) -> list[str]:
+        """Up to ``limit`` webhook-ids starting with ``prefix``, a whole id equal to it first."""
+        return await self._reader.messages_starting_with(prefix, limit)
+
     async def message_attempts_without_bodies(self, webhook_id: str) -> list[Attempt]:
         """Every attempt of one message, oldest first, with empty bodies (sizes kept)."""
         return await self._reader.message_attempts_without_bodies(webhook_id)
@@ -96,13 +121,23 @@ class History:
         topic: str | None = None,
         verdict: str | None = None,
         since_ms: int | None = None,
+        until_ms: int | None = None,
         text: str | None = None,
+        where: RowCondition | None = None,
     ) -> list[MessageRow]:
+        """Messages, newest first; with ``where``, those with an attempt that matches it."""
         return await self._reader.list_messages(
-            limit=limit, topic=topic, verdict=verdict, since_ms=since_ms, text=text
+            limit=limit,
+            topic=topic,
+            verdict=verdict,
+            since_ms=since_ms,
+            until_ms=until_ms,
+            text=text,
+            where=where,
         )
 
     async def stats(self) -> Stats:
+        """Every delivery stored (requests "Check my app" sent are not deliveries)."""
         return await self._reader.stats()
 
     async def last_relay_cursor(self, relay_url: str) -> int:
@@ -123,6 +158,11 @@ class History:
     async def last_id(self) -> int:
         return await self._reader.last_id()
 
-    async def traffic_by_minute(self, since_ms: int) -> TrafficHistory:
-        """The history by minute from ``since_ms`` on (the dashboard's traffic charts)."""
-        return await self._reader.traffic_by_minute(since_ms)
+    async def activity(
+        self, since_ms: int, bucket_ms: int, *, attempts: bool = True, forwards: bool = True
+    ) -> Activity:
+        """The one activity query (activity.py): what the header, the Stats screen and ``events
+        stats`` count, by bucket from the minute holding ``since_ms`` on."""
+        return await self._reader.activity(
+            since_ms, bucket_ms, attempts=attempts, forwards=forwards
+        )

@@ -11,7 +11,9 @@ statement stays small; any further word is confirmed in each remaining row by ``
 function the reading connection registers (``has_words``). The rules are the same for every word.
 
 The index is contentless, in a file of its own next to the history, filled after each commit by
-a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``.
+a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``
+and read how far it goes before they search: rows committed since are looked at one by one
+(queries.py), so a search finds the newest deliveries while the index catches up.
 """
 
 from __future__ import annotations
@@ -54,15 +56,18 @@ def fts_query(text: str) -> str | None:
     """The candidates for ``text``: trigrams of its (longest) words, at most INDEX_GRAMS.
 
     The index keeps no positions (``detail=none``: a third of the size), so it answers "has all
-    these trigrams"; ``text_clauses`` then keeps only rows that really contain each word.
+    these trigrams"; ``word_clauses`` then keep only rows that really contain each word.
     """
     grams: dict[str, None] = {}
     for word in _split(text)[0]:
         for i in range(len(word) - MIN_INDEXED_WORD + 1):
             if len(grams) >= INDEX_GRAMS:
                 break
+            gram = word[i : i + MIN_INDEXED_WORD]
+            if "\x00" in gram:
+                continue  # FTS5 cannot take a NUL in a query: the word itself is still checked
             # As typed: the tokenizer folds case itself, one character to one (str.lower may not).
-            grams.setdefault(word[i : i + MIN_INDEXED_WORD], None)
+            grams.setdefault(gram, None)
     return " AND ".join(f'"{g}"' for g in grams) if grams else None
 
 
@@ -83,52 +88,44 @@ _IN_ROW_LATER = (
 
 @dataclass(frozen=True)
 class IndexUse:
-    """What a reading connection's search index holds.
-
-    ``attached``: the index is attached as ``idx`` (a read-only look may find none it can open).
-    ``unindexed_after``: None when the index is kept up to date (a store's indexer runs: it is
-    joined and drives the query); else the last row id it holds, and rows past it are looked at
-    one by one (a read-only look never indexes them itself).
-    """
+    """Whether a reading connection has the search index attached as ``idx`` (a read-only look
+    may find none it can open: every row is then looked at)."""
 
     attached: bool = True
-    unindexed_after: int | None = None
 
 
 KEPT_UP = IndexUse()
+NO_INDEX = IndexUse(attached=False)
+
+# The last row the index holds: rows past it are committed but not indexed yet (the indexer runs
+# behind the writer), and a search looks at them one by one.
+INDEXED_UPTO_SQL = "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
+# The index drives a search in rowid order, so the newest matches of a common word come at once.
+JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
 
-def text_clauses(
-    text: str, params: list[Any], alias: str = "a", index: IndexUse = KEPT_UP
-) -> tuple[bool, list[str]]:
-    """Conditions on ``attempts`` (as ``alias``) for the user's text, and whether they need the
-    index joined as ``f`` (``FROM idx.attempts_fts f JOIN attempts a ON a.id = f.rowid``)."""
-    a = f"{alias}." if alias else ""
-    query = fts_query(text) if index.attached else None
+def index_query(text: str, index: IndexUse = KEPT_UP) -> str | None:
+    """What to ask the index for ``text`` (None: no index, or no word it can find)."""
+    return fts_query(text) if index.attached else None
+
+
+def word_clauses(text: str, params: list[Any]) -> list[str]:
+    """A condition per word on ``attempts`` (as ``a``), checked in each row (the index only
+    narrows the rows down); their values appended to ``params``."""
     clauses: list[str] = []
-    if query and index.unindexed_after is not None:
-        clauses.append(
-            f"({a}id > ? OR {a}id IN "
-            "(SELECT rowid FROM idx.attempts_fts WHERE attempts_fts MATCH ?))"
-        )
-        params.extend([index.unindexed_after, query])
-        query = None
-    elif query:
-        clauses.append("f.attempts_fts MATCH ?")
-        params.append(query)
     in_sql, later = _split(text)
     for word in in_sql:
         pattern = _like(word)
         if len(word) < MIN_INDEXED_WORD:
-            clauses.append(_IN_NAMES.format(a=a))
+            clauses.append(_IN_NAMES.format(a="a."))
             params.extend([pattern] * 2)
         else:
-            clauses.append(_IN_ROW.format(a=a))
+            clauses.append(_IN_ROW.format(a="a."))
             params.extend([pattern] * 3)
     if later:  # last: SQLite looks at it only for rows every other condition kept
-        clauses.append(_IN_ROW_LATER.format(a=a))
+        clauses.append(_IN_ROW_LATER.format(a="a."))
         params.append(_SEPARATOR.join(later))
-    return query is not None, clauses
+    return clauses
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,20 +22,20 @@ import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.models import (
     Attempt,
     Finalizer,
     StoreError,
     evolve,
 )
-from walletpass_tui.webhooks.store import forwards, prune, rows, schema
+from walletpass_tui.webhooks.store import activity, forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
     RESTART_WAIT_MS,
@@ -85,7 +85,7 @@ class WriteThread:
         self,
         db: sqlite3.Connection,
         path: Path,
-        executor: ThreadPoolExecutor,
+        thread: SqliteThread,
         busy_timeout_ms: int,
         files: HistoryFiles,
         log_bound_bytes: int = LOG_BOUND_BYTES,
@@ -95,24 +95,27 @@ class WriteThread:
         self.busy_timeout_ms = busy_timeout_ms
         self.log_bound_bytes = log_bound_bytes
         self._db: sqlite3.Connection | None = db
-        self._executor = executor
+        self._thread = thread
         self._lock = asyncio.Lock()
 
     @classmethod
     async def open(
-        cls, path: Path, busy_timeout_ms: int, log_bound_bytes: int = LOG_BOUND_BYTES
+        cls,
+        path: Path,
+        busy_timeout_ms: int,
+        log_bound_bytes: int = LOG_BOUND_BYTES,
+        progress: tables.Progress | None = None,
     ) -> WriteThread:
-        executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
-        loop = asyncio.get_running_loop()
+        """``progress(done, total)``, called on the writer's thread: how far an upgrade that
+        counts an old history got."""
+        thread = SqliteThread("store-writer")
         files = HistoryFiles(path)
         try:
-            db = await loop.run_in_executor(
-                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes
-            )
+            db = await thread.run(_connect, path, busy_timeout_ms, files, log_bound_bytes, progress)
         except BaseException:
-            executor.shutdown(wait=False)
+            thread.close()
             raise
-        return cls(db, path, executor, busy_timeout_ms, files, log_bound_bytes)
+        return cls(db, path, thread, busy_timeout_ms, files, log_bound_bytes)
 
     @property
     def disconnected(self) -> bool:
@@ -132,8 +135,7 @@ class WriteThread:
                 f"The history database {self.path} is not open (it was deleted while in use and "
                 "could not be started again); deliver again."
             )
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, db, *args)
+        return await self._thread.run(fn, db, *args)
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -145,34 +147,31 @@ class WriteThread:
         """Close the connection (inside ``hold()``)."""
         db, self._db = self._db, None
         if db is not None:
-            loop = asyncio.get_running_loop()
             with suppressed(log, "closing the history's writer"):
-                await loop.run_in_executor(self._executor, db.close)
+                await self._thread.run(db.close)
 
     async def connect(self) -> None:
         """Open the connection again, creating the history if it is missing (inside ``hold()``);
         raises StoreError."""
-        loop = asyncio.get_running_loop()
-        self._db = await loop.run_in_executor(
-            self._executor,
-            _connect,
-            self.path,
-            self.busy_timeout_ms,
-            self.files,
-            self.log_bound_bytes,
+        self._db = await self._thread.run(
+            _connect, self.path, self.busy_timeout_ms, self.files, self.log_bound_bytes
         )
 
     async def close(self) -> None:
         async with self._lock:
             await self.disconnect()
-        self._executor.shutdown(wait=False)
+        self._thread.close()
 
 
 def _connect(
-    path: Path, busy_timeout_ms: int, files: HistoryFiles, log_bound_bytes: int
+    path: Path,
+    busy_timeout_ms: int,
+    files: HistoryFiles,
+    log_bound_bytes: int,
+    progress: tables.Progress | None = None,
 ) -> sqlite3.Connection:
     # A log started over is cut back to half the bound (see checkpoints.py).
-    db = schema.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2)
+    db = tables.connect_writer(path, busy_timeout_ms, log_bound_bytes // 2, progress)
     files.remember()
     return db
 
@@ -207,6 +206,7 @@ def commit_batch(
             return None
         stored, digests = _stamp(int(last_id or 0) + 1, attempts, known)
         _insert(db, stored, digests)
+        activity.add(db, stored)
         forwards.queue_with_delivery(db, stored, targets)
         db.execute("COMMIT")
         if files is not None and (moved := files.changed()) is not None:
@@ -238,7 +238,7 @@ def _stamp(
     for offset, a in enumerate(attempts):
         digest = differs = None
         if a.webhook_id:
-            digest = schema.digest(a.topic, a.body)
+            digest = tables.digest(a.topic, a.body)
             first = firsts.get(a.webhook_id)
             if first is None:
                 firsts[a.webhook_id] = digest
@@ -435,7 +435,7 @@ class GroupCommit:
             self._rejected_since_prune = 0
             await self.thread.run(prune.rejected_beyond, self.rejected_cap)
         except Exception as exc:  # nothing stored is at stake: retried after the next commit
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
 
     async def _bound_log(self) -> None:
         """Between two batches, deliveries waiting or not: once the log file passed its bound,
@@ -453,7 +453,7 @@ class GroupCommit:
             else:
                 complete = await self.thread.run(top_up_checkpoint)
         except Exception as exc:  # nothing stored is at stake: tried again after the next batch
-            self.health.failed(schema.explain(exc, self.thread.path))
+            self.health.failed(tables.explain(exc, self.thread.path))
             return
         self.log.done(step, complete, size)
 
@@ -575,7 +575,7 @@ class GroupCommit:
         error = (
             exc
             if isinstance(exc, StoreError)
-            else StoreError(schema.explain(exc, self.thread.path))
+            else StoreError(tables.explain(exc, self.thread.path))
         )
         self.health.failed(str(error))
         for pending in batch:

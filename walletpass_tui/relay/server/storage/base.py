@@ -1,8 +1,10 @@
-"""What every relay database offers: the errors, the notices, and the ``RelayStorage`` protocol.
+"""What every relay database offers: the notices it gives the fan-out, and the ``RelayStorage``
+protocol.
 
 Ingress, fan-out, subscribers, pruning and the ``relay channel`` commands use a storage only
-through this protocol; ``sqlite_backend`` (one process, one file) and ``postgres`` (any number of
-processes on one database) implement it.
+through this protocol, the records it writes (``records.py``) and its errors (``errors.py``);
+``sqlite/`` (one process, one file) and ``postgres/`` (any number of processes on one database)
+implement it.
 """
 
 from __future__ import annotations
@@ -10,24 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
-
-if TYPE_CHECKING:
-    from walletpass_tui.relay.server.storage.target import DatabaseTarget
-    from walletpass_tui.relay.server.writer import NewDelivery, NewRejection, Stored
-
-RETRY_AFTER_S = 5  # what a post or a subscriber is told to wait while the database is away
-
-
-class RelayStoreError(WalletpassError):
-    """The relay database cannot be used; the message says what to do."""
-
-
-class DatabaseUnavailable(RelayStoreError):
-    """The database cannot be reached now; the relay answers 503 with Retry-After until it can."""
+from walletpass_tui.relay.server.storage.records import NewDelivery, NewRejection, Stored
+from walletpass_tui.relay.server.storage.target import DatabaseTarget
 
 
 def now_ms() -> int:
@@ -42,13 +31,15 @@ class IssuedChannel:
 
 @dataclass(frozen=True)
 class Committed:
-    """Deliveries of one channel committed by some relay process: cursors ``first``..``last``
-    (consecutive), and the channel's usage after that commit."""
+    """A notice that some relay process committed deliveries of one channel, cursors ``first``
+    to ``last``. A hint to read the database, never numbers to believe: any role that can
+    connect to the database can send one. What is announced and streamed comes from the rows;
+    the numbers only tell a process its own commit, and that a notice claims nothing past what
+    it has read already."""
 
     channel_id: int
     first: int
     last: int
-    used_bytes: int
 
 
 class StorageEvents(Protocol):
@@ -58,7 +49,7 @@ class StorageEvents(Protocol):
         """Deliveries this process committed, in commit order."""
 
     def on_committed(self, committed: Committed) -> None:
-        """Deliveries committed by any process on the same database (this one included)."""
+        """A notice of deliveries committed by another process on the same database: read it."""
 
     def on_channels_changed(self) -> None:
         """A channel, a token or a quota changed (``relay channel`` ran somewhere)."""
@@ -112,6 +103,14 @@ class RelayStorage(Protocol):
     ) -> list[tuple[int, bytes]]: ...
 
     async def head(self, channel_id: int) -> int: ...
+
+    async def count_after(self, channel_id: int, after: int, limit: int) -> int:
+        """How many deliveries are stored after the cursor, counting at most ``limit``."""
+        ...
+
+    async def used_bytes(self, channel_id: int) -> int:
+        """What the channel's stored deliveries take, as every process has counted them."""
+        ...
 
     async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]: ...
 

@@ -1,0 +1,90 @@
+"""``events diff``: the body paths added, removed and changed between two attempts, and the
+headers that differ, as text and as JSON; a message alone is its first attempt against its last."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import factories
+import pytest
+from query_helpers import body
+
+from walletpass_tui.cli import main
+from walletpass_tui.query.diff import diff
+from walletpass_tui.webhooks.store import Store
+
+FIRST = {"type": "pass.activated", "data": {"platform": "apple", "balance": 5, "tags": ["a"]}}
+AGAIN = {
+    "type": "pass.activated",
+    "data": {"platform": "apple", "balance": 7, "tags": ["a", "b"], "tier": "gold\x1b[2J"},
+}
+
+
+def headers(ts: str) -> tuple[tuple[str, str], ...]:
+    return (("Content-Type", "application/json"), ("webhook-timestamp", ts))
+
+
+def test_paths_added_removed_and_changed_and_the_headers_that_differ() -> None:
+    a = factories.attempt("msg_1", body(FIRST), headers=headers("100"))
+    b = factories.attempt("msg_1", body(AGAIN), headers=headers("160"), attempt_no=2)
+    found = diff(a, b)
+    assert [(c.kind, c.name, c.was, c.now) for c in found.body] == [
+        ("changed", "data.balance", ("5",), ("7",)),
+        ("changed", "data.tags[]", ('"a"',), ('"a"', '"b"')),
+        ("added", "data.tier", (), ('"gold\\u001b[2J"',)),
+    ]
+    assert [(c.name, c.was, c.now) for c in found.headers] == [
+        ("webhook-timestamp", ("100",), ("160",))
+    ]
+    same = diff(a, factories.attempt("msg_1", json.dumps(FIRST, indent=2).encode()))
+    assert not same.same_body and same.body == ()
+    assert diff(factories.attempt("x", b"\xff"), factories.attempt("y", b"{}")).body[0].name == "$"
+
+
+async def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_events_diff_on_the_command_line(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await asyncio.to_thread(clean_env.mkdir, parents=True, exist_ok=True)
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        await store.record(factories.attempt("msg_redo", body(FIRST), headers=headers("100")))
+        await store.record(factories.attempt("msg_redo", body(AGAIN), headers=headers("160")))
+        await store.record(factories.attempt("msg_other", body(FIRST), headers=headers("100")))
+        await store.settled()
+
+    code, out, err = await run(capsys, "events", "diff", "msg_re")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("--- msg_redo #1 ") and lines[1].startswith("+++ msg_redo #2 ")
+    assert lines[2:] == [
+        "body:",
+        "  ~ data.balance: 5 -> 7",
+        '  ~ data.tags[]: "a" -> "a", "b"',
+        '  + data.tier: "gold\\u001b[2J"',
+        "headers:",
+        "  ~ webhook-timestamp: 100 -> 160",
+    ]
+    assert "\x1b" not in out
+
+    code, out, _ = await run(capsys, "events", "diff", "msg_redo@1", "msg_other", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["a"]["attempt"] == 1 and doc["b"]["webhook_id"] == "msg_other"
+    assert doc["body"] == {"same": True, "changes": []}
+    assert doc["headers"] == []
+
+    code, out, err = await run(capsys, "events", "diff", "msg_other")
+    assert code == 2 and out == ""
+    assert "msg_other has one attempt; name another" in err
+    code, _, err = await run(capsys, "events", "diff", "msg_redo@9", "last")
+    assert code == 1 and "msg_redo has no attempt #9 (it has 2)." in err
+    code, _, err = await run(capsys, "events", "diff", "msg_redo@0", "last")
+    assert code == 2 and "attempts are numbered from 1" in err

@@ -1,0 +1,97 @@
+"""Field queries in the dashboard's filter: the box offers the known paths (with their type and
+presence) and a few-valued field's values as the user types; Tab takes one; a path no delivery
+has shown is said under the log, with the nearest known ones, and the rest still filters."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from textual.widgets import Input
+from ui_helpers import SIZE, attempt, body_for, record_all, type_into, wait_for
+
+from walletpass_tui.ui.app import WalletPassApp
+from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.widgets.filter_completions import FilterCompletions
+from walletpass_tui.webhooks.store import Store
+
+
+def history() -> list:
+    rows = []
+    for n in range(1, 21):
+        platform = ("apple", "google")[n % 2]
+        extra = {"platform": platform, "balance": n}
+        if n % 4 == 0:
+            extra["loyaltyTier"] = "gold"
+        rows.append(attempt(n, body=body_for("pass.activated", f"pass_{n:04d}", **extra)))
+    return rows
+
+
+async def ready(app: WalletPassApp) -> EventLogPane:
+    await wait_for(lambda: app.screen.query(EventLogPane))
+    log = app.screen.query_one(EventLogPane)
+    await wait_for(lambda: log.total == 20)
+    runtime = app.context.runtime  # type: ignore[attr-defined]
+    # What the runtime learns and indexes right after the commits: the completions' source.
+    assert await asyncio.to_thread(runtime.field_indexer.settled, 30)
+    await runtime.learner.asettled()
+    return log
+
+
+async def test_the_filter_completes_paths_and_values_and_tab_takes_one(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, history())
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        log = await ready(app)
+        await pilot.press("slash")
+        field = log.query_one("#log-filter", Input)
+        completions = log.query_one(FilterCompletions)
+        await type_into(pilot, field, "data.p")
+        await wait_for(lambda: completions.display)
+        assert completions.completion is not None
+        offered = {c.label: c.detail for c in completions.completion.choices}
+        assert list(offered) == ["data.passId", "data.platform"]
+        assert offered["data.platform"] == "string · 100% · apple | google"
+        await pilot.press("down", "tab")
+        assert field.value == "data.platform"
+        await pilot.press(":")
+        await wait_for(lambda: completions.display)
+        assert completions.completion is not None
+        assert [c.label for c in completions.completion.choices] == ["apple", "google"]
+        await pilot.press("down")
+        await pilot.press("tab")
+        assert field.value == "data.platform:google"
+        await wait_for(lambda: log.total == 10)
+        assert not completions.display  # the value is whole: nothing more to offer
+        await type_into(pilot, field, "data.platform:")
+        await wait_for(lambda: completions.display)
+        await pilot.press("escape")  # closes the completions first, keeps the filter
+        assert not completions.display and field.value == "data.platform:"
+        await type_into(pilot, field, "data.platform:google has:data.loy")
+        await pilot.press("tab")
+        assert field.value == "data.platform:google has:data.loyaltyTier"
+        await pilot.press("enter")
+        await wait_for(lambda: log.total == 0)  # tiers are on even rows, google on odd ones
+        assert not completions.display
+
+
+async def test_an_unknown_path_is_said_with_the_nearest_and_the_rest_filters(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, history())
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        log = await ready(app)
+        await pilot.press("slash")
+        field = log.query_one("#log-filter", Input)
+        await type_into(pilot, field, "data.balance>15 data.platfrom:google")
+        await wait_for(lambda: log.total == 5)  # the balance term still filters
+        assert log.filter_problem == (
+            "No delivery has shown a field data.platfrom; the nearest known: data.platform."
+        )
+        assert "nearest known: data.platform" in str(log.border_subtitle)
+        await type_into(pilot, field, "data.balance>15 data.platform:google")
+        await wait_for(lambda: log.total == 2)
+        assert log.filter_problem is None

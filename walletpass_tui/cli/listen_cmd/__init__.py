@@ -1,0 +1,312 @@
+"""``listen``: the receiver without any UI, one line (or JSON object) per attempt."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TextIO
+
+from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
+from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_lines
+from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
+from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
+from walletpass_tui.cli.signals import stop_on_signals
+from walletpass_tui.cli.upgrade import upgrade_history
+from walletpass_tui.config import Settings
+from walletpass_tui.runtime.instance import InstanceRecord, home_flag
+from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.text import printable
+from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
+from walletpass_tui.tunnel.watch import TunnelState
+from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
+
+if TYPE_CHECKING:
+    from walletpass_tui.relay.link.feed import RelayLink
+    from walletpass_tui.relay.link.state import LinkState
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "listen",
+        parents=parents,
+        help="receive and verify webhooks without the dashboard",
+        description="Run the webhook receiver headless. Every attempt is verified (Standard Webhooks "
+        "signature, timestamp tolerance), stored in the history database, and printed. A verified "
+        "delivery is answered 200 only after it is on disk. It verifies with the secrets given, "
+        "those of the endpoints known locally and this home's test secret, made once: what "
+        "'walletpass-tui trigger' signs with when it sends to this receiver.",
+        epilog="examples:\n"
+        "  walletpass-tui listen     # then, in another shell: walletpass-tui trigger activated\n"
+        "  walletpass-tui listen --print-secret     # this home's test secret, for your app\n"
+        "  walletpass-tui listen --tunnel cloudflared\n"
+        '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui listen --forward-to '
+        "http://localhost:3000/webhooks "
+        '--header "Authorization: Bearer $APP_TOKEN"\n'
+        "  walletpass-tui listen --port 9000 --json | jq .verdict\n"
+        "  walletpass-tui listen --fail-first 2     # watch the sender retry\n"
+        "  WALLETPASS_RELAY_TOKEN=wpr_... walletpass-tui listen --relay "
+        "https://relay.example.com/channels/SLUG/events",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_receiver_flags(p)
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object per attempt on stdout"
+    )
+    p.add_argument(
+        "--print-secret",
+        action="store_true",
+        help="print this home's test secret (made now if it has none) and exit: give it to an "
+        "app of yours that verifies the deliveries trigger sends",
+    )
+    add_delivery_flags(p)
+    p.set_defaults(handler=cmd_listen)
+
+
+def cmd_listen(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    if args.print_secret:
+        from walletpass_tui.webhooks import home_secret
+
+        print(home_secret.load_or_create(settings.home))
+        return 0
+    setup = delivery_setup(args, settings)
+    upgrade_history(settings.database_path)
+    return run_loop(_listen(settings, setup, args.json, relay_link(args, settings)))
+
+
+def run_loop(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run(main)``, on uvloop where it is installed (not on Windows): its event loop
+    costs the receiver about a tenth less CPU per delivery, which a busy machine turns into more
+    deliveries per second."""
+    try:
+        import uvloop
+    except ImportError:  # no uvloop: the standard event loop, as documented
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
+class RelayStatePrinter:
+    """One line (on stderr with --json, else stdout) each time the relay link's state changes."""
+
+    def __init__(self, out: TextIO) -> None:
+        from walletpass_tui.relay.link.state import StateLines
+
+        self.out = out
+        self.lines = StateLines()
+
+    def __call__(self, state: LinkState) -> None:
+        line = self.lines(state)
+        if line is not None and not state.stopped:  # why it stopped ends the command instead
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+ANSWER_SHOWN = 200  # characters of your app's answer on the line below a forward
+
+
+def answer_line(body: bytes) -> str | None:
+    """The line below a forward: the first ``ANSWER_SHOWN`` characters of your app's answer,
+    escaped (untrusted text), or None for an empty one."""
+    text = body.decode("utf-8", errors="backslashreplace").strip()
+    if not text:
+        return None
+    # Escaping only lengthens, so one character more than is shown tells whether to cut.
+    return "     " + printable(text[: ANSWER_SHOWN + 1], ANSWER_SHOWN)
+
+
+class ForwardPrinter:
+    """One line (or JSON object) per forward answered, with the start of your app's answer on the
+    next line (the JSON object holds the whole answer as stored, at most 64 KiB), handed to
+    ``emit`` (the listen printer, which keeps it behind the deliveries it still holds)."""
+
+    def __init__(self, emit: Callable[[str], None], as_json: bool) -> None:
+        self.emit = emit
+        self.as_json = as_json
+
+    def __call__(self, row: ForwardRow, result: ForwardResult) -> None:
+        if self.as_json:
+            line = json.dumps(
+                {
+                    "forward": {
+                        "webhook_id": row.webhook_id,
+                        "attempt_id": row.attempt_id,
+                        "target": row.target,
+                        "try": row.tries + 1,
+                        "status": result.status,
+                        "latency_ms": round(result.latency_ms, 1),
+                        "error": result.error,
+                        "note": result.note,
+                        "response_body": result.body.decode("utf-8", errors="replace"),
+                    }
+                }
+            )
+        else:
+            outcome = f"{result.status}" if result.status is not None else f"failed: {result.error}"
+            later = "" if result.ok else "  (will retry)"
+            line = (
+                f"  -> {printable(row.webhook_id or '-', 40)} forwarded to {printable(row.target, 80)}: "
+                f"{outcome} in {result.latency_ms:.0f} ms{later}"
+            )
+            answer = answer_line(result.body)
+            if answer is not None:
+                line += "\n" + answer
+        self.emit(line)
+
+
+async def _listen(
+    settings: Settings, setup: DeliverySetup, as_json: bool, relay: RelayLink | None = None
+) -> int:
+    info = sys.stderr if as_json else sys.stdout
+    # Ctrl-C / SIGTERM are caught from the very start: one that arrives while opening the store or
+    # binding still ends in a clean stop (port released, store closed, exit 0), not a traceback.
+    with stop_on_signals() as stop:
+        # What would run once deliveries are accepted runs now, before the port is bound: the
+        # receiver's import (built by serve()) and the ngrok lookup (its HTTP client and
+        # TLS set-up). Done after, they held up the first deliveries for up to half a second.
+        importlib.import_module("walletpass_tui.webhooks.receiver")
+        port = setup.options.port if setup.options is not None else 0
+        # An ngrok agent run by hand is asked for its URL, unless listen starts a tunnel itself.
+        seek = setup.tunnel is None and not settings.public_url
+        public_url = settings.public_url or (await discover_ngrok(port) if seek and port else None)
+        feeds = (relay,) if relay is not None else ()
+        printer = ListenPrinter(sys.stdout, as_json, learning=setup.learn_schemas)
+        async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
+            # The one receiver `attach` finds on this home (AlreadyRunning: one line, exit 1).
+            stale = await runtime.start_instance("listen")
+            runtime.subscribe(
+                printer.deliveries,
+                ForwardPrinter(printer.forwards, as_json),
+                drift=printer.drift,
+                learned=printer.learned,
+            )
+            await runtime.serve()
+            if seek and not port:  # a port picked at random: known only now
+                public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
+            tunnel = await _first_tunnel_answer(runtime, stop)
+            if stop.is_set():
+                tunnel = None  # stopped while the tunnel started: nothing to announce
+            _announce(info, runtime, public_url, await runtime.pending_forwards(), relay, stale)
+            if tunnel is not None and runtime.tunnel is not None:
+                runtime.tunnel.subscribe(
+                    TunnelPrinter(
+                        info,
+                        lambda: runtime.public_url,
+                        runtime.registry.load,
+                        tunnel,
+                        home_flag(settings.home),
+                    )
+                )
+            if relay is not None:  # after the announcement, from the state it is in now
+                states = RelayStatePrinter(info)
+                states(relay.state)
+                relay.subscribe(states)
+            failed = await _until_stopped(stop, runtime)
+        printer.close()  # what the learner had not looked at when it stopped
+    if failed is not None:
+        raise CommandError(str(failed))
+    print("Stopped; every acknowledged delivery is in the history.", file=info)
+    return 0
+
+
+async def _first_tunnel_answer(runtime: DeliveryRuntime, stop: asyncio.Event) -> TunnelState | None:
+    """The tunnel's state once its first try has an answer (up, down or unavailable), or None
+    without a tunnel or when Ctrl-C / SIGTERM came first. Deliveries are accepted meanwhile."""
+    if runtime.tunnel is None:
+        return None
+    answer = asyncio.ensure_future(runtime.tunnel.first_answer())
+    signalled = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({answer, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        answer.cancel()
+        signalled.cancel()
+    return runtime.tunnel.state if runtime.tunnel.state.settled else None
+
+
+async def _until_stopped(stop: asyncio.Event, runtime: DeliveryRuntime) -> BaseException | None:
+    """Wait for Ctrl-C / SIGTERM (None) or a feed that stopped for good (why)."""
+    signalled = asyncio.ensure_future(stop.wait())
+    feed = asyncio.ensure_future(runtime.feed_stopped())
+    try:
+        await asyncio.wait({signalled, feed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        signalled.cancel()
+        feed.cancel()
+    if feed.done() and not feed.cancelled():
+        return feed.result()
+    return None
+
+
+def pending_line(count: int, *, forwarding: bool) -> str:
+    """What is said at start about forwards an earlier run left queued."""
+    some = f"{count} forward{'s' if count != 1 else ''} from an earlier run"
+    if forwarding:
+        return f"{some} waiting; resuming them in order.\n"
+    wait, stay = ("waits", "stays") if count == 1 else ("wait", "stay")
+    return (
+        f"{some} {wait} in the queue and {stay} there: listen with --forward-to to send, or give "
+        "up with 'walletpass-tui events pending --give-up'.\n"
+    )
+
+
+def _announce(
+    out: TextIO,
+    runtime: DeliveryRuntime,
+    public_url: str | None = None,
+    pending: int = 0,
+    relay: RelayLink | None = None,
+    stale: InstanceRecord | None = None,
+) -> None:
+    settings = runtime.settings
+    out.write(f"Listening on {runtime.url}\n")
+    if relay is not None:
+        out.write(
+            f"Following the relay {printable(relay.url, 200)} (resumes after the last stored)\n"
+        )
+    if runtime.tunnel is not None:
+        for line in first_lines(
+            runtime.tunnel.state,
+            runtime.tunnel.provider.describe,
+            runtime.public_url,
+            runtime.registry.load(),
+            home_flag(settings.home),
+        ):
+            out.write(line + "\n")
+    elif public_url:
+        found = "" if settings.public_url else "  (found from the ngrok agent)"
+        out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")
+        if not settings.public_url:
+            out.write(
+                "  register it: walletpass-tui endpoints create --from-listener "
+                f"--public-url {public_url} --topic pass.activated --topic pass.deactivated\n"
+            )
+    ack_target = runtime.ack_target
+    for route in runtime.routes:
+        topic = route.topic or "every topic"
+        mode = "answering with its status" if ack_target else "after storing"
+        notes = "".join(f"; {note}" for note in route.options.notes())  # header values masked
+        out.write(f"Forwarding {topic} to {route.target} ({mode}){notes}\n")
+    options = runtime.setup.options
+    secrets = [key.label for key in (options.secrets if options else ())]
+    for endpoint in runtime.registry.load():
+        secrets.append(f"{endpoint.id} {endpoint.secret.masked}")
+    out.write("Verifying with: " + ", ".join(secrets) + "\n")
+    injected = runtime.injection.describe()
+    if injected:
+        out.write(f"Injecting failures: {injected}\n")
+    if pending:
+        out.write(pending_line(pending, forwarding=runtime.forwarding))
+    if stale is not None:
+        out.write(
+            f"The last receiver on this home ({stale.describe()}) stopped without cleaning up; "
+            "its state was replaced.\n"
+        )
+    out.write(f"Send a test delivery: walletpass-tui trigger activated{home_flag(settings.home)}\n")
+    out.write(f"Attach a dashboard: walletpass-tui attach{home_flag(settings.home)}\n")
+    out.write(f"History: {settings.database_path}   (Ctrl-C to stop)\n")
+    out.flush()

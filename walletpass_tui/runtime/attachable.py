@@ -1,0 +1,212 @@
+"""The receiver's side of attaching: its home claimed (``instance.py``), its control channel served
+(``control.py``), and what the channel says and does, taken from the runtime it runs beside.
+
+``DeliveryRuntime.start_instance(kind)`` starts one; ``close()`` withdraws it first (attached
+dashboards see the receiver go while it finishes the requests in flight) and releases the home
+last, once the history is closed. It only listens to the runtime: after a commit one ``rows``
+message (the newest id, never a body) is written to each viewer's socket buffer, at once after a
+quiet spell and then at most every ``ROWS_EVERY_S`` while deliveries stream in (a viewer wakes
+that often, not once per commit); nothing on the delivery path waits for a viewer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.control import ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control_server import ControlServer
+from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
+from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
+
+ROWS_EVERY_S = 0.05
+
+if TYPE_CHECKING:
+    from walletpass_tui.config import Settings
+    from walletpass_tui.tunnel.watch import TunnelWatcher
+    from walletpass_tui.webhooks.store import Store
+
+
+class Served(Protocol):
+    """What the channel needs of the receiver it runs beside (``DeliveryRuntime``)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def url(self) -> str | None: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def status(self) -> ReceiverStatus: ...
+
+    @property
+    def status_feed(self) -> StatusFeed | None: ...
+
+    @property
+    def public_url(self) -> str | None: ...
+
+    @property
+    def tunnel(self) -> TunnelWatcher | None: ...
+
+    def subscribe(
+        self, deliveries: DeliveryListener | None = None, forwards: ForwardListener | None = None
+    ) -> Callable[[], None]: ...
+
+    def watch(self, listener: Callable[[], None]) -> Callable[[], None]: ...
+
+    def control(self, op: str, message: Mapping[str, Any]) -> None: ...
+
+
+class Attachable:
+    """One receiver made findable and controllable; built by ``start``."""
+
+    def __init__(
+        self, runtime: Served, claim: instance.Claim, record: instance.InstanceRecord
+    ) -> None:
+        self.runtime = runtime
+        self.claim = claim
+        self.record = record
+        self.server = ControlServer(claim.socket_path, self)
+        self.upto = 0  # the newest attempt id committed, as far as this receiver knows
+        self._told = 0  # the newest id viewers were told of
+        self._told_at = float("-inf")
+        self._telling: asyncio.TimerHandle | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._status: ReceiverStatus | None = None
+        self._feed = runtime.status_feed
+
+    @property
+    def previous(self) -> instance.InstanceRecord | None:
+        """What a receiver that died on this home had left in the state file."""
+        return self.claim.previous
+
+    @classmethod
+    async def start(cls, runtime: Served, kind: str) -> Attachable:
+        """Claim the home, serve the channel, then publish the state file (so a dashboard that
+        finds it can connect at once). AlreadyRunning when another receiver holds the home."""
+        claim = await asyncio.to_thread(instance.claim, runtime.settings.home)
+        feed = runtime.status_feed
+        record = instance.InstanceRecord(
+            pid=os.getpid(),
+            kind=kind,
+            url=instance.shown_url(runtime.url),
+            started_at_ms=now_ms(),
+            control=True,
+            relay=instance.shown_url(feed.url) if feed is not None else None,
+            public_url=instance.public_url_kept(runtime.public_url),
+        )
+        attachable = cls(runtime, claim, record)
+        try:
+            attachable.upto = await runtime.store.last_id()
+            await attachable.server.start()
+            attachable._follow()
+            claim.publish(record)
+        except BaseException:
+            await attachable.withdraw()
+            claim.release()
+            raise
+        return attachable
+
+    async def withdraw(self) -> None:
+        """Remove the state file, stop listening to the runtime and close the channel: a viewer
+        that sees it close and looks again finds no receiver."""
+        self.claim.withdraw()
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
+        if self._telling is not None:
+            self._telling.cancel()
+            self._telling = None
+        await self.server.stop()
+
+    def release(self) -> None:
+        self.claim.release()
+
+    # -- what the channel says -------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        runtime = self.runtime
+        self._unsubscribe.append(runtime.subscribe(self._committed, self._forwarded))
+        self._unsubscribe.append(runtime.store.on_health(lambda _: self._state_changed()))
+        self._unsubscribe.append(runtime.watch(self._state_changed))
+        if self._feed is not None:
+            self._unsubscribe.append(self._feed.subscribe(state=lambda _: self._state_changed()))
+        if runtime.tunnel is not None:
+            self._unsubscribe.append(runtime.tunnel.subscribe(lambda _: self._tunnel_changed()))
+
+    def _tunnel_changed(self) -> None:
+        """The state file follows the tunnel's URL (what `endpoints create --from-listener`
+        reads from another shell); attached dashboards are told."""
+        public_url = instance.public_url_kept(self.runtime.public_url)
+        if public_url != self.record.public_url:
+            self.record = replace(self.record, public_url=public_url)
+            self.claim.publish(self.record)
+        self._state_changed()
+
+    def _committed(self, batch: Sequence[Attempt]) -> None:
+        newest = max((a.id for a in batch if a.id is not None), default=0)
+        if newest <= self.upto:
+            return
+        self.upto = newest
+        if self._telling is not None:
+            return  # told with the next message, already due
+        loop = asyncio.get_running_loop()
+        wait = self._told_at + ROWS_EVERY_S - loop.time()
+        if wait <= 0:
+            self._tell_rows()
+        else:
+            self._telling = loop.call_later(wait, self._tell_rows)
+
+    def _tell_rows(self) -> None:
+        self._telling = None
+        self._told_at = asyncio.get_running_loop().time()
+        if self.upto > self._told:
+            self._told = self.upto
+            self.server.broadcast({"type": "rows", "upto": self.upto})
+
+    def _forwarded(self, row: ForwardRow, result: ForwardResult) -> None:
+        note = ForwardNote(
+            id=row.id,
+            attempt_id=row.attempt_id,
+            webhook_id=row.webhook_id,
+            kind=row.kind,
+            target=row.target,
+            status=result.status,
+            latency_ms=result.latency_ms,
+            error=result.error,
+        )
+        self.server.broadcast(note.to_wire())
+
+    def _state_changed(self) -> None:
+        if not self.server.viewers:  # nobody to tell; a viewer that arrives is greeted with it
+            self._status = None
+            return
+        status = self.status()
+        if status != self._status:  # a relay link reports every cursor; the words change seldom
+            self._status = status
+            self.server.broadcast({"type": "state", "state": status.to_wire()})
+
+    def status(self) -> ReceiverStatus:
+        return self.runtime.status
+
+    # -- control.Handler ---------------------------------------------------------------------------
+
+    def hello(self) -> dict[str, Any]:
+        self._status = self.status()
+        return {
+            "instance": asdict(self.record) | {"home": str(self.runtime.settings.home)},
+            "state": self._status.to_wire(),
+            "upto": self.upto,
+        }
+
+    def request(self, op: str, message: Mapping[str, Any]) -> None:
+        """A viewer's request, checked and done by the runtime (which tells every viewer the new
+        state)."""
+        self.runtime.control(op, message)
