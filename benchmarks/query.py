@@ -196,10 +196,21 @@ def history_rows(history: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
 
 
+async def upgrade(history: Path) -> None:
+    """Open a kept history with the store once: one an older version wrote is upgraded."""
+    from walletpass_tui.webhooks.store import Store
+
+    store = await Store.open(history)
+    await store.settled()
+    await store.close()
+
+
 def build(args: argparse.Namespace, history: Path, table: list[str]) -> None:
     from walletpass_tui.query.index import index_path
 
-    if history_rows(history) != args.deliveries:
+    if history_rows(history) == args.deliveries:
+        asyncio.run(upgrade(history))
+    else:
         for file in history.parent.glob(history.name + "*"):
             file.unlink()
         print(f"build: storing {args.deliveries:,} deliveries", flush=True)

@@ -43,9 +43,11 @@ Figures, never assertions. The machine is shared: other processes may load it du
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -107,6 +109,11 @@ class Proc:
         self.proc.kill()
         raise SystemExit(f"{cmd} did not start")
 
+    def cpu_seconds(self) -> float:
+        """CPU time the process has used so far (user and system)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kib(self) -> int:
         text = Path(f"/proc/{self.proc.pid}/status").read_text()
         return int(re.search(r"VmRSS:\s+(\d+)", text)[1])  # type: ignore[index]
@@ -143,10 +150,10 @@ def add_channels(home: Path, database: str | None, names: list[str]) -> list[Iss
     return asyncio.run(add())
 
 
-def relay_process(home: Path, heartbeat: float, database: str | None) -> Proc:
+def relay_process(home: Path, heartbeat: float, database: str | None, *extra: str) -> Proc:
     port = free_port()
     cmd = [sys.executable, "-m", "walletpass_tui", "relay", "serve", "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--tolerance", "3600", "--heartbeat", str(heartbeat)]
+    cmd += ["--port", str(port), "--tolerance", "3600", "--heartbeat", str(heartbeat), *extra]
     env = {**os.environ, "WALLETPASS_HOME": str(home)}
     env.pop("WALLETPASS_RELAY_DATABASE", None)
     if database:
@@ -276,7 +283,7 @@ def latency(
     *,
     database: str | None = None,
     title: str = "2.",
-) -> None:
+) -> tuple[float, int]:
     what = "row in a subscriber's store" if to == "store" else "subscriber receipt"
     where = ""
     procs: list[Proc] = []
@@ -343,6 +350,7 @@ def latency(
     times = [sub for out in outs for sub in json.loads(out.read_text())]
     deltas = [(sub[msg] - acked[msg]) * 1000 for sub in times for msg in acked if msg in sub]
     missing = len(acked) * count - len(deltas)
+    summary = (pct(deltas, 95) if deltas else math.nan, missing)
     print(
         f"   {len(acked)} acked, {len(deltas)} receipts ({missing} missing): "
         f"p50 {pct(deltas, 50):.1f} ms, p95 {pct(deltas, 95):.1f} ms, p99 {pct(deltas, 99):.1f} ms, "
@@ -366,6 +374,7 @@ def latency(
         f"   CPU over the {wall:.0f} s: this benchmark's processes {own / wall:.2f} cores, other "
         f"programs {max(0.0, busy - own) / wall:.2f} cores, of {cores}"
     )
+    return summary
 
 
 # -- memory ---------------------------------------------------------------------------------------
@@ -657,25 +666,154 @@ def pg_memory(workdir: Path, cluster: PgCluster, count: int) -> None:
         )
 
 
+async def _posts_to_both(urls: list[str], rate: float, count: int) -> list[float]:
+    """``count`` deliveries at ``rate``/s, alternately to each URL (``msg_fan_NNNNNN``): the
+    moment each 2xx was read (NaN: not acknowledged)."""
+    import aiohttp
+
+    from walletpass_tui.webhooks.verify import sign
+
+    now = datetime.now(UTC)
+    payloads = []
+    for i in range(count):
+        body = json.dumps({"type": "pass.activated", "data": {"passId": f"p{i}"}}).encode()
+        payloads.append((body, sign(SECRET, f"msg_fan_{i:06d}", body, now)))
+    acked = [math.nan] * count
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+
+        async def one(i: int, body: bytes, headers: dict[str, str]) -> None:
+            async with session.post(urls[i % len(urls)], data=body, headers=headers) as r:
+                await r.read()
+                if r.status == 200:
+                    acked[i] = time.monotonic()
+
+        begin = time.monotonic() + 0.05
+        tasks = []
+        for i, (body, headers) in enumerate(payloads):
+            delay = begin + i / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(i, body, headers)))
+        await asyncio.gather(*tasks)
+    return acked
+
+
+def fanout(
+    workdir: Path, cluster: PgCluster, sizes: list[int], rate: float, seconds: float
+) -> dict[int, tuple[float, int]]:
+    """The relay's own fan-out: p95 and missing receipts for each number of subscribers."""
+    print(
+        f"6d. the relay's fan-out: light subscribers in one process, half on each of two "
+        f"instances on one database, {rate:g}/s posted half to each, for {seconds:g} s"
+    )
+    results: dict[int, tuple[float, int]] = {}
+    expect = int(rate * seconds)
+    for size in sizes:
+        database = cluster.new_database()
+        home = Path(tempfile.mkdtemp(dir=workdir))
+        issued = add_channels(home, database, ["fanout"])[0]
+        os.environ["BENCH_RELAY_TOKEN"] = issued.token
+        limits = ("--quiet", "--max-subscribers", str(size), "--max-channel-subscribers", str(size))
+        procs = [relay_process(home / name, 15.0, database, *limits) for name in ("a", "b")]
+        bases = [f"http://127.0.0.1:{p.port}" for p in procs]
+        slug = issued.channel.slug
+        out = workdir / f"fanout-{size}.bin"
+        busy0, own0, wall0 = busy_seconds(), own_seconds(), time.monotonic()
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                HERE / "relay_subscribers.py",
+                "light",
+                ",".join(subscribe_url(base, slug) for base in bases),
+                str(size),
+                str(expect),
+                str(out),
+            ],
+            env=dict(os.environ),
+        )
+        try:
+            ready = Path(str(out) + ".ready")
+            deadline = time.monotonic() + 120
+            while not ready.exists() and time.monotonic() < deadline and child.poll() is None:
+                time.sleep(0.05)
+            cpu0 = sum(p.cpu_seconds() for p in procs)
+            acked = asyncio.run(_posts_to_both([ingress_url(b, slug) for b in bases], rate, expect))
+            child.wait(timeout=expect / 20 + 180)
+            cpu = sum(p.cpu_seconds() for p in procs) - cpu0
+            rss = [p.rss_kib() for p in procs]
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            for proc in procs:
+                proc.stop()
+            cluster.release(database)
+        wall = time.monotonic() - wall0
+        busy, own = busy_seconds() - busy0, own_seconds() - own0
+        got = array.array("d")
+        with out.open("rb") as f:
+            got.fromfile(f, size * expect)
+        deltas: list[float] = []
+        missing = 0
+        for s in range(size):
+            row = got[s * expect : (s + 1) * expect]
+            for i, ack in enumerate(acked):
+                if math.isnan(ack):
+                    continue
+                if math.isnan(row[i]):
+                    missing += 1
+                else:
+                    deltas.append((row[i] - ack) * 1000)
+        acks = sum(1 for a in acked if not math.isnan(a))
+        p95 = pct(deltas, 95) if deltas else math.nan
+        results[size] = (p95, missing)
+        print(
+            f"   {size:5d} subscribers: {acks} acked, {len(deltas)} receipts ({missing} missing): "
+            f"p50 {pct(deltas, 50):.1f} ms, p95 {p95:.1f} ms, p99 {pct(deltas, 99):.1f} ms, "
+            f"max {max(deltas):.1f} ms; RSS A {rss[0] / 1024:.1f} MiB, B {rss[1] / 1024:.1f} MiB"
+        )
+        print(
+            f"   {'':5s} the two relays' CPU: {cpu:.2f} s, {cpu / max(1, len(deltas)) * 1e6:.1f} us "
+            f"per event sent; CPU over the run: benchmark {own / wall:.2f} cores, other "
+            f"programs {max(0.0, busy - own) / wall:.2f}"
+        )
+    return results
+
+
 def postgres(workdir: Path, args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "relay"))
     from pg_cluster import PgCluster
 
     cluster = PgCluster.create("bench", durable=True)
     try:
-        pg_throughput(workdir, cluster, args.rounds, args.duration, args.connections)
-        latency(
-            workdir,
-            100.0,
-            args.latency_seconds,
-            args.subscribers,
-            args.latency_to,
-            database=cluster.new_database(),
-            title="6b.",
-        )
-        pg_memory(workdir, cluster, args.pg_idle)
+        if args.only != "fanout":
+            pg_throughput(workdir, cluster, args.rounds, args.duration, args.connections)
+            end_to_end = latency(
+                workdir,
+                100.0,
+                args.latency_seconds,
+                args.subscribers,
+                args.latency_to,
+                database=cluster.new_database(),
+                title="6b.",
+            )
+            pg_memory(workdir, cluster, args.pg_idle)
+        else:
+            end_to_end = None
+        spread = fanout(workdir, cluster, args.fanout, 100.0, args.fanout_seconds)
     finally:
         cluster.destroy()
+    print("   summary, 2xx -> subscriber at 100/s over two instances on PostgreSQL:")
+    for size, (p95, missing) in spread.items():
+        print(
+            f"     relay fan-out, {size:5d} light subscribers: p95 {p95:.1f} ms, {missing} missing"
+        )
+    if end_to_end is not None:
+        p95, missing = end_to_end
+        print(
+            f"     end to end, {args.subscribers} laptops ({args.latency_to}): p95 {p95:.1f} ms, "
+            f"{missing} missing"
+        )
 
 
 def main() -> None:
@@ -687,8 +825,17 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=10)
     parser.add_argument("--idle", type=int, default=100)
     parser.add_argument(
-        "--only", choices=["throughput", "latency", "memory", "catch-up", "stalled", "postgres"]
+        "--only",
+        choices=["throughput", "latency", "memory", "catch-up", "stalled", "postgres", "fanout"],
     )
+    parser.add_argument(
+        "--fanout",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[100, 300, 1000],
+        metavar="N,N,...",
+        help="6d: light subscribers in each round (default 100,300,1000)",
+    )
+    parser.add_argument("--fanout-seconds", type=float, default=20.0, help="6d: posting time")
     parser.add_argument("--pg-idle", type=int, default=1000, help="idle subscribers, 6c")
     parser.add_argument("--missed", type=int, default=5000, help="deliveries to catch up on")
     parser.add_argument("--stalled", type=int, default=100, help="subscribers that never read")
@@ -712,7 +859,7 @@ def main() -> None:
             catch_up(workdir, args.missed)
         if args.only in (None, "stalled"):
             stalled(workdir, args.stalled, args.backlog)
-        if args.only in (None, "postgres"):
+        if args.only in (None, "postgres", "fanout"):
             postgres(workdir, args)
 
 

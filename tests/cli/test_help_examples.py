@@ -79,6 +79,10 @@ PARSE_ONLY: dict[str, str] = {
         "URL is a relay's subscribe URL, which only 'relay channel add' on a running relay "
         "prints; tested in tests/relay/test_follow.py"
     ),
+    "walletpass-tui trigger activated     # to 'walletpass-tui listen' in another shell": (
+        "sends to the receiver running on this home, which this walk does not start; the two "
+        "processes are tested in tests/cli/test_local_loop.py"
+    ),
     "walletpass-tui attach": (
         "opens a dashboard on a receiver that runs on the home, which this walk does not start; "
         "attaching to a real listen process is tested in tests/cli/test_attach_processes.py"
@@ -216,7 +220,9 @@ class World:
     fill: dict[str, str]  # placeholder -> real value, longest first
 
 
-async def _seed_history(home: Path) -> None:
+async def _seed_history(home: Path, app_url: str) -> None:
+    """A verified delivery forwarded to the app (where 'events replay last' goes) and a forgery
+    after it."""
     async with await Store.open(Settings(home=home).database_path) as store:
         for msg_id, verdict, pass_id in (
             (SHOWN_ID, VERIFIED, "pass_0042"),
@@ -227,7 +233,8 @@ async def _seed_history(home: Path) -> None:
             headers = sign(SECRET, msg_id, body, datetime.fromtimestamp(now, UTC))
             headers["content-type"] = "application/json"
             await store.record(
-                Attempt(
+                forward_to=(app_url,) if verdict == VERIFIED else (),
+                attempt=Attempt(
                     received_at_ms=int(now * 1000),
                     method="POST",
                     path="/webhooks",
@@ -240,7 +247,7 @@ async def _seed_history(home: Path) -> None:
                     endpoint_id=KNOWN_ENDPOINT,
                     topic="pass.activated",
                     pass_id=pass_id,
-                )
+                ),
             )
         await store.settled()
 
@@ -262,7 +269,7 @@ def world(
             f"http://{target}/webhooks", ["pass.activated", "pass.deactivated"]
         )
         clean_env.mkdir(parents=True, exist_ok=True)
-        asyncio.run(_seed_history(clean_env))
+        asyncio.run(_seed_history(clean_env, f"http://{target}/webhooks"))
         EndpointRegistry(Settings(home=clean_env).endpoints_path).import_endpoint(
             KNOWN_ENDPOINT, f"http://{target}/webhooks", ["pass.activated"], SECRET
         )

@@ -110,7 +110,14 @@ def receive(home: Path, *, as_json: bool) -> Received:
     finally:
         proc.kill()
     if not as_json:
-        banner = ("Listening", "Verifying", "Attach a dashboard:", "History:", "Stopped")
+        banner = (
+            "Listening",
+            "Verifying",
+            "Send a test delivery:",
+            "Attach a dashboard:",
+            "History:",
+            "Stopped",
+        )
         lines = [line for line in lines if not line.startswith(banner)]
     return Received(home, lines)
 

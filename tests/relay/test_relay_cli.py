@@ -139,6 +139,8 @@ def test_serve_usage_errors_exit_2_and_bad_values_exit_1(
     assert code == 1 and "CIDR" in err
     code, _, err = run(capsys, "relay", "serve", "--tls-cert", "/nonexistent.pem")
     assert code == 1 and "--tls-key" in err
+    code, _, err = run(capsys, "relay", "serve", "--max-channel-subscribers", "0")
+    assert code == 1 and "1 or more" in err
 
 
 @pytest.mark.slow

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from ui_helpers import attempt
 
 from walletpass_tui.api.topics import TOPICS, UNKNOWN_TOPIC, TopicError, parse_topic
-from walletpass_tui.ui.view.log_columns import cell_text, row_from_attempt
+from walletpass_tui.ui.view.log_columns import cell_text
 from walletpass_tui.ui.view.log_query import matches, parse_filter
+from walletpass_tui.webhooks.models import LogRow
 
 
 def test_short_and_full_topic_names_filter_the_same_rows() -> None:
@@ -48,9 +49,9 @@ def test_the_filter_accepts_exactly_the_topics_parse_topic_accepts(value: str) -
 
 
 def test_a_delivery_without_a_topic_is_labelled_topic_unknown() -> None:
-    row = row_from_attempt(replace(attempt(1), topic=None))
+    row = LogRow.of(replace(attempt(1), topic=None))
     assert cell_text(row, "topic") == UNKNOWN_TOPIC == "topic unknown"
-    assert cell_text(row_from_attempt(replace(attempt(2), topic="")), "topic") == UNKNOWN_TOPIC
-    assert cell_text(row_from_attempt(attempt(3)), "topic") == "activated"
-    odd = cell_text(row_from_attempt(replace(attempt(4), topic="pass.renamed")), "topic")
+    assert cell_text(LogRow.of(replace(attempt(2), topic="")), "topic") == UNKNOWN_TOPIC
+    assert cell_text(LogRow.of(attempt(3)), "topic") == "activated"
+    odd = cell_text(LogRow.of(replace(attempt(4), topic="pass.renamed")), "topic")
     assert odd == "pass.renamed (unknown)"

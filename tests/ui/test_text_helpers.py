@@ -8,10 +8,10 @@ from pathlib import Path
 from ui_helpers import attempt, body_for
 
 from walletpass_tui.text import body_text, compact_value, one_line, pretty_json, visible
-from walletpass_tui.ui.view.log_columns import COLUMNS, cell_text, layout, row_from_attempt
+from walletpass_tui.ui.view.log_columns import COLUMNS, cell_text, layout
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.template_columns import template_cell, template_columns
-from walletpass_tui.webhooks.models import LogFilter
+from walletpass_tui.webhooks.models import LogFilter, LogRow
 from walletpass_tui.webhooks.store import Store
 
 
@@ -44,8 +44,8 @@ def test_columns_fit_the_width_and_keep_the_essentials() -> None:
 
 
 def test_cells_say_the_verdict_in_words() -> None:
-    ok = row_from_attempt(replace(attempt(1), attempt_no=1))
-    bad = row_from_attempt(attempt(2, verdict="rejected", reason="timestamp too old"))
+    ok = LogRow.of(replace(attempt(1), attempt_no=1))
+    bad = LogRow.of(attempt(2, verdict="rejected", reason="timestamp too old"))
     assert cell_text(ok, "verdict") == "✓ verified"
     assert cell_text(bad, "verdict") == "✗ too old"
     assert cell_text(ok, "topic") == "activated"

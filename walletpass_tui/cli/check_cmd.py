@@ -18,7 +18,8 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
-from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
+from walletpass_tui.cli.home_receiver import signing_secret
+from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags, target_options
 from walletpass_tui.errors import UsageError
 
@@ -112,13 +113,13 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
         endpoint_id = endpoint.id
         topics = topics or [t for t in endpoint.topics if t in TOPICS]
     else:
-        given = one_secret(args)
-        if given is None:
+        found = signing_secret(args, settings, args.url)  # this home's receiver: its test secret
+        if found is None:
             raise UsageError(
                 "Give the secret your receiver verifies with: set WALLETPASS_SECRET, give "
                 "--secret-file PATH or --secret -, or name a local endpoint with --endpoint ep_..."
             )
-        secret = given.value
+        secret = found
     return CheckOptions(
         target_options=target_options(args, [args.url]),
         target=args.url,

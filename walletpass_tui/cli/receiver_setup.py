@@ -19,6 +19,7 @@ from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime.local import DeliverySetup
 from walletpass_tui.text import printable
+from walletpass_tui.webhooks import home_secret
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.sources import SourcePolicy
@@ -84,7 +85,11 @@ def receiver_options(settings: Settings) -> ReceiverOptions:
 
 def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
     secrets = given_secrets(args)  # read once: standard input cannot be read again
-    options = build_receiver_options(args, settings, secrets)
+    # The home's test secret, made once: what trigger and check sign with by default.
+    test_secret = home_secret.load_or_create(settings.home)
+    options = build_receiver_options(
+        args, settings, [*secrets, GivenSecret(test_secret, home_secret.LABEL)]
+    )
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
         from walletpass_tui.cli.target_flags import target_options
@@ -112,6 +117,7 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
         routes=routes,
         ack_target=ack_target,
         explicit_secrets=tuple(given.value for given in secrets),
+        test_secret=test_secret,
         learn_schemas=not getattr(args, "no_schemas", False),
         tunnel=tunnel_provider(settings),
     )

@@ -104,6 +104,20 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="heartbeat comment interval on idle streams (default 15)",
     )
     serve.add_argument(
+        "--max-subscribers",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="open streams on the whole relay (default 1000; past it: 503)",
+    )
+    serve.add_argument(
+        "--max-channel-subscribers",
+        type=int,
+        default=100,
+        metavar="N",
+        help="open streams on one channel (default 100; past it: 429)",
+    )
+    serve.add_argument(
         "--quiet",
         action="store_true",
         help="print no line per request (by default: time, method, channel, status, ms)",
@@ -209,6 +223,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError("--retention-days must be more than 0.")
     if args.heartbeat <= 0:
         raise CommandError("--heartbeat must be more than 0 seconds.")
+    if args.max_subscribers < 1 or args.max_channel_subscribers < 1:
+        raise CommandError("--max-subscribers and --max-channel-subscribers must be 1 or more.")
     sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
     public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
@@ -221,6 +237,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         retention_days=args.retention_days,
         heartbeat_s=args.heartbeat,
+        max_subscribers=args.max_subscribers,
+        max_channel_subscribers=args.max_channel_subscribers,
         request_lines=None if args.quiet else sys.stdout,
         ingress=IngressOptions(
             max_body=settings.max_body, tolerance_s=settings.tolerance_s, sources=sources

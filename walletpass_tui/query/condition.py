@@ -24,6 +24,7 @@ from typing import Any
 from walletpass_tui.query import index as field_index
 from walletpass_tui.query.language import (
     All,
+    AnyOf,
     Compare,
     FieldPath,
     Has,
@@ -219,7 +220,9 @@ def _path_sql(path: FieldPath, column: str, params: list[Any]) -> str:
 
 
 def _term_sql(term: Has | Compare, params: list[Any], upto: int | None) -> str:
-    later = f"{FIELD_FUNCTION}(a.body, ?)"
+    # The body is read for a row past the mark only: the rows' scan can then read their ids
+    # alone (an index of them), never the whole table, to test the others.
+    later = f"{FIELD_FUNCTION}((SELECT b.body FROM attempts b WHERE b.id = a.id), ?)"
     if upto is None:
         params.append(write(term))
         return later
@@ -284,17 +287,32 @@ def _node_matches(node: Node, attempt: Attempt, fields: list[BodyFields]) -> boo
     return any(_node_matches(p, attempt, fields) for p in node.parts)
 
 
-def _driver_term(node: Node) -> Has | Compare | None:
-    """The term whose index entries list the rows: one every match must have (not negated, not
-    in an OR), of one path; an equality first (its matches are fewest, usually), then another
-    comparison, then has:."""
+def _single(node: Node) -> bool:
+    return isinstance(node, Has | Compare) and not node.path.any_key
+
+
+def _driver_part(node: Node, *, counting: bool) -> Node | None:
+    """The part whose index entries list the rows: one every match must have (not negated), of
+    one path; an equality first (its matches are fewest, usually), then another comparison, then
+    has:. To count, an OR of such terms too (its entries are gathered and grouped: quick to
+    count, but a first page of a common OR comes sooner from the newest rows, one by one)."""
     parts = node.parts if isinstance(node, All) else (node,)
-    terms = [p for p in parts if isinstance(p, Has | Compare) and not p.path.any_key]
+    terms = [p for p in parts if isinstance(p, Has | Compare) and _single(p)]
     compares = [t for t in terms if isinstance(t, Compare)]
-    ranked: list[Has | Compare] = [t for t in compares if t.op == ":"]
+    ranked: list[Node] = [t for t in compares if t.op == ":"]
     ranked += [t for t in compares if t.op != ":"]
     ranked += [t for t in terms if isinstance(t, Has)]
+    if counting:
+        ranked += [p for p in parts if isinstance(p, AnyOf) and all(map(_single, p.parts))]
     return ranked[0] if ranked else None
+
+
+def _entries_sql(term: Has | Compare, params: list[Any]) -> str:
+    """The index entries (``d``) of one term."""
+    clauses = [_path_sql(term.path, "d.path", params)]
+    if isinstance(term, Compare):
+        clauses.append(_value_sql(term, "d.value", params))
+    return " AND ".join(clauses)
 
 
 @dataclass(frozen=True)
@@ -315,21 +333,25 @@ class FieldCondition:
     def sql(self, params: list[Any], upto: int | None) -> str:
         return _node_sql(self.node, params, upto)
 
-    def driven(self, upto: int) -> tuple[RowDriver, FieldCondition | None] | None:
-        term = _driver_term(self.node)
-        if term is None:
+    def driven(
+        self, upto: int, *, counting: bool = False
+    ) -> tuple[RowDriver, FieldCondition | None] | None:
+        part = _driver_part(self.node, counting=counting)
+        if part is None:
             return None
         params: list[Any] = []
-        clauses = [_path_sql(term.path, "d.path", params)]
-        if isinstance(term, Compare):
-            clauses.append(_value_sql(term, "d.value", params))
-        clauses.append("d.id <= ?")
+        if isinstance(part, AnyOf):
+            branches = [_entries_sql(t, params) for t in part.parts if isinstance(t, Has | Compare)]
+            entries = "(" + " OR ".join(f"({b})" for b in branches) + ")"
+        else:
+            assert isinstance(part, Has | Compare)
+            entries = _entries_sql(part, params)
         params.append(upto)
         source = "fx.fv d JOIN attempts a ON a.id = d.id"
-        driver = RowDriver(source, "d.id", tuple(clauses), tuple(params))
+        driver = RowDriver(source, "d.id", (entries, "d.id <= ?"), tuple(params))
         rest: Node | None = None
         if isinstance(self.node, All):
-            left = tuple(p for p in self.node.parts if p is not term)
+            left = tuple(p for p in self.node.parts if p is not part)
             rest = None if not left else left[0] if len(left) == 1 else All(left)
         return driver, (FieldCondition(rest) if rest is not None else None)
 

@@ -49,7 +49,15 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions, Trust, with_added
-from walletpass_tui.webhooks.verify import sign
+from walletpass_tui.webhooks.verify import (
+    HEADER_ID,
+    HEADER_SIGNATURE,
+    HEADER_TIMESTAMP,
+    SecretError,
+    compute_signature,
+    parse_secret,
+    sign,
+)
 
 USER_AGENT = f"walletpass-tui/{__version__} (forwarding)"
 # Headers carried over from the original delivery.
@@ -190,7 +198,9 @@ def replay_request(
         )
     if not secret:
         raise ForwardError(
-            "Re-signing needs the endpoint's secret: import the endpoint, pass --secret, or use --mode original."
+            "Re-signing needs the secret that verified this delivery, and no secret known here "
+            "made its signature: give it (WALLETPASS_SECRET, --secret-file or --secret -), "
+            "import its endpoint, or use --mode original."
         )
     payload = attempt.body if body is None else body
     headers = original_headers(attempt)
@@ -244,16 +254,45 @@ async def replay(
 SecretLookup = Callable[[Attempt], str | None]
 
 
-def secret_lookup(registry: EndpointRegistry, explicit: Sequence[str]) -> SecretLookup:
-    """The secret to re-sign an attempt with: its endpoint's, or the only --secret given."""
+def secret_lookup(
+    registry: EndpointRegistry, explicit: Sequence[str], test_secret: str | None = None
+) -> SecretLookup:
+    """The secret to re-sign an attempt with: the one that verified it, found again among the
+    known secrets (those given, the endpoints', the home's test secret) by the signature it
+    made, which the history keeps (the secret itself never is); else its endpoint's, or the only
+    secret given."""
 
     def lookup(attempt: Attempt) -> str | None:
+        known = [*explicit, *(e.secret.reveal() for e in registry.load())]
+        if test_secret:
+            known.append(test_secret)
+        found = signed_by(attempt, known)
+        if found is not None:
+            return found
         if attempt.endpoint_id:
             endpoint = registry.get(attempt.endpoint_id)
             return endpoint.secret.reveal() if endpoint else None
         return explicit[0] if len(explicit) == 1 else None
 
     return lookup
+
+
+def signed_by(attempt: Attempt, secrets: Sequence[str]) -> str | None:
+    """The secret among ``secrets`` whose signature the attempt carries, or None."""
+    headers = {name.lower(): value for name, value in attempt.headers}
+    msg_id = headers.get(HEADER_ID, "")
+    timestamp = headers.get(HEADER_TIMESTAMP, "").strip()
+    entries = headers.get(HEADER_SIGNATURE, "").split(" ")
+    if not (msg_id and timestamp and entries):
+        return None
+    for secret in dict.fromkeys(secrets):
+        try:
+            key = parse_secret(secret)
+        except SecretError:  # not a secret: it verified nothing either
+            continue
+        if compute_signature(key, msg_id, timestamp, attempt.body) in entries:
+            return secret
+    return None
 
 
 class Forwarder:

@@ -26,6 +26,7 @@ ForwardMode = Literal["original", "resign"]
 ForwardState = Literal["pending", "done", "failed", "given up"]
 FORWARD: Final = "forward"
 REPLAY: Final = "replay"
+CHECK_MODE: Final = "check"  # the mode of the replay rows recording the check's requests
 ORIGINAL: Final = "original"
 RESIGN: Final = "resign"
 PENDING: Final = "pending"
@@ -134,6 +135,16 @@ class LogRow:
     note: str | None
     body_differs: bool = False
 
+    @classmethod
+    def of(cls, attempt: Attempt) -> LogRow:
+        """The log line of a stored attempt (its body and headers left behind)."""
+        return cls(**{name: getattr(attempt, name) for name in _LOG_FIELDS})
+
+
+# A log line holds these fields of its attempt, under the same names (a new column: a field here,
+# then its cell in ui/view/log_columns.py; the history's query reads them by these names).
+_LOG_FIELDS = tuple(field.name for field in fields(LogRow))
+
 
 @dataclass(frozen=True)
 class MessageRow:
@@ -232,9 +243,12 @@ class RowCondition(Protocol):
         """The condition on ``a`` as one SQL expression; its parameters appended to ``params``."""
         ...
 
-    def driven(self, upto: int) -> tuple[RowDriver, RowCondition | None] | None:
+    def driven(
+        self, upto: int, *, counting: bool = False
+    ) -> tuple[RowDriver, RowCondition | None] | None:
         """Rows up to ``upto`` listed by the index, and what is left to test on them (None:
-        nothing); None when the index cannot list them."""
+        nothing); None when the index cannot list them (``counting``: for a count, where
+        gathering every row it lists costs no more than testing each)."""
         ...
 
     def matches(self, attempt: Attempt) -> bool:

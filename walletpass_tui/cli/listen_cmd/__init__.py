@@ -37,9 +37,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="receive and verify webhooks without the dashboard",
         description="Run the webhook receiver headless. Every attempt is verified (Standard Webhooks "
         "signature, timestamp tolerance), stored in the history database, and printed. A verified "
-        "delivery is answered 200 only after it is on disk.",
+        "delivery is answered 200 only after it is on disk. It verifies with the secrets given, "
+        "those of the endpoints known locally and this home's test secret, made once: what "
+        "'walletpass-tui trigger' signs with when it sends to this receiver.",
         epilog="examples:\n"
-        "  walletpass-tui listen\n"
+        "  walletpass-tui listen     # then, in another shell: walletpass-tui trigger activated\n"
+        "  walletpass-tui listen --print-secret     # this home's test secret, for your app\n"
         "  walletpass-tui listen --tunnel cloudflared\n"
         '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui listen --forward-to '
         "http://localhost:3000/webhooks "
@@ -54,12 +57,23 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument(
         "--json", action="store_true", help="print one JSON object per attempt on stdout"
     )
+    p.add_argument(
+        "--print-secret",
+        action="store_true",
+        help="print this home's test secret (made now if it has none) and exit: give it to an "
+        "app of yours that verifies the deliveries trigger sends",
+    )
     add_delivery_flags(p)
     p.set_defaults(handler=cmd_listen)
 
 
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    if args.print_secret:
+        from walletpass_tui.webhooks import home_secret
+
+        print(home_secret.load_or_create(settings.home))
+        return 0
     setup = delivery_setup(args, settings)
     upgrade_history(settings.database_path)
     return run_loop(_listen(settings, setup, args.json, relay_link(args, settings)))
@@ -281,13 +295,7 @@ def _announce(
     secrets = [key.label for key in (options.secrets if options else ())]
     for endpoint in runtime.registry.load():
         secrets.append(f"{endpoint.id} {endpoint.secret.masked}")
-    if secrets:
-        out.write("Verifying with: " + ", ".join(secrets) + "\n")
-    else:
-        out.write(
-            "No signing secret yet: every delivery will be rejected. Set WALLETPASS_SECRET, give "
-            "--secret-file or --secret -, or 'walletpass-tui endpoints import'.\n"
-        )
+    out.write("Verifying with: " + ", ".join(secrets) + "\n")
     injected = runtime.injection.describe()
     if injected:
         out.write(f"Injecting failures: {injected}\n")
@@ -298,6 +306,7 @@ def _announce(
             f"The last receiver on this home ({stale.describe()}) stopped without cleaning up; "
             "its state was replaced.\n"
         )
+    out.write(f"Send a test delivery: walletpass-tui trigger activated{home_flag(settings.home)}\n")
     out.write(f"Attach a dashboard: walletpass-tui attach{home_flag(settings.home)}\n")
     out.write(f"History: {settings.database_path}   (Ctrl-C to stop)\n")
     out.flush()

@@ -196,11 +196,13 @@ def _register_trigger(
         parents=parents,
         help="sign and send one webhook (or a fixture's, in order) to a receiver",
         description="Send one signed webhook (Standard Webhooks headers, as the service would) to "
-        "--to and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
+        "--to, or to the receiver running on this home (listen, the dashboard), signed with its "
+        "test secret, and print the receiver's answer and how long it took. Exit status 0 on a 2xx "
         "answer, 1 otherwise. Without --body-file a plausible event body is made up; --set "
         "changes one of its fields. --fixture sends a file's list of events in order, each with "
         "its own webhook-id (exit 1 if any got no 2xx; see docs/simulator.md).",
         epilog="examples:\n"
+        "  walletpass-tui trigger activated     # to 'walletpass-tui listen' in another shell\n"
         '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui trigger pass.activated '
         "--to http://127.0.0.1:8787/webhooks\n"
         '  WALLETPASS_SECRET="$WEBHOOK_SECRET" walletpass-tui trigger activated '
@@ -263,7 +265,12 @@ def _add_sim_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_target_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--to", metavar="URL", required=True, help="the receiver's URL")
+    parser.add_argument(
+        "--to",
+        metavar="URL",
+        help="the receiver's URL (default: the one running on this home, signed with its test "
+        "secret)",
+    )
     add_secret_flags(parser, what="the endpoint's signing secret (whsec_...)", many=False)
     parser.add_argument(
         "--body-file",

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from walletpass_tui import __version__
-from walletpass_tui.cli.common import CommandError, read_bounded_file
-from walletpass_tui.cli.secret_flags import one_secret, stdin_conflict
+from walletpass_tui.cli.common import CommandError, read_bounded_file, settings_from_args
+from walletpass_tui.cli.home_receiver import receiver_url, signing_secret
+from walletpass_tui.cli.secret_flags import stdin_conflict
 from walletpass_tui.config import DEFAULT_MAX_BODY
 from walletpass_tui.errors import UsageError
 from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse_assignment
@@ -38,17 +39,22 @@ def checked_time_scale(text: str) -> float:
         ) from None
 
 
-def checked_secret(args: argparse.Namespace) -> str:
-    """The secret to sign with: the one given (``--secret``, ``--secret-file``, ``--secret -``,
-    ``$WALLETPASS_SECRET``); refused when none is."""
+def target_and_secret(args: argparse.Namespace) -> tuple[str, str]:
+    """Where to send and the secret to sign with. Without --to: this home's receiver (from its
+    state file). The secret: the one given (``--secret``, ``--secret-file``, ``--secret -``,
+    ``$WALLETPASS_SECRET``), else this home's test secret when sending to this home's receiver;
+    refused otherwise."""
+    settings = settings_from_args(args)
+    url = checked_target_url(args.to) if args.to else receiver_url(settings)
     stdin_conflict(args, "body_file", "fixture")
-    given = one_secret(args)
-    if given is None:
+    secret = signing_secret(args, settings, url)
+    if secret is None:
         raise UsageError(
-            "Give the endpoint's signing secret: set WALLETPASS_SECRET, or give --secret-file "
-            "PATH or --secret - (standard input)."
+            f"Give the signing secret {printable(url, 80)} verifies with: set WALLETPASS_SECRET, "
+            "or give --secret-file PATH or --secret - (standard input). This home's receiver "
+            "needs none: leave out --to."
         )
-    return given.value
+    return url, secret
 
 
 def checked_target_url(url: str) -> str:

@@ -17,12 +17,11 @@ from walletpass_tui.cli.sim_cmd.checks import (
     USER_AGENT,
     body_for,
     checked_message_id,
-    checked_secret,
-    checked_target_url,
     checked_time_scale,
     fixture_events,
     print_attempt,
     scale_note,
+    target_and_secret,
 )
 from walletpass_tui.sim.engine import (
     RETRY_WAITS,
@@ -40,8 +39,7 @@ from walletpass_tui.webhooks.verify import sign
 
 def cmd_sim_deliver(args: argparse.Namespace) -> int:
     scale = checked_time_scale(args.time_scale)
-    url = checked_target_url(args.to)
-    secret = checked_secret(args)
+    url, secret = target_and_secret(args)
     msg_id = checked_message_id(args.message_id)
     body = body_for(args, args.topic)
     message = Message(id=msg_id, topic=args.topic, body=body)
@@ -76,8 +74,7 @@ async def _deliver(url: str, secret: str, message: Message, scale: float) -> Del
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
-    url = checked_target_url(args.to)
-    secret = checked_secret(args)
+    url, secret = target_and_secret(args)
     if not 0 < args.timeout <= 3600:
         raise CommandError(f"--timeout must be between 0 and 3600 seconds, got {args.timeout:g}.")
     events = fixture_events(args, need_topic=False)

@@ -17,8 +17,8 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TextIO
 
 from walletpass_tui.logs import scrub
@@ -58,17 +58,14 @@ class RequestLines:
     ``MAX_WAITING`` lines waiting, lines are dropped and counted, and the count is printed once
     the terminal reads again."""
 
-    def __init__(
-        self,
-        out: TextIO | None,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
+    def __init__(self, out: TextIO | None, *, clock: Callable[[], float] = time.time) -> None:
         self._out = out
         self._clock = clock
-        self._queue: queue.Queue[str | None] = queue.Queue(MAX_WAITING)
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._dropped = 0
+        self._second = -1
+        self._stamp = ""
 
     @property
     def on(self) -> bool:
@@ -77,23 +74,25 @@ class RequestLines:
     def add(self, method: str, what: str, status: int, ms: float, note: str = "") -> None:
         if self._out is None:
             return
-        when = self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        line = f"{when}  {printable(method, 8):<6}{what:<24}  {status:>3}  {ms:>7.1f} ms"
+        if self._queue.qsize() >= MAX_WAITING:  # the terminal does not keep up: counted
+            self._dropped += 1
+            return
+        second = int(self._clock())
+        if second != self._second:  # formatted once a second
+            self._second = second
+            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        line = f"{self._stamp}  {printable(method, 8):<6}{what:<24}  {status:>3}  {ms:>7.1f} ms"
         if self._thread is None:
             self._thread = threading.Thread(target=self._write, name="relay-lines", daemon=True)
             self._thread.start()
-        try:
-            self._queue.put_nowait(f"{line}  {note}".rstrip())
-        except queue.Full:  # the terminal does not keep up: counted, said when it does
-            self._dropped += 1
+        self._queue.put(f"{line}  {note}" if note else line)
 
     def close(self) -> None:
         """Write what waits (for at most a moment: the terminal may not be reading)."""
         if self._thread is None:
             return
-        with contextlib.suppress(queue.Full):  # the thread is stuck on a terminal: left behind
-            self._queue.put(None, timeout=1)
-        self._thread.join(timeout=2)
+        self._queue.put(None)
+        self._thread.join(timeout=2)  # a terminal that reads nothing: the thread is left behind
 
     def _write(self) -> None:
         out = self._out

@@ -1,11 +1,11 @@
-"""One subscriber's stream on the wire: written an event at a time, never ahead of its socket.
+"""One subscriber's stream on the wire: written in bounded writes, never ahead of its socket.
 
 aiohttp's ``StreamResponse.write`` hands whatever it gets to the transport and waits for the
 transport to drain only now and then, so a subscriber that stops reading would keep whatever was
 written for it in the relay's memory. ``EventStream`` instead sets the transport's write buffer
-limits low (``WRITE_HIGH``/``WRITE_LOW``), writes without waiting, and says when the transport is
-``full``: its caller stops there, lets go of the rest of its page, and waits in ``drained`` before
-reading on. A subscriber that stopped reading therefore holds at most ``WRITE_HIGH`` plus one
+limits low (``WRITE_HIGH``/``WRITE_LOW``), writes without waiting, and says how much ``room`` the
+transport has: its caller writes the events that fit (and one more at most) in one write, lets
+go of the rest of its page, and waits in ``drained`` before reading on. A subscriber that stopped reading therefore holds at most ``WRITE_HIGH`` plus one
 event, besides the kernel's socket buffer.
 
 ``drained`` is patient, not endless: a peer from which no byte drained for ``STALL_HEARTBEATS``
@@ -59,6 +59,12 @@ class EventStream:
         self._fanout = fanout
         self._heartbeat_s = heartbeat_s
         self._stopped = stopped
+
+    @property
+    def room(self) -> int:
+        """Bytes the transport takes before it is full (events are written up to it, and one
+        more at most)."""
+        return max(0, WRITE_HIGH - self._transport.get_write_buffer_size())
 
     @property
     def full(self) -> bool:

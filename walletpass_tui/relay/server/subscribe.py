@@ -15,8 +15,9 @@ stream says so, reads after its cursor and goes on.
 
 Streams are counted: past ``max_channel_subscribers`` on one channel a token holder gets 429, past
 ``max_subscribers`` on the whole relay anyone gets 503, both with ``Retry-After``. Each stream is
-written an event at a time and never ahead of its socket (``stream.py``): a subscriber that stops
-reading holds at most one event and is dropped after two heartbeats without progress.
+written what its transport has room for, in one write, never ahead of its socket (``stream.py``):
+a subscriber that stops reading holds at most one event past that room, and is dropped after two
+heartbeats without progress.
 """
 
 from __future__ import annotations
@@ -272,13 +273,20 @@ class Subscriptions:
 async def _send_page(
     out: EventStream, fanout: ChannelFanout, storage: RelayStorage, cursor: int
 ) -> int:
-    """Write the next page after ``cursor``, up to the moment the socket is full; the cursor of
-    the last event written. The rest of the page is let go of here, read again once drained."""
+    """Write the next page after ``cursor``, as much of it as the transport has room for (at
+    least one event), in one write; the cursor of the last event written. The rest of the page
+    is let go of here, read again once drained."""
+    room = out.room
+    batch: list[bytes] = []
+    size = 0
     for next_cursor, event in await fanout.read_after(storage, cursor):
-        await out.write(event)
+        batch.append(event)
+        size += len(event)
         cursor = next_cursor
-        if out.full:
+        if size >= room:
             break
+    if batch:
+        await out.write(batch[0] if len(batch) == 1 else b"".join(batch))
     return cursor
 
 

@@ -28,7 +28,6 @@ from walletpass_tui.text import clip, visible
 from walletpass_tui.ui.messages import DeliveriesStored, live_signals
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.view.filter_completion import complete
-from walletpass_tui.ui.view.log_columns import row_from_attempt
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.widgets.filter_completions import FilterCompletions
@@ -305,7 +304,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         if dropped:
             self.reload()
             return
-        matched = [row_from_attempt(a) for a in attempts if matches(self.filter, a)]
+        matched = [LogRow.of(a) for a in attempts if matches(self.filter, a)]
         if not matched:
             return
         self._recent.extend(matched)

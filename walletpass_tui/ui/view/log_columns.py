@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from walletpass_tui.api.topics import TOPICS, short_topic, topic_label
 from walletpass_tui.text import clip, format_ms, one_line
-from walletpass_tui.webhooks.models import VERIFIED, Attempt, LogRow, is_check_note
+from walletpass_tui.webhooks.models import VERIFIED, LogRow, is_check_note
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
 
 GAP = 1
@@ -144,24 +144,6 @@ def measure(rows: Iterable[LogRow], widest: dict[str, int]) -> bool:
 
 
 BODY_DIFFERS_MARK = "≠"
-
-
-def row_from_attempt(attempt: Attempt) -> LogRow:
-    """The log line of a freshly stored attempt (its body and headers left behind)."""
-    return LogRow(
-        id=attempt.id,
-        received_at_ms=attempt.received_at_ms,
-        webhook_id=attempt.webhook_id,
-        topic=attempt.topic,
-        pass_id=attempt.pass_id,
-        verdict=attempt.verdict,
-        reason=attempt.reason,
-        attempt_no=attempt.attempt_no,
-        endpoint_id=attempt.endpoint_id,
-        status=attempt.status,
-        note=attempt.note,
-        body_differs=attempt.body_differs,
-    )
 
 
 def verdict_label(verdict: str, reason: str) -> str:

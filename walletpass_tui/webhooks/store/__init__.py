@@ -12,7 +12,7 @@
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-* ``queries.py`` every read, on an aiosqlite connection of its own; ``reading.py`` ``History``,
+* ``queries.py`` every read, on a connection and thread of its own; ``reading.py`` ``History``,
   the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
   writes nothing (``events list``, ``show``, ``export`` on a full disk);
 * ``health.py``  a failed write is one line on stderr naming the file and the fix, and a sentence
@@ -292,6 +292,12 @@ class Store(History):
     async def prune_older_than(self, cutoff_ms: int) -> int:
         """Drop every attempt received before ``cutoff_ms``; returns how many."""
         return await self._write(prune.older_than, cutoff_ms)
+
+    async def prune_oldest(self, cutoff_ms: int, limit: int) -> tuple[int, float]:
+        """Drop the oldest ``limit`` attempts received before ``cutoff_ms``, in one transaction:
+        (how many, seconds it held the history's write lock: what a receiver writing the same
+        history waited for at most)."""
+        return await self._write(prune.oldest_before, cutoff_ms, limit)
 
     # -- forwards and replays ----------------------------------------------------------------
 

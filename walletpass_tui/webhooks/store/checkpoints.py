@@ -25,11 +25,11 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class Checkpointer:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
+        self._thread = SqliteThread("store-checkpoint")
         self._db: sqlite3.Connection | None = None
         self._task: asyncio.Future[None] | None = None
         self._commits = 0
@@ -142,7 +142,7 @@ class Checkpointer:
         self._commits = self._rows = 0
         self.started += 1
         number = self.started
-        self._task = asyncio.get_running_loop().run_in_executor(self._executor, self._checkpoint)
+        self._task = self._thread.run(self._checkpoint)
         self._task.add_done_callback(lambda _: self._ended(number))
 
     def _ended(self, number: int) -> None:
@@ -179,7 +179,7 @@ class Checkpointer:
                 db.close()
 
         with suppressed(log, "closing the checkpoint connection"):
-            await asyncio.get_running_loop().run_in_executor(self._executor, close)
+            await self._thread.run(close)
 
     async def close(self) -> None:
         self._stopped = True
@@ -188,5 +188,5 @@ class Checkpointer:
                 await self._task
         if self._db is not None:
             with suppressed(log, "closing the checkpoint connection"):
-                self._db.close()
-        self._executor.shutdown(wait=False)
+                await self._thread.run(self._db.close)
+        self._thread.close()

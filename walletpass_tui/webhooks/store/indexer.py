@@ -23,11 +23,11 @@ import contextlib
 import logging
 import os
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.store import tables
 from walletpass_tui.webhooks.store.search import INDEX_BODY_BYTES
 
@@ -178,11 +178,17 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
 class Indexer:
     """The index's connection, its thread, and the loop that catches up after each commit."""
 
-    def __init__(self, path: Path, db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        busy_timeout_ms: int,
+        thread: SqliteThread | None = None,
+    ) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = db
         self._busy_timeout_ms = busy_timeout_ms
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-indexer")
+        self._thread = thread or SqliteThread("store-indexer")  # the one that opened ``db``
         self._wake = asyncio.Event()
         self._now = asyncio.Event()  # settled() waits: index without coalescing
         self._behind = True  # unknown at open
@@ -192,9 +198,13 @@ class Indexer:
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int) -> Indexer:
         """Open (or rebuild) the index and index what a crash left out, up to OPEN_CHUNKS."""
-        loop = asyncio.get_running_loop()
-        db = await loop.run_in_executor(None, connect, path, busy_timeout_ms)
-        indexer = cls(path, db, busy_timeout_ms)
+        thread = SqliteThread("store-indexer")
+        try:
+            db = await thread.run(connect, path, busy_timeout_ms)
+        except BaseException:
+            thread.close()
+            raise
+        indexer = cls(path, db, busy_timeout_ms, thread)
         try:
             for _ in range(OPEN_CHUNKS):
                 if await indexer._run_step() < CHUNK:
@@ -225,8 +235,7 @@ class Indexer:
         return not self._behind
 
     async def _run_step(self) -> int:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._step)
+        return await self._thread.run(self._step)
 
     def _step(self) -> int:
         """One chunk, on the index's thread (with the connection it has then: see disconnect)."""
@@ -241,15 +250,12 @@ class Indexer:
                 db.close()
 
         with suppressed(log, "closing the search index"):
-            await asyncio.get_running_loop().run_in_executor(self._executor, close)
+            await self._thread.run(close)
 
     async def connect(self) -> None:
         """Open the index of the history at the path again (it exists: the writer made it); an
         index of the history that was deleted is started over (see ``_connect``)."""
-        loop = asyncio.get_running_loop()
-        self._db = await loop.run_in_executor(
-            self._executor, connect, self.path, self._busy_timeout_ms
-        )
+        self._db = await self._thread.run(connect, self.path, self._busy_timeout_ms)
         self.wake()
 
     async def _run(self) -> None:
@@ -275,20 +281,17 @@ class Indexer:
 
     async def _recover(self) -> None:
         """A damaged index file is rebuilt; anything else (locked, a damaged history) waits."""
-        loop = asyncio.get_running_loop()
         if self._db is None or not self.path.exists():
             return  # the history is being started over: it opens the index again
         try:
-            await loop.run_in_executor(self._executor, check, self._db)
+            await self._thread.run(check, self._db)
         except sqlite3.DatabaseError:
             log.info("The search index %s is damaged; it is made again", self.path)
             with suppressed(log, "closing the damaged search index"):
-                await loop.run_in_executor(self._executor, self._db.close)
+                await self._thread.run(self._db.close)
             with suppressed(log, "making the search index again"):
-                await loop.run_in_executor(self._executor, discard, self.path)
-                self._db = await loop.run_in_executor(
-                    self._executor, connect, self.path, self._busy_timeout_ms
-                )
+                await self._thread.run(discard, self.path)
+                self._db = await self._thread.run(connect, self.path, self._busy_timeout_ms)
                 self._wake.set()
 
     async def close(self) -> None:
@@ -297,4 +300,4 @@ class Indexer:
             with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await self._task
         await self.disconnect()
-        self._executor.shutdown(wait=False)
+        self._thread.close()

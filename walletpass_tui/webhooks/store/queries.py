@@ -1,5 +1,6 @@
-"""Reading the history: one aiosqlite connection (its own thread, ``query_only``), never blocked by
-the writer (WAL: readers see the last commit, writers do not wait for them)."""
+"""Reading the history: one connection (``query_only``) on a thread of its own
+(``sqlite_thread.ThreadConnection``), never blocked by the writer (WAL: readers see the last
+commit, writers do not wait for them)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
     CHECK,
+    CHECK_MODE,
     CHECK_NOTE_PREFIXES,
     FORWARD,
     PENDING,
@@ -40,7 +41,28 @@ from walletpass_tui.webhooks.store.indexer import index_path
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Connect = Callable[[], Awaitable[aiosqlite.Connection]]
+Connect = Callable[[], Awaitable[ThreadConnection]]
+
+
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A reader's connection, with the search index (created by the indexer before this)
+    attached as ``idx``."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
+        conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create_function(
+    db: sqlite3.Connection, name: str, arity: int, function: Callable[..., Any]
+) -> None:
+    db.create_function(name, arity, function, deterministic=True)
 
 
 @dataclass
@@ -48,7 +70,7 @@ class _Connection:
     """A reading connection and what it was made ready for (a field query's functions and
     index: ``Reader._ready``)."""
 
-    db: aiosqlite.Connection
+    db: ThreadConnection
     functions: set[str] = field(default_factory=set)
     fx_attached: bool = False
 
@@ -66,7 +88,7 @@ class Reader:
     def __init__(
         self,
         path: Path,
-        conn: aiosqlite.Connection,
+        conn: ThreadConnection,
         index: search.IndexUse = search.KEPT_UP,
         connect: Connect | None = None,
         *,
@@ -81,7 +103,7 @@ class Reader:
         self._count_lock = asyncio.Lock()
 
     @property
-    def _db(self) -> aiosqlite.Connection:
+    def _db(self) -> ThreadConnection:
         return self._main.db
 
     @classmethod
@@ -91,33 +113,23 @@ class Reader:
         return cls(path, await connect(), connect=connect)
 
     @staticmethod
-    async def connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(path, isolation_level=None)
-        try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-            await conn.execute("ATTACH DATABASE ? AS idx", (str(index_path(path)),))
-            await conn.execute("PRAGMA query_only = ON")
-        except BaseException:
-            with suppressed(log, "closing a history reader that did not open"):
-                await conn.close()
-            raise
-        return conn
+    async def connect(path: Path, busy_timeout_ms: int) -> ThreadConnection:
+        return await ThreadConnection.open("store-reader", _connect, path, busy_timeout_ms)
 
     async def close(self) -> None:
         counting, self._counting = self._counting, None
         if counting is not None:
             with suppressed(log, "closing the history's counting reader"):
-                await counting.db.interrupt()
+                counting.db.interrupt()
                 await counting.db.close()
         with suppressed(log, "closing the history reader"):
             await self._db.close()
 
     async def fetch(self, sql: str, params: Sequence[Any], build: Callable[[Any], T]) -> list[T]:
         try:
-            # One trip to aiosqlite's thread (iterating the cursor would take one per 64 rows,
-            # each waiting for a turn of a busy event loop).
-            found = await self._db.execute_fetchall(sql, params)
+            # One trip to the reader's thread for all the rows (not one per row fetched, each
+            # waiting for a turn of a busy event loop).
+            found = await self._db.fetchall(sql, params)
             return [build(row) for row in found]
         except (sqlite3.Error, ValueError) as exc:
             raise StoreError(tables.explain(exc, self.path)) from None
@@ -178,7 +190,7 @@ class Reader:
             return int(await self.one(*quick))
         parts: list[str] = []
         params: list[Any] = []
-        for plan in await self._plans(flt):
+        for plan in await self._plans(flt, counting=True):
             if plan.grouped:  # in key order already: grouping streams
                 parts.append(
                     f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
@@ -202,17 +214,22 @@ class Reader:
                 condition = flt.where if flt is not None else None
                 if condition is not None:
                     await self._ready(condition, counting)
-                found = await counting.db.execute_fetchall(sql, params)
+                found = await counting.db.fetchall(sql, params)
             except asyncio.CancelledError:
                 if self._counting is not None:
-                    await self._counting.db.interrupt()
+                    self._counting.db.interrupt()
                 raise
             except (sqlite3.Error, ValueError) as exc:
                 raise StoreError(tables.explain(exc, self.path)) from None
         return next(iter(found))[0]
 
     async def _plans(
-        self, flt: LogFilter | None, *, before_id: int | None = None, after_id: int | None = None
+        self,
+        flt: LogFilter | None,
+        *,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        counting: bool = False,
     ) -> list[_Plan]:
         """How to read a filtered log: one statement, or two when an index lists the rows (the
         rows past its mark first: they are the newest)."""
@@ -224,7 +241,15 @@ class Reader:
         if query is not None:
             found = await self.one(search.INDEXED_UPTO_SQL)
             text_upto = int(found or 0)
-        return _plans(flt, self._index, upto, text_upto, before_id=before_id, after_id=after_id)
+        return _plans(
+            flt,
+            self._index,
+            upto,
+            text_upto,
+            before_id=before_id,
+            after_id=after_id,
+            counting=counting,
+        )
 
     async def _condition_upto(self, condition: RowCondition) -> int | None:
         """Make the condition's functions and index ready; the last row its index holds (None:
@@ -232,8 +257,8 @@ class Reader:
         if not await self._ready(condition, self._main):
             return None
         try:
-            found = await self._db.execute_fetchall(condition.index_mark())
-            top = await self._db.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
+            found = await self._db.fetchall(condition.index_mark())
+            top = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index is not used: %s", exc)
             return None
@@ -247,14 +272,14 @@ class Reader:
         index is there."""
         for name, arity, function in condition.functions():
             if name not in conn.functions:
-                await conn.db.create_function(name, arity, function, deterministic=True)
+                await conn.db.run(_create_function, name, arity, function)
                 conn.functions.add(name)
         file = condition.index_file(self.path)
         try:
             if not conn.fx_attached:
                 if not file.exists():
                     return False
-                await conn.db.execute("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
+                await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
                 conn.fx_attached = True
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index %s is not used: %s", file, exc)
@@ -382,7 +407,7 @@ class Reader:
     async def stats(self) -> Stats:
         """The deliveries of all time, as the header shows them: the activity query over one
         bucket (requests "Check my app" sent are not deliveries)."""
-        counts = (await self.activity(0, activity.ALL_TIME_MS)).deliveries()
+        counts = (await self.activity(0, activity.ALL_TIME_MS, forwards=False)).deliveries()
         verified = sum(row.verified for row in counts)
         rejected = sum(row.rejected for row in counts)
         return Stats(
@@ -432,6 +457,18 @@ class Reader:
             params.append(target)
         return int(await self.one(sql, params))
 
+    async def last_target_of_topic(self, topic: str | None) -> str | None:
+        """The target of the newest forward or replay (not the check's) of a delivery of
+        ``topic``, among the last ``RECENT_FORWARDS`` forwards: where a replay most likely goes."""
+        found = await self.fetch(
+            "SELECT f.target FROM forwards f JOIN attempts a ON a.id = f.attempt_id "
+            "WHERE f.id > (SELECT COALESCE(MAX(id), 0) FROM forwards) - ? AND f.mode != ? "
+            "AND a.topic IS ? ORDER BY f.id DESC LIMIT 1",
+            [RECENT_FORWARDS, CHECK_MODE, topic],
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self.fetch(
             f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
@@ -440,6 +477,7 @@ class Reader:
         )
 
 
+RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
@@ -467,8 +505,9 @@ def _plans(
     *,
     before_id: int | None = None,
     after_id: int | None = None,
+    counting: bool = False,
 ) -> list[_Plan]:
-    """How to read a log filtered by ``flt``.
+    """How to read a log filtered by ``flt`` (``counting``: to count it).
 
     With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
     rows of a common word come at once instead of after every match was collected and sorted.
@@ -496,7 +535,7 @@ def _plans(
         )
         return [later, first]
     if condition is not None and upto is not None:
-        driven = condition.driven(upto)
+        driven = condition.driven(upto, counting=counting)
         if driven is not None:
             driver, rest = driven
             later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
@@ -551,9 +590,9 @@ def _plan(
         if flt.verdict == VERIFIED:
             clauses.append("a.verdict = ?")
             params.append(VERIFIED)
-        elif flt.verdict == REJECTED:
-            clauses.append("a.verdict != ?")
-            params.append(VERIFIED)
+        elif flt.verdict == REJECTED:  # through attempts_by_verdict: the two are all there is
+            clauses.append("a.verdict = ?")
+            params.append(REJECTED)
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
@@ -665,8 +704,8 @@ def attempts_after(
         clauses.append("verdict = ?")
         params.append(VERIFIED)
     elif verdict == REJECTED:
-        clauses.append("verdict != ?")
-        params.append(VERIFIED)
+        clauses.append("verdict = ?")
+        params.append(REJECTED)
     if received_since_ms is not None:
         clauses.append("received_at_ms >= ?")
         params.append(received_since_ms)

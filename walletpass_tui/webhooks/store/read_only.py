@@ -17,7 +17,6 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -25,9 +24,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-import aiosqlite
-
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
@@ -61,8 +59,8 @@ def nobody_writes(path: Path) -> bool:
 
 
 def _probe(path: Path, busy_timeout_ms: int) -> str:
-    """The URI that reads the history at ``path`` (checked with a plain connection first: a
-    failed ``aiosqlite.connect`` leaves its thread to report to a loop that may be gone)."""
+    """The URI that reads the history at ``path`` (checked with a connection of its own first:
+    whether it needs ``immutable``, and which schema it has)."""
     immutable = nobody_writes(path)
     while True:
         try:
@@ -83,25 +81,27 @@ def _probe(path: Path, busy_timeout_ms: int) -> str:
         return uri(path, immutable=immutable)
 
 
-async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
-    address = await asyncio.to_thread(_probe, path, busy_timeout_ms)
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The read-only connection (made on the reader's thread)."""
+    address = _probe(path, busy_timeout_ms)
     try:
-        conn = await aiosqlite.connect(address, uri=True, isolation_level=None)
+        conn = sqlite3.connect(address, uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(tables.explain(exc, path)) from None
     try:
-        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        await conn.execute("PRAGMA query_only = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA query_only = ON")
+        conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
     except BaseException as exc:
         with suppressed(log, "closing a history that did not open"):
-            await conn.close()
+            conn.close()
         if isinstance(exc, sqlite3.Error):
             raise StoreError(tables.explain(exc, path)) from None
         raise
     return conn
 
 
-async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexUse:
+def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
     """Attach the search index read-only when it can be (rows past its mark are looked at one
     by one: see queries.py)."""
     ipath = index_path(path)
@@ -110,37 +110,38 @@ async def _attach_index(conn: aiosqlite.Connection, path: Path) -> search.IndexU
     immutable = nobody_writes(ipath)
     while True:
         try:
-            await conn.execute("ATTACH DATABASE ? AS idx", (uri(ipath, immutable=immutable),))
-            upto = await conn.execute_fetchall(
+            conn.execute("ATTACH DATABASE ? AS idx", (uri(ipath, immutable=immutable),))
+            upto = conn.execute(
                 "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
-            )
-            await conn.execute_fetchall("SELECT rowid FROM idx.attempts_fts LIMIT 1")
+            ).fetchall()
+            conn.execute("SELECT rowid FROM idx.attempts_fts LIMIT 1").fetchall()
         except sqlite3.Error:  # no usable index: tried read-only, or searched without it
             with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
-                await conn.execute("DETACH DATABASE idx")
+                conn.execute("DETACH DATABASE idx")
             if immutable or not log_is_empty(ipath):
                 return search.NO_INDEX  # every row is looked at instead
             immutable = True
             continue
         break
-    top = await conn.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM main.attempts")
-    indexed = int(next(iter(upto))[0]) if upto else 0
-    newest = int(next(iter(top))[0])
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM main.attempts").fetchall()
+    indexed = int(upto[0][0]) if upto else 0
+    newest = int(top[0][0])
     if indexed > newest:  # the index of another history (this one was moved aside)
         with contextlib.suppress(sqlite3.Error):  # not used: nothing more to do
-            await conn.execute("DETACH DATABASE idx")
+            conn.execute("DETACH DATABASE idx")
         return search.NO_INDEX
     return search.KEPT_UP
 
 
-async def _open(path: Path, busy_timeout_ms: int) -> tuple[aiosqlite.Connection, search.IndexUse]:
-    conn = await _connect(path, busy_timeout_ms)
+async def _open(path: Path, busy_timeout_ms: int) -> tuple[ThreadConnection, search.IndexUse]:
+    conn = await ThreadConnection.open("history-reader", _connect, path, busy_timeout_ms)
     try:
-        await conn.create_function(search.HAS_WORDS, 4, search.has_words, deterministic=True)
-        index = await _attach_index(conn, path)
-    except BaseException:
+        index = await conn.run(_attach_index, path)
+    except BaseException as exc:
         with suppressed(log, "closing a history that did not open"):
             await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(tables.explain(exc, path)) from None
         raise
     return conn, index
 
@@ -151,7 +152,7 @@ async def open_history(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
     path = Path(path)
     conn, index = await _open(path, busy_timeout_ms)
 
-    async def connect() -> aiosqlite.Connection:  # another, to count on (queries.Reader)
+    async def connect() -> ThreadConnection:  # another, to count on (queries.Reader)
         return (await _open(path, busy_timeout_ms))[0]
 
     return History(path, Reader(path, conn, index, connect, attach_as=_read_only_uri))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import fields
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -17,10 +18,9 @@ from walletpass_tui.webhooks.models import (
     evolve,
 )
 
-LOG_COLUMNS = (
-    "id, received_at_ms, webhook_id, topic, pass_id, verdict, reason, attempt_no, endpoint_id, "
-    "status, note, body_differs"
-)
+# The log's columns are LogRow's fields, read in their order (attempts' columns of the same names).
+_LOG_FIELDS = tuple(field.name for field in fields(LogRow))
+LOG_COLUMNS = ", ".join(_LOG_FIELDS)
 ATTEMPT_COLUMNS = (
     "id, webhook_id, attempt_no, received_at_ms, remote_addr, forwarded_for, method, path, headers, "
     "body, body_size, verdict, reason, detail, endpoint_id, status, processing_ms, topic, pass_id, "
@@ -33,22 +33,9 @@ FORWARD_COLUMNS = (
 
 
 def log_row(row: Sequence[Any]) -> LogRow:
-    (id_, received, webhook_id, topic, pass_id, verdict, reason, attempt_no, endpoint_id) = row[:9]
-    status, note, differs = row[9:]
-    return LogRow(
-        id_,
-        received,
-        webhook_id,
-        topic,
-        pass_id,
-        verdict,
-        reason,
-        attempt_no,
-        endpoint_id,
-        status,
-        note,
-        bool(differs),
-    )
+    values = dict(zip(_LOG_FIELDS, row, strict=True))
+    values["body_differs"] = bool(values["body_differs"])
+    return LogRow(**values)
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:

@@ -20,10 +20,10 @@ import contextlib
 import logging
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.models import StoreError
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ class WalSync:
         self._log = path.with_name(path.name + "-wal")
         self._fd: int | None = None
         self._fd_lock = threading.Lock()  # the sync thread and, now and then, the writer's
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-sync")
+        self._thread = SqliteThread("store-sync")
         self._running: asyncio.Future[None] | None = None
         self._queued: asyncio.Future[None] | None = None
         self.syncs = 0
@@ -66,7 +66,7 @@ class WalSync:
         """An fsync on the sync thread; ``done`` (a queued future, or a new one) is settled with
         its outcome, and the queued callers' fsync starts right after."""
         settled: asyncio.Future[None] = done or loop.create_future()
-        work = loop.run_in_executor(self._executor, self.fsync_now)
+        work = self._thread.run(self.fsync_now)
 
         def finished(work: asyncio.Future[None]) -> None:
             exc = work.exception() if not work.cancelled() else _not_synced(self._log)
@@ -136,10 +136,9 @@ class WalSync:
                 os.close(self._fd)
                 self._fd = None
 
-        loop = asyncio.get_running_loop()
         with suppressed(log, "closing the history's log for syncing"):
-            await loop.run_in_executor(self._executor, finish)
-        self._executor.shutdown(wait=False)
+            await self._thread.run(finish)
+        self._thread.close()
 
 
 def _not_synced(log: Path) -> StoreError:

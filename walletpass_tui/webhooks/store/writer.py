@@ -22,13 +22,13 @@ import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
+from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.models import (
     Attempt,
     Finalizer,
@@ -85,7 +85,7 @@ class WriteThread:
         self,
         db: sqlite3.Connection,
         path: Path,
-        executor: ThreadPoolExecutor,
+        thread: SqliteThread,
         busy_timeout_ms: int,
         files: HistoryFiles,
         log_bound_bytes: int = LOG_BOUND_BYTES,
@@ -95,7 +95,7 @@ class WriteThread:
         self.busy_timeout_ms = busy_timeout_ms
         self.log_bound_bytes = log_bound_bytes
         self._db: sqlite3.Connection | None = db
-        self._executor = executor
+        self._thread = thread
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -108,17 +108,14 @@ class WriteThread:
     ) -> WriteThread:
         """``progress(done, total)``, called on the writer's thread: how far an upgrade that
         counts an old history got."""
-        executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
-        loop = asyncio.get_running_loop()
+        thread = SqliteThread("store-writer")
         files = HistoryFiles(path)
         try:
-            db = await loop.run_in_executor(
-                executor, _connect, path, busy_timeout_ms, files, log_bound_bytes, progress
-            )
+            db = await thread.run(_connect, path, busy_timeout_ms, files, log_bound_bytes, progress)
         except BaseException:
-            executor.shutdown(wait=False)
+            thread.close()
             raise
-        return cls(db, path, executor, busy_timeout_ms, files, log_bound_bytes)
+        return cls(db, path, thread, busy_timeout_ms, files, log_bound_bytes)
 
     @property
     def disconnected(self) -> bool:
@@ -138,8 +135,7 @@ class WriteThread:
                 f"The history database {self.path} is not open (it was deleted while in use and "
                 "could not be started again); deliver again."
             )
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, db, *args)
+        return await self._thread.run(fn, db, *args)
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -151,27 +147,20 @@ class WriteThread:
         """Close the connection (inside ``hold()``)."""
         db, self._db = self._db, None
         if db is not None:
-            loop = asyncio.get_running_loop()
             with suppressed(log, "closing the history's writer"):
-                await loop.run_in_executor(self._executor, db.close)
+                await self._thread.run(db.close)
 
     async def connect(self) -> None:
         """Open the connection again, creating the history if it is missing (inside ``hold()``);
         raises StoreError."""
-        loop = asyncio.get_running_loop()
-        self._db = await loop.run_in_executor(
-            self._executor,
-            _connect,
-            self.path,
-            self.busy_timeout_ms,
-            self.files,
-            self.log_bound_bytes,
+        self._db = await self._thread.run(
+            _connect, self.path, self.busy_timeout_ms, self.files, self.log_bound_bytes
         )
 
     async def close(self) -> None:
         async with self._lock:
             await self.disconnect()
-        self._executor.shutdown(wait=False)
+        self._thread.close()
 
 
 def _connect(

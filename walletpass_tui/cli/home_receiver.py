@@ -1,0 +1,97 @@
+"""What ``trigger``, ``sim deliver`` and ``check`` know without being told: where this home's
+receiver listens (its state file) and the secret it verifies with (the home's test secret), so
+``listen`` in one shell and ``trigger activated`` in another need no flag and no environment.
+
+A secret given (``--secret``, ``--secret-file``, ``--secret -``, ``WALLETPASS_SECRET``) always wins;
+the test secret is used only for a URL that is this home's receiver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from urllib.parse import urlsplit
+
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.secret_flags import one_secret
+from walletpass_tui.config import Settings
+from walletpass_tui.errors import UsageError
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.instance import home_flag
+
+__all__ = ["receiver_url", "running_url", "signing_secret"]
+
+# A receiver bound to every address (not a bind here: a name to recognise) is reached on loopback.
+_ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104
+_ANY = (_ANY_V4, _ANY_V6)
+
+
+def running_url(settings: Settings) -> str | None:
+    """The URL of the receiver running on this home, or None."""
+    found = instance.find(settings.home)
+    if isinstance(found, instance.Running) and found.record is not None:
+        return found.record.url
+    return None
+
+
+def receiver_url(settings: Settings, flag: str = "--to") -> str:
+    """Where to send when no URL is given: this home's receiver; a failure saying how to start
+    one (or name a URL) when none runs."""
+    url = running_url(settings)
+    if url is None:
+        raise CommandError(
+            f"No receiver runs on this home ({settings.home}): start one with 'walletpass-tui "
+            f"listen{home_flag(settings.home)}' in another shell, or give {flag} URL."
+        )
+    parts = urlsplit(url)
+    if parts.hostname in _ANY:  # bound to every address: reached on loopback
+        loopback = "127.0.0.1" if parts.hostname == _ANY_V4 else "[::1]"
+        port = f":{parts.port}" if parts.port else ""
+        url = parts._replace(netloc=loopback + port).geturl()
+    return url
+
+
+def is_home_receiver(url: str, settings: Settings) -> bool:
+    """Whether ``url`` is the receiver running on this home (loopback names taken as one)."""
+    running = running_url(settings)
+    if running is None:
+        return False
+    a, b = urlsplit(url), urlsplit(running)
+    try:
+        same_port = (a.port or 80) == (b.port or 80)
+    except ValueError:  # a port out of range: not ours
+        return False
+    return (
+        same_port
+        and a.path.rstrip("/") == b.path.rstrip("/")
+        and _local(a.hostname) == _local(b.hostname)
+    )
+
+
+def _local(host: str | None) -> str | None:
+    """Every name of this machine as one, other hosts as they are."""
+    if host is None or host in _ANY or host == "localhost":
+        return "this machine"
+    try:
+        return "this machine" if ipaddress.ip_address(host).is_loopback else host
+    except ValueError:  # a name, not an address
+        return host
+
+
+def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> str | None:
+    """The secret given, else this home's test secret when ``url`` is this home's receiver,
+    else None."""
+    given = one_secret(args)
+    if given is not None:
+        return given.value
+    if not is_home_receiver(url, settings):
+        return None
+    from walletpass_tui.webhooks import home_secret
+
+    secret = home_secret.load(settings.home)
+    if secret is None:  # a receiver runs, so it made one: only a removed file gets here
+        raise UsageError(
+            f"This home has no test secret ({home_secret.path_of(settings.home)}); restart "
+            "its receiver to make one, or give the secret."
+        )
+    return secret

@@ -1,0 +1,111 @@
+"""This home's test secret: a signing secret made once per home, so the local loop needs nothing
+restated (``listen`` in one shell, ``trigger activated`` in another: a verified delivery).
+
+The receiver of the home (``listen``, the dashboard) verifies with it beside the endpoints' own
+secrets; ``trigger``, ``sim deliver`` and ``check`` sign with it when they send to this home's
+receiver and were given no secret. It lives in ``<home>/test-secret``, 0600 from its first byte,
+made at most once however many processes start at the same moment (written aside, then linked
+into place, which fails for all but one). Shown masked; ``listen --print-secret`` prints it whole,
+as Stripe's CLI does, for an app of yours that verifies the local deliveries.
+
+The file is read as hostile: a regular file of this user (a looser mode is tightened), at most
+``MAX_BYTES``, one ``whsec_`` secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from walletpass_tui.config import ConfigError
+from walletpass_tui.private_files import ensure_private_dir
+
+__all__ = ["FILE_NAME", "LABEL", "load", "load_or_create", "path_of"]
+
+FILE_NAME = "test-secret"
+LABEL = "this home's test secret"
+MAX_BYTES = 1024
+KEY_BYTES = 32
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def path_of(home: Path) -> Path:
+    return Path(home) / FILE_NAME
+
+
+def load(home: Path) -> str | None:
+    """The home's test secret, or None when the home has none yet (no receiver ever ran on it)."""
+    path = path_of(home)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+    except FileNotFoundError:  # no secret yet: made by the first receiver
+        return None
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read this home's test secret {path} ({exc.strerror or exc}); remove the "
+            "file and a new one is made."
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise ConfigError(
+                f"{path} is not a file of yours; remove it and a new test secret is made."
+            )
+        if info.st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # ours, but readable by others: private again
+        data = os.read(fd, MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    return _parsed(data, path)
+
+
+def load_or_create(home: Path) -> str:
+    """The home's test secret, made now (0600) when it has none."""
+    found = load(home)
+    if found is not None:
+        return found
+    path = path_of(home)
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode("ascii")
+    try:
+        ensure_private_dir(path.parent)
+        aside = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            os.write(fd, secret.encode("ascii") + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(aside, path)  # fails if another process made it first: theirs is kept
+        except FileExistsError:
+            pass  # made meanwhile by another process: read below
+        finally:
+            aside.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot write this home's test secret {path} ({exc.strerror or exc}); make the "
+            "data directory writable or choose another with --home."
+        ) from None
+    made = load(home)
+    if made is None:  # removed in the same instant: one more try would race again
+        raise ConfigError(f"This home's test secret {path} vanished as it was made; start again.")
+    return made
+
+
+def _parsed(data: bytes, path: Path) -> str:
+    from walletpass_tui.webhooks.verify import SecretError, parse_secret
+
+    damaged = ConfigError(
+        f"This home's test secret {path} is damaged; remove the file and a new one is made."
+    )
+    if len(data) > MAX_BYTES:
+        raise damaged
+    try:
+        text = data.decode("ascii").strip()
+        parse_secret(text)
+    except (UnicodeDecodeError, SecretError):
+        raise damaged from None
+    return text
