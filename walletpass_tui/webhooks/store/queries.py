@@ -552,7 +552,11 @@ def _plans(
         high = min(high, within[1])
 
     def bounded(key: str, floor: int, ceiling: int) -> tuple[str, list[Any]]:
-        return f"{key} > ? AND {key} <= ?", [max(low, floor), min(high, ceiling)]
+        above, below = max(low, floor), min(high, ceiling)
+        clauses = [f"{key} > ?"] if above > 0 else []
+        clauses += [f"{key} <= ?"] if below < _TOP else []
+        values = [v for v, used in ((above, above > 0), (below, below < _TOP)) if used]
+        return " AND ".join(clauses) or "1", values
 
     if query is not None and text_upto is not None:
         later = _plan(flt, "attempts a", "a.id", [bounded("a.id", text_upto, _TOP)], upto)
