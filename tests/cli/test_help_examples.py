@@ -220,7 +220,9 @@ class World:
     fill: dict[str, str]  # placeholder -> real value, longest first
 
 
-async def _seed_history(home: Path) -> None:
+async def _seed_history(home: Path, app_url: str) -> None:
+    """A verified delivery forwarded to the app (where 'events replay last' goes) and a forgery
+    after it."""
     async with await Store.open(Settings(home=home).database_path) as store:
         for msg_id, verdict, pass_id in (
             (SHOWN_ID, VERIFIED, "pass_0042"),
@@ -231,7 +233,8 @@ async def _seed_history(home: Path) -> None:
             headers = sign(SECRET, msg_id, body, datetime.fromtimestamp(now, UTC))
             headers["content-type"] = "application/json"
             await store.record(
-                Attempt(
+                forward_to=(app_url,) if verdict == VERIFIED else (),
+                attempt=Attempt(
                     received_at_ms=int(now * 1000),
                     method="POST",
                     path="/webhooks",
@@ -244,7 +247,7 @@ async def _seed_history(home: Path) -> None:
                     endpoint_id=KNOWN_ENDPOINT,
                     topic="pass.activated",
                     pass_id=pass_id,
-                )
+                ),
             )
         await store.settled()
 
@@ -266,7 +269,7 @@ def world(
             f"http://{target}/webhooks", ["pass.activated", "pass.deactivated"]
         )
         clean_env.mkdir(parents=True, exist_ok=True)
-        asyncio.run(_seed_history(clean_env))
+        asyncio.run(_seed_history(clean_env, f"http://{target}/webhooks"))
         EndpointRegistry(Settings(home=clean_env).endpoints_path).import_endpoint(
             KNOWN_ENDPOINT, f"http://{target}/webhooks", ["pass.activated"], SECRET
         )

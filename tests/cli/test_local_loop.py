@@ -152,3 +152,64 @@ def test_trigger_with_no_receiver_on_the_home_says_how_to_start_one(
     assert sent.stderr.startswith("walletpass-tui: error: No receiver runs on this home")
     assert "walletpass-tui listen" in sent.stderr and "--to URL" in sent.stderr
     assert sent.stderr.count("\n") == 1
+
+
+def test_the_quick_start_loop_listen_trigger_show_replay(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """The README's loop: an app verifying with the test secret, ``listen --forward-to`` it,
+    then ``trigger activated``, ``events show last`` and ``events replay last`` with nothing
+    else: the app gets the delivery and its replay, both verified."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+    hook = Webhook(run(fresh_env, "listen", "--print-secret").stdout.strip())
+    got: list[tuple[str, bool]] = []
+
+    class YourApp(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            try:
+                hook.verify(body, {k.lower(): v for k, v in self.headers.items()})
+                got.append((self.headers["webhook-id"], True))
+            except WebhookVerificationError:
+                got.append((self.headers["webhook-id"], False))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+    app = ThreadingHTTPServer(("127.0.0.1", 0), YourApp)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    try:
+        app_url = f"http://127.0.0.1:{app.server_address[1]}/webhooks"
+        receiver = listening("--forward-to", app_url)  # type: ignore[operator]
+        assert run(fresh_env, "trigger", "activated").returncode == 0
+        msg_id = json.loads(receiver.out.next())["webhook_id"]
+        receiver.out.until(lambda line: '"forward"' in line)  # forwarded to the app
+        shown = run(fresh_env, "events", "show", "last")
+        assert shown.returncode == 0 and msg_id in shown.stdout
+        replayed = run(fresh_env, "events", "replay", "last")
+        assert replayed.returncode == 0, replayed.stderr
+        assert f"Replayed {msg_id} #1 (resign) to {app_url}: 204" in replayed.stdout
+    finally:
+        app.shutdown()
+    assert got == [(msg_id, True), (msg_id, True)]
+
+
+def test_with_no_app_a_replay_is_a_redelivery_to_the_receiver(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """No flag anywhere: ``events replay last`` sends the delivery again to this home's
+    receiver, as the service's retry would: attempt #2 of the same message, verified."""
+    receiver = listening()  # type: ignore[operator]
+    assert run(fresh_env, "trigger", "activated").returncode == 0
+    first = json.loads(receiver.out.next())
+    replayed = run(fresh_env, "events", "replay", "last")
+    assert replayed.returncode == 0, replayed.stderr
+    second = json.loads(receiver.out.next())
+    assert second["webhook_id"] == first["webhook_id"]
+    assert (second["attempt"], second["verdict"]) == (2, "verified")

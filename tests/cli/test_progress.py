@@ -102,7 +102,9 @@ async def test_prune_in_steps_deletes_exactly_what_is_older_even_with_ties(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Steps of 7 over rows that share times: every older row goes, no newer one."""
-    monkeypatch.setattr(maintenance, "PRUNE_STEP", 7)
+    monkeypatch.setattr(maintenance, "FIRST_STEP", 7)
+    monkeypatch.setattr(maintenance, "MIN_STEP", 7)
+    monkeypatch.setattr(maintenance, "MAX_STEP", 7)
     now = int(time.time() * 1000)
     old = now - 10 * 86_400_000
     times = [old] * 20 + [old + 1 + i // 3 for i in range(40)] + [now - i for i in range(10)]

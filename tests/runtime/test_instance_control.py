@@ -22,8 +22,10 @@ import httpx
 import pytest
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime import control, instance
-from walletpass_tui.runtime.control import ControlClient, ControlError, ControlServer
+from walletpass_tui.runtime import control, control_server, instance
+from walletpass_tui.runtime.control import ControlError
+from walletpass_tui.runtime.control_client import ControlClient
+from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.verify import SigningKey, sign
@@ -204,7 +206,7 @@ async def test_brackets_in_strings_and_nesting_at_the_bound_are_read(
 async def test_a_message_never_finished_is_cut_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(control, "MESSAGE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(control_server, "MESSAGE_TIMEOUT_S", 0.3)
     async with receiver(tmp_path / "home") as runtime:
         reader, writer = await raw(runtime)
         for piece in (b'{"op": ', b'"pau'):  # a byte now and then, never the end
@@ -221,7 +223,7 @@ async def test_a_viewer_may_stay_idle_as_long_as_it_likes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only a message begun is timed: a dashboard that sends nothing for hours stays attached."""
-    monkeypatch.setattr(control, "MESSAGE_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(control_server, "MESSAGE_TIMEOUT_S", 0.1)
     async with receiver(tmp_path / "home") as runtime:
         assert runtime.url is not None
         client = await ControlClient.connect(sock_path(runtime))
@@ -285,11 +287,11 @@ async def test_a_hundred_clients_at_once_get_at_most_the_bound(running: Delivery
     async with asyncio.timeout(DEADLINE_S):
         results = await asyncio.gather(*(one() for _ in range(100)))
     kinds = [kind for kind, _ in results]
-    assert kinds.count("hello") == control.MAX_CLIENTS
-    assert kinds.count("error") == 100 - control.MAX_CLIENTS
+    assert kinds.count("hello") == control_server.MAX_CLIENTS
+    assert kinds.count("error") == 100 - control_server.MAX_CLIENTS
     server = attachable_of(running).server
-    assert len(server.viewers) == control.MAX_CLIENTS
-    assert server.counts.over_limit == 100 - control.MAX_CLIENTS
+    assert len(server.viewers) == control_server.MAX_CLIENTS
+    assert server.counts.over_limit == 100 - control_server.MAX_CLIENTS
     assert await post(running.url, "msg_busy") == 200
     for _, writer in results:
         writer.close()

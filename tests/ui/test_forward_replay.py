@@ -162,7 +162,9 @@ async def test_replay_without_a_secret_sends_the_stored_bytes(
             assert isinstance(form, ReplayScreen)
             assert form.mode() == "original"
             assert form.query_one("#mode-resign").disabled
-            assert "No secret is known" in plain(form.query_one("#replay-mode-hint").render())
+            assert "No secret known here made" in plain(
+                form.query_one("#replay-mode-hint").render()
+            )
 
             target = form.query_one("#replay-target")
             target.value = "ftp://nowhere"  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 from pathlib import Path
 
 import factories
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletpass_tui.webhooks.models import Attempt, LogFilter
-from walletpass_tui.webhooks.store import Store, indexer
+from walletpass_tui.webhooks.store import Store, indexer, search
 from walletpass_tui.webhooks.store.indexer import index_path
 from walletpass_tui.webhooks.store.search import matches_text
 from walletpass_tui.webhooks.store.tables import MIGRATIONS, SCHEMA_VERSION
@@ -244,3 +245,43 @@ async def test_commits_are_indexed_together_and_settled_does_not_wait_for_more(
         assert sum(runs) == 12 and len(runs) <= 2
         assert len(await found(store, "gathered")) == 12
         assert await found(store, "steady07") == ["msg_steady07"]
+
+
+async def test_a_long_count_never_holds_up_a_page_and_a_count_given_up_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a search runs on a connection of its own: while one is under way the log's pages
+    are read at once, and a count its caller gave up is interrupted, so the next one runs. The
+    count is held inside SQLite by the row check a query of many words calls (made to wait on
+    an event here: a count over a million rows takes seconds, which a test must not time)."""
+    words = " ".join(f"w{i:02d}" for i in range(search.SQL_WORDS + 2))  # past SQL's own words
+    async with await Store.open(tmp_path / "s.sqlite3") as store:
+        for i in range(20):
+            await store.record(make(f"msg_many{i:02d}", f'{{"note": "{words}"}}'.encode()))
+        await store.settled()
+        release = threading.Event()
+        entered = threading.Event()
+        calls = 0
+        real = search.has_words
+
+        def held(*args: object) -> int:
+            nonlocal calls
+            calls += 1
+            entered.set()
+            release.wait(30)
+            return real(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(search, "has_words", held)  # the counting connection opens now
+        flt = LogFilter(text=words)
+        counting = asyncio.ensure_future(store.count(flt))
+        assert await asyncio.to_thread(entered.wait, 30)
+        page = await asyncio.wait_for(store.log_page(flt, limit=5), 30)  # not behind the count
+        assert [r.webhook_id for r in page] == [f"msg_many{i:02d}" for i in (19, 18, 17, 16, 15)]
+        assert not counting.done()
+        counting.cancel()
+        release.set()
+        with contextlib.suppress(asyncio.CancelledError):  # the caller gave it up
+            await counting
+        assert await asyncio.wait_for(store.count(flt), 30) == 20
+        # The one given up stopped at the row it was on: the next count looked at all 20 rows.
+        assert calls <= 2 + 20

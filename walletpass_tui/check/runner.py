@@ -28,12 +28,19 @@ from walletpass_tui.check.send import new_client, post, sent_headers
 from walletpass_tui.config import mask_secret
 from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
-from walletpass_tui.webhooks.models import REJECTED, REPLAY, VERIFIED, Attempt, ForwardResult
+from walletpass_tui.webhooks.models import (
+    CHECK_MODE,
+    REJECTED,
+    REPLAY,
+    VERIFIED,
+    Attempt,
+    ForwardResult,
+)
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions
 from walletpass_tui.webhooks.verify import SigningKey, parse_secret, verify
 
-RECORD_MODE = "check"  # the mode of the recorded replay rows
+RECORD_MODE = CHECK_MODE  # the mode of the recorded replay rows
 
 
 class CheckError(UsageError, ValueError):

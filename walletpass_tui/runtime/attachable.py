@@ -18,7 +18,8 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
-from walletpass_tui.runtime.control import ControlServer, ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control import ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 

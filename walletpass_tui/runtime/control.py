@@ -1,5 +1,7 @@
 """The local control channel of a running receiver: attached dashboards hear of new deliveries and
-of the receiver's state, and ask it to pause acknowledgements or inject failures.
+of the receiver's state, and ask it to pause acknowledgements or inject failures. This module is
+what goes over it (messages, their bounds, the socket's path and peer); the receiver's side is
+``control_server.py``, a viewer's ``control_client.py``.
 
 Transport: a Unix stream socket, ``<home>/run/control.sock`` (``instance.py``), mode 0600 inside
 the 0700 run directory, so only this user can reach it; where the system tells (``SO_PEERCRED``,
@@ -29,35 +31,30 @@ the loop moves on; a viewer that leaves more than ``MAX_UNREAD`` bytes unread is
 reconnects and reads what it missed from the history). Bounds on what viewers send: at most
 ``MAX_CLIENTS`` at once, ``MAX_MESSAGE`` bytes a message, a message begun must end within
 ``MESSAGE_TIMEOUT_S``, ``MAX_REQUESTS_PER_S`` requests a second each. A message that breaks a
-rule is answered with an error saying which, and the connection closed.
+rule is answered with an error saying which, and the connection closed (the server's bounds live
+in ``control_server.py``, the client's timeouts in ``control_client.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import os
 import socket
 import struct
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.webhooks.injection import RESPOND_RANGE
 
 log = logging.getLogger(__name__)
 
 PROTOCOL = 1
 MAX_MESSAGE = 4096
-MAX_CLIENTS = 64
-MAX_UNREAD = 64 * 1024
-MESSAGE_TIMEOUT_S = 5.0
-MAX_REQUESTS_PER_S = 20
-CONNECT_TIMEOUT_S = 5.0
-REPLY_TIMEOUT_S = 5.0
 OPS = ("pause", "fail_first", "respond", "delay")
 MAX_TEXT = 300  # characters of any text field
 MAX_DEPTH = 8  # arrays and objects inside one another in a message (the protocol's go 3 deep)
@@ -122,7 +119,7 @@ def _nested_too_deep(line: bytes) -> bool:
     return False
 
 
-def _text(value: object, limit: int = MAX_TEXT) -> str | None:
+def bounded_text(value: object, limit: int = MAX_TEXT) -> str | None:
     """A string field cut to ``limit`` characters; None for anything that is not a string."""
     return value[:limit] if isinstance(value, str) else None
 
@@ -165,16 +162,18 @@ class ReceiverStatus:
         controls = raw.get("controls")
         return cls(
             paused=raw.get("paused") is True,
-            injection=_text(raw.get("injection")) or "",
+            injection=bounded_text(raw.get("injection")) or "",
             forwarding=raw.get("forwarding") is True,
-            forward_targets=tuple(t for t in (_text(v) for v in (targets or [])[:MAX_TARGETS]) if t)
+            forward_targets=tuple(
+                t for t in (bounded_text(v) for v in (targets or [])[:MAX_TARGETS]) if t
+            )
             if isinstance(targets, list)
             else (),
-            public_url=_text(raw.get("public_url")),
-            relay=_text(raw.get("relay")),
+            public_url=bounded_text(raw.get("public_url")),
+            relay=bounded_text(raw.get("relay")),
             relay_up=raw.get("relay_up") is True,
-            tunnel=_text(raw.get("tunnel")),
-            history_problem=_text(raw.get("history_problem")),
+            tunnel=bounded_text(raw.get("tunnel")),
+            history_problem=bounded_text(raw.get("history_problem")),
             controls=tuple(op for op in OPS if isinstance(controls, list) and op in controls),
         )
 
@@ -197,12 +196,12 @@ class ForwardNote:
             "type": "forward",
             "id": self.id,
             "attempt_id": self.attempt_id,
-            "webhook_id": _text(self.webhook_id),
-            "kind": _text(self.kind, 20),
-            "target": _text(self.target),
+            "webhook_id": bounded_text(self.webhook_id),
+            "kind": bounded_text(self.kind, 20),
+            "target": bounded_text(self.target),
             "status": self.status,
             "latency_ms": round(self.latency_ms, 3),
-            "error": _text(self.error),
+            "error": bounded_text(self.error),
         }
 
     @classmethod
@@ -215,14 +214,14 @@ class ForwardNote:
         return cls(
             id=raw["id"],
             attempt_id=raw["attempt_id"],
-            webhook_id=_text(raw.get("webhook_id")),
-            kind=_text(raw.get("kind"), 20) or "",
-            target=_text(raw.get("target")) or "",
+            webhook_id=bounded_text(raw.get("webhook_id")),
+            kind=bounded_text(raw.get("kind"), 20) or "",
+            target=bounded_text(raw.get("target")) or "",
             status=status if type(status) is int and 100 <= status <= 599 else None,
             latency_ms=float(latency)
             if isinstance(latency, int | float) and not isinstance(latency, bool)
             else 0.0,
-            error=_text(raw.get("error")),
+            error=bounded_text(raw.get("error")),
         )
 
 
@@ -255,374 +254,42 @@ def reachable_path(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
-# -- the receiver's side -------------------------------------------------------------------------
+class Controlled(Protocol):
+    """What the requests of ``OPS`` change in a receiver (``DeliveryRuntime``)."""
+
+    def pause_acks(self, paused: bool) -> None: ...
+
+    def fail_first(self, attempts: int) -> None: ...
+
+    def respond(self, status: int | None) -> None: ...
+
+    def delay(self, seconds: float) -> None: ...
 
 
-class Handler(Protocol):
-    """What the server asks of the receiver it serves."""
-
-    def hello(self) -> dict[str, Any]:
-        """``instance``, ``state`` and ``upto`` for a viewer that just connected."""
-        ...
-
-    def request(self, op: str, message: Mapping[str, Any]) -> None:
-        """Do ``op``; ValueError or RuntimeError saying why it cannot be done."""
-        ...
-
-
-@dataclass
-class ServerCounts:
-    """What the server turned away, for tests and debug logs."""
-
-    strangers: int = 0  # another uid
-    over_limit: int = 0  # one viewer too many
-    slow: int = 0  # left too much unread
-    broke_rules: int = 0  # garbage, too large, too slow, too many requests
-
-
-class ControlServer:
-    """Serves viewers on a Unix socket at ``path``; ``broadcast`` never waits for any of them."""
-
-    def __init__(
-        self,
-        path: Path,
-        handler: Handler,
-        *,
-        max_clients: int | None = None,
-        max_unread: int | None = None,
-        message_timeout_s: float | None = None,
-        max_requests_per_s: float | None = None,
-    ) -> None:
-        """Bounds not given are this module's (read now, so a test may lower them)."""
-        self.path = Path(path)
-        self.handler = handler
-        self.max_clients = max_clients or MAX_CLIENTS
-        self.max_unread = max_unread or MAX_UNREAD
-        self.message_timeout_s = message_timeout_s or MESSAGE_TIMEOUT_S
-        self.max_requests_per_s = max_requests_per_s or MAX_REQUESTS_PER_S
-        self.counts = ServerCounts()
-        self.viewers: set[_Viewer] = set()
-        self._sock: socket.socket | None = None
-        self._accepting: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        """Bind (a socket left by a receiver that died is replaced: the caller holds the home)
-        and accept viewers until ``stop()``."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            with contextlib.suppress(FileNotFoundError):  # no socket left behind: nothing to remove
-                os.unlink(self.path)
-            with reachable_path(self.path) as where:
-                sock.bind(where)
-            os.chmod(self.path, 0o600)  # the 0700 directory already keeps others out
-            sock.listen(128)  # a burst of connections waits here, never refused
-            sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._accepting = asyncio.create_task(self._accept(sock), name="control accept")
-
-    async def stop(self) -> None:
-        """Stop accepting, close every viewer (they see the receiver go) and remove the socket."""
-        task, self._accepting = self._accepting, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
-                await task
-        for viewer in list(self.viewers):
-            viewer.transport.abort()
-        self.viewers.clear()
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            sock.close()
-            with contextlib.suppress(FileNotFoundError):  # already gone
-                os.unlink(self.path)
-
-    def broadcast(self, message: Mapping[str, Any]) -> None:
-        """Send ``message`` to every viewer now (into its socket buffer; never waits)."""
-        if not self.viewers:
-            return
-        line = encode(message)
-        for viewer in list(self.viewers):
-            viewer.send(line)
-
-    async def _accept(self, sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, _ = await loop.sock_accept(sock)
-            except OSError as exc:  # out of descriptors, say: the receiver goes on regardless
-                log.warning("control channel: accept failed (%s)", exc)
-                await asyncio.sleep(0.1)
-                continue
-            conn.setblocking(False)
-            if not self._admit(conn):
-                conn.close()
-                continue
-            try:
-                await loop.connect_accepted_socket(lambda: _Viewer(self), conn)
-            except OSError as exc:
-                log.debug("control channel: a viewer left at once (%s)", exc)
-                conn.close()
-
-    def _admit(self, conn: socket.socket) -> bool:
-        try:
-            uid = peer_uid(conn)
-        except OSError:  # no peer credentials: refused
-            return False
-        if uid is not None and uid != os.geteuid():
-            self.counts.strangers += 1
-            log.warning("control channel: refused a process of uid %d", uid)
-            return False
-        if len(self.viewers) >= self.max_clients:
-            self.counts.over_limit += 1
-            reason = f"{self.max_clients} dashboards are attached already; close one first"
-            with contextlib.suppress(OSError):  # the refused peer may be gone: refused anyway
-                conn.send(encode({"type": "error", "reason": reason}))
-            return False
-        return True
-
-
-class _Viewer(asyncio.Protocol):
-    """One attached dashboard's connection, as the receiver sees it."""
-
-    def __init__(self, server: ControlServer) -> None:
-        self.server = server
-        self.transport: asyncio.Transport = None  # type: ignore[assignment]
-        self._buffer = bytearray()
-        self._timer: asyncio.TimerHandle | None = None
-        self._tokens = float(server.max_requests_per_s)
-        self._refilled = 0.0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
-        self.transport.set_write_buffer_limits(high=self.server.max_unread)
-        self._refilled = asyncio.get_running_loop().time()
-        self.server.viewers.add(self)
-        try:
-            hello = {"type": "hello", "protocol": PROTOCOL, **self.server.handler.hello()}
-            self.send(encode(hello))
-        except Exception:  # a bug of the receiver's side must not stop it
-            log.exception("control channel: the hello could not be made")
-            self.transport.abort()
-
-    def send(self, line: bytes) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(line)
-
-    def pause_writing(self) -> None:
-        """More than ``max_unread`` bytes wait for this viewer: it is dropped, never waited for."""
-        self.server.counts.slow += 1
-        self.server.viewers.discard(self)  # sent nothing more from now on
-        log.info("control channel: dropped a viewer that stopped reading")
-        self.transport.abort()
-
-    def data_received(self, data: bytes) -> None:
-        self._buffer += data
-        while not self.transport.is_closing():
-            end = self._buffer.find(b"\n")
-            if end < 0:
-                break
-            line = bytes(self._buffer[:end])
-            del self._buffer[: end + 1]
-            self._handle(line)
-        if self.transport.is_closing():
-            return
-        if len(self._buffer) >= MAX_MESSAGE:
-            self._fail(f"a message larger than {MAX_MESSAGE} bytes")
-        elif self._buffer and self._timer is None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.server.message_timeout_s, self._too_slow)
-        elif not self._buffer and self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _too_slow(self) -> None:
-        self._timer = None
-        self._fail(f"a message not finished within {self.server.message_timeout_s:g} s")
-
-    def _handle(self, line: bytes) -> None:
-        try:
-            message = decode(line)
-        except ValueError as exc:  # answered to the peer with its reason
-            self._fail(str(exc))
-            return
-        if not self._take_token():
-            self._fail(f"more than {self.server.max_requests_per_s:g} requests a second")
-            return
-        rid = message.get("id")
-        if rid is not None and (type(rid) is not int or not 0 <= rid < 2**31):
-            self._fail("a request id that is not a small whole number")
-            return
-        op = message.get("op")
-        if op not in OPS:
-            self._reply(rid, f"no such request ({', '.join(OPS)} are known)")
-            return
-        try:
-            self.server.handler.request(str(op), message)
-        except (ValueError, RuntimeError) as exc:  # answered to the peer with its reason
-            self._reply(rid, str(exc)[:MAX_TEXT] or "refused")
-        else:
-            self._reply(rid, None)
-
-    def _take_token(self) -> bool:
-        now = asyncio.get_running_loop().time()
-        rate = self.server.max_requests_per_s
-        self._tokens = min(rate, self._tokens + (now - self._refilled) * rate)
-        self._refilled = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
-
-    def _reply(self, rid: int | None, refused: str | None) -> None:
-        reply: dict[str, Any] = {"type": "reply", "id": rid, "ok": refused is None}
-        if refused is not None:
-            reply["reason"] = refused
-        self.send(encode(reply))
-
-    def _fail(self, reason: str) -> None:
-        """Say which rule was broken, then close (abort a moment later if it is not read)."""
-        self.server.counts.broke_rules += 1
-        self._buffer.clear()
-        self.send(encode({"type": "error", "reason": reason}))
-        self.transport.close()
-        asyncio.get_running_loop().call_later(1.0, self.transport.abort)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.server.viewers.discard(self)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-
-# -- the viewer's side ---------------------------------------------------------------------------
-
-
-MessageListener = Callable[[dict[str, Any]], None]
-
-
-@dataclass
-class Hello:
-    """What the receiver said on connecting."""
-
-    instance: dict[str, Any]
-    state: ReceiverStatus
-    upto: int
-
-
-@dataclass
-class ControlClient:
-    """One connection to a receiver's control channel (``connect``), read by ``run``."""
-
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    hello: Hello
-    _next_id: int = 0
-    _waiting: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
-
-    @classmethod
-    async def connect(cls, path: Path, *, timeout: float = CONNECT_TIMEOUT_S) -> ControlClient:
-        """Connect and read the hello; ControlError (or OSError) when that cannot be done."""
-        async with asyncio.timeout(timeout):
-            with reachable_path(path) as where:
-                reader, writer = await asyncio.open_unix_connection(where, limit=MAX_MESSAGE)
-            try:
-                sock = writer.get_extra_info("socket")
-                uid = peer_uid(sock) if sock is not None else None
-                if uid is not None and uid != os.geteuid():
-                    raise ControlError(f"The control socket {path} is served by another user.")
-                first = await _read_message(reader)
-                if first is None:
-                    raise ControlError("The receiver closed its control channel.")
-                if first.get("type") == "error":
-                    raise ControlError(_text(first.get("reason")) or "The receiver refused.")
-                if first.get("type") != "hello" or first.get("protocol") != PROTOCOL:
-                    raise ControlError(
-                        "The receiver speaks another version of the control channel; "
-                        "run the same walletpass-tui for both."
-                    )
-                upto = first.get("upto")
-                instance = first.get("instance")
-                hello = Hello(
-                    instance=instance if isinstance(instance, dict) else {},
-                    state=ReceiverStatus.from_wire(first.get("state")),
-                    upto=upto if type(upto) is int and upto >= 0 else 0,
-                )
-            except BaseException:
-                writer.close()
-                raise
-        return cls(reader, writer, hello)
-
-    async def run(self, listener: MessageListener) -> str | None:
-        """Read messages until the receiver goes: replies answer ``request()``, the others go to
-        ``listener``. Returns why it ended (None: the receiver closed the channel)."""
-        why: str | None = None
-        try:
-            while True:
-                try:
-                    message = await _read_message(self.reader)
-                except (ControlError, OSError) as exc:
-                    # the receiver went away: returned as the reason
-                    why = str(exc)
-                    return why
-                if message is None:
-                    return None
-                kind = message.get("type")
-                if kind == "reply":
-                    future = self._waiting.pop(message.get("id"), None)  # type: ignore[arg-type]
-                    if future is not None and not future.done():
-                        future.set_result(message)
-                elif kind == "error":
-                    why = _text(message.get("reason")) or "the receiver closed the channel"
-                    return why
-                else:
-                    listener(message)
-        finally:
-            for future in self._waiting.values():
-                if not future.done():
-                    future.set_exception(ControlError("The receiver went away."))
-            self._waiting.clear()
-            self.close()
-
-    async def request(self, op: str, **args: Any) -> None:
-        """Ask for ``op``; ControlError with the receiver's reason when it refuses or is gone."""
-        self._next_id += 1
-        rid = self._next_id
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[rid] = future
-        try:
-            self.writer.write(encode({"id": rid, "op": op, **args}))
-            async with asyncio.timeout(REPLY_TIMEOUT_S):
-                reply = await future
-        except TimeoutError:
-            raise ControlError("The receiver did not answer.") from None
-        except OSError:
-            raise ControlError("The receiver went away.") from None
-        finally:
-            self._waiting.pop(rid, None)
-        if reply.get("ok") is not True:
-            raise ControlError(_text(reply.get("reason")) or "The receiver refused.")
-
-    def close(self) -> None:
-        if not self.writer.is_closing():
-            self.writer.close()
-
-
-async def _read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next message, None at the end; ControlError for one too large or not JSON."""
-    try:
-        line = await reader.readline()
-    except ValueError:  # the line went past the reader's limit
-        raise ControlError(
-            f"The receiver sent a message larger than {MAX_MESSAGE} bytes."
-        ) from None
-    if not line:
-        return None
-    if not line.endswith(b"\n"):
-        return None  # cut off by the end of the connection
-    try:
-        return decode(line[:-1])
-    except ValueError as exc:
-        raise ControlError(f"The receiver sent {exc}.") from None
+def apply_request(receiver: Controlled, op: str, message: Mapping[str, Any]) -> None:
+    """Do request ``op`` with ``message``'s fields, each checked first: ValueError naming the
+    rule a field broke (answered to a viewer as it is)."""
+    if op == "pause":
+        paused = message.get("paused")
+        if type(paused) is not bool:
+            raise ValueError("pause takes paused: true or false")
+        receiver.pause_acks(paused)
+    elif op == "fail_first":
+        attempts = message.get("attempts")
+        if type(attempts) is not int or not 0 <= attempts <= 1000:
+            raise ValueError("fail_first takes attempts from 0 to 1000")
+        receiver.fail_first(attempts)
+    elif op == "respond":
+        status = message.get("status")
+        if status is not None and type(status) is not int:
+            raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
+        receiver.respond(status)  # a ValueError with the rule when it cannot be an answer
+    elif op == "delay":
+        seconds = message.get("seconds")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+            raise ValueError("delay takes seconds from 0 to 60")
+        if not 0 <= seconds <= 60:
+            raise ValueError("delay takes seconds from 0 to 60")
+        receiver.delay(float(seconds))
+    else:
+        raise ValueError(f"no such request: {op}")

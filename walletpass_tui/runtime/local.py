@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
-from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus
+from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus, apply_request
+from walletpass_tui.runtime.followers import CommitFollowers
 from walletpass_tui.runtime.protocol import (
     DeliveryListener,
     DriftListener,
@@ -50,7 +51,7 @@ from walletpass_tui.runtime.protocol import (
     StatusFeed,
 )
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.injection import RESPOND_RANGE, Injection
+from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
     ReceiverOptions,
     bound_address,
@@ -65,7 +66,6 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.runtime.attachable import Attachable
     from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
-    from walletpass_tui.schemas.model import Finding
     from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.tunnel.provider import Provider
     from walletpass_tui.tunnel.watch import TunnelWatcher
@@ -157,10 +157,7 @@ class DeliveryRuntime:
         )
         self._learned_listeners: Listeners[[int]] = Listeners(__name__, "learned")
         self._unsubscribe_store: Callable[[], None] | None = None
-        self.learner: SchemaLearner | None = None  # None: not learning (or not open)
-        self._unfollow_learner: list[Callable[[], None]] = []
-        self.field_indexer: FieldIndexer | None = None
-        self._unfollow_fields: Callable[[], None] | None = None
+        self.followers = CommitFollowers(self._drift_listeners.notify, self._on_learned)
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
@@ -207,10 +204,11 @@ class DeliveryRuntime:
             if self._store is None:
                 self._store = await Store.open(self.settings.database_path)
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
-            if self.setup.learn_schemas:
-                await self._start_learner(self._store)
-            if self.setup.index_fields:
-                self._start_field_indexer(self._store)
+            await self.followers.start(
+                self._store,
+                learn_schemas=self.setup.learn_schemas,
+                index_fields=self.setup.index_fields,
+            )
             self.registry.load()  # a damaged registry is reported now, as one line
             setup = self.setup
             if setup.forwarding:
@@ -347,8 +345,7 @@ class DeliveryRuntime:
             self._socket.close()
             self._socket = None
         self._bound = None
-        await self._stop_learner()
-        await self._stop_field_indexer()
+        await self.followers.stop()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
@@ -358,57 +355,22 @@ class DeliveryRuntime:
         if attachable is not None:
             attachable.release()  # the home is free once the history is closed
 
-    async def _start_learner(self, store: Store) -> None:
-        """Start learning schemas from ``store``'s commits; drift is announced for the rows
-        committed from now on (those stored before are learned quietly)."""
-        from walletpass_tui.schemas.learner import SchemaLearner
-
-        learner = SchemaLearner(store.path)
-        learner.start(announce_after=await store.last_id())
-        self.learner = learner
-        self._unfollow_learner = [
-            learner.follow(store),
-            learner.on_drift(self._on_drift),
-            learner.on_progress(self._on_learned),
-        ]
-
-    def _start_field_indexer(self, store: Store) -> None:
-        from walletpass_tui.query.indexer import FieldIndexer
-
-        indexer = FieldIndexer(store.path).start()
-        self.field_indexer = indexer
-        self._unfollow_fields = indexer.follow(store)
-
-    async def _stop_field_indexer(self) -> None:
-        indexer, self.field_indexer = self.field_indexer, None
-        unfollow, self._unfollow_fields = self._unfollow_fields, None
-        if unfollow is not None:
-            unfollow()
-        if indexer is not None:
-            await asyncio.to_thread(indexer.stop)
-
-    async def _stop_learner(self) -> None:
-        learner, self.learner = self.learner, None
-        unfollow, self._unfollow_learner = self._unfollow_learner, []
-        for stop in unfollow:
-            stop()
-        if learner is not None:
-            await learner.aclose()
-
     async def learn_templates(self, templates: Sequence[Any]) -> list[DriftRecord]:
         """Learn the template objects ``GET passTemplates`` listed (the ``templates`` group of
         the schemas); returns the drift they showed. Through the running learner, else on a
         thread of its own; with ``learn_schemas=False`` nothing is learned."""
         if not self.setup.learn_schemas:
             return []
-        from walletpass_tui.schemas import learn_templates
-        from walletpass_tui.schemas.records import DriftRecord
+        return await self.followers.learn_templates(self.store.path, templates)
 
-        items = list(templates)
-        if self.learner is not None:
-            found = await asyncio.wrap_future(self.learner.learn_templates(items))
-            return [DriftRecord.of(f) for f in found]
-        return await asyncio.to_thread(learn_templates, self.store.path, items)
+    @property
+    def learner(self) -> SchemaLearner | None:
+        """The schema learner (None: not learning, or not open)."""
+        return self.followers.learner
+
+    @property
+    def field_indexer(self) -> FieldIndexer | None:
+        return self.followers.field_indexer
 
     # -- what the runtime holds --------------------------------------------------------------------
 
@@ -547,14 +509,6 @@ class DeliveryRuntime:
     def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
         self._forward_listeners.notify(row, result)
 
-    def _on_drift(self, attempt_id: int | None, findings: Sequence[Finding]) -> None:
-        if attempt_id is None:  # the templates' drift is returned by learn_templates()
-            return
-        from walletpass_tui.schemas.records import DriftRecord
-
-        records = [DriftRecord.of(f) for f in findings]
-        self._drift_listeners.notify(attempt_id, records)
-
     def _on_learned(self, upto: int) -> None:
         self._learned_listeners.notify(upto)
 
@@ -609,30 +563,7 @@ class DeliveryRuntime:
     def control(self, op: str, message: Mapping[str, Any]) -> None:
         """A request (a dashboard's, or a viewer's over the control channel), checked field by
         field (ValueError naming the rule it broke) and done through the methods above."""
-        if op == "pause":
-            paused = message.get("paused")
-            if type(paused) is not bool:
-                raise ValueError("pause takes paused: true or false")
-            self.pause_acks(paused)
-        elif op == "fail_first":
-            attempts = message.get("attempts")
-            if type(attempts) is not int or not 0 <= attempts <= 1000:
-                raise ValueError("fail_first takes attempts from 0 to 1000")
-            self.fail_first(attempts)
-        elif op == "respond":
-            status = message.get("status")
-            if status is not None and type(status) is not int:
-                raise ValueError(f"respond takes a final HTTP status {RESPOND_RANGE}, or null")
-            self.respond(status)  # a ValueError with the rule when it cannot be an answer
-        elif op == "delay":
-            seconds = message.get("seconds")
-            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
-                raise ValueError("delay takes seconds from 0 to 60")
-            if not 0 <= seconds <= 60:
-                raise ValueError("delay takes seconds from 0 to 60")
-            self.delay(float(seconds))
-        else:
-            raise ValueError(f"no such request: {op}")
+        apply_request(self, op, message)
 
     def _inject(self, **changes: object) -> None:
         if self.setup.options is None:

@@ -55,6 +55,11 @@ class Target(Protocol):
     @property
     def target(self) -> str: ...
 
+    @property
+    def topic(self) -> str | None:
+        """The one topic it forwards (None: every topic)."""
+        ...
+
 
 class Runtime(Protocol):
     """A receiver as a dashboard sees it: its history, its endpoints, what it is doing, what it

@@ -627,7 +627,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         screen = ReplayScreen(
             self.context.store,
             attempt,
-            target=self.context.replay_target(),
+            target=await self.context.replay_target_for(attempt),
             secret_for=self.context.secret_for,
             options_for=self.context.target_options,
         )

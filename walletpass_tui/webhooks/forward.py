@@ -198,7 +198,9 @@ def replay_request(
         )
     if not secret:
         raise ForwardError(
-            "Re-signing needs the endpoint's secret: import the endpoint, pass --secret, or use --mode original."
+            "Re-signing needs the secret that verified this delivery, and no secret known here "
+            "made its signature: give it (WALLETPASS_SECRET, --secret-file or --secret -), "
+            "import its endpoint, or use --mode original."
         )
     payload = attempt.body if body is None else body
     headers = original_headers(attempt)

@@ -26,6 +26,7 @@ ForwardMode = Literal["original", "resign"]
 ForwardState = Literal["pending", "done", "failed", "given up"]
 FORWARD: Final = "forward"
 REPLAY: Final = "replay"
+CHECK_MODE: Final = "check"  # the mode of the replay rows recording the check's requests
 ORIGINAL: Final = "original"
 RESIGN: Final = "resign"
 PENDING: Final = "pending"

@@ -213,12 +213,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "replay",
         parents=parents,
         help="send a stored message again to a URL",
-        description="Send a stored message to URL and record the answer in its history. "
-        "resign (default): same webhook-id, a fresh timestamp, signed with the endpoint's stored "
-        "secret, as the service would send a retry. original: the stored bytes and headers "
-        "exactly, old timestamp included (to test replay protection). An edited body "
+        description="Send a stored message to URL and record the answer in its history. Without "
+        "--to it goes where it was forwarded (listen --forward-to, per topic), else where a "
+        "delivery of its topic last went. resign (default): same webhook-id, a fresh timestamp, "
+        "signed with the secret that verified it (found again among the known secrets by the "
+        "signature it came with), as the service would send a retry. original: the stored bytes "
+        "and headers exactly, old timestamp included (to test replay protection). An edited body "
         "(--body-file, at most max_body bytes) is always re-signed.",
         epilog="examples:\n"
+        "  walletpass-tui events replay last      # to where it was forwarded, re-signed\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
@@ -227,12 +230,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     rp.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
     rp.add_argument(
-        "--to", required=True, metavar="URL", type=target_url_arg, help="where to send it"
+        "--to",
+        metavar="URL",
+        type=target_url_arg,
+        help="where to send it (default: where it was forwarded, else where a delivery of its "
+        "topic last was)",
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")
     add_secret_flags(
-        rp, what="the secret to re-sign with when the endpoint is not known locally", many=False
+        rp,
+        what="the secret to re-sign with (default: the one that verified it, found among "
+        "WALLETPASS_SECRET's, the endpoints' and this home's test secret)",
+        many=False,
     )
     rp.add_argument(
         "--attempt",

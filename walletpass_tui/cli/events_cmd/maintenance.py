@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import settings_from_args
@@ -28,7 +30,18 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-PRUNE_STEP = 5_000  # attempts deleted per transaction
+# A prune step is one transaction; its size follows how long the last one held the history's
+# write lock. While a receiver runs on the home a step holds it about HOLD_S and the next waits
+# PAUSE_S (or as long as the step took) so the receiver's commit gets in: SQLite's busy handler
+# retries a waiting writer every 25 ms or so. With none, steps grow to about HOLD_ALONE_S: a
+# large step costs less per row (the pages of the history's indexes that rows share are written
+# once per step), so a prune with nothing else writing takes a fraction of the time.
+FIRST_STEP = 100
+MIN_STEP, MAX_STEP = 50, 20_000
+HOLD_S = 0.02
+HOLD_ALONE_S = 0.5
+PAUSE_S = 0.03
+LOOK_EVERY_S = 1.0  # whether a receiver runs on the home is looked at again this often
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -64,32 +77,46 @@ def cmd_prune(args: argparse.Namespace) -> int:
                 "Pass --yes to do it anyway (e.g. from a script)."
             )
 
+    def receiver_runs() -> bool:
+        from walletpass_tui.runtime import instance
+
+        return isinstance(instance.find(settings.home, wait_s=0), instance.Running)
+
     with Progress("pruned", total - kept) as progress:
-        removed = with_store(settings, lambda store: prune_in_steps(store, cutoff, progress))
+        removed = with_store(
+            settings, lambda store: prune_in_steps(store, cutoff, progress, receiver_runs)
+        )
     print(f"Removed {removed} attempt(s) {label}.")
     return 0
 
 
-async def prune_in_steps(store: Store, cutoff_ms: int, progress: Progress) -> int:
-    """Delete every attempt received before ``cutoff_ms``, oldest first, about ``PRUNE_STEP`` per
-    transaction: a running receiver commits between the steps instead of waiting for one long
-    delete, and a terminal shows how far it got. Returns how many were deleted."""
+async def prune_in_steps(
+    store: Store,
+    cutoff_ms: int,
+    progress: Progress,
+    receiver_runs: Callable[[], bool] = lambda: False,
+) -> int:
+    """Delete every attempt received before ``cutoff_ms``, oldest first, in steps of one
+    transaction each: a receiver running on the home commits between the steps (each holds the
+    write lock about ``HOLD_S``, then waits ``PAUSE_S``) instead of waiting for one long delete,
+    and a terminal shows how far it got. Returns how many were deleted."""
     removed = 0
+    step = FIRST_STEP
     progress.update(0)
+    running, looked = receiver_runs(), time.monotonic()
     while True:
-        oldest = await store.log_page(None, limit=PRUNE_STEP, oldest_first=True)
-        step = cutoff_ms
-        if len(oldest) == PRUNE_STEP:
-            step = min(cutoff_ms, oldest[-1].received_at_ms)
-        deleted = await store.prune_older_than(step)
-        if deleted == 0 and step < cutoff_ms:
-            # Every one of the oldest rows shares one time: take them all in this step.
-            step = min(cutoff_ms, step + 1)
-            deleted = await store.prune_older_than(step)
+        deleted, held = await store.prune_oldest(cutoff_ms, step)
         removed += deleted
         progress.update(removed)
-        if step >= cutoff_ms:
+        if deleted < step:
             return removed
+        if time.monotonic() - looked > LOOK_EVERY_S:
+            running, looked = receiver_runs(), time.monotonic()
+        target = HOLD_S if running else HOLD_ALONE_S
+        wanted = step * target / max(held, 0.001)
+        step = int(max(MIN_STEP, min(MAX_STEP, step * 2, max(step / 2, wanted))))
+        if running:
+            await asyncio.sleep(max(PAUSE_S, held))
 
 
 def _duration_label(seconds: float) -> str:

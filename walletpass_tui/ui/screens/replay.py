@@ -25,6 +25,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static,
 from walletpass_tui.api.urls import url_problem
 from walletpass_tui.text import one_line
 from walletpass_tui.ui.screens.worker_form import WorkerForm
+from walletpass_tui.ui.widgets.key_line import KeyLine
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.webhooks.forward import ForwardError, SecretLookup, replay
 from walletpass_tui.webhooks.models import ORIGINAL, RESIGN, Attempt, ForwardResult
@@ -111,7 +112,7 @@ class ReplayScreen(WorkerForm[Replayed | None]):
             yield Label("Signature", classes="field-label")
             with RadioSet(id="replay-mode"):
                 yield RadioButton(
-                    "re-sign: same webhook-id, fresh timestamp, endpoint's secret",
+                    "re-sign: same webhook-id, fresh timestamp, the secret that verified it",
                     value=can_resign,
                     disabled=not can_resign,
                     id="mode-resign",
@@ -143,6 +144,7 @@ class ReplayScreen(WorkerForm[Replayed | None]):
             with Horizontal(classes="form-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Send", id="send", variant="primary")
+        yield KeyLine(id="replay-keys")
 
     def _mode_hint(self, can_resign: bool) -> str:
         if can_resign:
@@ -150,8 +152,8 @@ class ReplayScreen(WorkerForm[Replayed | None]):
         if not self.attempt.webhook_id:
             return "This attempt has no webhook-id, so it can only be replayed as stored."
         return (
-            "No secret is known for this delivery's endpoint, so it can only be replayed as "
-            "stored: import the endpoint (i) or pass --secret to re-sign."
+            "No secret known here made this delivery's signature, so it can only be replayed as "
+            "stored: import its endpoint (i) or give its secret (WALLETPASS_SECRET) to re-sign."
         )
 
     def on_mount(self) -> None:

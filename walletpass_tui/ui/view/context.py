@@ -11,7 +11,7 @@ from walletpass_tui.api.models import TemplateList, WebhookEndpoint
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.runtime.protocol import Runtime
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
-from walletpass_tui.webhooks.models import LogRow
+from walletpass_tui.webhooks.models import Attempt, LogRow
 from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
@@ -80,6 +80,19 @@ class DashboardContext:
         if self.runtime.routes:
             return self.runtime.routes[0].target
         return ""
+
+    async def replay_target_for(self, attempt: Attempt) -> str:
+        """Where a replay of ``attempt`` goes unless the user says otherwise: where it was
+        forwarded, else this receiver's route for its topic, else the last replay's target, else
+        where a delivery of its topic last went; "" when nothing says."""
+        targets = await self.store.replay_targets(attempt)
+        forwarded = await self.store.forwards_for_message(attempt.webhook_id or "")
+        if targets and any(f.target == targets[0] for f in forwarded):
+            return targets[0]  # where this very delivery was forwarded
+        route = next(
+            (r.target for r in self.runtime.routes if r.topic in (None, attempt.topic)), None
+        )
+        return route or self.last_replay_target or (targets[0] if targets else "")
 
     def missing_service_setup(self, url_setting: str = "base_url") -> str | None:
         """What to set before calling the service (``url_setting``: ``base_url`` for templates,

@@ -293,6 +293,12 @@ class Store(History):
         """Drop every attempt received before ``cutoff_ms``; returns how many."""
         return await self._write(prune.older_than, cutoff_ms)
 
+    async def prune_oldest(self, cutoff_ms: int, limit: int) -> tuple[int, float]:
+        """Drop the oldest ``limit`` attempts received before ``cutoff_ms``, in one transaction:
+        (how many, seconds it held the history's write lock: what a receiver writing the same
+        history waited for at most)."""
+        return await self._write(prune.oldest_before, cutoff_ms, limit)
+
     # -- forwards and replays ----------------------------------------------------------------
 
     async def add_forward_result(

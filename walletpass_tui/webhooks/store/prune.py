@@ -5,33 +5,46 @@ which also takes what it deletes out of the counts by minute (activity.py)."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
-from walletpass_tui.webhooks.models import VERIFIED
+from walletpass_tui.webhooks.models import REJECTED
 from walletpass_tui.webhooks.store import activity
 
 
 def older_than(db: sqlite3.Connection, cutoff_ms: int) -> int:
     """Drop every attempt received before ``cutoff_ms``; returns how many."""
-    return delete_where(db, "received_at_ms < ?", (cutoff_ms,))
+    return delete_where(db, "received_at_ms < ?", (cutoff_ms,))[0]
+
+
+def oldest_before(db: sqlite3.Connection, cutoff_ms: int, limit: int) -> tuple[int, float]:
+    """Drop the oldest ``limit`` attempts received before ``cutoff_ms``: (how many, seconds the
+    write lock was held)."""
+    return delete_where(db, "received_at_ms < ?", (cutoff_ms,), limit=limit)
 
 
 def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
     """Drop the oldest rejected attempts beyond the newest ``cap``; returns how many."""
+    # Through attempts_by_verdict: ``cap`` index entries walked, however long the history.
     row = db.execute(
-        "SELECT id FROM attempts WHERE verdict != ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-        (VERIFIED, cap),
+        "SELECT id FROM attempts WHERE verdict = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+        (REJECTED, cap),
     ).fetchone()
     if row is None:
         return 0
-    return delete_where(db, "verdict != ? AND id <= ?", (VERIFIED, row[0]))
+    return delete_where(db, "verdict = ? AND id <= ?", (REJECTED, row[0]))[0]
 
 
-def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> int:
-    """Delete the attempts matching ``where``, their forwards and the messages left without an
-    attempt, and take them out of the counts by minute (activity.py), in one transaction. Only
-    the rows deleted are looked at: the cost follows the step, not the history's size."""
+def delete_where(
+    db: sqlite3.Connection, where: str, params: tuple[Any, ...], *, limit: int | None = None
+) -> tuple[int, float]:
+    """Delete the attempts matching ``where`` (the oldest ``limit`` of them, by time, when
+    given), their forwards and the messages left without an attempt, and take them out of the
+    counts by minute (activity.py), in one transaction. Only the rows deleted are looked at: the
+    cost follows the step, not the history's size. Returns (how many, seconds the write lock was
+    held)."""
     db.execute("BEGIN IMMEDIATE")
+    locked = time.perf_counter()
     try:
         # Ids are never handed out again (the search index may still hold a pruned row's id).
         db.execute(
@@ -40,10 +53,11 @@ def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) ->
         )
         db.execute(_PRUNED)
         db.execute("DELETE FROM temp.pruned")
+        some = "" if limit is None else " ORDER BY received_at_ms LIMIT ?"
         db.execute(
             f"INSERT INTO temp.pruned (id, webhook_id) SELECT id, webhook_id FROM attempts "
-            f"WHERE {where}",
-            params,
+            f"WHERE {where}{some}",
+            params if limit is None else (*params, limit),
         )
         activity.take_away(db, "id IN (SELECT id FROM temp.pruned)", ())
         deleted = db.execute(
@@ -61,7 +75,7 @@ def delete_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) ->
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
-    return deleted
+    return deleted, time.perf_counter() - locked
 
 
 # The attempts one step deletes (a temporary table of the writer's connection).

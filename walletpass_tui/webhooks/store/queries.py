@@ -19,6 +19,7 @@ from walletpass_tui.logs import suppressed
 from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
     CHECK,
+    CHECK_MODE,
     CHECK_NOTE_PREFIXES,
     FORWARD,
     PENDING,
@@ -406,7 +407,7 @@ class Reader:
     async def stats(self) -> Stats:
         """The deliveries of all time, as the header shows them: the activity query over one
         bucket (requests "Check my app" sent are not deliveries)."""
-        counts = (await self.activity(0, activity.ALL_TIME_MS)).deliveries()
+        counts = (await self.activity(0, activity.ALL_TIME_MS, forwards=False)).deliveries()
         verified = sum(row.verified for row in counts)
         rejected = sum(row.rejected for row in counts)
         return Stats(
@@ -456,6 +457,18 @@ class Reader:
             params.append(target)
         return int(await self.one(sql, params))
 
+    async def last_target_of_topic(self, topic: str | None) -> str | None:
+        """The target of the newest forward or replay (not the check's) of a delivery of
+        ``topic``, among the last ``RECENT_FORWARDS`` forwards: where a replay most likely goes."""
+        found = await self.fetch(
+            "SELECT f.target FROM forwards f JOIN attempts a ON a.id = f.attempt_id "
+            "WHERE f.id > (SELECT COALESCE(MAX(id), 0) FROM forwards) - ? AND f.mode != ? "
+            "AND a.topic IS ? ORDER BY f.id DESC LIMIT 1",
+            [RECENT_FORWARDS, CHECK_MODE, topic],
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self.fetch(
             f"SELECT {rows.FORWARD_COLUMNS} FROM forwards WHERE webhook_id = ? ORDER BY id",
@@ -464,6 +477,7 @@ class Reader:
         )
 
 
+RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
@@ -576,9 +590,9 @@ def _plan(
         if flt.verdict == VERIFIED:
             clauses.append("a.verdict = ?")
             params.append(VERIFIED)
-        elif flt.verdict == REJECTED:
-            clauses.append("a.verdict != ?")
-            params.append(VERIFIED)
+        elif flt.verdict == REJECTED:  # through attempts_by_verdict: the two are all there is
+            clauses.append("a.verdict = ?")
+            params.append(REJECTED)
         if flt.since_ms is not None:
             clauses.append("a.received_at_ms >= ?")
             params.append(flt.since_ms)
@@ -690,8 +704,8 @@ def attempts_after(
         clauses.append("verdict = ?")
         params.append(VERIFIED)
     elif verdict == REJECTED:
-        clauses.append("verdict != ?")
-        params.append(VERIFIED)
+        clauses.append("verdict = ?")
+        params.append(REJECTED)
     if received_since_ms is not None:
         clauses.append("received_at_ms >= ?")
         params.append(received_since_ms)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from walletpass_tui.webhooks.models import (
+    FORWARD,
     Attempt,
     ForwardRow,
     LogFilter,
@@ -56,6 +57,20 @@ class History:
 
     async def forwards_for_message(self, webhook_id: str) -> list[ForwardRow]:
         return await self._reader.forwards_for_message(webhook_id)
+
+    async def replay_targets(self, attempt: Attempt) -> list[str]:
+        """Where a replay of ``attempt`` goes by default: the targets its message was forwarded
+        to (per topic, as ``--forward-to TOPIC=URL`` routed it), else the last target a
+        delivery of its topic was forwarded or replayed to; [] when there is none."""
+        forwarded = [
+            f.target
+            for f in await self._reader.forwards_for_message(attempt.webhook_id or "")
+            if f.kind == FORWARD
+        ]
+        if forwarded:
+            return list(dict.fromkeys(forwarded))
+        last = await self._reader.last_target_of_topic(attempt.topic)
+        return [last] if last else []
 
     # -- the log and the messages -------------------------------------------------------------
 
