@@ -173,12 +173,17 @@ def fill(listen: Listen, marks: Marks, requests: Path, n: int, connections: int)
     cmd.append(f"http://127.0.0.1:{listen.port}{PATH}")
     sampler.start()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
-    # wrk's thread stops after n answers but wrk sleeps out its duration: stop it (SIGINT makes
-    # it print its summary) once listen has stored them.
-    while proc.poll() is None and marks.stored() < target:
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    try:
+        # wrk's thread stops after n answers but wrk sleeps out its duration: stop it (SIGINT
+        # makes it print its summary) once listen has stored them.
+        while proc.poll() is None and marks.stored() < target:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        done.set()
     ended = time.perf_counter()
     done.set()
     sampler.join()
@@ -436,6 +441,7 @@ def main() -> int:
     parser.add_argument("--home", type=Path, help="grow the history here (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep --home's history afterwards")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop listen and wrk on the way out
     for tool in ("wrk", "tmux"):
         if shutil.which(tool) is None:
             raise SystemExit(f"This benchmark needs {tool} (apt-get install -y wrk tmux).")
