@@ -8,6 +8,7 @@ import json
 import random
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -138,3 +139,21 @@ def test_malformed_target_urls_are_refused() -> None:
         assert target_problem(bad), bad
     for good in ("http://127.0.0.1:3000/webhooks", "https://app.example.com/hooks?token=1"):
         assert target_problem(good) is None, good
+
+
+def test_the_wrong_secret_is_never_the_right_one_even_when_drawn_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-byte key drawn at random equals the user's one time in 256: the "wrong secret"
+    case would then be a valid delivery, and a correct receiver would fail the check. The draw
+    is made to repeat the user's key first, as chance sometimes does."""
+    import walletpass_tui.check.cases as cases_module
+
+    secret = "whsec_" + base64.b64encode(b"\x9e").decode()
+    draws = iter([secret, secret, "whsec_" + base64.b64encode(b"\x01").decode()])
+    monkeypatch.setattr(cases_module, "new_secret", lambda nbytes: next(draws))
+    case = next(c for c in build_cases(secret, ["pass.activated"]) if c.id == "wrong-secret")
+    now = datetime.now(UTC)
+    request = case.make(now)
+    headers = {k.lower(): v for k, v in request.headers}
+    assert not verify(headers, request.body, [SigningKey.from_secret(secret)], now=now).ok

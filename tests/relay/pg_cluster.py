@@ -7,7 +7,7 @@ in a directory it owns. Each pytest-xdist worker starts its own cluster (its own
 port). Relays connect over TCP as the role ``relay`` with a password (scram-sha-256), as they
 would in production; the superuser ``postgres`` is reached through the socket (trust).
 
-Missing binaries are a failure, never a skip: CI installs them (``.ci/run``).
+Missing binaries are a failure, never a skip: the test script installs them (``scripts/test.sh``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def find_bindir() -> Path:
         return Path(initdb).parent
     raise RuntimeError(
         "PostgreSQL's server binaries (initdb, pg_ctl, postgres) are not installed: the relay's "
-        "PostgreSQL tests need them. Install Debian's postgresql package (.ci/run does: "
+        "PostgreSQL tests need them. Install Debian's postgresql package (scripts/test.sh does: "
         "apt-get install postgresql)."
     )
 

@@ -98,8 +98,10 @@ def build_cases(
     if not topics:
         raise ValueError("build_cases needs at least one topic")
     rng = rng or random.Random()
-    key_len = len(parse_secret(secret))
-    other_secret = new_secret(key_len)
+    key = parse_secret(secret)
+    other_secret = new_secret(len(key))
+    while parse_secret(other_secret) == key:  # a short key is drawn again by chance (1 in 256)
+        other_secret = new_secret(len(key))
     cases: list[Case] = []
 
     def add(

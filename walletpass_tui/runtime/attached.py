@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from walletpass_tui.config import Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.attached_rows import Found, RowReader
 from walletpass_tui.runtime.control import (
     ControlError,
     ForwardNote,
@@ -57,7 +58,7 @@ from walletpass_tui.webhooks.models import (
     ForwardRow,
     ForwardState,
 )
-from walletpass_tui.webhooks.store import Store, queries
+from walletpass_tui.webhooks.store import Store
 
 if TYPE_CHECKING:
     from walletpass_tui.schemas.records import DriftRecord
@@ -69,7 +70,6 @@ log = logging.getLogger(__name__)
 POLL_S = 0.15
 SLOW_POLL_S = 1.0
 READ_EVERY_S = 0.1  # while rows stream in, read them at most this often (the log draws 4 a second)
-PAGE = 32  # attempts read at once, with their bodies
 MAX_BEHIND = 2_000  # more new rows than this at once: the log reloads instead of reading each
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 2.0
@@ -418,7 +418,7 @@ class AttachedRuntime:
     # -- new rows, read from the history --------------------------------------------------------------
 
     async def _follow_rows(self) -> None:
-        reader = _RowReader(self.settings.database_path)
+        reader = RowReader(self.settings.database_path)
         thread = SqliteThread("attached-rows")  # the reader's connection lives there
         try:
             while True:
@@ -442,7 +442,7 @@ class AttachedRuntime:
             thread.submit(reader.close)  # after the read under way, if any
             thread.close()
 
-    def _hand_on(self, found: _Found) -> None:
+    def _hand_on(self, found: Found) -> None:
         if found.cursor < self._cursor or found.skipped:
             self._cursor = found.cursor
             self._gap_listeners.notify(found.skipped)
@@ -450,54 +450,3 @@ class AttachedRuntime:
         self._cursor = found.cursor
         for batch in found.batches:
             self._delivery_listeners.notify(batch)
-
-
-@dataclass
-class _Found:
-    cursor: int
-    batches: list[list[Attempt]]
-    skipped: int = 0
-
-
-class _RowReader:
-    """A read-only connection to the history (used on one ``SqliteThread``): the attempts after
-    a cursor."""
-
-    def __init__(self, path: Any) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-        self._version: int | None = None
-
-    def read(self, cursor: int, announced: int, max_behind: int) -> _Found:
-        """New attempts after ``cursor``: up to ``announced`` when the receiver said more were
-        committed, else up to the newest, if anyone committed since the last look."""
-        db = self._db
-        if db is None:
-            db = self._db = queries.connect_read_only(self.path)
-            self._version = None
-        if announced > cursor:
-            upto = announced
-        else:
-            version = queries.data_version(db)
-            if version == self._version:
-                return _Found(cursor, [])
-            self._version = version
-            upto = queries.newest_attempt_id(db)
-        if upto < cursor:  # the history was replaced, or its newest rows removed
-            return _Found(upto, [], skipped=1)
-        if upto - cursor > max_behind:
-            return _Found(upto, [], skipped=upto - cursor)
-        batches: list[list[Attempt]] = []
-        while cursor < upto:
-            batch = queries.attempts_after(db, cursor, upto_id=upto, limit=PAGE)
-            if not batch:
-                break
-            batches.append(batch)
-            cursor = batch[-1].id or cursor
-        return _Found(max(cursor, upto), batches)
-
-    def close(self) -> None:
-        db, self._db = self._db, None
-        if db is not None:
-            with contextlib.suppress(sqlite3.Error):  # closing a connection being dropped
-                db.close()

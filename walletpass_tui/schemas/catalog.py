@@ -115,6 +115,17 @@ class Catalog:
         source = Source(delivery.seen_at_ms, delivery.webhook_id, delivery.attempt_id)
         return self._sample(group, delivery.body, source)
 
+    def skip(self, topic: str | None) -> GroupKey | None:
+        """Count a verified delivery of ``topic`` that could not be learned; its group's key
+        (None: a topic beyond MAX_GROUPS, counted as not learned)."""
+        group = self.group(GroupKey.of_topic(topic))
+        if group is None:
+            self.topics_not_learned += 1
+            return None
+        group.skipped += 1
+        group.changed = True
+        return group.key
+
     def learn_attempt(self, attempt: Attempt) -> list[Finding]:
         return self.learn(Delivery.from_attempt(attempt))
 
@@ -182,4 +193,6 @@ class Catalog:
         # folded into a map) would be seen another way now that they are learned.
         remember = shape is not None and group.epoch == epoch
         group.repeat = Repeat(shape, seen, shown, epoch) if remember else None
+        if group.epoch != epoch:  # a map folded: what was found about its keys is no drift
+            found = [f for f in found if group.findings.get(f.key) is f]
         return found

@@ -5,18 +5,21 @@ Once a group has DRIFT_AFTER samples, a sample that
 * brings a path never seen before (under a parent already seen as such) is ``field_added``;
 * lacks a path that every earlier parent object (or non-empty array) held is ``field_missing``;
 * carries a type never seen at a known path is ``type_changed`` (an integer where numbers were
-  seen is not: JSON has one number type).
+  seen is not: JSON has one number type), one finding for each new type.
 
-A kind is reported once per path: later samples that show it again only add to its count.
+A finding is reported once per path, kind and new type: later samples that show it again only
+add to its count; a second, different type arriving at the same path is a finding of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from walletpass_tui.schemas.jsonscan import TYPES
 from walletpass_tui.schemas.learn import Observation
 from walletpass_tui.schemas.model import (
     Finding,
+    FindingKey,
     GroupSchema,
     Kind,
     Source,
@@ -35,6 +38,7 @@ class Change:
     was: str | None
     now: str | None
     baseline: tuple[str, ...]
+    variant: str = ""  # the new type of a type_changed
 
 
 def _held(obs: Observation, path: str, segment: Segment, parent: str | None) -> tuple[int, int]:
@@ -74,7 +78,9 @@ def detect(group: GroupSchema, obs: Observation) -> list[Change]:
         if new:
             was = types_text(stats.types)
             baseline = tuple(stats.types)
-            changes.append(Change(seen.path, Kind.TYPE_CHANGED, was, types_text(new), baseline))
+            for kind in sorted(new, key=TYPES.index):
+                change = Change(seen.path, Kind.TYPE_CHANGED, was, kind, baseline, kind)
+                changes.append(change)
     missing = False
     for stats in group.always_present_paths():
         could, held = _held(obs, stats.path, stats.segment, stats.parent)
@@ -93,7 +99,7 @@ def _shows_again(finding: Finding, group: GroupSchema, obs: Observation) -> bool
     if finding.kind is Kind.FIELD_ADDED:
         return seen is not None
     if finding.kind is Kind.TYPE_CHANGED:
-        return seen is not None and any(is_new_type(t, list(finding.baseline)) for t in seen.types)
+        return seen is not None and finding.variant in seen.types
     stats = group.paths.get(finding.path)  # FIELD_MISSING: was its parent there without it?
     if stats is None:
         return False
@@ -111,9 +117,9 @@ def record(
     """Count ``changes`` and the findings ``obs`` shows again; returns the new ones. ``shown``,
     when given, receives every finding the sample showed (new or again)."""
     new: list[Finding] = []
-    touched: set[tuple[str, Kind]] = set()
+    touched: set[FindingKey] = set()
     for change in changes:
-        key = (change.path, change.kind)
+        key = (change.path, change.kind, change.variant)
         touched.add(key)
         finding = group.findings.get(key)
         if finding is None:
@@ -126,6 +132,7 @@ def record(
                 change.baseline,
                 source,
                 last_seen_ms=source.seen_at_ms,
+                variant=change.variant,
             )
             group.findings[key] = finding
             new.append(finding)

@@ -77,7 +77,7 @@ class Observer:
         self.frames: list[_Frame] = []
         self.new_paths = 0
         self.new_idlike: dict[str, int] = {}
-        self.named_idlike: set[tuple[str, str]] = set()  # id-like keys named in this body
+        self.named_here: set[tuple[str, str]] = set()  # new keys named in this body
         self.maps: dict[str, str] = {}  # parent path -> its map path, once it is a map
         self.untracked: set[bytes] = set()
         self.untracked_more = False
@@ -235,11 +235,16 @@ class Observer:
                 found.example = known.example  # only a new path needs its first value
                 self.paths[known.path] = found
             return found
+        map_path = self.group.map_of.get(parent.path) or self.maps.get(parent.path)
+        if map_path is not None and (parent.path, name) not in self.named_here:
+            # An open map: any key it did not name before is one of its keys, a sample of
+            # ``{*}``, never a path of its own (and so never a finding).
+            return self._child(parent, Segment.MAP, MAP, map_path)
         if len(name) > MAX_KEY_CHARS:
             parent.open = True
             self._untrack(child(parent.path, Segment.KEY, name[: MAX_KEY_CHARS + 1]))
             return None
-        if looks_like_id(name) and (parent.path, name) not in self.named_idlike:
+        if looks_like_id(name) and (parent.path, name) not in self.named_here:
             map_path = self._map_path(parent.path)
             if map_path is not None:
                 return self._child(parent, Segment.MAP, MAP, map_path)
@@ -259,9 +264,10 @@ class Observer:
                 self._untrack(path)
                 return None
             self.new_paths += 1
-            if segment is Segment.KEY and looks_like_id(key):
-                self.new_idlike[parent.path] = self.new_idlike.get(parent.path, 0) + 1
-                self.named_idlike.add((parent.path, key))
+            if segment is Segment.KEY:
+                self.named_here.add((parent.path, key))  # a repeated key keeps its path
+                if looks_like_id(key):
+                    self.new_idlike[parent.path] = self.new_idlike.get(parent.path, 0) + 1
         stats = PathStats(path, parent.path, segment, key, parent.depth + 1)
         if known is not None:
             stats.example = known.example
@@ -269,14 +275,11 @@ class Observer:
         return stats
 
     def _map_path(self, parent: str) -> str | None:
-        """Where a new id-like key at ``parent`` goes when the parent is a map: a map is there,
-        or the key would be its (MAP_KEYS + 1)th id-like key. None: it keeps its name."""
-        found = self.maps.get(parent)
-        if found is not None:
-            return found
-        map_path = child(parent, Segment.MAP)
+        """Where a new id-like key at ``parent`` goes when it would be the parent's (MAP_KEYS +
+        1)th id-like key: the parent is a map from then on. None: it keeps its name."""
         known = self.group.idlike.get(parent, 0) + self.new_idlike.get(parent, 0)
-        if map_path in self.paths or map_path in self.group.paths or known >= MAP_KEYS:
+        if known >= MAP_KEYS:
+            map_path = child(parent, Segment.MAP)
             self.maps[parent] = map_path
             return map_path
         return None

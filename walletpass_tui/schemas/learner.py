@@ -262,11 +262,13 @@ class SchemaLearner:
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
-        self.problem = (
+        problem = (
             f"Learning payload schemas from {self.history_path} failed ({type(exc).__name__}: "
             f"{exc}); it is tried again, and deliveries are not affected."
         )
-        log.warning("%s", self.problem)
+        # Said once while it lasts (it is tried again every RETRY_S): then at debug level.
+        log.log(logging.DEBUG if problem == self.problem else logging.WARNING, "%s", problem)
+        self.problem = problem
         with suppressed(log, "recovering the schema book"):
             self._book.recover()
 

@@ -9,8 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
-from walletpass_tui.schemas.paths import MAP, MAP_KEYS, UNTRACKED_CAP, Segment, child, looks_like_id
+from walletpass_tui.schemas.paths import (
+    MAP,
+    MAP_KEYS,
+    UNTRACKED_CAP,
+    Segment,
+    child,
+    looks_like_id,
+    map_member,
+)
 
 # -- groups ---------------------------------------------------------------------------------------
 
@@ -28,10 +37,15 @@ class GroupKey:
 
     @property
     def label(self) -> str:
-        """As the log shows it: the topic, ``topic unknown``, or ``templates``."""
+        """The group's one name: ``templates``, ``topic unknown``, or the topic as the log shows
+        it; a topic from the wire that reads as one of our names (``templates``, ``unknown``,
+        ``activated``, `` pass.activated`` with a space) is ``topic:`` and its exact name, which
+        is also what ``parse_group`` reads back as that topic."""
         if self.templates:
             return "templates"
-        return self.topic if self.topic is not None else "topic unknown"
+        if self.topic is None:
+            return "topic unknown"
+        return self.topic if plain_topic(self.topic) else TOPIC_PREFIX + self.topic
 
     @property
     def stored(self) -> str:
@@ -52,6 +66,32 @@ class GroupKey:
 
 
 TEMPLATES = GroupKey(True, None)
+TOPIC_PREFIX = "topic:"  # a topic named exactly as what follows, whatever it reads like
+UNKNOWN_NAMES = ("unknown", "topic-unknown", "topic unknown")  # the group of topic-less deliveries
+
+
+def builtin_group(text: str) -> GroupKey | None:
+    """The group one of our own names gives: ``templates``, ``unknown`` (also ``topic unknown``,
+    any case), ``topic:NAME`` (the topic NAME exactly), or a service topic by its full or short
+    name (``activated``). None: another name, a topic learned from the wire perhaps."""
+    if text.startswith(TOPIC_PREFIX):
+        return GroupKey.of_topic(text[len(TOPIC_PREFIX) :])
+    name = text.strip()
+    if name == "templates":
+        return TEMPLATES
+    if name.lower() in UNKNOWN_NAMES:
+        return GroupKey.of_topic(None)
+    try:
+        return GroupKey.of_topic(parse_topic(name))
+    except TopicError:  # not one of the service's topics
+        return None
+
+
+def plain_topic(topic: str) -> bool:
+    """Whether a topic from the wire can be named by itself: none of our names means another
+    group (see ``builtin_group``)."""
+    found = builtin_group(topic)
+    return topic != "" and (found is None or found == GroupKey.of_topic(topic))
 
 
 # -- where a value came from ----------------------------------------------------------------------
@@ -158,9 +198,16 @@ class Kind(Enum):
         ]
 
 
+FindingKey = tuple[str, Kind, str]  # path, kind, variant (see Finding.variant)
+
+
 @dataclass(slots=True)
 class Finding:
-    """One drift: the first delivery that showed it, and how many have shown it since."""
+    """One drift: the first delivery that showed it, and how many have shown it since.
+
+    A finding is one per path, kind and variant: the variant is the new type of a
+    ``type_changed`` (``string -> integer`` and, later, ``string|integer -> object`` at the same
+    path are two findings), and empty for the other kinds."""
 
     group: GroupKey
     path: str
@@ -172,6 +219,11 @@ class Finding:
     count: int = 1
     last_seen_ms: int = 0
     id: int = 0  # its row in the schema file (0: not stored yet)
+    variant: str = ""
+
+    @property
+    def key(self) -> FindingKey:
+        return (self.path, self.kind, self.variant)
 
 
 # -- a group --------------------------------------------------------------------------------------
@@ -200,11 +252,13 @@ class GroupSchema:
     first_seen_ms: int = 0
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
-    findings: dict[tuple[str, Kind], Finding] = field(default_factory=dict)
+    findings: dict[FindingKey, Finding] = field(default_factory=dict)
+    skipped: int = 0  # verified deliveries the learner could not take (see book.py)
     # Indexes of ``paths``: named id-like keys per parent path (more than MAP_KEYS: the parent
     # is a map), and each named key's path by (parent path, key).
     idlike: dict[str, int] = field(default_factory=dict)
     by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
+    map_of: dict[str, str] = field(default_factory=dict)  # a map's path -> its ``{*}`` path
     always: list[PathStats] | None = None  # see always_present_paths()
     # The last sample's shape, kept while the paths stay as they were (``epoch``): a sample of
     # that same shape is learned without being walked again (see ``Catalog._sample``).
@@ -214,6 +268,7 @@ class GroupSchema:
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     dirty_findings: list[Finding] = field(default_factory=list)
+    removed_findings: list[int] = field(default_factory=list)  # stored ids
     changed: bool = False
 
     # -- reading -----------------------------------------------------------------------------
@@ -258,7 +313,10 @@ class GroupSchema:
         self.always = None
         self.idlike = {}
         self.by_key = {}
+        self.map_of = {}
         for s in self.paths.values():
+            if s.parent is not None and s.segment is Segment.MAP:
+                self.map_of[s.parent] = s.path
             if s.parent is not None and s.segment is Segment.KEY:
                 self.by_key[(s.parent, s.key)] = s
                 if looks_like_id(s.key):
@@ -307,6 +365,8 @@ class GroupSchema:
                     self.by_key[(obs.parent, obs.key)] = stats
                     if looks_like_id(obs.key):
                         self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
+                elif obs.segment is Segment.MAP and obs.parent is not None:
+                    self.map_of[obs.parent] = path
             types = stats.types
             for kind, n in obs.types.items():
                 types[kind] = types.get(kind, 0) + n * times
@@ -327,11 +387,17 @@ class GroupSchema:
         self.last_seen_ms = at_ms
         self.last_webhook_id = webhook_id
         self.changed = True
-        folded = False
-        for parent, count in list(self.idlike.items()):
-            if count:
-                folded = self._fold_if_map(parent) or folded
-        if folded:
+        self.fold_maps()
+
+    def fold_maps(self) -> None:
+        """Fold every object that has become a map, until none is left to fold: folding one
+        merges the objects below it (``data.balances.acct_1`` and ``.acct_2`` become
+        ``data.balances{*}``), and their keys together may make a map of their own."""
+        while True:
+            parent = next((p for p, n in self.idlike.items() if n and self._is_map(p)), None)
+            if parent is None:
+                return
+            self._fold_map(parent)
             self.reindex()
             self.always = None
             self.epoch += 1
@@ -348,35 +414,71 @@ class GroupSchema:
             ]
         return self.always
 
-    def _fold_if_map(self, parent: str) -> bool:
-        """More than MAP_KEYS id-like keys at ``parent`` (or a map already there): fold every
-        id-like key, with everything below it, into ``parent{*}``."""
-        count = self.idlike.get(parent, 0)
+    def _is_map(self, parent: str) -> bool:
+        """Whether the object at ``parent`` is a map with id-like keys still named below it:
+        more than MAP_KEYS of them, or a ``{*}`` there already."""
+        if parent not in self.paths:
+            return False  # folded itself meanwhile: its keys are counted where they went
+        return child(parent, Segment.MAP) in self.paths or self.idlike.get(parent, 0) > MAP_KEYS
+
+    def _fold_map(self, parent: str) -> None:
+        """Fold every key of the map at ``parent`` that reads as one of its ids (see
+        ``map_member``), with everything below it, into ``parent{*}``."""
+        named = [s for s in self.paths.values() if s.parent == parent and s.segment is Segment.KEY]
+        ids = [s.key for s in named if looks_like_id(s.key)]
+        members = [s for s in named if map_member(s.key, ids)]
         map_path = child(parent, Segment.MAP)
-        if not count or (map_path not in self.paths and count <= MAP_KEYS):
-            return False
-        named = [
-            s
-            for s in self.paths.values()
-            if s.parent == parent and s.segment is Segment.KEY and looks_like_id(s.key)
-        ]
         kids = self.children()
         if map_path not in self.paths:
-            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, named[0].depth)
-        for node in sorted(named, key=lambda s: s.seq):
-            self._fold(node, map_path, kids)
-        return True
+            depth = self.paths[parent].depth + 1
+            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, depth)
+            self.dirty.add(map_path)
+        moved: dict[str, str] = {}
+        for node in sorted(members, key=lambda s: s.seq):
+            self._fold(node, map_path, kids, moved)
+        self._move_findings(moved)
+
+    def _move_findings(self, moved: dict[str, str]) -> None:
+        """The findings at paths folded into a map follow them; those that were about the map's
+        keys themselves (one added, one missing) are dropped: a map's keys coming and going is
+        not drift. Two findings that meet at one path are one (the first, both counts)."""
+        if not any(path in moved for path, _, _ in self.findings):
+            return
+        kept: dict[FindingKey, Finding] = {}
+        for finding in sorted(self.findings.values(), key=lambda f: (f.source.seen_at_ms, f.id)):
+            path = moved.get(finding.path, finding.path)
+            about_a_key = path.endswith(MAP) and finding.kind is not Kind.TYPE_CHANGED
+            known = kept.get((path, finding.kind, finding.variant))
+            if about_a_key or known is not None:
+                if known is not None:
+                    known.count += finding.count
+                    known.last_seen_ms = max(known.last_seen_ms, finding.last_seen_ms)
+                    self.dirty_findings.append(known)
+                if finding.id:
+                    self.removed_findings.append(finding.id)
+                continue
+            if path != finding.path:
+                finding.path = path
+                self.dirty_findings.append(finding)
+            kept[finding.key] = finding
+        self.findings = kept
 
     def _fold(
-        self, node: PathStats, map_path: str, kids: dict[str | None, list[PathStats]]
+        self,
+        node: PathStats,
+        map_path: str,
+        kids: dict[str | None, list[PathStats]],
+        moved: dict[str, str],
     ) -> None:
-        """Move ``node`` and everything below it to ``map_path`` and the same paths below it."""
+        """Move ``node`` and everything below it to ``map_path`` and the same paths below it
+        (``moved`` gets each path's new one)."""
         cut = len(node.path)
         stack = [node]
         while stack:
             current = stack.pop()
             stack.extend(kids.get(current.path, []))
             target_path = map_path + current.path[cut:]
+            moved[current.path] = target_path
             target = self.paths.get(target_path)
             if target is None:
                 assert current.parent is not None  # below the folded key

@@ -15,7 +15,7 @@ from walletpass_tui.cli.common import CommandError, print_json, settings_from_ar
 from walletpass_tui.cli.events_cmd.shared import resolve_message, with_history
 from walletpass_tui.errors import UsageError
 from walletpass_tui.query.diff import Diff, diff, diff_lines
-from walletpass_tui.text import printable
+from walletpass_tui.text import parse_ascii_int, printable
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt
@@ -26,11 +26,12 @@ def split_ref(text: str) -> tuple[str, int | None]:
     """``msg_2KWP@2`` -> ("msg_2KWP", 2); the attempt number None when not given (text after
     the last @ that is not a number is part of the webhook-id)."""
     ref, sep, number = text.rpartition("@")
-    if not sep or not ref or not number.isascii() or not number.isdigit():
+    value = parse_ascii_int(number) if sep and ref else None  # the digits 0-9 only
+    if value is None:
         return text, None
-    if not 1 <= int(number) <= 1_000_000:
+    if not 1 <= value <= 1_000_000:
         raise UsageError(f"{printable(text, 80)!r}: attempts are numbered from 1.")
-    return ref, int(number)
+    return ref, value
 
 
 async def _attempt(history: History, text: str) -> tuple[Attempt, list[Attempt]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -21,6 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from walletpass_tui.text import ELLIPSIS
 from walletpass_tui.ui.view.log_columns import (
     DRIFT_MARK,
     GAP,
@@ -99,6 +100,7 @@ class LogLines(ScrollView, can_focus=True):
         self.window = window
         self.following = True
         self._lines: LRUCache[tuple[int, bool, bool, int, bool], Strip] = LRUCache(512)
+        self._styles: dict[str, Style] = {}
         # The rows whose delivery brought payload drift (set once the app has read them).
         self.drift_marks: Container[int] = ()
         self._columns: list[tuple[Column, int]] = []
@@ -144,7 +146,7 @@ class LogLines(ScrollView, can_focus=True):
     # -- rendering ----------------------------------------------------------------------------
 
     def on_resize(self, event: events.Resize) -> None:
-        self._lines.clear()
+        self._forget()
         self._update_virtual_size()
         self._keep_cursor_visible()
         if self.header is not None:
@@ -152,14 +154,14 @@ class LogLines(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._lines.clear()
+        self._forget()
 
     def on_focus(self) -> None:
-        self._lines.clear()
+        self._forget()
         self.refresh()
 
     def on_blur(self) -> None:
-        self._lines.clear()
+        self._forget()
         self.refresh()
 
     @property
@@ -173,7 +175,7 @@ class LogLines(ScrollView, can_focus=True):
             columns = layout(width, self.window.widest if len(self.window) else None)
             if columns != self._columns:
                 self._columns = columns
-                self._lines.clear()
+                self._forget()
                 if self.header is not None:
                     self.header.refresh()
         return self._columns
@@ -183,7 +185,7 @@ class LogLines(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         rows = self.window.rows
         if not 0 <= index < len(rows):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style())
         row = rows[index]
         selected = index == self.window.cursor
         self.columns  # noqa: B018 - laid out again (and the cache dropped) when the widths change
@@ -198,33 +200,58 @@ class LogLines(ScrollView, can_focus=True):
             observer(row)
         return strip
 
+    def _forget(self) -> None:
+        """Drop the rows drawn and the styles looked up (the columns, the theme or the focus
+        changed)."""
+        self._lines.clear()
+        self._styles.clear()
+
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(name, partial=True)
+        """A component's style, looked up once until the styles change (each row uses several)."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
+
+    def _base_style(self) -> Style:
+        """The view's own style (``rich_style`` walks the ancestors: once, not once a row)."""
+        style = self._styles.get("")
+        if style is None:
+            style = self._styles[""] = self.rich_style
+        return style
 
     def _render_row(self, row: LogRow, selected: bool, width: int, drifted: bool = False) -> Strip:
-        base = self.rich_style
-        line = Text(no_wrap=True, overflow="ellipsis", end="")
+        """One row as segments, a cell at a time, each in its final style (a stream of rows
+        draws each new one once, so this runs for every row that reaches the screen)."""
+        base = self._base_style()
+        cursor: Style | None = None
+        if selected:
+            cursor = self._style(
+                "log-lines--cursor" if self.has_focus else "log-lines--cursor-blurred"
+            )
+        line = base + cursor if cursor is not None else base
+        drift = self._style("log-lines--drift") if drifted else None
+        segments: list[Segment] = []
+        gap = Segment(" " * GAP, line)
+        used = 0
         for index, (column, col_width) in enumerate(self.columns):
             if index:
-                line.append(" " * GAP)
-            cell = Text(cell_text(row, column.key), style=self._cell_style(row, column.key))
-            if drifted and column.key == "verdict":  # its payload drifted from what was learned
-                cell.append(f" {DRIFT_MARK}", self._style("log-lines--drift"))
-            cell.truncate(col_width, overflow="ellipsis", pad=not column.right)
-            if column.right and cell.cell_len < col_width:
-                cell.pad_left(col_width - cell.cell_len)
-            line.append_text(cell)
-        if selected:
-            cursor = "log-lines--cursor" if self.has_focus else "log-lines--cursor-blurred"
-            line.stylize(self._style(cursor))
-        segments = list(line.render(self.app.console))
-        used = sum(cell_len(s.text) for s in segments)
+                segments.append(gap)
+                used += GAP
+            key = column.key
+            style = base + self._cell_style(row, key)
+            marked: Style | None = None
+            if drift is not None and key == "verdict":  # its payload drifted from the schema
+                marked = style + drift
+            if cursor is not None:  # the selection over every cell
+                style = style + cursor
+                marked = marked + cursor if marked is not None else None
+            text = cell_text(row, key)
+            used += _cell(segments, text, col_width, column.right, style, marked)
         if used < width:
-            fill = base + self._style("log-lines--cursor") if selected and self.has_focus else base
-            if selected and not self.has_focus:
-                fill = base + self._style("log-lines--cursor-blurred")
-            segments.append(Segment(" " * (width - used), fill))
-        return Strip(segments).simplify().crop(0, width).apply_style(base)
+            segments.append(Segment(" " * (width - used), line))
+        strip = Strip(_merged(segments), max(used, width))
+        return strip.crop(0, width) if used > width else strip
 
     def _cell_style(self, row: LogRow, key: str) -> Style:
         if key == "verdict":
@@ -253,7 +280,7 @@ class LogLines(ScrollView, can_focus=True):
         before = self.window.cursor
         self.window.move_to(index)
         if self.window.cursor != before:
-            self._lines.clear()
+            self._forget()
         self._keep_cursor_visible()
         self.refresh()
         self._set_following(self.window.cursor == 0 and self.window.at_top)
@@ -357,3 +384,46 @@ class LogHeader(Widget):
             title = column.title.rjust(width) if column.right else column.title.ljust(width)
             line.append(title[:width], style)
         return line
+
+
+def _cell(
+    segments: list[Segment],
+    text: str,
+    width: int,
+    right: bool,
+    style: Style,
+    marked: Style | None,
+) -> int:
+    """Append one cell of ``width`` cells in ``style``: ``text``, then the drift mark in
+    ``marked`` when given, cut with an ellipsis when too long, padded (on the left for a
+    ``right`` column) when too short. Returns the cells used."""
+    plain = text if marked is None else f"{text} {DRIFT_MARK}"
+    size = cell_len(plain)
+    if size > width:
+        plain = set_cell_size(plain, width - 1) + ELLIPSIS if width > 0 else ""
+        size = cell_len(plain)
+    pad = Segment(" " * (width - size), style) if size < width else None
+    if pad is not None and right:
+        segments.append(pad)
+    cut = len(text)  # where the mark starts
+    if marked is not None and cut < len(plain):
+        if cut:
+            segments.append(Segment(plain[:cut], style))
+        segments.append(Segment(plain[cut:], marked))
+    elif plain:
+        segments.append(Segment(plain, style))
+    if pad is not None and not right:
+        segments.append(pad)
+    return max(size, width)
+
+
+def _merged(segments: list[Segment]) -> list[Segment]:
+    """Neighbours in the same style made one segment."""
+    merged: list[Segment] = []
+    for segment in segments:
+        if merged and merged[-1].style == segment.style:
+            last = merged[-1]
+            merged[-1] = Segment(last.text + segment.text, last.style)
+        else:
+            merged.append(segment)
+    return merged

@@ -9,6 +9,7 @@ second), and only when the counts changed or a minute went by.
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit
 
 from rich.style import Style
@@ -56,6 +57,10 @@ class StatusBar(Widget):
         self.per_minute = 0  # deliveries in the last whole minute
         self._spark_state: tuple[int, int] | None = None  # (traffic version, minute) drawn
         self.drift = 0  # payload drift findings (learned schemas)
+        # The parts that change seldom (the receiver's side, the sparkline), made once until
+        # they change: the counts change on every frame while deliveries stream in.
+        self._parts: dict[tuple[str, bool, bool], Text] = {}
+        self._spark_at = float("-inf")  # when the sparkline was last read
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -68,11 +73,19 @@ class StatusBar(Widget):
         self._update_spark()
         self.set_interval(SPARK_S, self._update_spark)
 
+    def watch_receiver(self) -> None:
+        self._parts.clear()
+
     def _update_spark(self) -> None:
-        """The sparkline from the app's traffic, if it changed or a minute went by."""
+        """The sparkline from the app's traffic, if it changed or a minute went by; at most once
+        per SPARK_S (while counts stream in, it is read in the frame that draws them)."""
         traffic = live_signals(self).traffic
         if traffic is None or not traffic.loaded:
             return
+        now = time.monotonic()
+        if now - self._spark_at < SPARK_S * 0.9:  # the timer's tick may come a little early
+            return
+        self._spark_at = now
         state = (traffic.version, traffic.minute())
         if state == self._spark_state:
             return
@@ -82,10 +95,12 @@ class StatusBar(Widget):
         series = traffic.series(lambda m: m.deliveries)
         self.sparks = {width: spark(series, width) for width in SPARK_WIDTHS}
         self.per_minute = traffic.last_minute()
+        self._parts.clear()
         self.refresh()
 
     def _set_stats(self, stats: Stats | None) -> None:
         self.stats = stats
+        self._update_spark()  # in the same frame as the counts, rather than a frame of its own
 
     def _set_receiver(self, state: ReceiverState) -> None:
         self.receiver = state
@@ -107,16 +122,30 @@ class StatusBar(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._parts.clear()
+
+    def _part(self, kind: str, first: bool, second: bool = False) -> Text:
+        """A part of the line that changes seldom: made once until the receiver, the
+        sparkline or the theme changes."""
+        key = (kind, first, second)
+        part = self._parts.get(key)
+        if part is None:
+            if kind == "left":
+                part = self._left(full_public=first, public_host=second)
+            else:
+                part = self._spark(SPARK_WIDTHS[0] if first else SPARK_WIDTHS[1])
+            self._parts[key] = part
+        return part
 
     def render(self) -> Text:
         """The receiver's state on the left, the counts on the right; when room is short the
         counts lose their words, then the sparkline narrows, then it goes before the public URL
         does (where the service should post matters more than the last hour's shape)."""
         width = self.size.width
-        full, bare = self._left(full_public=True), self._left(full_public=False)
-        host = self._left(full_public=True, public_host=True)
+        full, bare = self._part("left", True), self._part("left", False)
+        host = self._part("left", True, True)
         words, short = self._counts(words=True), self._counts(words=False)
-        wide, narrow = (self._spark(w) for w in SPARK_WIDTHS)
+        wide, narrow = self._part("spark", True), self._part("spark", False)
         for left, right in (
             (full, wide + words),
             (full, wide + short),
