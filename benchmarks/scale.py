@@ -481,6 +481,9 @@ def main() -> int:
                 )
             learned = learner_caught_up(listen.db, stored, args.learn_wait)
             print(f"  the schema learner caught up {learned:.0f} s after the last chunk")
+            if not some_ids:  # a history grown before: one of its messages
+                row = marks.history.execute("SELECT webhook_id FROM messages LIMIT 1").fetchone()
+                some_ids.append(str(row[0]))
             found = look(listen, some_ids[0], args)
             found["schema learner caught up s"] = learned
             looks.append(found)
