@@ -6,8 +6,9 @@ data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from typing import Any
 
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
@@ -109,6 +110,14 @@ class Source:
 # -- paths ----------------------------------------------------------------------------------------
 
 
+_SCRATCH = {"scratch": True}  # a field's metadata: not learned, never stored
+
+
+def learned_fields(stats: PathStats) -> dict[str, Any]:
+    """What is learned at a path, as plain data (the tree and the sample's counts left out)."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats) if "scratch" not in f.metadata}
+
+
 @dataclass(slots=True)
 class PathStats:
     """Everything learned at one path of one group.
@@ -136,6 +145,35 @@ class PathStats:
     first_attempt_id: int | None = None
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
+    # Below: no part of what is learned, never stored. The group's paths as a tree (each one's
+    # named children, its map's and its array's items: ``GroupSchema.reindex``) and what the
+    # sample being taken showed here (``sample.py``), counted while ``mark`` is its serial.
+    up: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    kids: dict[str, PathStats] | None = field(
+        default=None, compare=False, repr=False, metadata=_SCRATCH
+    )
+    map_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    item_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    mark: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_seen: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_holders: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_objects: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_arrays: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_types: dict[str, int] = field(
+        default_factory=dict, compare=False, repr=False, metadata=_SCRATCH
+    )
+
+    def link(self, kid: PathStats) -> None:
+        """Make ``kid`` (a path below this one) one of this path's children in the tree."""
+        kid.up = self
+        if kid.segment is Segment.KEY:
+            if self.kids is None:
+                self.kids = {}
+            self.kids[kid.key] = kid
+        elif kid.segment is Segment.MAP:
+            self.map_kid = kid
+        elif kid.segment is Segment.ITEM:
+            self.item_kid = kid
 
     def absorb(self, other: PathStats, *, as_map_node: bool = False) -> None:
         """Add ``other``'s counts (a body's observation, or a path folded into this one)."""
@@ -229,13 +267,18 @@ class Finding:
 # -- a group --------------------------------------------------------------------------------------
 
 
+# What one sample showed at one path: the path, and its values, parent objects (or arrays)
+# holding it, objects and arrays there, and each type's values.
+Counts = tuple[PathStats, int, int, int, int, tuple[tuple[str, int], ...]]
+
+
 @dataclass(frozen=True)
 class Repeat:
-    """A sample's shape (``learn.shape_of``), what it showed (its paths, in document order) and
-    the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
+    """A sample's shape (``learn.shape_of``), what it showed (at each of its paths, in document
+    order) and the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
 
     shape: object
-    seen: list[PathStats]
+    seen: list[Counts]
     shown: list[Finding]
     epoch: int
 
@@ -255,20 +298,25 @@ class GroupSchema:
     findings: dict[FindingKey, Finding] = field(default_factory=dict)
     skipped: int = 0  # verified deliveries the learner could not take (see book.py)
     # Indexes of ``paths``: named id-like keys per parent path (more than MAP_KEYS: the parent
-    # is a map), and each named key's path by (parent path, key).
+    # is a map), and the parents whose keys changed since maps were last looked for; the paths
+    # as a tree is kept on the paths themselves (``PathStats.kids``).
     idlike: dict[str, int] = field(default_factory=dict)
-    by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
-    map_of: dict[str, str] = field(default_factory=dict)  # a map's path -> its ``{*}`` path
+    fold_check: set[str] = field(default_factory=set)
     always: list[PathStats] | None = None  # see always_present_paths()
+    serial: int = 0  # samples taken (sample.py marks the paths it counts on with it)
     # The last sample's shape, kept while the paths stay as they were (``epoch``): a sample of
     # that same shape is learned without being walked again (see ``Catalog._sample``).
     epoch: int = 0  # changes whenever a path is added, folded or untracked
     repeat: Repeat | None = None
+    shape_tries: int = 0  # see Catalog._shape
+    shape_hits: int = 0
+    shape_pause: int = 0
     # What changed since the last save (storage.py writes only these).
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     dirty_findings: list[Finding] = field(default_factory=list)
     removed_findings: list[int] = field(default_factory=list)  # stored ids
+    finding_index: dict[str, list[Finding]] | None = None  # see drift._index
     changed: bool = False
 
     # -- reading -----------------------------------------------------------------------------
@@ -309,18 +357,37 @@ class GroupSchema:
         return out
 
     def reindex(self) -> None:
-        """Rebuild the indexes of ``paths`` (after loading, after a fold)."""
+        """Rebuild the indexes of ``paths`` and the tree (after loading, after a fold)."""
         self.always = None
         self.idlike = {}
-        self.by_key = {}
-        self.map_of = {}
         for s in self.paths.values():
-            if s.parent is not None and s.segment is Segment.MAP:
-                self.map_of[s.parent] = s.path
-            if s.parent is not None and s.segment is Segment.KEY:
-                self.by_key[(s.parent, s.key)] = s
-                if looks_like_id(s.key):
-                    self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+            s.kids = s.map_kid = s.item_kid = s.up = None
+        for s in self.paths.values():
+            if s.parent is None:
+                continue
+            self.paths[s.parent].link(s)
+            if s.segment is Segment.KEY and looks_like_id(s.key):
+                self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+        self.fold_check = set(self.idlike)
+
+    def add_path(self, stats: PathStats, source: Source) -> None:
+        """A path a sample brought (already in the tree), first seen at ``source``."""
+        stats.seq = self.next_seq
+        self.next_seq += 1
+        stats.first_seen_ms = source.seen_at_ms
+        stats.first_webhook_id = source.webhook_id
+        stats.first_attempt_id = source.attempt_id
+        self.paths[stats.path] = stats
+        self.removed.discard(stats.path)
+        self.always = None
+        self.epoch += 1
+        parent = stats.parent
+        if parent is not None:
+            if stats.segment is Segment.KEY and looks_like_id(stats.key):
+                self.idlike[parent] = self.idlike.get(parent, 0) + 1
+                self.fold_check.add(parent)
+            elif stats.segment is Segment.MAP:
+                self.fold_check.add(parent)
 
     @property
     def untracked_count(self) -> int:
@@ -342,65 +409,44 @@ class GroupSchema:
             self.changed = True
             self.epoch += 1
 
-    def merge(self, seen: list[PathStats], source: Source, times: int = 1) -> None:
-        """Add one sample's observation (paths in document order, parents first), ``times``
-        over (samples of one shape counted together; ``source`` is the latest)."""
-        paths, dirty = self.paths, self.dirty
-        at_ms, webhook_id = source.seen_at_ms, source.webhook_id
-        for obs in seen:
-            path = obs.path
-            stats = paths.get(path)
-            if stats is None:
-                stats = PathStats(path, obs.parent, obs.segment, obs.key, obs.depth)
-                stats.seq = self.next_seq
-                self.next_seq += 1
-                stats.first_seen_ms = at_ms
-                stats.first_webhook_id = webhook_id
-                stats.first_attempt_id = source.attempt_id
-                paths[path] = stats
-                self.removed.discard(path)
-                self.always = None
-                self.epoch += 1
-                if obs.segment is Segment.KEY and obs.parent is not None:
-                    self.by_key[(obs.parent, obs.key)] = stats
-                    if looks_like_id(obs.key):
-                        self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
-                elif obs.segment is Segment.MAP and obs.parent is not None:
-                    self.map_of[obs.parent] = path
+    def count_repeat(self, seen: list[Counts], source: Source, times: int) -> None:
+        """Add what ``times`` samples of a shape already learned showed (``seen``: what one of
+        them showed at each of its paths, all of them known); ``source`` is the latest."""
+        at_ms, webhook_id, dirty = source.seen_at_ms, source.webhook_id, self.dirty
+        for stats, n_seen, holders, objects, arrays, type_counts in seen:
             types = stats.types
-            for kind, n in obs.types.items():
+            for kind, n in type_counts:
                 types[kind] = types.get(kind, 0) + n * times
-            stats.seen += obs.seen * times
-            stats.holders += obs.holders * times
-            stats.objects += obs.objects * times
-            stats.arrays += obs.arrays * times
-            if obs.open:
-                stats.open = True
-            if stats.example is None:
-                stats.example = obs.example
+            stats.seen += n_seen * times
+            stats.holders += holders * times
+            stats.objects += objects * times
+            stats.arrays += arrays * times
             stats.last_seen_ms = at_ms
             stats.last_webhook_id = webhook_id
-            dirty.add(path)
+            dirty.add(stats.path)
+        self.counted(times, source)
+
+    def counted(self, times: int, source: Source) -> None:
+        """``times`` more samples, the latest from ``source``."""
         self.samples += times
         if not self.first_seen_ms:
-            self.first_seen_ms = at_ms
-        self.last_seen_ms = at_ms
-        self.last_webhook_id = webhook_id
+            self.first_seen_ms = source.seen_at_ms
+        self.last_seen_ms = source.seen_at_ms
+        self.last_webhook_id = source.webhook_id
         self.changed = True
-        self.fold_maps()
 
     def fold_maps(self) -> None:
         """Fold every object that has become a map, until none is left to fold: folding one
         merges the objects below it (``data.balances.acct_1`` and ``.acct_2`` become
         ``data.balances{*}``), and their keys together may make a map of their own."""
-        while True:
-            parent = next((p for p, n in self.idlike.items() if n and self._is_map(p)), None)
-            if parent is None:
-                return
-            self._fold_map(parent)
-            self.reindex()
-            self.always = None
-            self.epoch += 1
+        while self.fold_check:
+            check, self.fold_check = self.fold_check, set()
+            for parent in check:
+                if self.idlike.get(parent) and self._is_map(parent):
+                    self._fold_map(parent)
+                    self.reindex()  # every parent is looked at again
+                    self.epoch += 1
+                    break
 
     def always_present_paths(self) -> list[PathStats]:
         """The paths every parent that could hold them held (maps and the body aside). Once a
@@ -462,6 +508,7 @@ class GroupSchema:
                 self.dirty_findings.append(finding)
             kept[finding.key] = finding
         self.findings = kept
+        self.finding_index = None
 
     def _fold(
         self,
@@ -487,6 +534,11 @@ class GroupSchema:
                     path=target_path,
                     parent=map_path + current.parent[cut:],
                     types=dict(current.types),
+                    up=None,
+                    kids=None,
+                    map_kid=None,
+                    item_kid=None,
+                    s_types={},
                 )
                 self.paths[target_path] = target
             else:
