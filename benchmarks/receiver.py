@@ -287,7 +287,8 @@ def cpu_seconds(pid: int, task: str | None = None) -> float:
 def thread_seconds(pid: int) -> dict[str, float]:
     """CPU time so far of each thread of ``pid`` by its Python name (``py-spy dump`` tells the
     names); {} without py-spy."""
-    spy = shutil.which("py-spy")
+    beside = Path(sys.executable).with_name("py-spy")  # installed in this interpreter's venv
+    spy = str(beside) if beside.exists() else shutil.which("py-spy")
     if spy is None:
         return {}
     dump = subprocess.run([spy, "dump", "-p", str(pid)], capture_output=True, text=True).stdout
