@@ -208,7 +208,7 @@ async def upgrade(history: Path) -> None:
 def build(args: argparse.Namespace, history: Path, table: list[str]) -> None:
     from walletpass_tui.query.index import index_path
 
-    if history_rows(history) == args.deliveries:
+    if history_rows(history) >= args.deliveries:  # ("ack" adds the deliveries it sends)
         asyncio.run(upgrade(history))
     else:
         for file in history.parent.glob(history.name + "*"):
@@ -332,7 +332,8 @@ def ack(args: argparse.Namespace, history: Path, table: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="wp-query-ack-"))
     home = work / "home"
     home.mkdir()
-    # listen on a copy-free view of the big history: its home holds links to the files.
+    # listen on the big history itself (its home holds links to the files): the deliveries
+    # sent here are added to it.
     for file in history.parent.glob(history.name + "*"):
         os.link(file, home / file.name)
     port = receiver.free_port()

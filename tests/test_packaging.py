@@ -3,6 +3,7 @@ dependency that ``pyproject.toml`` declares actually running the smoke commands.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -46,30 +47,54 @@ def test_the_wheel_ships_the_license_the_types_and_the_styles(wheel: Path) -> No
     assert "License-Expression: MIT" in text
 
 
+def _floors() -> dict[str, str]:
+    """Each dependency pyproject.toml declares for this machine, with its floor."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    floors = {}
+    for text in declared:
+        requirement = Requirement(text)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        [floor] = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+        floors[requirement.name] = floor
+    return floors
+
+
 def test_the_lowest_declared_versions_run_the_smoke_commands(wheel: Path, tmp_path: Path) -> None:
-    """Installs the wheel with every direct dependency at the lowest version its floor allows
-    (uv's lowest-direct resolution), then runs scripts/smoke.py against that install."""
+    """Installs every dependency at the lowest version its floor allows (uv's lowest-direct
+    resolution over pyproject's list, so each is a direct requirement: given the wheel alone,
+    only the wheel would be "direct" and its dependencies would come at their newest), checks
+    each is at its declared floor, then runs scripts/smoke.py against that install: the demo
+    drawing deliveries, listen, trigger, events show and replay, relay serve, web, the
+    dashboard."""
+    from packaging.version import Version
+
     venv = tmp_path / "lowest"
     uv = _uv()
     subprocess.run(
         [uv, "venv", "--quiet", "-p", sys.executable, str(venv)], check=True, timeout=300
     )
     python = venv / "bin" / "python"
+    install = [uv, "pip", "install", "--quiet", "-p", str(python)]
     subprocess.run(
-        [
-            uv,
-            "pip",
-            "install",
-            "--quiet",
-            "-p",
-            str(python),
-            "--resolution",
-            "lowest-direct",
-            str(wheel),
-        ],
+        [*install, "--resolution", "lowest-direct", "-r", str(ROOT / "pyproject.toml")],
         check=True,
         timeout=600,
     )
+    subprocess.run([*install, "--no-deps", str(wheel)], check=True, timeout=600)
+    floors = _floors()
+    listed = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m, json, sys; "
+         "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))", *floors],
+        check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    installed = json.loads(listed.stdout)
+    above = {n: v for n, v in installed.items() if Version(v) != Version(floors[n])}
+    assert above == {}, f"not at their declared floor (raise the floor to what runs): {above}"
     done = subprocess.run(
         [
             str(python),
@@ -82,3 +107,4 @@ def test_the_lowest_declared_versions_run_the_smoke_commands(wheel: Path, tmp_pa
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok  the demo draws its deliveries and quits" in done.stdout

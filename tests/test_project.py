@@ -416,6 +416,8 @@ INTERNAL_EXCEPTIONS = {
     "_Unsupported",  # sim.http_api: answered 415
     "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
     "WrongFormat",  # schemas.storage: the schema file is rebuilt
+    "Damaged",  # schemas.storage: rows that are not ours, the schema file is rebuilt
+    "Unlearnable",  # schemas.book: that delivery is skipped
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
     "_Cut",  # query.values: the rest of a body past its bound is not read
     "PeerStalled",  # relay.server.stream: that subscriber is dropped

@@ -41,9 +41,9 @@ async def test_a_prune_beside_a_running_listen_loses_no_delivery(
     steps: list[int] = []  # their sizes
     real_step = Store.prune_oldest
 
-    async def step(self: Store, cutoff_ms: int, limit: int) -> tuple[int, float]:
+    async def step(self: Store, cutoff_ms: int, limit: int, *, durable: bool) -> tuple[int, float]:
         steps.append(limit)
-        return await real_step(self, cutoff_ms, limit)
+        return await real_step(self, cutoff_ms, limit, durable=durable)
 
     maintenance_saw: list[bool] = []  # whether the prune saw a receiver running
     real_prune = maintenance.prune_in_steps

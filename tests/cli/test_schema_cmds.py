@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,81 @@ async def test_topics_by_short_name_the_unknown_group_and_topics_learned_from_th
             "Unknown topic 'pass.bogus'" in line
         )
         assert "templates" in line and "unknown" in line and "pass.expired" in line
+
+
+async def test_topics_from_the_wire_never_collide_with_our_names(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = ["templates", "unknown", "Topic Unknown", "activated", " pass.activated", "topic:x"]
+    await seed(
+        clean_env,
+        [attempt(n, {"type": t, "data": {f"field{n}": n}}, t) for n, t in enumerate(wire)]
+        + [attempt(10, {"type": "pass.activated", "data": {"passId": "p"}}), attempt(11, {}, None)],
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    listed = json.loads((await asyncio.to_thread(run, capsys, "schema", "list", "--json"))[1])
+    labels = {row["label"]: row["topic"] for row in listed}
+    assert labels == {
+        "topic:templates": "templates",
+        "topic:unknown": "unknown",
+        "topic:Topic Unknown": "Topic Unknown",
+        "topic:activated": "activated",
+        "topic: pass.activated": " pass.activated",
+        "topic:topic:x": "topic:x",
+        "pass.activated": "pass.activated",
+        "topic unknown": None,
+    }
+    # Each name `schema list` prints reaches that group, and only it.
+    for label, topic in labels.items():
+        code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", label, "--json")
+        assert code == 0, err
+        shown = json.loads(out)
+        assert (shown["topic"], shown["label"]) == (topic, label)
+        if topic in wire:
+            assert {f["path"] for f in shown["fields"]} >= {f"data.field{wire.index(topic)}"}
+        code, out, _ = await asyncio.to_thread(run, capsys, "schema", "export", label)
+        assert code == 0 and json.loads(out)["title"] == label
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert "topic:templates" in out and "topic:unknown" in out
+    # Our own names keep their meaning.
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "templates")
+    assert code == 0 and out.startswith("Nothing learned for templates yet")
+
+
+@pytest.mark.parametrize(
+    ("damage", "reader"),
+    [
+        ("UPDATE groups SET grp = 'nonsense'", "list"),
+        ("UPDATE groups SET samples = 'many'", "list"),
+        ("UPDATE paths SET segment = 'sideways'", "show"),
+        ("UPDATE paths SET types = 'not json'", "export"),
+        ("UPDATE drift SET kind = 'field_renamed'", "drift"),
+    ],
+)
+async def test_a_schema_file_whose_rows_are_not_ours_is_one_line_not_a_traceback(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], damage: str, reader: str
+) -> None:
+    history = await seed(
+        clean_env,
+        [attempt(n, {"type": "pass.activated", "n": n if n < 25 else "x"}) for n in range(30)],
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    with sqlite3.connect(schemas_path(history)) as db:
+        db.execute(damage)
+    damaged = (
+        f"walletpass-tui: error: The schema file {schemas_path(history)} is damaged; it is "
+        "learned again from the history when the receiver next starts (or rebuild it now).\n"
+    )
+    for action in ("list", "show", "drift", "export"):
+        argv = ["schema", action] + (["activated"] if action in ("show", "export") else [])
+        code, out, err = await asyncio.to_thread(run, capsys, *argv)  # never a traceback
+        if action == reader:
+            assert (code, out, err) == (1, "", damaged)
+        else:  # what it reads is whole, or it says in one line what is not
+            assert code == 0 or (code, out, err.count("\n")) == (1, "", 1), argv
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "rebuild")
+    assert code == 0, err
+    assert (await asyncio.to_thread(run, capsys, "schema", "list"))[0] == 0
 
 
 def test_a_bad_since_or_format_is_a_usage_error(

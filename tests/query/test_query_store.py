@@ -100,3 +100,21 @@ async def test_the_live_test_agrees_with_the_store_row_by_row(tmp_path: Path) ->
                 where = query.where
                 live = where is None or where.matches(attempt)
                 assert live == (row.webhook_id in expected) or query.text, (text, row.webhook_id)
+
+
+async def test_a_count_in_slices_of_row_ids_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A field query's count runs in short statements over slices of row ids (so a reader never
+    holds the write-ahead log back for long); sliced or not, the same number."""
+    from walletpass_tui.webhooks.store import queries
+
+    monkeypatch.setattr(queries, "COUNT_SLICE_IDS", 2)
+    monkeypatch.setattr(queries, "COUNT_SLICE_MIN", 1)
+    monkeypatch.setattr(queries, "COUNT_SLICE_S", 0.0)  # every slice as small as it gets
+    history = tmp_path / "h.sqlite3"
+    async with await Store.open(history) as store:
+        await record(store, BODIES)
+        index_all(history)
+        for text, expected in CASES.items():
+            assert await store.count(flt(text)) == len(expected), text

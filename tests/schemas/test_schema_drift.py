@@ -18,8 +18,12 @@ def steady(count: int = DRIFT_AFTER) -> Catalog:
 
 
 def summary(catalog: Catalog) -> dict[tuple[str, str], tuple[str | None, str | None, int]]:
+    """The first finding of each path and kind (the earliest, for several type changes)."""
     group = catalog.groups[ACTIVATED]
-    return {(f.path, f.kind.value): (f.was, f.now, f.count) for f in group.findings.values()}
+    out: dict[tuple[str, str], tuple[str | None, str | None, int]] = {}
+    for f in sorted(group.findings.values(), key=lambda f: f.source.seen_at_ms, reverse=True):
+        out[(f.path, f.kind.value)] = (f.was, f.now, f.count)
+    return out
 
 
 def test_a_steady_shape_shows_no_drift() -> None:
@@ -56,11 +60,32 @@ def test_each_kind_is_found_once_and_counted_on_repeats() -> None:
     # A steady body again shows none of them, so counts stay.
     catalog.learn(delivery(200, activated(200)))
     assert summary(catalog)[("data.serialNumber", "type_changed")][2] == 4
-    # A third type at the same path is the same kind at the same path: counted.
+    # Another type at the same path is a change of its own, reported once, then counted.
     null = activated(201)
     null["data"]["serialNumber"] = None
-    assert catalog.learn(delivery(201, null)) == []
-    assert summary(catalog)[("data.serialNumber", "type_changed")][2] == 5
+    (second,) = catalog.learn(delivery(201, null))
+    assert (second.kind.value, second.was, second.now) == ("type_changed", "string|integer", "null")
+    assert catalog.learn(delivery(202, null)) == []
+    assert summary(catalog)[("data.serialNumber", "type_changed")][2] == 4  # integer's stays
+
+
+def test_a_second_different_type_change_at_one_path_is_its_own_finding() -> None:
+    catalog = steady()
+    (added,) = catalog.learn(delivery(100, activated(100, x="a")))
+    assert (added.kind.value, added.path) == ("field_added", "data.x")
+    for n in range(101, 125):
+        catalog.learn(delivery(n, activated(n, x="b")))
+    found = catalog.learn(delivery(200, activated(200, x=5)))
+    assert [DriftRecord.of(f).describe() for f in found] == [
+        "pass.activated data.x: string -> integer"
+    ]
+    found = catalog.learn(delivery(201, activated(201, x={"nested": True})))
+    assert [DriftRecord.of(f).describe() for f in found] == [
+        "pass.activated data.x: string|integer -> object"
+    ]
+    catalog.learn(delivery(202, activated(202, x=6)))  # each is counted on its own
+    counts = {(f.path, f.now): f.count for f in catalog.groups[ACTIVATED].findings.values()}
+    assert counts[("data.x", "integer")] == 2 and counts[("data.x", "object")] == 1
 
 
 def test_the_record_reads_as_one_line_and_one_json_shape() -> None:

@@ -15,6 +15,8 @@ import jsonschema
 import pydantic
 import pytest
 from genson import SchemaBuilder
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from schema_helpers import activated, learned
 
 from walletpass_tui.schemas.export import export
@@ -239,3 +241,114 @@ def test_pydantic_rejects_a_sample_of_another_shape() -> None:
         module.PassActivated.model_validate(activated(9, serialNumber=9))
     with pytest.raises(pydantic.ValidationError):
         module.PassActivated.model_validate(activated(9, passId=True))
+
+
+# -- any field name ---------------------------------------------------------------------------------
+
+# Every name a JSON key can be: any code point, lone surrogates (``"\\ud800"``) included, and the
+# names each target language or library gives a meaning to.
+MEANINGFUL = [
+    *HOSTILE_KEYS,
+    "Config",
+    "model_fields",
+    "model_validate",
+    "fields",
+    "schema_json",
+    "from_orm",
+    "BaseModel",
+    "Field",
+    "_pd",
+    "_t",
+    "typing",
+    "pydantic",
+    "self",
+    "match",
+    "case",
+    "_",
+    "__init__",
+    "__dict__",
+    "__root__",
+    "root",
+    "interface",
+    "export",
+    "any",
+    "unknown",
+    "never",
+    "string",
+    "number",
+    "readonly",
+    "declare",
+    "keyof",
+    "enum",
+    "hasOwnProperty",
+    "__defineGetter__",
+    "Array",
+    "Record",
+    "Object",
+    "Function",
+    "T1",
+    "TData",
+]
+KEYS = st.text(st.characters(exclude_categories=()), max_size=12) | st.sampled_from(MEANINGFUL)
+NAMES = st.lists(KEYS, min_size=1, max_size=6, unique=True)
+
+
+def in_utf8(value: Any) -> Any:
+    """``value`` without the keys UTF-8 cannot hold (a lone surrogate): pydantic cannot name them."""
+    if isinstance(value, dict):
+        return {
+            k: in_utf8(v) for k, v in value.items() if k.encode("utf-8", "replace").decode() == k
+        }
+    return value
+
+
+def bodies_named(names: list[str]) -> list[Any]:
+    """Every name at the top and in a nested object (required there), the first one also with
+    a second type, the others optional at the top."""
+    return [
+        {
+            **{n: f"v{i}" for i, n in enumerate(names)},
+            "nested": {n: [i] for i, n in enumerate(names)},
+        },
+        {names[0]: 7, "nested": {n: [] for n in names}},
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=NAMES)
+@example(names=["Config"])
+@example(names=["model_config", "Config", "BaseModel", "_pd"])
+@example(names=["\ud800", "\udfff\U0001f600", "\x00", "\u2028"])
+def test_the_pydantic_and_json_schema_exports_take_any_field_names(names: list[str]) -> None:
+    bodies = bodies_named(names)
+    group = learned(bodies, topic="any.names").groups[GroupKey.of_topic("any.names")]
+    module = load_module(export(group, "pydantic"), "learned_any_names")
+    model = getattr(module, model_name(group.key))
+    for body in bodies:
+        dumped = model.model_validate(body).model_dump(by_alias=True, exclude_unset=True)
+        assert dumped == in_utf8(body)  # every name pydantic can hold, with its value
+    schema = json.loads(export(group, "jsonschema"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for body in bodies:
+        jsonschema.Draft202012Validator(schema).validate(body)
+
+
+@pytest.mark.slow
+def test_the_typescript_export_compiles_for_any_field_names(tsc: list[str], tmp_path: Path) -> None:
+    drawn: list[list[str]] = [MEANINGFUL[i : i + 6] for i in range(0, len(MEANINGFUL), 6)]
+
+    @settings(max_examples=60, deadline=None)
+    @given(names=NAMES)
+    def draw(names: list[str]) -> None:
+        drawn.append(names)
+
+    draw()
+    files: dict[str, str] = {}
+    for n, names in enumerate(drawn):
+        topic = f"any.names{n}"
+        group = learned(bodies_named(names), topic=topic).groups[GroupKey.of_topic(topic)]
+        (tmp_path / f"case{n}").mkdir()
+        files[f"case{n}/schema.ts"] = export(group, "typescript")
+        files[f"case{n}/samples.ts"] = samples_ts(pascal(topic), bodies_named(names))
+    done = compile_ts(tsc, tmp_path, files)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr

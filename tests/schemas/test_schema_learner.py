@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import sqlite3
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -309,3 +310,177 @@ async def test_a_view_hears_of_each_learned_batch_and_of_a_rebuild_but_no_old_dr
     await wait_for(lambda: steps[before:] == [21])  # the rebuild told the view ...
     await learner.asettled()
     assert heard == [odd.id]  # ... and announced no drift again
+
+
+# -- nothing a history holds stops learning ------------------------------------------------------
+
+
+def balances(n: int) -> dict[str, Any]:
+    """Balances per account keyed by id, one account's per pass keyed by id, each keyed by slot
+    id (the first body, 2.9 KB); later bodies bring other accounts."""
+    if n == 0:
+        accounts: dict[str, Any] = {
+            "acct_0001": {
+                f"pass_{p:03d}": {f"slot_{p:03d}{s}": {"points": s} for s in range(2)}
+                for p in range(60)
+            }
+        }
+        accounts.update({f"acct_{a:04d}": {} for a in range(2, 31)})
+    else:
+        accounts = {f"acct_{n}{a:03d}": {} for a in range(21)}
+    return {"type": "pass.activated", "data": {"balances": accounts}}
+
+
+async def test_no_body_stops_learning_for_any_topic(
+    store: Store, learner: SchemaLearner, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(6):
+        await store.record(attempt(n, balances(n)))
+        await store.record(attempt(100 + n, {"other": n}, topic="pass.deactivated"))
+    await learner.asettled()
+    assert learner.failures == 0 and learner.problem is None
+    groups = {g.label: g for g in SchemaReader(store.path).groups()}
+    assert (groups["pass.activated"].samples, groups["pass.deactivated"].samples) == (6, 6)
+    fields = {f.path: f for f in SchemaReader(store.path).fields(ACTIVATED)}
+    assert list(fields)[3:] == [
+        "data.balances",
+        "data.balances{*}",
+        "data.balances{*}{*}",
+        "data.balances{*}{*}{*}",
+        "data.balances{*}{*}{*}.points",
+    ]
+    assert fields["data.balances{*}{*}{*}.points"].types == {"integer": 120}
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert await asyncio.to_thread(rebuild, store.path) == 12
+
+
+def insert_raw(history: Path, n: int, body: object, topic: str = "pass.activated") -> None:
+    """A verified row written by another program, whatever its body column holds."""
+    with sqlite3.connect(history) as db:
+        db.execute(
+            "INSERT INTO attempts(webhook_id, received_at_ms, method, path, headers, body, "
+            "body_size, verdict, reason, status, topic) VALUES (?, ?, 'POST', '/webhooks', "
+            "'[]', ?, 0, ?, 'verified', 200, ?)",
+            (f"msg_raw{n}", T0 + n * 1000, body, VERIFIED, topic),
+        )
+    os.utime(history)
+
+
+async def test_a_delivery_the_learner_cannot_take_is_skipped_with_why_and_passed(
+    store: Store, learner: SchemaLearner, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(3):
+        await store.record(attempt(n, activated(n)))
+    await store.settled()
+    await asyncio.to_thread(insert_raw, store.path, 3, "a body stored as text, not bytes")
+    for n in range(4, 7):
+        await store.record(attempt(n, activated(n)))
+    await learner.asettled()
+    (summary,) = SchemaReader(store.path).groups()
+    assert (summary.samples, summary.skipped) == (6, 1)
+    assert summary.to_json()["skipped"] == 1
+    (skipped,) = SchemaReader(store.path).skipped()
+    assert skipped.webhook_id == "msg_raw3" and skipped.why.startswith("TypeError: ")
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == [
+        f"The delivery msg_raw3 (row 4) could not be learned ({skipped.why}); it is skipped "
+        "and learning goes on."
+    ]
+    assert learner.failures == 0
+    # A rebuild skips it the same way, and ends.
+    assert await asyncio.to_thread(rebuild, store.path) == 6
+    assert SchemaReader(store.path).groups()[0].skipped == 1
+
+
+async def test_the_learner_follows_a_history_started_over_under_it(
+    store: Store, learner: SchemaLearner
+) -> None:
+    for n in range(25):
+        await store.record(attempt(n, activated(n, serialNumber=n)))
+    await learner.asettled()
+    os.unlink(store.path)  # the store starts a new history at the path on its next commit
+    for n in range(25, 31):
+        await store.record(attempt(n, activated(n)))
+    await learner.asettled()
+    (summary,) = SchemaReader(store.path).groups()
+    assert summary.samples == 6  # every delivery of the new history, none of the old one
+    types = {f.path: f.types for f in SchemaReader(store.path).fields(ACTIVATED)}
+    assert types["data.serialNumber"] == {"string": 6}
+
+
+async def test_a_history_replaced_while_nothing_ran_is_learned_from_the_start(
+    tmp_path: Path,
+) -> None:
+    history = tmp_path / "home" / "deliveries.sqlite3"
+    async with await Store.open(history) as store:
+        for n in range(5):
+            await store.record(attempt(n, activated(n, serialNumber=n)))
+    await asyncio.to_thread(rebuild, history)
+    for file in history.parent.glob("deliveries.sqlite3*"):
+        if not file.name.endswith("-schemas"):
+            file.unlink()
+    async with await Store.open(history) as store:  # a new history with more rows than learned
+        for n in range(8):
+            await store.record(attempt(n, activated(n), webhook_id=f"msg_new{n}"))
+        running = SchemaLearner(history).start()
+        try:
+            await running.asettled()
+        finally:
+            await running.aclose()
+    (summary,) = SchemaReader(history).groups()
+    assert summary.samples == 8
+    types = {f.path: f.types for f in SchemaReader(history).fields(ACTIVATED)}
+    assert types["data.serialNumber"] == {"string": 8}
+
+
+FOREIGN_ROWS = {
+    "a group key": "UPDATE groups SET grp = 'nonsense' WHERE grp = 'topic'",
+    "a path segment": "UPDATE paths SET segment = 'sideways'",
+    "a kind of drift": "UPDATE drift SET kind = 'field_renamed'",
+    "types": 'UPDATE paths SET types = \'{"string": "many"}\'',
+    "a count": "UPDATE groups SET samples = 'lots'",
+    "a parent": "UPDATE paths SET parent = 'nowhere' WHERE parent IS NOT NULL",
+}
+
+
+@pytest.mark.parametrize("what", list(FOREIGN_ROWS))
+async def test_a_file_whose_rows_are_not_ours_is_damage_learned_again(
+    store: Store, caplog: pytest.LogCaptureFixture, what: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="walletpass_tui.schemas")
+    await varied_history(store)
+    first = SchemaLearner(store.path).start()
+    await first.asettled()
+    await first.aclose()
+    before = snapshot(store.path)
+    with sqlite3.connect(schemas_path(store.path)) as db:
+        db.execute(FOREIGN_ROWS[what])
+    with pytest.raises(SchemaError, match="is damaged; it is learned again from the history"):
+        snapshot(store.path)
+    second = SchemaLearner(store.path).start()
+    try:
+        await second.asettled()
+        assert second.failures == 0
+    finally:
+        await second.aclose()
+    assert snapshot(store.path) == before
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("walletpass_tui.schemas")]
+    assert sum(f"schema file of {store.path} is damaged" in line for line in said) == 1, said
+
+
+async def test_a_file_of_another_format_is_said_and_made_anew(store: Store) -> None:
+    await varied_history(store)
+    first = SchemaLearner(store.path).start()
+    await first.asettled()
+    await first.aclose()
+    before = snapshot(store.path)
+    with sqlite3.connect(schemas_path(store.path)) as db:
+        db.execute("PRAGMA user_version = 1")
+    with pytest.raises(SchemaError, match="was written by another version of walletpass-tui"):
+        SchemaReader(store.path).groups()
+    second = SchemaLearner(store.path).start()
+    try:
+        await second.asettled()
+    finally:
+        await second.aclose()
+    assert snapshot(store.path) == before

@@ -132,9 +132,9 @@ async def test_header_stats_screen_and_events_stats_count_the_same(
     )
     app = build_app(runtime, receiver_display="127.0.0.1:8787/webhooks")
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(lambda: app.stats.received == 5 and app.traffic.loaded, timeout=10)
+        await wait_for(lambda: app.stats.received == 5 and app.traffic.loaded, timeout=60)
         await pilot.press("s")
-        await wait_for(lambda: isinstance(app.screen, StatsScreen))
+        await wait_for(lambda: isinstance(app.screen, StatsScreen), timeout=30)
         await pilot.press("n")
         await pilot.pause()
         before = events_stats(settings.home)
@@ -143,7 +143,7 @@ async def test_header_stats_screen_and_events_stats_count_the_same(
 
         # Live: deliveries over HTTP, each forwarded to your app (the first answered 500, then
         # tried again), a redelivery, a rejected post, and a request the check sends.
-        send = sender_for(runtime, httpx.AsyncClient(timeout=5.0))  # type: ignore[arg-type]
+        send = sender_for(runtime, httpx.AsyncClient(timeout=30.0))  # type: ignore[arg-type]
         try:
             for n in (11, 12, 13):
                 body = body_for("pass.activated", f"pass_{n:04d}")
@@ -155,13 +155,13 @@ async def test_header_stats_screen_and_events_stats_count_the_same(
         finally:
             await send.http.aclose()
         await record_all(store, [attempt(20, at_ms=now, note="check pass: replayed → 200")])
-        await wait_for(lambda: app.stats.received == 10, timeout=10)
-        await wait_for(lambda: len(your_app.requests_to("POST", "/hooks")) == 5, timeout=15)
+        await wait_for(lambda: app.stats.received == 10, timeout=60)
+        await wait_for(lambda: len(your_app.requests_to("POST", "/hooks")) == 5, timeout=60)
 
         def agree() -> bool:
             return numbers(app) == expected(events_stats(settings.home))
 
-        await wait_for(agree, timeout=15, interval=0.3)
+        await wait_for(agree, timeout=60, interval=0.3)
         after = events_stats(settings.home)
         assert after["attempts"] == 10 and after["redeliveries"] == 2
         assert after["forwards"] == {
@@ -172,5 +172,5 @@ async def test_header_stats_screen_and_events_stats_count_the_same(
             "p95_ms": after["forwards"]["p95_ms"],
         }
         await pilot.press("escape")
-        await wait_for(lambda: not isinstance(app.screen, StatsScreen))
+        await wait_for(lambda: not isinstance(app.screen, StatsScreen), timeout=30)
         assert app.screen.query_one(StatusBar).stats == app.stats

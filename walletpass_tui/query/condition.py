@@ -346,14 +346,20 @@ class FieldCondition:
         else:
             assert isinstance(part, Has | Compare)
             entries = _entries_sql(part, params)
-        params.append(upto)
         source = "fx.fv d JOIN attempts a ON a.id = d.id"
-        driver = RowDriver(source, "d.id", (entries, "d.id <= ?"), tuple(params))
+        driver = RowDriver(source, "d.id", (entries,), tuple(params))
         rest: Node | None = None
         if isinstance(self.node, All):
             left = tuple(p for p in self.node.parts if p is not part)
             rest = None if not left else left[0] if len(left) == 1 else All(left)
         return driver, (FieldCondition(rest) if rest is not None else None)
+
+    def complement(self) -> FieldCondition | None:
+        """``-has:x`` or ``-x:v`` alone: what it negates (its rows are listed by the index)."""
+        node = self.node
+        if isinstance(node, Not) and _driver_part(node.part, counting=True) is node.part:
+            return FieldCondition(node.part)
+        return None
 
     def matches(self, attempt: Attempt) -> bool:
         return _node_matches(self.node, attempt, [])

@@ -36,6 +36,7 @@ Reading (any process, any thread; a missing file reads as nothing learned)::
     reader.attempts_with_drift(limit=50)                 # row ids of drifting deliveries
     reader.messages_with_drift(limit=50)                 # events list --drift: webhook-ids
     reader.drift_for_messages(webhook_ids)               # ... and their findings
+    reader.skipped()                                     # deliveries it could not take, and why
     reader.export(key, "jsonschema" | "typescript" | "pydantic")
 
 Each record has ``to_json()`` (the one JSON shape). Rebuilding (``schema rebuild``):

@@ -5,18 +5,20 @@ Once a group has DRIFT_AFTER samples, a sample that
 * brings a path never seen before (under a parent already seen as such) is ``field_added``;
 * lacks a path that every earlier parent object (or non-empty array) held is ``field_missing``;
 * carries a type never seen at a known path is ``type_changed`` (an integer where numbers were
-  seen is not: JSON has one number type).
+  seen is not: JSON has one number type), one finding for each new type.
 
-A kind is reported once per path: later samples that show it again only add to its count.
+A finding is reported once per path, kind and new type: later samples that show it again only
+add to its count; a second, different type arriving at the same path is a finding of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from walletpass_tui.schemas.learn import Observation
+from walletpass_tui.schemas.jsonscan import TYPES
 from walletpass_tui.schemas.model import (
     Finding,
+    FindingKey,
     GroupSchema,
     Kind,
     Source,
@@ -24,6 +26,7 @@ from walletpass_tui.schemas.model import (
     types_text,
 )
 from walletpass_tui.schemas.paths import Segment
+from walletpass_tui.schemas.sample import Sample
 
 DRIFT_AFTER = 20  # samples a group needs before a new sample can drift from it
 
@@ -35,49 +38,44 @@ class Change:
     was: str | None
     now: str | None
     baseline: tuple[str, ...]
+    variant: str = ""  # the new type of a type_changed
 
 
-def _held(obs: Observation, path: str, segment: Segment, parent: str | None) -> tuple[int, int]:
-    """(parents in the sample that could hold ``path``, how many did)."""
-    if parent is None:
-        return 1, 1
-    container = obs.paths.get(parent)
-    if container is None:
-        return 0, 0
-    could = container.arrays if segment is Segment.ITEM else container.objects
-    found = obs.paths.get(path)
-    return could, (found.holders if found is not None else 0)
-
-
-def detect(group: GroupSchema, obs: Observation) -> list[Change]:
-    """What ``obs`` changes in ``group`` (nothing before DRIFT_AFTER samples)."""
+def detect(sample: Sample) -> list[Change]:
+    """What ``sample`` changes in its group (nothing before DRIFT_AFTER samples): compared with
+    what was learned before it (its counts are not added yet)."""
+    group = sample.group
     if group.samples < DRIFT_AFTER:
         return []
     changes: list[Change] = []
-    known = group.paths
-    for seen in obs.paths.values():
-        stats = known.get(seen.path)
-        if stats is None:
-            if seen.segment is Segment.MAP or seen.parent is None:
+    known, new = group.paths, sample.new
+    for stats in sample.touched:
+        if new and stats.path in new:
+            if stats.segment is Segment.MAP or stats.parent is None:
                 continue  # a map's keys come and go
-            parent = known.get(seen.parent)
+            parent = known.get(stats.parent)
             held_before = parent is not None and (
-                parent.arrays if seen.segment is Segment.ITEM else parent.objects
+                parent.arrays if stats.segment is Segment.ITEM else parent.objects
             )
             if held_before:  # else its parent is new too, or changed type: reported there
-                now = types_text(seen.types)
-                changes.append(Change(seen.path, Kind.FIELD_ADDED, None, now, ()))
+                now = types_text(stats.s_types)
+                changes.append(Change(stats.path, Kind.FIELD_ADDED, None, now, ()))
             continue
-        if seen.types.keys() <= stats.types.keys():
+        if stats.s_types.keys() <= stats.types.keys():
             continue  # the common case: no type it had not
-        new = [t for t in seen.types if is_new_type(t, stats.types)]
-        if new:
+        fresh = [t for t in stats.s_types if is_new_type(t, stats.types)]
+        if fresh:
             was = types_text(stats.types)
             baseline = tuple(stats.types)
-            changes.append(Change(seen.path, Kind.TYPE_CHANGED, was, types_text(new), baseline))
+            for kind in sorted(fresh, key=TYPES.index):
+                changes.append(Change(stats.path, Kind.TYPE_CHANGED, was, kind, baseline, kind))
     missing = False
+    mark = sample.mark
     for stats in group.always_present_paths():
-        could, held = _held(obs, stats.path, stats.segment, stats.parent)
+        parent = stats.up
+        if parent is not None and parent.mark != mark:
+            continue  # its parent is not in the sample: nothing could hold it
+        could, held = sample.held(stats)
         if held < could:
             missing = True
             was = types_text(stats.types)
@@ -87,33 +85,48 @@ def detect(group: GroupSchema, obs: Observation) -> list[Change]:
     return changes
 
 
-def _shows_again(finding: Finding, group: GroupSchema, obs: Observation) -> bool:
+def _shows_again(finding: Finding, group: GroupSchema, sample: Sample) -> bool:
     """Whether the sample shows an earlier finding again (relative to what was known then)."""
-    seen = obs.paths.get(finding.path)
-    if finding.kind is Kind.FIELD_ADDED:
-        return seen is not None
-    if finding.kind is Kind.TYPE_CHANGED:
-        return seen is not None and any(is_new_type(t, list(finding.baseline)) for t in seen.types)
-    stats = group.paths.get(finding.path)  # FIELD_MISSING: was its parent there without it?
+    stats = group.paths.get(finding.path)
     if stats is None:
         return False
-    could, held = _held(obs, stats.path, stats.segment, stats.parent)
+    if finding.kind is Kind.FIELD_ADDED:
+        return sample.showed(stats)
+    if finding.kind is Kind.TYPE_CHANGED:
+        return sample.showed(stats) and finding.variant in stats.s_types
+    could, held = sample.held(stats)  # FIELD_MISSING: was its parent there without it?
     return held < could
+
+
+def _index(group: GroupSchema) -> dict[str, list[Finding]]:
+    """The group's findings by the path a sample must show for it to show one again: the path
+    itself, or for a missing one its parent."""
+    if group.finding_index is None:
+        index: dict[str, list[Finding]] = {}
+        for finding in group.findings.values():
+            at: str | None = finding.path
+            if finding.kind is Kind.FIELD_MISSING:
+                stats = group.paths.get(finding.path)
+                at = stats.parent if stats is not None else None
+            if at is not None:
+                index.setdefault(at, []).append(finding)
+        group.finding_index = index
+    return group.finding_index
 
 
 def record(
     group: GroupSchema,
     changes: list[Change],
-    obs: Observation,
+    sample: Sample,
     source: Source,
     shown: list[Finding] | None = None,
 ) -> list[Finding]:
-    """Count ``changes`` and the findings ``obs`` shows again; returns the new ones. ``shown``,
-    when given, receives every finding the sample showed (new or again)."""
+    """Count ``changes`` and the findings ``sample`` shows again; returns the new ones.
+    ``shown``, when given, receives every finding the sample showed (new or again)."""
     new: list[Finding] = []
-    touched: set[tuple[str, Kind]] = set()
+    touched: set[FindingKey] = set()
     for change in changes:
-        key = (change.path, change.kind)
+        key = (change.path, change.kind, change.variant)
         touched.add(key)
         finding = group.findings.get(key)
         if finding is None:
@@ -126,8 +139,10 @@ def record(
                 change.baseline,
                 source,
                 last_seen_ms=source.seen_at_ms,
+                variant=change.variant,
             )
             group.findings[key] = finding
+            group.finding_index = None
             new.append(finding)
         else:
             finding.count += 1
@@ -135,13 +150,17 @@ def record(
         group.dirty_findings.append(finding)
         if shown is not None:
             shown.append(finding)
-    for key, finding in group.findings.items():
-        if key not in touched and _shows_again(finding, group, obs):
-            finding.count += 1
-            finding.last_seen_ms = source.seen_at_ms
-            group.dirty_findings.append(finding)
-            if shown is not None:
-                shown.append(finding)
+    if not group.findings:
+        return new
+    index = _index(group)
+    for stats in sample.touched:
+        for finding in index.get(stats.path, ()):
+            if finding.key not in touched and _shows_again(finding, group, sample):
+                finding.count += 1
+                finding.last_seen_ms = source.seen_at_ms
+                group.dirty_findings.append(finding)
+                if shown is not None:
+                    shown.append(finding)
     return new
 
 
@@ -152,3 +171,13 @@ def shown_again(group: GroupSchema, shown: list[Finding], source: Source, times:
         finding.count += times
         finding.last_seen_ms = source.seen_at_ms
         group.dirty_findings.append(finding)
+
+
+def take(sample: Sample, source: Source, shown: list[Finding] | None = None) -> list[Finding]:
+    """Find the drift ``sample`` shows (against what was learned before it), then add it to what
+    is learned; returns the findings it showed first (``shown``, when given, gets every finding
+    it showed, new or again)."""
+    changes = detect(sample)
+    found = record(sample.group, changes, sample, source, shown)
+    sample.add(source)
+    return found

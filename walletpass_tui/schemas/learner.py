@@ -6,11 +6,13 @@ subscribers what the rows showed first. Without a wake-up it looks for new rows 
 history written by another program). Everything touching the file runs on its thread; the public
 methods hand work to it and are safe to call from any thread or from the event loop.
 
-A backlog (the first start on a long history, a rebuild) is learned in chunks that leave the
-interpreter to the receiver at least half of the time (BACKLOG_SHARE), so a start-up catch-up
-does not stall deliveries arriving meanwhile. While deliveries keep arriving during the steps
-themselves (a receiver near saturation), learning takes at most BUSY_SHARE of the time: it
-falls behind rather than slow the receiver down, and catches up when the rush is over.
+A backlog with nothing arriving (the first start on a long history, the end of a rush) is
+learned in chunks that leave the interpreter to others a tenth of the time (BACKLOG_SHARE). While
+deliveries keep arriving during the steps themselves, learning takes the share of the time it
+needs to keep pace with them (their rate, measured, times what a row costs it, measured, with
+a quarter to spare), at least BUSY_SHARE and at most MAX_BUSY_SHARE: a receiver near saturation
+loses at most that share to it, and what the learner could not keep pace with is caught up when
+the rush is over.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,8 +42,10 @@ T = TypeVar("T")
 COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
-BACKLOG_SHARE = 0.5  # of the time a backlog may take
-BUSY_SHARE = 0.04  # of the time learning may take while commits arrive during its steps
+BACKLOG_SHARE = 0.9  # of the time a backlog may take while nothing arrives
+BUSY_SHARE = 0.05  # of the time learning takes at least while commits arrive during its steps
+MAX_BUSY_SHARE = 0.25  # ... and at most, whatever their rate
+RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
 LearnedListener = Callable[[Step], None]
@@ -75,6 +79,11 @@ class SchemaLearner:
         self._jobs = queue.SimpleQueue()
         self._wake = threading.Event()
         self._commits = 0  # wake-ups by the store's commits (deliveries arriving)
+        self._arrived = 0  # rows those commits held
+        self._rate = 0.0  # rows arriving a second, smoothed
+        self._rate_at = time.perf_counter()
+        self._rate_rows = 0
+        self._cost = 0.0  # seconds a row takes to learn, smoothed
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -114,9 +123,11 @@ class SchemaLearner:
     async def aclose(self) -> None:
         await asyncio.to_thread(self.stop)
 
-    def wake(self, *_: object) -> None:
+    def wake(self, batch: object = None) -> None:
         """New rows were committed: learn them soon. A store listener (``store.subscribe``)."""
         self._commits += 1
+        if isinstance(batch, Sized):
+            self._arrived += len(batch)
         self._wake.set()
 
     def follow(self, store: Store) -> Callable[[], None]:
@@ -244,13 +255,32 @@ class SchemaLearner:
                 return
             self.problem = None
             self._tell(step)
+            self._measure(step, time.perf_counter() - started)
             busy = self._commits != commits  # deliveries arrived while it learned
             if step.rows < CHUNK:
                 if busy:  # the next step waits COALESCE_S anyway: the rest of its turn is paused
-                    self._pause(started, BUSY_SHARE, self._coalesce_s)
+                    self._pause(started, self.busy_share(), self._coalesce_s)
                 return
             self._run_jobs()
-            self._pause(started, BUSY_SHARE if busy else BACKLOG_SHARE)
+            self._pause(started, self.busy_share() if busy else BACKLOG_SHARE)
+
+    def _measure(self, step: Step, spent: float) -> None:
+        """What a row costs to learn, and how fast rows arrive (both smoothed)."""
+        if step.rows:
+            per_row = spent / step.rows
+            self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
+        now = time.perf_counter()
+        if now - self._rate_at >= RATE_S:
+            arrived = self._arrived
+            rate = (arrived - self._rate_rows) / (now - self._rate_at)
+            self._rate = 0.5 * self._rate + 0.5 * rate
+            self._rate_at, self._rate_rows = now, arrived
+
+    def busy_share(self) -> float:
+        """The share of the time learning takes while deliveries arrive: what keeping pace with
+        them needs, with a quarter to spare, within BUSY_SHARE and MAX_BUSY_SHARE."""
+        needed = 1.25 * self._rate * self._cost
+        return min(MAX_BUSY_SHARE, max(BUSY_SHARE, needed))
 
     def _pause(self, started: float, share: float, waited: float = 0.0) -> None:
         """Pause so that the work begun at ``started`` took at most ``share`` of the time since
@@ -262,11 +292,13 @@ class SchemaLearner:
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
-        self.problem = (
+        problem = (
             f"Learning payload schemas from {self.history_path} failed ({type(exc).__name__}: "
             f"{exc}); it is tried again, and deliveries are not affected."
         )
-        log.warning("%s", self.problem)
+        # Said once while it lasts (it is tried again every RETRY_S): then at debug level.
+        log.log(logging.DEBUG if problem == self.problem else logging.WARNING, "%s", problem)
+        self.problem = problem
         with suppressed(log, "recovering the schema book"):
             self._book.recover()
 

@@ -6,11 +6,21 @@ data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from typing import Any
 
+from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
-from walletpass_tui.schemas.paths import MAP, MAP_KEYS, UNTRACKED_CAP, Segment, child, looks_like_id
+from walletpass_tui.schemas.paths import (
+    MAP,
+    MAP_KEYS,
+    UNTRACKED_CAP,
+    Segment,
+    child,
+    looks_like_id,
+    map_member,
+)
 
 # -- groups ---------------------------------------------------------------------------------------
 
@@ -28,10 +38,15 @@ class GroupKey:
 
     @property
     def label(self) -> str:
-        """As the log shows it: the topic, ``topic unknown``, or ``templates``."""
+        """The group's one name: ``templates``, ``topic unknown``, or the topic as the log shows
+        it; a topic from the wire that reads as one of our names (``templates``, ``unknown``,
+        ``activated``, `` pass.activated`` with a space) is ``topic:`` and its exact name, which
+        is also what ``parse_group`` reads back as that topic."""
         if self.templates:
             return "templates"
-        return self.topic if self.topic is not None else "topic unknown"
+        if self.topic is None:
+            return "topic unknown"
+        return self.topic if plain_topic(self.topic) else TOPIC_PREFIX + self.topic
 
     @property
     def stored(self) -> str:
@@ -52,6 +67,32 @@ class GroupKey:
 
 
 TEMPLATES = GroupKey(True, None)
+TOPIC_PREFIX = "topic:"  # a topic named exactly as what follows, whatever it reads like
+UNKNOWN_NAMES = ("unknown", "topic-unknown", "topic unknown")  # the group of topic-less deliveries
+
+
+def builtin_group(text: str) -> GroupKey | None:
+    """The group one of our own names gives: ``templates``, ``unknown`` (also ``topic unknown``,
+    any case), ``topic:NAME`` (the topic NAME exactly), or a service topic by its full or short
+    name (``activated``). None: another name, a topic learned from the wire perhaps."""
+    if text.startswith(TOPIC_PREFIX):
+        return GroupKey.of_topic(text[len(TOPIC_PREFIX) :])
+    name = text.strip()
+    if name == "templates":
+        return TEMPLATES
+    if name.lower() in UNKNOWN_NAMES:
+        return GroupKey.of_topic(None)
+    try:
+        return GroupKey.of_topic(parse_topic(name))
+    except TopicError:  # not one of the service's topics
+        return None
+
+
+def plain_topic(topic: str) -> bool:
+    """Whether a topic from the wire can be named by itself: none of our names means another
+    group (see ``builtin_group``)."""
+    found = builtin_group(topic)
+    return topic != "" and (found is None or found == GroupKey.of_topic(topic))
 
 
 # -- where a value came from ----------------------------------------------------------------------
@@ -67,6 +108,14 @@ class Source:
 
 
 # -- paths ----------------------------------------------------------------------------------------
+
+
+_SCRATCH = {"scratch": True}  # a field's metadata: not learned, never stored
+
+
+def learned_fields(stats: PathStats) -> dict[str, Any]:
+    """What is learned at a path, as plain data (the tree and the sample's counts left out)."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats) if "scratch" not in f.metadata}
 
 
 @dataclass(slots=True)
@@ -96,6 +145,35 @@ class PathStats:
     first_attempt_id: int | None = None
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
+    # Below: no part of what is learned, never stored. The group's paths as a tree (each one's
+    # named children, its map's and its array's items: ``GroupSchema.reindex``) and what the
+    # sample being taken showed here (``sample.py``), counted while ``mark`` is its serial.
+    up: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    kids: dict[str, PathStats] | None = field(
+        default=None, compare=False, repr=False, metadata=_SCRATCH
+    )
+    map_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    item_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    mark: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_seen: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_holders: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_objects: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_arrays: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_types: dict[str, int] = field(
+        default_factory=dict, compare=False, repr=False, metadata=_SCRATCH
+    )
+
+    def link(self, kid: PathStats) -> None:
+        """Make ``kid`` (a path below this one) one of this path's children in the tree."""
+        kid.up = self
+        if kid.segment is Segment.KEY:
+            if self.kids is None:
+                self.kids = {}
+            self.kids[kid.key] = kid
+        elif kid.segment is Segment.MAP:
+            self.map_kid = kid
+        elif kid.segment is Segment.ITEM:
+            self.item_kid = kid
 
     def absorb(self, other: PathStats, *, as_map_node: bool = False) -> None:
         """Add ``other``'s counts (a body's observation, or a path folded into this one)."""
@@ -158,9 +236,16 @@ class Kind(Enum):
         ]
 
 
+FindingKey = tuple[str, Kind, str]  # path, kind, variant (see Finding.variant)
+
+
 @dataclass(slots=True)
 class Finding:
-    """One drift: the first delivery that showed it, and how many have shown it since."""
+    """One drift: the first delivery that showed it, and how many have shown it since.
+
+    A finding is one per path, kind and variant: the variant is the new type of a
+    ``type_changed`` (``string -> integer`` and, later, ``string|integer -> object`` at the same
+    path are two findings), and empty for the other kinds."""
 
     group: GroupKey
     path: str
@@ -172,18 +257,28 @@ class Finding:
     count: int = 1
     last_seen_ms: int = 0
     id: int = 0  # its row in the schema file (0: not stored yet)
+    variant: str = ""
+
+    @property
+    def key(self) -> FindingKey:
+        return (self.path, self.kind, self.variant)
 
 
 # -- a group --------------------------------------------------------------------------------------
 
 
+# What one sample showed at one path: the path, and its values, parent objects (or arrays)
+# holding it, objects and arrays there, and each type's values.
+Counts = tuple[PathStats, int, int, int, int, tuple[tuple[str, int], ...]]
+
+
 @dataclass(frozen=True)
 class Repeat:
-    """A sample's shape (``learn.shape_of``), what it showed (its paths, in document order) and
-    the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
+    """A sample's shape (``learn.shape_of``), what it showed (at each of its paths, in document
+    order) and the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
 
     shape: object
-    seen: list[PathStats]
+    seen: list[Counts]
     shown: list[Finding]
     epoch: int
 
@@ -200,20 +295,28 @@ class GroupSchema:
     first_seen_ms: int = 0
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
-    findings: dict[tuple[str, Kind], Finding] = field(default_factory=dict)
+    findings: dict[FindingKey, Finding] = field(default_factory=dict)
+    skipped: int = 0  # verified deliveries the learner could not take (see book.py)
     # Indexes of ``paths``: named id-like keys per parent path (more than MAP_KEYS: the parent
-    # is a map), and each named key's path by (parent path, key).
+    # is a map), and the parents whose keys changed since maps were last looked for; the paths
+    # as a tree is kept on the paths themselves (``PathStats.kids``).
     idlike: dict[str, int] = field(default_factory=dict)
-    by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
+    fold_check: set[str] = field(default_factory=set)
     always: list[PathStats] | None = None  # see always_present_paths()
+    serial: int = 0  # samples taken (sample.py marks the paths it counts on with it)
     # The last sample's shape, kept while the paths stay as they were (``epoch``): a sample of
     # that same shape is learned without being walked again (see ``Catalog._sample``).
     epoch: int = 0  # changes whenever a path is added, folded or untracked
     repeat: Repeat | None = None
+    shape_tries: int = 0  # see Catalog._shape
+    shape_hits: int = 0
+    shape_pause: int = 0
     # What changed since the last save (storage.py writes only these).
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     dirty_findings: list[Finding] = field(default_factory=list)
+    removed_findings: list[int] = field(default_factory=list)  # stored ids
+    finding_index: dict[str, list[Finding]] | None = None  # see drift._index
     changed: bool = False
 
     # -- reading -----------------------------------------------------------------------------
@@ -254,15 +357,37 @@ class GroupSchema:
         return out
 
     def reindex(self) -> None:
-        """Rebuild the indexes of ``paths`` (after loading, after a fold)."""
+        """Rebuild the indexes of ``paths`` and the tree (after loading, after a fold)."""
         self.always = None
         self.idlike = {}
-        self.by_key = {}
         for s in self.paths.values():
-            if s.parent is not None and s.segment is Segment.KEY:
-                self.by_key[(s.parent, s.key)] = s
-                if looks_like_id(s.key):
-                    self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+            s.kids = s.map_kid = s.item_kid = s.up = None
+        for s in self.paths.values():
+            if s.parent is None:
+                continue
+            self.paths[s.parent].link(s)
+            if s.segment is Segment.KEY and looks_like_id(s.key):
+                self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+        self.fold_check = set(self.idlike)
+
+    def add_path(self, stats: PathStats, source: Source) -> None:
+        """A path a sample brought (already in the tree), first seen at ``source``."""
+        stats.seq = self.next_seq
+        self.next_seq += 1
+        stats.first_seen_ms = source.seen_at_ms
+        stats.first_webhook_id = source.webhook_id
+        stats.first_attempt_id = source.attempt_id
+        self.paths[stats.path] = stats
+        self.removed.discard(stats.path)
+        self.always = None
+        self.epoch += 1
+        parent = stats.parent
+        if parent is not None:
+            if stats.segment is Segment.KEY and looks_like_id(stats.key):
+                self.idlike[parent] = self.idlike.get(parent, 0) + 1
+                self.fold_check.add(parent)
+            elif stats.segment is Segment.MAP:
+                self.fold_check.add(parent)
 
     @property
     def untracked_count(self) -> int:
@@ -284,57 +409,44 @@ class GroupSchema:
             self.changed = True
             self.epoch += 1
 
-    def merge(self, seen: list[PathStats], source: Source, times: int = 1) -> None:
-        """Add one sample's observation (paths in document order, parents first), ``times``
-        over (samples of one shape counted together; ``source`` is the latest)."""
-        paths, dirty = self.paths, self.dirty
-        at_ms, webhook_id = source.seen_at_ms, source.webhook_id
-        for obs in seen:
-            path = obs.path
-            stats = paths.get(path)
-            if stats is None:
-                stats = PathStats(path, obs.parent, obs.segment, obs.key, obs.depth)
-                stats.seq = self.next_seq
-                self.next_seq += 1
-                stats.first_seen_ms = at_ms
-                stats.first_webhook_id = webhook_id
-                stats.first_attempt_id = source.attempt_id
-                paths[path] = stats
-                self.removed.discard(path)
-                self.always = None
-                self.epoch += 1
-                if obs.segment is Segment.KEY and obs.parent is not None:
-                    self.by_key[(obs.parent, obs.key)] = stats
-                    if looks_like_id(obs.key):
-                        self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
+    def count_repeat(self, seen: list[Counts], source: Source, times: int) -> None:
+        """Add what ``times`` samples of a shape already learned showed (``seen``: what one of
+        them showed at each of its paths, all of them known); ``source`` is the latest."""
+        at_ms, webhook_id, dirty = source.seen_at_ms, source.webhook_id, self.dirty
+        for stats, n_seen, holders, objects, arrays, type_counts in seen:
             types = stats.types
-            for kind, n in obs.types.items():
+            for kind, n in type_counts:
                 types[kind] = types.get(kind, 0) + n * times
-            stats.seen += obs.seen * times
-            stats.holders += obs.holders * times
-            stats.objects += obs.objects * times
-            stats.arrays += obs.arrays * times
-            if obs.open:
-                stats.open = True
-            if stats.example is None:
-                stats.example = obs.example
+            stats.seen += n_seen * times
+            stats.holders += holders * times
+            stats.objects += objects * times
+            stats.arrays += arrays * times
             stats.last_seen_ms = at_ms
             stats.last_webhook_id = webhook_id
-            dirty.add(path)
+            dirty.add(stats.path)
+        self.counted(times, source)
+
+    def counted(self, times: int, source: Source) -> None:
+        """``times`` more samples, the latest from ``source``."""
         self.samples += times
         if not self.first_seen_ms:
-            self.first_seen_ms = at_ms
-        self.last_seen_ms = at_ms
-        self.last_webhook_id = webhook_id
+            self.first_seen_ms = source.seen_at_ms
+        self.last_seen_ms = source.seen_at_ms
+        self.last_webhook_id = source.webhook_id
         self.changed = True
-        folded = False
-        for parent, count in list(self.idlike.items()):
-            if count:
-                folded = self._fold_if_map(parent) or folded
-        if folded:
-            self.reindex()
-            self.always = None
-            self.epoch += 1
+
+    def fold_maps(self) -> None:
+        """Fold every object that has become a map, until none is left to fold: folding one
+        merges the objects below it (``data.balances.acct_1`` and ``.acct_2`` become
+        ``data.balances{*}``), and their keys together may make a map of their own."""
+        while self.fold_check:
+            check, self.fold_check = self.fold_check, set()
+            for parent in check:
+                if self.idlike.get(parent) and self._is_map(parent):
+                    self._fold_map(parent)
+                    self.reindex()  # every parent is looked at again
+                    self.epoch += 1
+                    break
 
     def always_present_paths(self) -> list[PathStats]:
         """The paths every parent that could hold them held (maps and the body aside). Once a
@@ -348,35 +460,72 @@ class GroupSchema:
             ]
         return self.always
 
-    def _fold_if_map(self, parent: str) -> bool:
-        """More than MAP_KEYS id-like keys at ``parent`` (or a map already there): fold every
-        id-like key, with everything below it, into ``parent{*}``."""
-        count = self.idlike.get(parent, 0)
+    def _is_map(self, parent: str) -> bool:
+        """Whether the object at ``parent`` is a map with id-like keys still named below it:
+        more than MAP_KEYS of them, or a ``{*}`` there already."""
+        if parent not in self.paths:
+            return False  # folded itself meanwhile: its keys are counted where they went
+        return child(parent, Segment.MAP) in self.paths or self.idlike.get(parent, 0) > MAP_KEYS
+
+    def _fold_map(self, parent: str) -> None:
+        """Fold every key of the map at ``parent`` that reads as one of its ids (see
+        ``map_member``), with everything below it, into ``parent{*}``."""
+        named = [s for s in self.paths.values() if s.parent == parent and s.segment is Segment.KEY]
+        ids = [s.key for s in named if looks_like_id(s.key)]
+        members = [s for s in named if map_member(s.key, ids)]
         map_path = child(parent, Segment.MAP)
-        if not count or (map_path not in self.paths and count <= MAP_KEYS):
-            return False
-        named = [
-            s
-            for s in self.paths.values()
-            if s.parent == parent and s.segment is Segment.KEY and looks_like_id(s.key)
-        ]
         kids = self.children()
         if map_path not in self.paths:
-            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, named[0].depth)
-        for node in sorted(named, key=lambda s: s.seq):
-            self._fold(node, map_path, kids)
-        return True
+            depth = self.paths[parent].depth + 1
+            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, depth)
+            self.dirty.add(map_path)
+        moved: dict[str, str] = {}
+        for node in sorted(members, key=lambda s: s.seq):
+            self._fold(node, map_path, kids, moved)
+        self._move_findings(moved)
+
+    def _move_findings(self, moved: dict[str, str]) -> None:
+        """The findings at paths folded into a map follow them; those that were about the map's
+        keys themselves (one added, one missing) are dropped: a map's keys coming and going is
+        not drift. Two findings that meet at one path are one (the first, both counts)."""
+        if not any(path in moved for path, _, _ in self.findings):
+            return
+        kept: dict[FindingKey, Finding] = {}
+        for finding in sorted(self.findings.values(), key=lambda f: (f.source.seen_at_ms, f.id)):
+            path = moved.get(finding.path, finding.path)
+            about_a_key = path.endswith(MAP) and finding.kind is not Kind.TYPE_CHANGED
+            known = kept.get((path, finding.kind, finding.variant))
+            if about_a_key or known is not None:
+                if known is not None:
+                    known.count += finding.count
+                    known.last_seen_ms = max(known.last_seen_ms, finding.last_seen_ms)
+                    self.dirty_findings.append(known)
+                if finding.id:
+                    self.removed_findings.append(finding.id)
+                continue
+            if path != finding.path:
+                finding.path = path
+                self.dirty_findings.append(finding)
+            kept[finding.key] = finding
+        self.findings = kept
+        self.finding_index = None
 
     def _fold(
-        self, node: PathStats, map_path: str, kids: dict[str | None, list[PathStats]]
+        self,
+        node: PathStats,
+        map_path: str,
+        kids: dict[str | None, list[PathStats]],
+        moved: dict[str, str],
     ) -> None:
-        """Move ``node`` and everything below it to ``map_path`` and the same paths below it."""
+        """Move ``node`` and everything below it to ``map_path`` and the same paths below it
+        (``moved`` gets each path's new one)."""
         cut = len(node.path)
         stack = [node]
         while stack:
             current = stack.pop()
             stack.extend(kids.get(current.path, []))
             target_path = map_path + current.path[cut:]
+            moved[current.path] = target_path
             target = self.paths.get(target_path)
             if target is None:
                 assert current.parent is not None  # below the folded key
@@ -385,6 +534,11 @@ class GroupSchema:
                     path=target_path,
                     parent=map_path + current.parent[cut:],
                     types=dict(current.types),
+                    up=None,
+                    kids=None,
+                    map_kid=None,
+                    item_kid=None,
+                    s_types={},
                 )
                 self.paths[target_path] = target
             else:

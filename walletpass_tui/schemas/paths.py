@@ -52,6 +52,29 @@ def looks_like_id(key: str) -> bool:
     return _ID.fullmatch(key) is not None
 
 
+# The word an id of a family starts with: ``acct_`` of ``acct_Xq4T``, ``tpl-`` of ``tpl-7HqY``.
+_FAMILY = re.compile(r"([A-Za-z]{1,16}[_:.-])[A-Za-z0-9]{4,}")
+
+
+def family(key: str) -> str | None:
+    """The prefix ``key`` shares with the other ids of its family (``acct_``), if any."""
+    found = _FAMILY.fullmatch(key)
+    return found.group(1) if found is not None else None
+
+
+def map_member(key: str, ids: list[str]) -> bool:
+    """Whether ``key`` is one of the keys of a map whose id-like keys are ``ids``: it looks like
+    an id itself, or it is of the family most of them are of (``acct_XqTbLmNa`` beside
+    ``acct_1Nv0FGQ9``: a random id without a digit in it)."""
+    if looks_like_id(key):
+        return True
+    prefix = family(key)
+    if prefix is None:
+        return False
+    same = sum(1 for i in ids if i.startswith(prefix))
+    return same * 2 > len(ids)
+
+
 def quote(key: str) -> str:
     """A key as a JSON string: quotes, backslashes and control characters escaped, a lone
     surrogate kept as the text ``\\udXXX``."""

@@ -17,12 +17,9 @@ from walletpass_tui.schemas import storage
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.export import EXPORTERS, export
 from walletpass_tui.schemas.model import GroupKey, GroupSchema
-from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
+from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary, SkippedRecord
 
-_DRIFT_SELECT = (
-    "SELECT id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
-    "last_seen_ms FROM drift"
-)
+_DRIFT_SELECT = f"SELECT {storage.DRIFT_COLUMNS} FROM drift"
 
 
 class SchemaReader:
@@ -46,6 +43,13 @@ class SchemaReader:
             made = db.execute(
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'drift'"
             ).fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if made and version != storage.FORMAT:
+                raise SchemaError(
+                    f"The schema file {self.path} was written by another version of "
+                    "walletpass-tui; it is learned again from the history when the receiver "
+                    "next starts (or rebuild it now: walletpass-tui schema rebuild)."
+                )
             yield db if made else None  # a file the learner is still making: nothing yet
         except sqlite3.Error as exc:
             raise SchemaError.of(exc, self.path) from None
@@ -66,20 +70,21 @@ class SchemaReader:
             )
             drift = dict(db.execute("SELECT grp, COUNT(*) FROM drift GROUP BY grp").fetchall())
             out = []
-            for grp, samples, not_json, untracked, more, last_ms in db.execute(
-                "SELECT grp, samples, not_json, untracked, untracked_more, last_seen_ms "
+            for grp, samples, not_json, untracked, more, last_ms, skipped in db.execute(
+                "SELECT grp, samples, not_json, untracked, untracked_more, last_seen_ms, skipped "
                 "FROM groups ORDER BY last_seen_ms DESC, grp"
             ):
                 out.append(
                     GroupSummary(
-                        GroupKey.from_stored(grp),
-                        int(samples),
+                        storage.group_key(grp),
+                        storage.count(samples),
                         int(counts.get(grp, 0)),
                         int(drift.get(grp, 0)),
-                        int(last_ms),
-                        int(not_json),
-                        len(bytes(untracked)) // 8,
+                        storage.count(last_ms),
+                        storage.count(not_json),
+                        len(untracked) // 8 if type(untracked) is bytes else 0,
                         bool(more),
+                        storage.count(skipped),
                     )
                 )
             return out
@@ -181,6 +186,27 @@ class SchemaReader:
             if db is None:
                 return []
             return [DriftRecord.of(storage.finding_from_row(r)) for r in db.execute(sql, params)]
+
+    def skipped(self, key: GroupKey | None = None) -> list[SkippedRecord]:
+        """The latest deliveries the learner could not take (with why), newest first."""
+        with self._db() as db:
+            if db is None:
+                return []
+            where, params = ("WHERE grp = ?", [key.stored]) if key is not None else ("", [])
+            return [
+                SkippedRecord(
+                    storage.group_key(grp),
+                    storage.count(attempt_id),
+                    storage.maybe_text(webhook_id),
+                    storage.count(at_ms),
+                    storage.text(why),
+                )
+                for attempt_id, grp, webhook_id, at_ms, why in db.execute(
+                    "SELECT attempt_id, grp, webhook_id, seen_at_ms, why FROM skipped "
+                    f"{where} ORDER BY attempt_id DESC",
+                    params,
+                )
+            ]
 
     # -- exports -----------------------------------------------------------------------------
 

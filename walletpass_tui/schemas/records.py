@@ -25,6 +25,7 @@ class GroupSummary:
     not_json: int = 0  # verified bodies that were not JSON (nothing learned from them)
     untracked: int = 0  # paths beyond the bounds, counted (see untracked_more)
     untracked_more: bool = False  # ... and more than that
+    skipped: int = 0  # verified deliveries the learner could not take (logged with why)
 
     @property
     def label(self) -> str:
@@ -42,6 +43,7 @@ class GroupSummary:
             "not_json": self.not_json,
             "paths_not_tracked": self.untracked,
             "paths_not_tracked_more": self.untracked_more,
+            "skipped": self.skipped,
         }
 
 
@@ -147,4 +149,25 @@ class DriftRecord:
             "webhook_id": self.webhook_id,
             "seen_at": _time(self.seen_at_ms),
             "count": self.count,
+        }
+
+
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A verified delivery the learner could not take: passed, and why."""
+
+    group: GroupKey
+    attempt_id: int
+    webhook_id: str | None
+    seen_at_ms: int
+    why: str  # the error it raised, one line (escape it before showing it)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": None if self.group.templates else self.group.topic,
+            "group": "templates" if self.group.templates else "topic",
+            "attempt_id": self.attempt_id,
+            "webhook_id": self.webhook_id,
+            "seen_at": _time(self.seen_at_ms),
+            "why": self.why,
         }

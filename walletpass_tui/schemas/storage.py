@@ -17,6 +17,7 @@ from typing import Any
 
 from walletpass_tui.schemas.catalog import Catalog
 from walletpass_tui.schemas.errors import SchemaError
+from walletpass_tui.schemas.jsonscan import TYPES
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.webhooks.store import tables as history_tables
@@ -24,7 +25,7 @@ from walletpass_tui.webhooks.store import tables as history_tables
 log = logging.getLogger(__name__)
 
 SUFFIX = "-schemas"
-FORMAT = 1  # PRAGMA user_version of the schema file; another one is rebuilt
+FORMAT = 2  # PRAGMA user_version of the schema file; another one is rebuilt
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +40,8 @@ CREATE TABLE IF NOT EXISTS groups (
     untracked_more INTEGER NOT NULL,
     first_seen_ms INTEGER NOT NULL,
     last_seen_ms INTEGER NOT NULL,
-    last_webhook_id TEXT
+    last_webhook_id TEXT,
+    skipped INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS paths (
     grp TEXT NOT NULL,
@@ -76,14 +78,23 @@ CREATE TABLE IF NOT EXISTS drift (
     seen_at_ms INTEGER NOT NULL,
     count INTEGER NOT NULL,
     last_seen_ms INTEGER NOT NULL,
-    UNIQUE (grp, path, kind)
+    variant TEXT NOT NULL DEFAULT '',
+    UNIQUE (grp, path, kind, variant)
 );
 CREATE INDEX IF NOT EXISTS drift_by_attempt ON drift(attempt_id);
 CREATE INDEX IF NOT EXISTS drift_by_time ON drift(seen_at_ms, id);
 CREATE TABLE IF NOT EXISTS templates_seen (digest BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS skipped (
+    attempt_id INTEGER PRIMARY KEY,
+    grp TEXT NOT NULL,
+    webhook_id TEXT,
+    seen_at_ms INTEGER NOT NULL,
+    why TEXT NOT NULL
+);
 """
 
-_TABLES = ("meta", "groups", "paths", "drift", "templates_seen")
+_TABLES = ("meta", "groups", "paths", "drift", "templates_seen", "skipped")
+SKIPPED_KEPT = 100  # the latest deliveries the learner could not take, kept with why
 
 
 def schemas_path(history: Path) -> Path:
@@ -190,6 +201,19 @@ def meta(db: sqlite3.Connection, key: str) -> int:
     return int(row[0]) if row else 0
 
 
+def meta_text(db: sqlite3.Connection, key: str) -> str:
+    row = db.execute("SELECT value FROM main.meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+def set_meta_text(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute(
+        "INSERT INTO main.meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
 def set_meta(db: sqlite3.Connection, key: str, value: int) -> None:
     db.execute(
         "INSERT INTO main.meta(key, value) VALUES (?, ?) "
@@ -214,10 +238,71 @@ _PATH_COLUMNS = (
     "path, parent, segment, key, depth, seq, types, seen, holders, objects, arrays, example, "
     "open, first_seen_ms, first_webhook_id, first_attempt_id, last_seen_ms, last_webhook_id"
 )
-_DRIFT_COLUMNS = (
+DRIFT_COLUMNS = (
     "id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
-    "last_seen_ms"
+    "last_seen_ms, variant"
 )
+_GROUP_COLUMNS = (
+    "samples, not_json, next_seq, untracked, untracked_more, first_seen_ms, last_seen_ms, "
+    "last_webhook_id, skipped"
+)
+
+
+class Damaged(sqlite3.DatabaseError):
+    """A row of the schema file that this program did not write (a value that does not parse,
+    a path without its parent): the file is damaged, deleted and learned again."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"the schema file is malformed: {what}")
+
+
+def count(value: object) -> int:
+    """A stored count or id: an integer, never negative."""
+    if type(value) is not int or value < 0:
+        raise Damaged(f"{value!r:.40} is not a count")
+    return value
+
+
+def text(value: object) -> str:
+    if type(value) is not str:
+        raise Damaged(f"{value!r:.40} is not text")
+    return value
+
+
+def maybe_text(value: object) -> str | None:
+    return None if value is None else text(value)
+
+
+def maybe_count(value: object) -> int | None:
+    return None if value is None else count(value)
+
+
+def group_key(value: object) -> GroupKey:
+    try:
+        return GroupKey.from_stored(text(value))
+    except ValueError:
+        raise Damaged(f"{value!r:.40} is not a group") from None
+
+
+def _json(value: object) -> Any:
+    try:
+        return json.loads(text(value))
+    except ValueError:
+        raise Damaged(f"{value!r:.40} is not JSON") from None
+
+
+def _types(value: object) -> dict[str, int]:
+    found = _json(value)
+    if type(found) is not dict or not set(found) <= set(TYPES):
+        raise Damaged(f"{value!r:.40} is not a set of JSON types")
+    return {str(k): count(v) for k, v in found.items()}
+
+
+def _type_list(value: object) -> tuple[str, ...]:
+    found = _json(value)
+    if type(found) is not list or not set(found) <= set(TYPES):
+        raise Damaged(f"{value!r:.40} is not a list of JSON types")
+    return tuple(found)
 
 
 def path_from_row(row: tuple[Any, ...]) -> PathStats:
@@ -225,45 +310,56 @@ def path_from_row(row: tuple[Any, ...]) -> PathStats:
         :12
     ]
     (open_, first_ms, first_id, first_attempt, last_ms, last_id) = row[12:]
+    try:
+        kind = Segment(segment)
+    except ValueError:
+        raise Damaged(f"{segment!r:.40} is not a path segment") from None
+    name = _json(key)
+    if type(name) is not str:
+        raise Damaged(f"{key!r:.40} is not a key")
     return PathStats(
-        str(path),
-        None if parent is None else str(parent),
-        Segment(segment),
-        json.loads(str(key)),
-        int(depth),
-        seq=int(seq),
-        types={str(k): int(v) for k, v in json.loads(str(types)).items()},
-        seen=int(seen),
-        holders=int(holders),
-        objects=int(objects),
-        arrays=int(arrays),
-        example=None if example is None else str(example),
-        open=bool(open_),
-        first_seen_ms=int(first_ms),
-        first_webhook_id=None if first_id is None else str(first_id),
-        first_attempt_id=None if first_attempt is None else int(first_attempt),
-        last_seen_ms=int(last_ms),
-        last_webhook_id=None if last_id is None else str(last_id),
+        text(path),
+        maybe_text(parent),
+        kind,
+        name,
+        count(depth),
+        seq=count(seq),
+        types=_types(types),
+        seen=count(seen),
+        holders=count(holders),
+        objects=count(objects),
+        arrays=count(arrays),
+        example=maybe_text(example),
+        open=bool(count(open_)),
+        first_seen_ms=count(first_ms),
+        first_webhook_id=maybe_text(first_id),
+        first_attempt_id=maybe_count(first_attempt),
+        last_seen_ms=count(last_ms),
+        last_webhook_id=maybe_text(last_id),
     )
 
 
 def finding_from_row(row: tuple[Any, ...]) -> Finding:
-    (id_, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at, count, last) = row
+    (id_, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at, n, last) = row[:12]
+    try:
+        found = Kind(kind)
+    except ValueError:
+        raise Damaged(f"{kind!r:.40} is not a kind of drift") from None
+    variant = text(row[12])
+    if variant and variant not in TYPES:
+        raise Damaged(f"{variant!r:.40} is not a JSON type")
     return Finding(
-        GroupKey.from_stored(str(grp)),
-        str(path),
-        Kind(kind),
-        None if was is None else str(was),
-        None if now is None else str(now),
-        tuple(json.loads(str(baseline))),
-        Source(
-            int(seen_at),
-            None if webhook_id is None else str(webhook_id),
-            None if attempt_id is None else int(attempt_id),
-        ),
-        count=int(count),
-        last_seen_ms=int(last),
-        id=int(id_),
+        group_key(grp),
+        text(path),
+        found,
+        maybe_text(was),
+        maybe_text(now),
+        _type_list(baseline),
+        Source(count(seen_at), maybe_text(webhook_id), maybe_count(attempt_id)),
+        count=count(n),
+        last_seen_ms=count(last),
+        id=count(id_),
+        variant=variant,
     )
 
 
@@ -271,42 +367,47 @@ def load_group(
     db: sqlite3.Connection, key: GroupKey, *, findings: bool = True
 ) -> GroupSchema | None:
     row = db.execute(
-        "SELECT samples, not_json, next_seq, untracked, untracked_more, first_seen_ms, "
-        "last_seen_ms, last_webhook_id FROM main.groups WHERE grp = ?",
-        (key.stored,),
+        f"SELECT {_GROUP_COLUMNS} FROM main.groups WHERE grp = ?", (key.stored,)
     ).fetchone()
     if row is None:
         return None
-    samples, not_json, next_seq, untracked, more, first_ms, last_ms, last_id = row
-    blob = bytes(untracked)
+    samples, not_json, next_seq, untracked, more, first_ms, last_ms, last_id, skipped = row
+    if type(untracked) is not bytes or len(untracked) % 8:
+        raise Damaged("the untracked paths are not digests")
     group = GroupSchema(
         key,
-        samples=int(samples),
-        not_json=int(not_json),
-        next_seq=int(next_seq),
-        untracked={blob[i : i + 8] for i in range(0, len(blob), 8)},
-        untracked_more=bool(more),
-        first_seen_ms=int(first_ms),
-        last_seen_ms=int(last_ms),
-        last_webhook_id=last_id,
+        samples=count(samples),
+        not_json=count(not_json),
+        next_seq=count(next_seq),
+        untracked={untracked[i : i + 8] for i in range(0, len(untracked), 8)},
+        untracked_more=bool(count(more)),
+        first_seen_ms=count(first_ms),
+        last_seen_ms=count(last_ms),
+        last_webhook_id=maybe_text(last_id),
+        skipped=count(skipped),
     )
     for path_row in db.execute(
         f"SELECT {_PATH_COLUMNS} FROM main.paths WHERE grp = ?", (key.stored,)
     ):
         stats = path_from_row(path_row)
         group.paths[stats.path] = stats
+    for stats in group.paths.values():
+        if (stats.parent is None) != (stats.segment is Segment.ROOT) or (
+            stats.parent is not None and stats.parent not in group.paths
+        ):
+            raise Damaged(f"the path {stats.path!r:.60} has no parent")
     if findings:
         for drift_row in db.execute(
-            f"SELECT {_DRIFT_COLUMNS} FROM main.drift WHERE grp = ?", (key.stored,)
+            f"SELECT {DRIFT_COLUMNS} FROM main.drift WHERE grp = ?", (key.stored,)
         ):
             finding = finding_from_row(drift_row)
-            group.findings[(finding.path, finding.kind)] = finding
+            group.findings[finding.key] = finding
     group.reindex()
     return group
 
 
 def group_keys(db: sqlite3.Connection) -> list[GroupKey]:
-    return [GroupKey.from_stored(str(r[0])) for r in db.execute("SELECT grp FROM main.groups")]
+    return [group_key(r[0]) for r in db.execute("SELECT grp FROM main.groups")]
 
 
 def load(db: sqlite3.Connection) -> Catalog:
@@ -316,9 +417,11 @@ def load(db: sqlite3.Connection) -> Catalog:
         if group is not None:
             catalog.groups[key] = group
     catalog.topics_not_learned = meta(db, "topics_not_learned")
-    catalog.template_digests = {
-        bytes(r[0]) for r in db.execute("SELECT digest FROM main.templates_seen")
-    }
+    catalog.template_digests = set()
+    for (digest,) in db.execute("SELECT digest FROM main.templates_seen"):
+        if type(digest) is not bytes:
+            raise Damaged("a template digest is not a digest")
+        catalog.template_digests.add(digest)
     return catalog
 
 
@@ -328,7 +431,13 @@ def load(db: sqlite3.Connection) -> Catalog:
 def save(db: sqlite3.Connection, catalog: Catalog) -> None:
     """Write what changed since the last save (inside the caller's transaction)."""
     for group in catalog.groups.values():
-        if not (group.changed or group.dirty or group.removed or group.dirty_findings):
+        if not (
+            group.changed
+            or group.dirty
+            or group.removed
+            or group.dirty_findings
+            or group.removed_findings
+        ):
             continue
         _save_group(db, group)
     if catalog.new_template_digests:
@@ -343,9 +452,8 @@ def save(db: sqlite3.Connection, catalog: Catalog) -> None:
 def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
     key = group.key.stored
     db.execute(
-        "INSERT OR REPLACE INTO main.groups(grp, samples, not_json, next_seq, untracked, "
-        "untracked_more, first_seen_ms, last_seen_ms, last_webhook_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO main.groups(grp, {_GROUP_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             key,
             group.samples,
@@ -356,6 +464,7 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
             group.first_seen_ms,
             group.last_seen_ms,
             group.last_webhook_id,
+            group.skipped,
         ),
     )
     if group.removed:
@@ -396,20 +505,25 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    if group.removed_findings:
+        db.executemany(
+            "DELETE FROM main.drift WHERE id = ?", [(i,) for i in group.removed_findings]
+        )
     seen: set[int] = set()
     for finding in group.dirty_findings:
-        if id(finding) in seen:
-            continue
+        if id(finding) in seen or group.findings.get(finding.key) is not finding:
+            continue  # saved already, or dropped (folded into a map) since
         seen.add(id(finding))
         if finding.id:
             db.execute(
-                "UPDATE main.drift SET count = ?, last_seen_ms = ? WHERE id = ?",
-                (finding.count, finding.last_seen_ms, finding.id),
+                "UPDATE main.drift SET path = ?, count = ?, last_seen_ms = ? WHERE id = ?",
+                (finding.path, finding.count, finding.last_seen_ms, finding.id),
             )
         else:
             cursor = db.execute(
                 "INSERT INTO main.drift(grp, path, kind, was, now, baseline, attempt_id, "
-                "webhook_id, seen_at_ms, count, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "webhook_id, seen_at_ms, count, last_seen_ms, variant) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     finding.path,
@@ -422,12 +536,14 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
                     finding.source.seen_at_ms,
                     finding.count,
                     finding.last_seen_ms,
+                    finding.variant,
                 ),
             )
             finding.id = int(cursor.lastrowid or 0)
     group.dirty.clear()
     group.removed.clear()
     group.dirty_findings.clear()
+    group.removed_findings.clear()
     group.changed = False
 
 
@@ -436,5 +552,28 @@ def clear_topics(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM main.groups WHERE grp != 'templates'")
     db.execute("DELETE FROM main.paths WHERE grp != 'templates'")
     db.execute("DELETE FROM main.drift WHERE grp != 'templates'")
+    db.execute("DELETE FROM main.skipped WHERE grp != 'templates'")
     set_meta(db, "learned_upto", 0)
+    set_meta_text(db, "learned_mark", "")
     set_meta(db, "topics_not_learned", 0)
+
+
+def record_skipped(
+    db: sqlite3.Connection,
+    key: GroupKey,
+    attempt_id: int,
+    webhook_id: str | None,
+    at_ms: int,
+    why: str,
+) -> None:
+    """Keep why a delivery could not be learned (the latest SKIPPED_KEPT are kept)."""
+    db.execute(
+        "INSERT OR REPLACE INTO main.skipped(attempt_id, grp, webhook_id, seen_at_ms, why) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (attempt_id, key.stored, webhook_id, at_ms, why),
+    )
+    db.execute(
+        "DELETE FROM main.skipped WHERE attempt_id <= (SELECT attempt_id FROM main.skipped "
+        "ORDER BY attempt_id DESC LIMIT 1 OFFSET ?)",
+        (SKIPPED_KEPT,),
+    )

@@ -429,7 +429,11 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
         async def recount() -> None:
             assert self.context is not None
-            found = await self.context.store.activity(0, ALL_TIME_MS, forwards=False)
+            try:
+                found = await self.context.store.activity(0, ALL_TIME_MS, forwards=False)
+            except BaseException:
+                self._totals.gave_up()  # the worker reports why; nothing is held for it
+                raise
             self.stats = self._totals.load(found)
             self.live.publish_stats(self.stats)
 

@@ -210,9 +210,9 @@ class ForwardRow:
 @dataclass(frozen=True)
 class RowDriver:
     """Rows a condition lists itself in id order, cheaper than a look at every row: ``source``
-    joins ``attempts a`` to them, ``key`` is the id column to order by, ``clauses`` (with
-    ``params``, in order) narrow them. A row may come more than once: the reader groups by
-    ``key``."""
+    joins ``attempts a`` to them, ``key`` is the id column to order by (the reader bounds it),
+    ``clauses`` (with ``params``, in order) narrow them. A row may come more than once: the
+    reader groups by ``key``."""
 
     source: str
     key: str
@@ -249,6 +249,11 @@ class RowCondition(Protocol):
         """Rows up to ``upto`` listed by the index, and what is left to test on them (None:
         nothing); None when the index cannot list them (``counting``: for a count, where
         gathering every row it lists costs no more than testing each)."""
+        ...
+
+    def complement(self) -> RowCondition | None:
+        """The condition this one negates, when counting its matches and taking them from the
+        whole is cheaper than testing every row (None: it negates nothing)."""
         ...
 
     def matches(self, attempt: Attempt) -> bool:

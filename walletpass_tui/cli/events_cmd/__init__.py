@@ -49,7 +49,8 @@ def add_filter_flags(parser: argparse.ArgumentParser, what: str) -> None:
         "--where",
         metavar="QUERY",
         help="a field query, as in the dashboard's filter: data.platform:google, "
-        "data.balance>10, has:data.tier, -has:..., (a OR b); see docs/history.md",
+        "data.balance>10, has:data.tier, (a OR b); one that starts with - goes after = "
+        "(--where=-has:data.tier); see docs/history.md",
     )
 
 

@@ -105,7 +105,8 @@ async def prune_in_steps(
     progress.update(0)
     running, looked = receiver_runs(), time.monotonic()
     while True:
-        deleted, held = await store.prune_oldest(cutoff_ms, step)
+        # Beside a receiver, no fsync of its own: the receiver's next commit syncs the log.
+        deleted, held = await store.prune_oldest(cutoff_ms, step, durable=not running)
         removed += deleted
         progress.update(removed)
         if deleted < step:

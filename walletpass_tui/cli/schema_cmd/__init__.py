@@ -16,7 +16,8 @@ _HANDLERS = "walletpass_tui.cli.schema_cmd.actions"
 
 TOPIC_HELP = (
     "a topic (pass.activated or activated, pass.deactivated or deactivated, or any other topic "
-    "learned), 'templates' for the pass templates, or 'unknown' for deliveries without a topic"
+    "learned, as 'schema list' names it), 'templates' for the pass templates, 'unknown' for "
+    "deliveries without a topic, or topic:NAME for the topic NAME exactly"
 )
 FORMATS = ("jsonschema", "typescript", "pydantic")
 

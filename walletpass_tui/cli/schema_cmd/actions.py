@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from walletpass_tui.api.topics import TOPICS, TopicError, parse_topic
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
 from walletpass_tui.cli.progress import Progress
 from walletpass_tui.config import Settings
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from walletpass_tui.schemas.records import FieldInfo
 
 T = TypeVar("T")
-
-UNKNOWN_NAMES = ("unknown", "topic-unknown", "topic unknown")
 
 
 def _no_history(settings: Settings) -> str:
@@ -65,25 +63,21 @@ def _reader(settings: Settings) -> SchemaReader | None:
 
 def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
     """TOPIC as a person types it: a topic of the service (full or short name), ``templates``,
-    ``unknown`` (deliveries without a topic), or any other topic learned from the wire.
-    Anything else is a usage error (exit 2) naming what there is."""
-    from walletpass_tui.schemas.model import TEMPLATES, GroupKey
+    ``unknown`` (deliveries without a topic), ``topic:NAME`` (the topic NAME exactly), or any
+    other topic learned from the wire (as ``schema list`` names it). Anything else is a usage
+    error (exit 2) naming what there is."""
+    from walletpass_tui.schemas.model import GroupKey, builtin_group
 
+    found = builtin_group(text)
+    if found is not None:
+        return found
     name = text.strip()
-    if name == "templates":
-        return TEMPLATES
-    if name.lower() in UNKNOWN_NAMES:
-        return GroupKey.of_topic(None)
-    try:
-        return GroupKey.of_topic(parse_topic(name))
-    except TopicError:  # not a topic: tried as a stored group below
-        pass
     learned = [] if reader is None else _reading(reader.groups)
     topics = [g.group.topic for g in learned if not g.group.templates and g.group.topic]
     for candidate in (name, "pass." + name):
         if candidate in topics:
             return GroupKey.of_topic(candidate)
-    others = [t for t in topics if t not in TOPICS]
+    others = [g.label for g in learned if g.group.topic and g.group.topic not in TOPICS]
     also = f", or one learned from the wire: {', '.join(printable(t, 40) for t in others)}"
     raise UsageError(
         f"Unknown topic {printable(text, 60)!r}: give pass.activated or pass.deactivated "
@@ -116,6 +110,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             notes.append(f"{g.not_json} not JSON")
         if g.untracked:
             notes.append(f"{g.untracked}{'+' if g.untracked_more else ''} paths not tracked")
+        if g.skipped:
+            notes.append(f"{g.skipped} skipped (see the debug log)")
         rows.append(
             [
                 printable(g.label, 40),
@@ -160,6 +156,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             "samples": summary.samples if summary else 0,
             "not_json": summary.not_json if summary else 0,
             "paths_not_tracked": summary.untracked if summary else 0,
+            "skipped": summary.skipped if summary else 0,
             "drift": summary.drift if summary else 0,
             "fields": [f.to_json() for f in fields],
         }
@@ -173,6 +170,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"Nothing learned for {label} yet. {NOTHING_LEARNED.split(': ', 1)[1]}")
         return 0
     extra = f", {summary.not_json} not JSON" if summary.not_json else ""
+    if summary.skipped:
+        extra += f", {summary.skipped} skipped"
     print(
         f"{label}: {summary.samples} sample(s){extra}, {summary.paths} path(s), "
         f"{summary.drift} drift finding(s); last seen {format_ms(summary.last_seen_ms)}"

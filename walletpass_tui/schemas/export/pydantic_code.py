@@ -8,7 +8,8 @@ no ``model_`` prefix, not one of the module's names) gets a made-up attribute na
 real name as ``alias``, written as a string literal by ``ascii()`` (escaped, ASCII only). The module refers to
 pydantic and typing only through ``_pd`` and ``_t``, which no field or class name can shadow.
 Types are strict (``StrictInt`` stays an integer, ``true`` is no integer); an optional field
-defaults to None.
+defaults to None. A name pydantic cannot take at all (one holding a lone surrogate, which JSON can
+escape but UTF-8 cannot hold) is left out of its model, which then ignores keys it does not name.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ _SCALARS = {
     BOOLEAN: "_pd.StrictBool",
     NULL: "None",
 }
-# What a BaseModel subclass must not define as a field (pydantic's own attributes and methods).
+# What a BaseModel subclass must not define as a field (pydantic's own attributes and methods,
+# and ``Config``, which pydantic reads as the model's configuration class).
 _BASEMODEL = {
+    "Config",
     "construct",
     "copy",
     "dict",
@@ -55,6 +58,14 @@ def _safe_attribute(key: str) -> bool:
         and key not in _BASEMODEL
         and not key.startswith("model_")
     )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: pydantic cannot name it
+        return False
+    return True
 
 
 def _literal(text: str) -> str:
@@ -94,10 +105,13 @@ class _Writer:
         name = wanted if exact else self.classes.claim(wanted)
         self.class_names.add(name)
         fields: list[str] = []
+        # pydantic takes only names that are UTF-8 text: one holding a lone surrogate (a JSON
+        # escape such as "\ud800") is left out, and the model ignores what it does not name.
+        props = [(key, kid) for key, kid in node.props if _utf8(key)]
         # Every class this one's annotations name is claimed first, so no field can shadow one.
-        kid_types = [self.type_of(kid, name + (pascal(key) or "Field")) for key, kid in node.props]
+        kid_types = [self.type_of(kid, name + (pascal(key) or "Field")) for key, kid in props]
         attributes = Names(self.classes.taken | _BASEMODEL)
-        for (key, kid), kid_type in zip(node.props, kid_types, strict=True):
+        for (key, kid), kid_type in zip(props, kid_types, strict=True):
             if _safe_attribute(key) and key not in attributes.taken:
                 attribute = attributes.claim(key)
                 alias = None
@@ -114,7 +128,8 @@ class _Writer:
                 fields.append(f"    {attribute}: {annotation} = _pd.Field({', '.join(args)})")
             else:
                 fields.append(f"    {attribute}: {annotation}")
-        extra = "allow" if node.open or node.map_values is not None else "ignore"
+        keeps = (node.open or node.map_values is not None) and len(props) == len(node.props)
+        extra = "allow" if keeps else "ignore"
         lines = [
             f"class {name}(_pd.BaseModel):",
             f'    model_config = _pd.ConfigDict(extra="{extra}")',

@@ -40,6 +40,10 @@ class Totals:
         """A read of the history starts: hold what arrives until it is in."""
         self._held = []
 
+    def gave_up(self) -> None:
+        """The read failed or was given up: stop holding (``stats`` stays what it was)."""
+        self._held = None
+
     def add(self, attempts: Iterable[Attempt]) -> bool:
         """Attempts just stored; whether ``stats`` changed."""
         if self._held is not None:

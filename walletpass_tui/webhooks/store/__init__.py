@@ -293,11 +293,15 @@ class Store(History):
         """Drop every attempt received before ``cutoff_ms``; returns how many."""
         return await self._write(prune.older_than, cutoff_ms)
 
-    async def prune_oldest(self, cutoff_ms: int, limit: int) -> tuple[int, float]:
+    async def prune_oldest(
+        self, cutoff_ms: int, limit: int, *, durable: bool = True
+    ) -> tuple[int, float]:
         """Drop the oldest ``limit`` attempts received before ``cutoff_ms``, in one transaction:
         (how many, seconds it held the history's write lock: what a receiver writing the same
-        history waited for at most)."""
-        return await self._write(prune.oldest_before, cutoff_ms, limit)
+        history waited for at most). Not ``durable``: no fsync of its own (a receiver running on
+        the history fsyncs the log with its next commit; a step lost to a power cut is pruned
+        again next time)."""
+        return await self._write(prune.oldest_before, cutoff_ms, limit, durable=durable)
 
     # -- forwards and replays ----------------------------------------------------------------
 

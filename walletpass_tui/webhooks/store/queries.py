@@ -9,6 +9,7 @@ import functools
 import json
 import logging
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,10 @@ from walletpass_tui.webhooks.store.indexer import index_path
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# A field query's count runs in slices of row ids (see Reader._count_in_slices).
+COUNT_SLICE_IDS = 65_536  # the first slice; the next ones sized to take about COUNT_SLICE_S
+COUNT_SLICE_S = 0.25
+COUNT_SLICE_MIN = 1024
 Connect = Callable[[], Awaitable[ThreadConnection]]
 
 
@@ -188,18 +193,31 @@ class Reader:
         quick = _counted_by_minute(flt)
         if quick is not None:
             return int(await self.one(*quick))
-        parts: list[str] = []
-        params: list[Any] = []
-        for plan in await self._plans(flt, counting=True):
-            if plan.grouped:  # in key order already: grouping streams
-                parts.append(
-                    f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
-                    f"GROUP BY {plan.key}))"
-                )
-            else:
-                parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
-            params.extend(plan.params)
-        return int(await self._count("SELECT " + " + ".join(parts), params, flt))
+        if flt is not None and flt.where is not None:
+            negated = flt.where.complement()
+            if negated is not None:  # every row the rest keeps, but those the negated one finds
+                whole = await self.count(replace(flt, where=None))
+                return whole - await self._count_in_slices(replace(flt, where=negated))
+            return await self._count_in_slices(flt)
+        sql, params = _count_sql(await self._plans(flt, counting=True))
+        return int(await self._count(sql, params, flt))
+
+    async def _count_in_slices(self, flt: LogFilter) -> int:
+        """A condition's count, one slice of row ids at a time, each statement about
+        COUNT_SLICE_S long: a reader holds back the write-ahead log's frames for as long as its
+        statement runs, and past its bound the writer waits for readers before it answers
+        deliveries. Short statements keep that wait short, however long the whole count."""
+        top = int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
+        total, low, size = 0, 0, COUNT_SLICE_IDS
+        while low < top:
+            high = min(top, low + size)
+            sql, params = _count_sql(await self._plans(flt, counting=True, within=(low, high)))
+            started = time.perf_counter()
+            total += int(await self._count(sql, params, flt))
+            took = time.perf_counter() - started
+            low = high
+            size = max(COUNT_SLICE_MIN, min(size * 4, int(size * COUNT_SLICE_S / max(took, 1e-3))))
+        return total
 
     async def _count(self, sql: str, params: Sequence[Any], flt: LogFilter | None) -> Any:
         """One aggregate on the counting connection, one at a time; interrupted when its caller
@@ -230,6 +248,7 @@ class Reader:
         before_id: int | None = None,
         after_id: int | None = None,
         counting: bool = False,
+        within: tuple[int, int] | None = None,
     ) -> list[_Plan]:
         """How to read a filtered log: one statement, or two when an index lists the rows (the
         rows past its mark first: they are the newest)."""
@@ -249,6 +268,7 @@ class Reader:
             before_id=before_id,
             after_id=after_id,
             counting=counting,
+            within=within,
         )
 
     async def _condition_upto(self, condition: RowCondition) -> int | None:
@@ -506,8 +526,10 @@ def _plans(
     before_id: int | None = None,
     after_id: int | None = None,
     counting: bool = False,
+    within: tuple[int, int] | None = None,
 ) -> list[_Plan]:
-    """How to read a log filtered by ``flt`` (``counting``: to count it).
+    """How to read a log filtered by ``flt`` (``counting``: to count it; ``within``: only the
+    row ids ``low < id <= high``).
 
     With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
     rows of a common word come at once instead of after every match was collected and sorted.
@@ -516,43 +538,69 @@ def _plans(
     Without text, a condition whose index can list its rows (``RowCondition.driven``) drives it
     the same way, after a first statement for the rows its index does not hold yet (past
     ``upto``).
+
+    Each statement bounds its id column once from below and once from above (the tightest of
+    the page's edge, the slice and the index's mark): given two upper bounds, SQLite may seek by
+    the looser one and test the other on every row it passes.
     """
     text = _text(flt)
     condition = flt.where if flt is not None else None
     query = search.index_query(text, index)
+    low = max(after_id or 0, within[0] if within else 0)
+    high = _TOP if before_id is None else before_id - 1
+    if within:
+        high = min(high, within[1])
+
+    def bounded(key: str, floor: int, ceiling: int) -> tuple[str, list[Any]]:
+        above, below = max(low, floor), min(high, ceiling)
+        clauses = [f"{key} > ?"] if above > 0 else []
+        clauses += [f"{key} <= ?"] if below < _TOP else []
+        values = [v for v, used in ((above, above > 0), (below, below < _TOP)) if used]
+        return " AND ".join(clauses) or "1", values
+
     if query is not None and text_upto is not None:
-        later = _plan(
-            flt, "attempts a", "a.id", [("a.id > ?", [text_upto])], upto, before_id, after_id
-        )
+        later = _plan(flt, "attempts a", "a.id", [bounded("a.id", text_upto, _TOP)], upto)
         first = _plan(
             flt,
             search.JOINED,
             "f.rowid",
-            [("f.attempts_fts MATCH ? AND f.rowid <= ?", [query, text_upto])],
+            [("f.attempts_fts MATCH ?", [query]), bounded("f.rowid", 0, text_upto)],
             upto,
-            before_id,
-            after_id,
         )
         return [later, first]
     if condition is not None and upto is not None:
         driven = condition.driven(upto, counting=counting)
         if driven is not None:
             driver, rest = driven
-            later = _plan(flt, "attempts a", "a.id", [], None, before_id, after_id)
-            later = replace(
-                later, where=_and(later.where, "a.id > ?"), params=[*later.params, upto]
-            )
+            later = _plan(flt, "attempts a", "a.id", [bounded("a.id", upto, _TOP)], None)
             first = _plan(
                 replace(flt, where=rest) if flt is not None else None,
                 driver.source,
                 driver.key,
-                [(" AND ".join(driver.clauses), driver.params)],
+                [(" AND ".join(driver.clauses), driver.params), bounded(driver.key, 0, upto)],
                 upto,
-                before_id,
-                after_id,
             )
             return [later, replace(first, grouped=True)]
-    return [_plan(flt, "attempts a", "a.id", [], upto, before_id, after_id)]
+    return [_plan(flt, "attempts a", "a.id", [bounded("a.id", 0, _TOP)], upto)]
+
+
+_TOP = 2**63 - 1  # above every row id
+
+
+def _count_sql(plans: list[_Plan]) -> tuple[str, list[Any]]:
+    """One statement adding up every plan's count."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for plan in plans:
+        if plan.grouped:  # in key order already: grouping streams
+            parts.append(
+                f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
+                f"GROUP BY {plan.key}))"
+            )
+        else:
+            parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
+        params.extend(plan.params)
+    return "SELECT " + " + ".join(parts), params
 
 
 def _and(where: str, clause: str) -> str:
@@ -569,20 +617,12 @@ def _plan(
     key: str,
     extra: list[tuple[str, Sequence[Any]]],
     upto: int | None,
-    before_id: int | None,
-    after_id: int | None,
 ) -> _Plan:
     params: list[Any] = []
     clauses: list[str] = []
     for clause, values in extra:
         clauses.append(clause)
         params.extend(values)
-    if before_id is not None:
-        clauses.append(f"{key} < ?")
-        params.append(before_id)
-    if after_id is not None:
-        clauses.append(f"{key} > ?")
-        params.append(after_id)
     if flt is not None:
         if flt.topic:
             clauses.append("a.topic = ?")

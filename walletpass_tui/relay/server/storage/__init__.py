@@ -28,4 +28,4 @@ async def open_storage(
         return await PostgresStorage.open(target, serving=serving, wait_s=wait_s)
     from walletpass_tui.relay.server.storage.sqlite.storage import SqliteStorage
 
-    return SqliteStorage(target)
+    return await SqliteStorage.open(target)

@@ -1,5 +1,6 @@
-"""``RelayStorage`` on one SQLite file: the synchronous ``RelayDB`` on worker threads for reads and
-channel commands, and the one ``RelayWriter`` thread for everything written while serving.
+"""``RelayStorage`` on one SQLite file: the synchronous ``RelayDB`` on a thread of its own
+(``sqlite_thread.SqliteThread``) for reads and channel commands, and the ``RelayWriter``'s
+connection, on another, for everything written while serving.
 
 One relay process per file: cursors are the file's AUTOINCREMENT key (increasing per channel,
 shared by all channels, so not consecutive within one), and nothing but this process writes
@@ -9,6 +10,7 @@ deliveries, so what it commits is everything there is to fan out.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
@@ -16,28 +18,38 @@ from walletpass_tui.relay.server.storage.base import IssuedChannel, StorageEvent
 from walletpass_tui.relay.server.storage.sqlite.database import RelayDB, prune_before
 from walletpass_tui.relay.server.storage.sqlite.writer import Job, RelayWriter
 from walletpass_tui.relay.server.storage.target import DatabaseTarget
+from walletpass_tui.sqlite_thread import SqliteThread
 
 
 class SqliteStorage:
     dense_cursors = False
     shared = False
 
-    def __init__(self, target: DatabaseTarget) -> None:
+    def __init__(self, target: DatabaseTarget, thread: SqliteThread, db: RelayDB) -> None:
         assert target.path is not None
         self.target = target
         self.path = target.path
-        self.db = RelayDB(target.path)
+        self._thread = thread  # reads and channel commands, one at a time, in order
+        self.db = db
         self.writer: RelayWriter | None = None
+
+    @classmethod
+    async def open(cls, target: DatabaseTarget) -> SqliteStorage:
+        """Open (creating) the file on a thread of its own; RelayStoreError when it cannot."""
+        thread = SqliteThread("relay-reads")
+        try:
+            db = await thread.run(RelayDB, target.path)
+        except BaseException:
+            thread.close()
+            raise
+        return cls(target, thread, db)
 
     @property
     def reachable(self) -> bool:
         return True  # a local file: its failures are each operation's own
 
     async def serve(self, events: StorageEvents) -> None:
-        loop = asyncio.get_running_loop()
-        self.writer = RelayWriter(
-            self.path, lambda stored: loop.call_soon_threadsafe(events.on_commit, stored)
-        )
+        self.writer = await RelayWriter.open(self.path, events.on_commit)
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
         assert self.writer is not None, "serve() starts the writer"
@@ -45,65 +57,65 @@ class SqliteStorage:
 
     async def prune(self, cutoff_ms: int) -> int | None:
         if self.writer is None:
-            return await asyncio.to_thread(self.db.prune, cutoff_ms)
+            return await self._thread.run(self.db.prune, cutoff_ms)
         return int(await self.writer.submit(prune_before(cutoff_ms)))
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._close)
-
-    def _close(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        self.db.close()
+            writer, self.writer = self.writer, None
+            await writer.close()
+        try:
+            await self._thread.run(self.db.close)
+        finally:
+            self._thread.close()
 
     async def channels(self, *, counts: bool = True) -> list[Channel]:
-        return await asyncio.to_thread(self.db.channels, counts=counts)
+        return await self._thread.run(partial(self.db.channels, counts=counts))
 
     async def channel_by_name(self, name: str) -> Channel | None:
-        return await asyncio.to_thread(self.db.channel_by_name, name)
+        return await self._thread.run(self.db.channel_by_name, name)
 
     async def slug_exists(self, slug: str) -> bool:
-        return await asyncio.to_thread(self.db.slug_exists, slug)
+        return await self._thread.run(self.db.slug_exists, slug)
 
     async def channel_for_token(self, token: str) -> Channel | None:
-        return await asyncio.to_thread(self.db.channel_for_token, token)
+        return await self._thread.run(self.db.channel_for_token, token)
 
     async def read_after(
         self, channel_id: int, after: int, limit: int, max_bytes: int
     ) -> list[tuple[int, bytes]]:
-        return await asyncio.to_thread(self.db.read_after, channel_id, after, limit, max_bytes)
+        return await self._thread.run(self.db.read_after, channel_id, after, limit, max_bytes)
 
     async def head(self, channel_id: int) -> int:
-        return await asyncio.to_thread(self.db.head, channel_id)
+        return await self._thread.run(self.db.head, channel_id)
 
     async def count_after(self, channel_id: int, after: int, limit: int) -> int:
-        return await asyncio.to_thread(self.db.count_after, channel_id, after, limit)
+        return await self._thread.run(self.db.count_after, channel_id, after, limit)
 
     async def used_bytes(self, channel_id: int) -> int:
-        return await asyncio.to_thread(self.db.used_bytes, channel_id)
+        return await self._thread.run(self.db.used_bytes, channel_id)
 
     async def rejected(self, channel_id: int, limit: int = 50) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.db.rejected, channel_id, limit)
+        return await self._thread.run(self.db.rejected, channel_id, limit)
 
     async def add_channel(
         self, name: str, *, secret: str | None = None, quota_bytes: int = DEFAULT_QUOTA_BYTES
     ) -> IssuedChannel:
-        return await asyncio.to_thread(
-            lambda: self.db.add_channel(name, secret=secret, quota_bytes=quota_bytes)
+        return await self._thread.run(
+            partial(self.db.add_channel, name, secret=secret, quota_bytes=quota_bytes)
         )
 
     async def issue_token(self, name: str) -> IssuedChannel:
-        return await asyncio.to_thread(self.db.issue_token, name)
+        return await self._thread.run(self.db.issue_token, name)
 
     async def revoke(self, name_or_token: str) -> int:
-        return await asyncio.to_thread(self.db.revoke, name_or_token)
+        return await self._thread.run(self.db.revoke, name_or_token)
 
     async def remove(self, name: str) -> Channel:
-        return await asyncio.to_thread(self.db.remove, name)
+        return await self._thread.run(self.db.remove, name)
 
     async def get_meta(self, key: str) -> str | None:
-        return await asyncio.to_thread(self.db.get_meta, key)
+        return await self._thread.run(self.db.get_meta, key)
 
     async def set_meta(self, key: str, value: str) -> None:
-        await asyncio.to_thread(self.db.set_meta, key, value)
+        await self._thread.run(self.db.set_meta, key, value)
