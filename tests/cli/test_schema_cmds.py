@@ -153,6 +153,26 @@ async def test_topics_by_short_name_the_unknown_group_and_topics_learned_from_th
         assert "templates" in line and "unknown" in line and "pass.expired" in line
 
 
+async def test_a_topic_still_learning_says_how_far_it_got(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed(clean_env, [attempt(n, {"type": "pass.activated", "n": n}) for n in range(3)])
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert code == 0 and out.splitlines()[1].endswith("learning, 3 of 20")
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "activated")
+    assert code == 0 and out.splitlines()[1] == (
+        "learning, 3 of 20: drift is looked for once pass.activated has 20 samples; then what "
+        "the first ones disagreed on is reported."
+    )
+    [row] = json.loads((await asyncio.to_thread(run, capsys, "schema", "list", "--json"))[1])
+    assert (row["learning"], row["drift_after"]) == (True, 20)
+    shown = json.loads(
+        (await asyncio.to_thread(run, capsys, "schema", "show", "activated", "--json"))[1]
+    )
+    assert (shown["learning"], shown["samples"]) == (True, 3)
+
+
 async def test_topics_from_the_wire_never_collide_with_our_names(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -197,6 +197,12 @@ async def test_schema_screen_follows_learning_and_says_when_nothing_is_learned(
         await record_all(store, steady(3))
         await wait_for(lambda: screen.groups_table.row_count == 1, timeout=DEADLINE_S)
         assert not notice.display
+        # Drift is looked for from the 20th on: until then it says how far learning got.
+        await wait_for(
+            lambda: plain_cells(screen.groups_table)[0][1] == "3 of 20", timeout=DEADLINE_S
+        )
+        title = str(screen.query_one("#schema-title", Static).render())
+        assert "3 samples" in title and "learning, 3 of 20" in title
 
 
 async def test_with_no_schemas_the_screen_says_learning_is_off(

@@ -30,7 +30,8 @@ from typing import Any
 
 from walletpass_tui.schemas import storage
 from walletpass_tui.schemas.catalog import Catalog, Delivery
-from walletpass_tui.schemas.model import Finding
+from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.model import Finding, GroupKey
 from walletpass_tui.webhooks.models import VERIFIED, now_ms
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,9 @@ class Step:
     learned: int = 0  # verified deliveries learned from (a redelivery of a body is not)
     skipped: int = 0  # ... of them the catalog could not take (see Unlearnable)
     passed: list[tuple[str | None, int, str]] = field(default_factory=list)  # id, row, why
+    # Groups still learning (at most DRIFT_AFTER samples) that it taught: their samples after
+    # it, and the last row that taught them.
+    warming: dict[GroupKey, tuple[int, int]] = field(default_factory=dict)
     findings: list[tuple[int | None, list[Finding]]] = field(default_factory=list)
     upto: int = 0
 
@@ -276,6 +280,9 @@ class Book:
                     step.learned += 1
                     if found:
                         step.findings.append((attempt_id, found))
+                    group = self.catalog.groups.get(GroupKey.of_topic(topic))
+                    if group is not None and group.samples <= DRIFT_AFTER:
+                        step.warming[group.key] = (group.samples, attempt_id)
         except (sqlite3.Error, Unlearnable):
             raise  # the file's or the history's problem, not the delivery's
         except Exception as exc:

@@ -170,7 +170,8 @@ class Catalog:
                 return []
             sample.take_observation(obs)
         else:
-            shape = self._shape(group, doc)
+            # Each warm-up sample is walked: the one that ends it says what they disagreed on.
+            shape = self._shape(group, doc) if group.samples >= drift.DRIFT_AFTER else None
             repeat = group.repeat
             if (
                 shape is not None

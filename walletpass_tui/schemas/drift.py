@@ -9,26 +9,33 @@ Once a group has DRIFT_AFTER samples, a sample that
 
 A finding is reported once per path, kind and new type: later samples that show it again only
 add to its count; a second, different type arriving at the same path is a finding of its own.
+
+The sample that completes the warm-up (the DRIFT_AFTER-th) also reports what the samples before
+it already disagreed on: each field missing from some of them (``warm_up_optional``) and each
+path that held values of more than one type (``warm_up_types``), at most WARM_UP_REPORTED.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from walletpass_tui.schemas.jsonscan import TYPES
+from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, TYPES
 from walletpass_tui.schemas.model import (
     Finding,
     FindingKey,
     GroupSchema,
     Kind,
+    PathStats,
     Source,
     is_new_type,
+    type_order,
     types_text,
 )
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.schemas.sample import Sample
 
 DRIFT_AFTER = 20  # samples a group needs before a new sample can drift from it
+WARM_UP_REPORTED = 50  # what the warm-up samples disagreed on, reported at most
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ def detect(sample: Sample) -> list[Change]:
 def _shows_again(finding: Finding, group: GroupSchema, sample: Sample) -> bool:
     """Whether the sample shows an earlier finding again (relative to what was known then)."""
     stats = group.paths.get(finding.path)
-    if stats is None:
+    if stats is None or finding.kind.warm_up:  # said once, when drift began to be looked for
         return False
     if finding.kind is Kind.FIELD_ADDED:
         return sample.showed(stats)
@@ -104,6 +111,8 @@ def _index(group: GroupSchema) -> dict[str, list[Finding]]:
     if group.finding_index is None:
         index: dict[str, list[Finding]] = {}
         for finding in group.findings.values():
+            if finding.kind.warm_up:
+                continue  # never shown again
             at: str | None = finding.path
             if finding.kind is Kind.FIELD_MISSING:
                 stats = group.paths.get(finding.path)
@@ -180,4 +189,61 @@ def take(sample: Sample, source: Source, shown: list[Finding] | None = None) -> 
     changes = detect(sample)
     found = record(sample.group, changes, sample, source, shown)
     sample.add(source)
+    if sample.group.samples == DRIFT_AFTER:
+        found += warm_up(sample.group, source)
     return found
+
+
+def warm_up(group: GroupSchema, source: Source) -> list[Finding]:
+    """What the group's first DRIFT_AFTER samples disagreed on (their last one is ``source``):
+    fields some of them lacked, paths that held more than one type."""
+    found: list[Finding] = []
+    for stats in group.tree():
+        if len(found) >= WARM_UP_REPORTED:
+            break
+        types = [t for t in stats.types if not (t == INTEGER and NUMBER in stats.types)]
+        denominator = group.denominator(stats)
+        if stats.segment is Segment.KEY and 0 < stats.holders < denominator:
+            if _once_a_sample(group, stats):
+                note = f"present in {stats.holders} of the first {DRIFT_AFTER} samples"
+            else:
+                note = (
+                    f"present in {stats.holders} of its {denominator} parents in the first "
+                    f"{DRIFT_AFTER} samples"
+                )
+            found.append(_first(group, stats, Kind.WARM_UP_OPTIONAL, note, source))
+        if len(types) > 1 and len(found) < WARM_UP_REPORTED:
+            counts = ", ".join(f"{t} {stats.types[t]}" for t in type_order(stats.types))
+            note = f"{counts} in the first {DRIFT_AFTER} samples"
+            found.append(_first(group, stats, Kind.WARM_UP_TYPES, note, source))
+    if found:
+        group.finding_index = None
+    return found
+
+
+def _once_a_sample(group: GroupSchema, stats: PathStats) -> bool:
+    """Whether every sample held the parent of ``stats`` exactly once (a chain of named keys
+    up to the body, each in every sample): then its parents are the samples."""
+    parent = stats.up
+    while parent is not None and parent.parent is not None:
+        if parent.segment is not Segment.KEY or parent.seen != group.samples:
+            return False
+        parent = parent.up
+    return True
+
+
+def _first(group: GroupSchema, stats: PathStats, kind: Kind, note: str, source: Source) -> Finding:
+    finding = Finding(
+        group.key,
+        stats.path,
+        kind,
+        None,
+        types_text(stats.types),
+        (),
+        source,
+        last_seen_ms=source.seen_at_ms,
+        note=note,
+    )
+    group.findings[finding.key] = finding
+    group.dirty_findings.append(finding)
+    return finding

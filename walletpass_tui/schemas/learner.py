@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
-from walletpass_tui.schemas.model import Finding
+from walletpass_tui.schemas.model import Finding, GroupKey
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -48,6 +48,7 @@ MAX_BUSY_SHARE = 0.25  # ... and at most, whatever their rate
 RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
+WarmUpListener = Callable[[GroupKey, int], None]
 LearnedListener = Callable[[Step], None]
 ProgressListener = Callable[[int], None]
 
@@ -90,6 +91,7 @@ class SchemaLearner:
         self._drift: Listeners[[int | None, Sequence[Finding]]] = Listeners(__name__, "drift")
         self._learned: Listeners[[Step]] = Listeners(__name__, "schema learned")
         self._progress: Listeners[[int]] = Listeners(__name__, "learning progress")
+        self._warm_up: Listeners[[GroupKey, int]] = Listeners(__name__, "warm-up")
         self._announce_after: int | None = None
         self.failures = 0
         self.problem: str | None = None  # why learning stopped for now (None: it works)
@@ -146,6 +148,14 @@ class SchemaLearner:
         last row id read: every delivery up to it has been looked at, and the drift it showed
         was told before this call. Returns a function that unsubscribes."""
         return self._progress.subscribe(listener)
+
+    def on_warm_up(self, listener: WarmUpListener) -> Callable[[], None]:
+        """Call ``listener(group, samples)`` after each batch that taught a group still learning
+        what its payloads look like (``samples`` of DRIFT_AFTER; at DRIFT_AFTER drift is looked
+        for from then on, and the findings of what they disagreed on are told right after, as
+        drift). Only for rows committed after ``start()``. Returns a function that
+        unsubscribes."""
+        return self._warm_up.subscribe(listener)
 
     def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
         """Call ``listener(step)`` after each batch that learned anything (a view of the
@@ -307,6 +317,9 @@ class SchemaLearner:
             after = self._announce_after or 0
             news = [(a, f) for a, f in step.findings if a is None or a > after]
             self._call(self._learned.notify, step)
+            for key, (samples, row) in step.warming.items():
+                if row > after:
+                    self._call(self._warm_up.notify, key, samples)
             for attempt_id, found in news:
                 self._call(self._drift.notify, attempt_id, found)
         if step.rows:

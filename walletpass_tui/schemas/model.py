@@ -228,12 +228,28 @@ class Kind(Enum):
     FIELD_ADDED = "field_added"
     FIELD_MISSING = "field_missing"
     TYPE_CHANGED = "type_changed"
+    # What the samples before drift is looked for disagreed on, said once when it starts.
+    WARM_UP_OPTIONAL = "warm_up_optional"
+    WARM_UP_TYPES = "warm_up_types"
 
     @property
     def severity(self) -> str:
-        return {"field_added": "info", "field_missing": "warning", "type_changed": "breaking"}[
-            self.value
-        ]
+        return _SEVERITY[self]
+
+    @property
+    def warm_up(self) -> bool:
+        return self in (Kind.WARM_UP_OPTIONAL, Kind.WARM_UP_TYPES)
+
+
+_ABOUT_VALUES = (Kind.TYPE_CHANGED, Kind.WARM_UP_TYPES)  # still true of a map's values
+
+_SEVERITY = {
+    Kind.FIELD_ADDED: "info",
+    Kind.FIELD_MISSING: "warning",
+    Kind.TYPE_CHANGED: "breaking",
+    Kind.WARM_UP_OPTIONAL: "info",
+    Kind.WARM_UP_TYPES: "warning",
+}
 
 
 FindingKey = tuple[str, Kind, str]  # path, kind, variant (see Finding.variant)
@@ -258,6 +274,7 @@ class Finding:
     last_seen_ms: int = 0
     id: int = 0  # its row in the schema file (0: not stored yet)
     variant: str = ""
+    note: str | None = None  # what a warm-up finding says (``present in 3 of 20 ...``)
 
     @property
     def key(self) -> FindingKey:
@@ -493,7 +510,7 @@ class GroupSchema:
         kept: dict[FindingKey, Finding] = {}
         for finding in sorted(self.findings.values(), key=lambda f: (f.source.seen_at_ms, f.id)):
             path = moved.get(finding.path, finding.path)
-            about_a_key = path.endswith(MAP) and finding.kind is not Kind.TYPE_CHANGED
+            about_a_key = path.endswith(MAP) and finding.kind not in _ABOUT_VALUES
             known = kept.get((path, finding.kind, finding.variant))
             if about_a_key or known is not None:
                 if known is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, PathStats, type_order
 from walletpass_tui.text import format_ms
 
@@ -31,6 +32,13 @@ class GroupSummary:
     def label(self) -> str:
         return self.group.label
 
+    @property
+    def learning(self) -> str | None:
+        """``learning, 5 of 20`` while drift is not looked for yet (None once it is)."""
+        if self.samples >= DRIFT_AFTER:
+            return None
+        return f"learning, {self.samples} of {DRIFT_AFTER}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "group": "templates" if self.group.templates else "topic",
@@ -44,6 +52,8 @@ class GroupSummary:
             "paths_not_tracked": self.untracked,
             "paths_not_tracked_more": self.untracked_more,
             "skipped": self.skipped,
+            "learning": self.samples < DRIFT_AFTER,
+            "drift_after": DRIFT_AFTER,
         }
 
 
@@ -101,7 +111,7 @@ class DriftRecord:
 
     group: GroupKey
     path: str
-    kind: str  # field_added | field_missing | type_changed
+    kind: str  # field_added | field_missing | type_changed | warm_up_optional | warm_up_types
     severity: str  # info | warning | breaking
     was: str | None  # types known before ("string", "string|null"); None for field_added
     now: str | None  # types that arrived; None for field_missing
@@ -109,6 +119,7 @@ class DriftRecord:
     webhook_id: str | None
     seen_at_ms: int
     count: int
+    note: str | None = None  # a warm-up finding's words: what the first samples disagreed on
 
     @classmethod
     def of(cls, finding: Finding) -> DriftRecord:
@@ -123,12 +134,15 @@ class DriftRecord:
             finding.source.webhook_id,
             finding.source.seen_at_ms,
             finding.count,
+            finding.note,
         )
 
     def describe(self) -> str:
         """One plain line: ``pass.activated data.serialNumber: string -> integer``. The path and
         the topic come from the wire: escape them (``text.printable``) before showing them."""
-        if self.kind == "field_added":
+        if self.note is not None:
+            change = self.note
+        elif self.kind == "field_added":
             change = f"added ({self.now})"
         elif self.kind == "field_missing":
             change = f"missing (was {self.was})"
@@ -149,6 +163,7 @@ class DriftRecord:
             "webhook_id": self.webhook_id,
             "seen_at": _time(self.seen_at_ms),
             "count": self.count,
+            "note": self.note,
         }
 
 

@@ -25,7 +25,7 @@ from walletpass_tui.webhooks.store import tables as history_tables
 log = logging.getLogger(__name__)
 
 SUFFIX = "-schemas"
-FORMAT = 2  # PRAGMA user_version of the schema file; another one is rebuilt
+FORMAT = 3  # PRAGMA user_version of the schema file; another one is rebuilt
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS drift (
     count INTEGER NOT NULL,
     last_seen_ms INTEGER NOT NULL,
     variant TEXT NOT NULL DEFAULT '',
+    note TEXT,
     UNIQUE (grp, path, kind, variant)
 );
 CREATE INDEX IF NOT EXISTS drift_by_attempt ON drift(attempt_id);
@@ -240,7 +241,7 @@ _PATH_COLUMNS = (
 )
 DRIFT_COLUMNS = (
     "id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
-    "last_seen_ms, variant"
+    "last_seen_ms, variant, note"
 )
 _GROUP_COLUMNS = (
     "samples, not_json, next_seq, untracked, untracked_more, first_seen_ms, last_seen_ms, "
@@ -348,6 +349,7 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
     variant = text(row[12])
     if variant and variant not in TYPES:
         raise Damaged(f"{variant!r:.40} is not a JSON type")
+    note = maybe_text(row[13])
     return Finding(
         group_key(grp),
         text(path),
@@ -360,6 +362,7 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
         last_seen_ms=count(last),
         id=count(id_),
         variant=variant,
+        note=note,
     )
 
 
@@ -522,8 +525,8 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
         else:
             cursor = db.execute(
                 "INSERT INTO main.drift(grp, path, kind, was, now, baseline, attempt_id, "
-                "webhook_id, seen_at_ms, count, last_seen_ms, variant) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "webhook_id, seen_at_ms, count, last_seen_ms, variant, note) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     finding.path,
@@ -537,6 +540,7 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
                     finding.count,
                     finding.last_seen_ms,
                     finding.variant,
+                    finding.note,
                 ),
             )
             finding.id = int(cursor.lastrowid or 0)

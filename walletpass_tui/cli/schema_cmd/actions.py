@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import CommandError, print_json, print_table, set
 from walletpass_tui.cli.progress import Progress
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.text import format_ms, printable
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for g in groups:
         notes = []
+        if g.learning:
+            notes.append(g.learning)
         if g.not_json:
             notes.append(f"{g.not_json} not JSON")
         if g.untracked:
@@ -157,6 +160,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             "not_json": summary.not_json if summary else 0,
             "paths_not_tracked": summary.untracked if summary else 0,
             "skipped": summary.skipped if summary else 0,
+            "learning": summary.samples < DRIFT_AFTER if summary else True,
+            "drift_after": DRIFT_AFTER,
             "drift": summary.drift if summary else 0,
             "fields": [f.to_json() for f in fields],
         }
@@ -176,6 +181,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{label}: {summary.samples} sample(s){extra}, {summary.paths} path(s), "
         f"{summary.drift} drift finding(s); last seen {format_ms(summary.last_seen_ms)}"
     )
+    if summary.learning:
+        print(
+            f"{summary.learning}: drift is looked for once {label} has {DRIFT_AFTER} samples; "
+            "then what the first ones disagreed on is reported."
+        )
     rows = []
     for f in fields:
         shown = printable(f.path, 80)

@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from walletpass_tui.runtime.protocol import Runtime
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
@@ -227,6 +228,8 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
                     f"{summary.drift:,} drift",
                     label,
                 )
+                if summary.learning:
+                    text.append(f" · {summary.learning}", self._s("warning"))
                 if summary.not_json:
                     text.append(f" · {summary.not_json:,} not JSON", label)
                 text.append(f" · last seen {format_ms(summary.last_seen_ms)}", label)
@@ -251,7 +254,12 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
                 drift = Text.assemble(Text(f"{DRIFT_MARK} ", self._s("warning")), drift)
             table.add_row(
                 Text(one_line(summary.label, 40)),
-                Text(f"{summary.samples:,}", justify="right"),
+                Text(
+                    f"{summary.samples:,}"
+                    if summary.learning is None
+                    else f"{summary.samples} of {DRIFT_AFTER}",
+                    justify="right",
+                ),
                 drift,
                 key=summary.group.stored,
             )

@@ -13,6 +13,8 @@ SEVERITY_RANK = {"info": 0, "warning": 1, "breaking": 2}
 def change_text(record: DriftRecord) -> str:
     """``added (string)``, ``missing (was string)``, ``string -> integer``; the types come from
     the schema file (escape before showing)."""
+    if record.note is not None:  # what the first samples disagreed on
+        return record.note
     if record.kind == "field_added":
         return f"added ({record.now})"
     if record.kind == "field_missing":
