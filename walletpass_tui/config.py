@@ -414,7 +414,8 @@ def url_path(path: str) -> str:
 
 def receiver_path_problem(path: str) -> str | None:
     """Why ``path`` cannot be the receiver's path, or None: it starts with ``/``, has no control
-    characters and is at most ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
+    characters, no ``.`` or ``..`` segment (a client would post elsewhere) and is at most
+    ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
     receiver serves and ``attach`` and ``web`` find it by (its URL is bounded and printable)."""
     if not path.startswith("/"):
         return f"The receiver path must start with '/', got {printable(path, 80)!r}."
@@ -425,7 +426,30 @@ def receiver_path_problem(path: str) -> str | None:
         )
     if len(url_path(path)) > MAX_RECEIVER_PATH:
         return f"The receiver path is longer than {MAX_RECEIVER_PATH} characters in a URL."
+    segments = path.split("/")[1:]
+    if "." in segments or ".." in segments:
+        return (
+            f"The receiver path {printable(path, 80)!r} has a '.' or '..' segment, which HTTP "
+            "clients remove before they send, so its URL could never be reached; give "
+            f"{printable(without_dot_segments(path), 80)!r} instead."
+        )
     return None
+
+
+def without_dot_segments(path: str) -> str:
+    """``path`` as an HTTP client sends it: its ``.`` and ``..`` segments removed (RFC 3986,
+    5.2.4): ``/a/../b`` is ``/b``, ``/a/.`` is ``/a/``."""
+    segments = path.split("/")[1:]
+    kept: list[str] = []
+    for i, segment in enumerate(segments):
+        if segment in (".", ".."):
+            if segment == ".." and kept:
+                kept.pop()
+            if i == len(segments) - 1:
+                kept.append("")  # a path that ends in a dot segment ends in /
+            continue
+        kept.append(segment)
+    return "/" + "/".join(kept)
 
 
 def _validate(values: dict[str, Any]) -> None:
