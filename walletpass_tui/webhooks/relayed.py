@@ -7,6 +7,10 @@ timestamp is checked against ``received_at`` (when
 the relay received it), so a delivery caught up after a laptop slept for hours is not refused as
 too old. ``relay_url`` and ``relay_cursor`` are stored with the attempt in the same commit: a
 restart resumes after the last stored cursor and never stores one twice.
+
+Cursors are the channel's, the same on every instance of a relay, so what a home has stored is
+kept by channel (``relay_channel``), never by the way the subscribe URL is spelt: ``localhost``
+or ``127.0.0.1``, a trailing slash, a default port, another instance's address, a balancer's.
 """
 
 from __future__ import annotations
@@ -15,13 +19,36 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from multidict import CIMultiDict
 
 from walletpass_tui.webhooks.intake import IntakeRequest, stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoredVerdict
 from walletpass_tui.webhooks.reasons import Reason
+
+
+@lru_cache(maxsize=64)
+def relay_channel(subscribe_url: str) -> str:
+    """The channel a subscribe URL follows, however it is spelt: the slug of
+    ``…/channels/SLUG/events`` (128 random bits, one channel's wherever it is served from).
+    A URL of another shape is its scheme, lowercased host, port when not the default, and path
+    without empty segments or a trailing slash."""
+    parts = urlsplit(subscribe_url.strip())
+    path = [unquote(segment) for segment in parts.path.split("/") if segment]
+    if len(path) >= 3 and path[-3] == "channels" and path[-1] == "events" and path[-2]:
+        return path[-2]
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # not a port: kept as written
+        port = None
+    host = (parts.hostname or "").rstrip(".")
+    default = {"http": 80, "https": 443}.get(scheme)
+    where = host if port is None or port == default else f"{host}:{port}"
+    return f"{scheme}://{where}/{'/'.join(path)}"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
+from walletpass_tui.webhooks.relayed import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
@@ -148,22 +149,22 @@ class Reader:
         return found[0] if found else None
 
     async def last_relay_cursor(self, relay_url: str) -> int:
-        """The newest relay cursor stored for ``relay_url`` (0: none yet)."""
-        sql = "SELECT MAX(relay_cursor) FROM attempts WHERE relay_url = ? AND relay_cursor >= 0"
-        found = await self.one(sql, (relay_url,))
+        """The newest cursor stored from the channel ``relay_url`` follows (0: none yet)."""
+        sql = "SELECT MAX(relay_cursor) FROM attempts WHERE relay_channel = ? AND relay_cursor >= 0"
+        found = await self.one(sql, (relay_channel(relay_url),))
         return int(found or 0)
 
     async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
-        sql = "SELECT 1 FROM attempts WHERE relay_url = ? AND relay_cursor = ?"
-        return await self.one(sql, (relay_url, cursor)) is not None
+        sql = "SELECT 1 FROM attempts WHERE relay_channel = ? AND relay_cursor = ?"
+        return await self.one(sql, (relay_channel(relay_url), cursor)) is not None
 
     async def relay_received_at(self, relay_url: str) -> int | None:
-        """When the relay received the verified delivery stored with its newest cursor."""
+        """When the relay received the verified delivery stored with the channel's newest cursor."""
         sql = (
-            "SELECT received_at_ms FROM attempts WHERE relay_url = ? AND relay_cursor >= 0 "
+            "SELECT received_at_ms FROM attempts WHERE relay_channel = ? AND relay_cursor >= 0 "
             f"AND verdict = '{VERIFIED}' ORDER BY relay_cursor DESC LIMIT 1"
         )
-        found = await self.one(sql, (relay_url,))
+        found = await self.one(sql, (relay_channel(relay_url),))
         return None if found is None else int(found)
 
     # -- the event log -----------------------------------------------------------------------

@@ -18,12 +18,12 @@ from pathlib import Path
 from walletpass_tui.logs import suppressed
 from walletpass_tui.private_files import not_regular
 from walletpass_tui.webhooks.models import StoreError
-from walletpass_tui.webhooks.store import activity
+from walletpass_tui.webhooks.store import activity, relay_marks
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -149,6 +149,17 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX forwards_by_time ON forwards(created_at_ms);
     CREATE INDEX forwards_by_attempt ON forwards(attempt_id);
     """,
+    # Relayed deliveries and marks kept by channel, not by the subscribe URL's spelling (filled by
+    # relay_marks.by_channel, see UPGRADES): the same channel under another URL is not fetched,
+    # stored or forwarded again.
+    9: """
+    ALTER TABLE attempts ADD COLUMN relay_channel TEXT;
+    DROP INDEX attempts_by_relay;
+    CREATE UNIQUE INDEX attempts_by_relay ON attempts(relay_channel, relay_cursor)
+        WHERE relay_channel IS NOT NULL;
+    ALTER TABLE relay_marks RENAME TO relay_marks_by_url;
+    CREATE TABLE relay_marks (channel TEXT PRIMARY KEY, low_water INTEGER NOT NULL);
+    """,
 }
 
 Progress = Callable[[int, int], None]  # (done, total) while an upgrade counts an old history
@@ -156,6 +167,7 @@ Progress = Callable[[int, int], None]  # (done, total) while an upgrade counts a
 # Work of a migration step beyond its SQL, in the same transaction.
 UPGRADES: dict[int, Callable[[sqlite3.Connection, Progress | None], None]] = {
     8: activity.build,
+    9: relay_marks.by_channel,
 }
 
 
