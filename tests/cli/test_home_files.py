@@ -91,6 +91,15 @@ def test_a_config_file_linked_to_dev_null_means_no_settings(clean_env: Path) -> 
     assert "receiver_port" in done.stdout and "8787" in done.stdout
 
 
+def test_a_config_file_saved_with_a_byte_order_mark_is_read(clean_env: Path) -> None:
+    """Some editors start UTF-8 with an invisible byte order mark; TOML does not allow one."""
+    clean_env.mkdir()
+    (clean_env / "config.toml").write_bytes(b"\xef\xbb\xbf[receiver]\nport = 8899\n")
+    done = run("config", "show")
+    assert done.returncode == 0, done.stderr
+    assert any("8899" in line and "receiver_port" in line for line in done.stdout.splitlines())
+
+
 # -- the running receiver's state file --------------------------------------------------------------
 
 
