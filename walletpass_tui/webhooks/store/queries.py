@@ -36,7 +36,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.relayed import relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
