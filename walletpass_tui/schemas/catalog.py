@@ -22,7 +22,7 @@ from walletpass_tui.schemas.learn import (
     template_body,
 )
 from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, GroupSchema, Repeat, Source
-from walletpass_tui.schemas.sample import Sample
+from walletpass_tui.schemas.sample import Sample, slot_values, value_slots
 from walletpass_tui.webhooks.models import VERIFIED
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ class Delivery:
 
 @dataclass
 class _Run:
-    """Consecutive samples of one group's remembered shape, counted but not merged yet."""
+    """Consecutive samples of one group's remembered shape (and values), counted but not merged
+    yet."""
 
     group: GroupSchema
     repeat: Repeat
@@ -100,8 +101,13 @@ class Catalog:
     def _flush(self) -> None:
         run, self._run = self._run, None
         if run is not None:
-            drift.shown_again(run.group, run.repeat.shown, run.source, run.times)
-            run.group.count_repeat(run.repeat.seen, run.source, run.times)
+            repeat = run.repeat
+            drift.shown_again(run.group, repeat.shown, run.source, run.times)
+            run.group.count_repeat(repeat.seen, run.source, run.times)
+            for (stats, _), key in zip(repeat.slots, repeat.values, strict=True):
+                counted = stats.values
+                if counted is not None and key is not None:
+                    counted[key] = counted.get(key, 0) + run.times
 
     def group(self, key: GroupKey) -> GroupSchema | None:
         found = self.groups.get(key)
@@ -178,6 +184,7 @@ class Catalog:
                 and repeat is not None
                 and repeat.epoch == group.epoch
                 and repeat.shape == shape
+                and slot_values(doc, repeat.slots) == repeat.values
             ):
                 # The shape of the last sample, learned while the paths stayed as they are: it
                 # shows what that one showed, and no drift of its own (every path, type and
@@ -201,7 +208,12 @@ class Catalog:
         # Remembered only when learning it changed no path: a body whose own paths were new (or
         # folded into a map) would be seen another way now that they are learned.
         remember = shape is not None and group.epoch == epoch
-        group.repeat = Repeat(shape, sample.counts(), shown, epoch) if remember else None
+        group.repeat = None
+        if remember:
+            slots = value_slots(group, doc)
+            values = slot_values(doc, slots)
+            if values is not None:
+                group.repeat = Repeat(shape, sample.counts(), shown, epoch, slots, values)
         if group.epoch != epoch:  # a map folded: what was found about its keys is no drift
             found = [f for f in found if group.findings.get(f.key) is f]
         return found

@@ -5,10 +5,13 @@ Once a group has DRIFT_AFTER samples, a sample that
 * brings a path never seen before (under a parent already seen as such) is ``field_added``;
 * lacks a path that every earlier parent object (or non-empty array) held is ``field_missing``;
 * carries a type never seen at a known path is ``type_changed`` (an integer where numbers were
-  seen is not: JSON has one number type), one finding for each new type.
+  seen is not: JSON has one number type), one finding for each new type;
+* holds a value outside a path's value set (``PathStats.value_set``: at most 12 values over at
+  least 50) is ``new_value``, one finding for each new value.
 
-A finding is reported once per path, kind and new type: later samples that show it again only
-add to its count; a second, different type arriving at the same path is a finding of its own.
+A finding is reported once per path, kind and new type (or value): later samples that show it
+again only add to its count; a second, different type arriving at the same path is a finding of
+its own.
 
 The sample that completes the warm-up (the DRIFT_AFTER-th) also reports what the samples before
 it already disagreed on: each field missing from some of them (``warm_up_optional``) and each
@@ -30,6 +33,7 @@ from walletpass_tui.schemas.model import (
     is_new_type,
     type_order,
     types_text,
+    value_text,
 )
 from walletpass_tui.schemas.paths import Segment
 from walletpass_tui.schemas.sample import Sample
@@ -76,6 +80,8 @@ def detect(sample: Sample) -> list[Change]:
             baseline = tuple(stats.types)
             for kind in sorted(fresh, key=TYPES.index):
                 changes.append(Change(stats.path, Kind.TYPE_CHANGED, was, kind, baseline, kind))
+    if sample.values:
+        changes += _new_values(sample)
     missing = False
     mark = sample.mark
     for stats in group.always_present_paths():
@@ -92,6 +98,28 @@ def detect(sample: Sample) -> list[Change]:
     return changes
 
 
+def _new_values(sample: Sample) -> list[Change]:
+    """A value outside the value set of its path (one per path and value)."""
+    changes: list[Change] = []
+    said: set[tuple[str, str]] = set()
+    for stats, key in sample.values:
+        counted = stats.values
+        if counted is None or key is None or key in counted or stats.path in sample.new:
+            continue  # no set there, a value no set holds (a number), or one it has
+        if key[0] not in stats.types:
+            continue  # a value of a new type: that change is the finding (type_changed)
+        known = stats.value_set()
+        if known is None:
+            continue  # not a set yet
+        text = value_text(key)
+        if (stats.path, text) in said:
+            continue
+        said.add((stats.path, text))
+        was = "|".join(value_text(k) for k, _ in known)
+        changes.append(Change(stats.path, Kind.NEW_VALUE, was, text, (), text))
+    return changes
+
+
 def _shows_again(finding: Finding, group: GroupSchema, sample: Sample) -> bool:
     """Whether the sample shows an earlier finding again (relative to what was known then)."""
     stats = group.paths.get(finding.path)
@@ -101,6 +129,8 @@ def _shows_again(finding: Finding, group: GroupSchema, sample: Sample) -> bool:
         return sample.showed(stats)
     if finding.kind is Kind.TYPE_CHANGED:
         return sample.showed(stats) and finding.variant in stats.s_types
+    if finding.kind is Kind.NEW_VALUE:
+        return sample.showed_value(stats, finding.variant)
     could, held = sample.held(stats)  # FIELD_MISSING: was its parent there without it?
     return held < could
 

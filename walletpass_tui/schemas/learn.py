@@ -17,14 +17,17 @@ from typing import Any
 
 from walletpass_tui.schemas.jsonscan import (
     ARRAY,
+    BOOLEAN,
     FAST_BYTES,
+    INTEGER,
+    NULL,
     OBJECT,
     NotJson,
     decode,
     scan,
     text_of,
 )
-from walletpass_tui.schemas.model import GroupSchema, PathStats
+from walletpass_tui.schemas.model import GroupSchema, PathStats, ValueKey, value_key
 from walletpass_tui.schemas.paths import (
     MAP,
     MAP_KEYS,
@@ -49,6 +52,7 @@ class Observation:
     paths: dict[str, PathStats]
     untracked: set[bytes] = field(default_factory=set)
     untracked_more: bool = False
+    values: list[tuple[str, ValueKey | None]] = field(default_factory=list)  # path, value
 
 
 _PENDING = object()  # an array's item path, resolved when its first item arrives
@@ -70,6 +74,7 @@ class Observer:
     def __init__(self, group: GroupSchema) -> None:
         self.group = group
         self.paths: dict[str, PathStats] = {}
+        self.values: list[tuple[str, ValueKey | None]] = []  # each value: its path, itself
         self.frames: list[_Frame] = []
         self.new_paths = 0
         self.new_idlike: dict[str, int] = {}
@@ -130,6 +135,7 @@ class Observer:
             slot.types[kind] = slot.types.get(kind, 0) + 1
             if slot.example is None:
                 slot.example = example(text_of(value))
+            self.values.append((slot.path, _value_key(kind, value)))
 
     # -- where a value goes ------------------------------------------------------------------
 
@@ -216,7 +222,20 @@ class Observer:
             self.untracked_more = True
 
     def result(self) -> Observation:
-        return Observation(self.paths, self.untracked, self.untracked_more)
+        return Observation(self.paths, self.untracked, self.untracked_more, self.values)
+
+
+def _value_key(kind: str, value: Any) -> ValueKey | None:
+    """``model.value_key`` of a value as the reader gives it (an integer, ``true`` as text)."""
+    if kind == INTEGER and isinstance(value, str):
+        if len(value) > 17:
+            return None  # past VALUE_INT: no set
+        value = int(value)
+    elif kind == BOOLEAN and isinstance(value, str):
+        value = value == "true"
+    elif kind == NULL:
+        value = None
+    return value_key(kind, value)
 
 
 def observe(body: bytes, group: GroupSchema) -> Observation | None:

@@ -6,16 +6,21 @@ data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``s
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
+from walletpass_tui.schemas.jsonscan import BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING, TYPES
 from walletpass_tui.schemas.paths import (
     MAP,
     MAP_KEYS,
+    MAX_VALUES,
     UNTRACKED_CAP,
+    VALUE_CHARS,
+    VALUE_INT,
+    VALUE_SAMPLES,
     Segment,
     child,
     looks_like_id,
@@ -145,6 +150,9 @@ class PathStats:
     first_attempt_id: int | None = None
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
+    # Each value counted (kind, value) while the path took few of them; None: too many, or
+    # values that are no set (numbers, long strings). See ``value_set``.
+    values: dict[ValueKey, int] | None = field(default_factory=dict)
     # Below: no part of what is learned, never stored. The group's paths as a tree (each one's
     # named children, its map's and its array's items: ``GroupSchema.reindex``) and what the
     # sample being taken showed here (``sample.py``), counted while ``mark`` is its serial.
@@ -188,6 +196,13 @@ class PathStats:
         self.objects += other.objects
         self.arrays += other.arrays
         self.open = self.open or other.open
+        if self.values is not None and other.values is not None:
+            for key, n in other.values.items():
+                self.values[key] = self.values.get(key, 0) + n
+            if len(self.values) > MAX_VALUES:
+                self.values = None
+        else:
+            self.values = None
         if other.first_seen_ms and (not self.first_seen_ms or other.seq < self.seq):
             self.example = other.example if other.example is not None else self.example
             self.first_seen_ms = other.first_seen_ms
@@ -203,6 +218,33 @@ class PathStats:
     @property
     def is_object(self) -> bool:
         return OBJECT in self.types
+
+    def value_set(self) -> list[tuple[ValueKey, int]] | None:
+        """The values it takes, most seen first, with their counts, once it has taken at least
+        VALUE_SAMPLES of at most MAX_VALUES distinct ones (None: not a small set, or not yet)."""
+        values = self.values
+        if not values or sum(values.values()) < VALUE_SAMPLES:
+            return None
+        return sorted(values.items(), key=lambda kv: (-kv[1], value_text(kv[0])))
+
+
+ValueKey = tuple[str, Any]  # (JSON type, value): "1" and 1, true and 1 are different values
+
+
+def value_key(kind: str, value: Any) -> ValueKey | None:
+    """How a scalar is counted in a value set (None: a value no set holds)."""
+    if kind == STRING:
+        return (STRING, value) if len(value) <= VALUE_CHARS else None
+    if kind == INTEGER:
+        return (INTEGER, value) if -VALUE_INT < value < VALUE_INT else None
+    if kind in (BOOLEAN, NULL):
+        return (kind, value)
+    return None
+
+
+def value_text(key: ValueKey) -> str:
+    """A value as JSON text: ``"apple"``, ``7``, ``true``, ``null`` (from the wire: escape it)."""
+    return json.dumps(key[1], ensure_ascii=False)
 
 
 def type_order(types: dict[str, int]) -> list[str]:
@@ -228,6 +270,7 @@ class Kind(Enum):
     FIELD_ADDED = "field_added"
     FIELD_MISSING = "field_missing"
     TYPE_CHANGED = "type_changed"
+    NEW_VALUE = "new_value"  # a value outside a path's value set (variant: the value's text)
     # What the samples before drift is looked for disagreed on, said once when it starts.
     WARM_UP_OPTIONAL = "warm_up_optional"
     WARM_UP_TYPES = "warm_up_types"
@@ -241,12 +284,13 @@ class Kind(Enum):
         return self in (Kind.WARM_UP_OPTIONAL, Kind.WARM_UP_TYPES)
 
 
-_ABOUT_VALUES = (Kind.TYPE_CHANGED, Kind.WARM_UP_TYPES)  # still true of a map's values
+_ABOUT_VALUES = (Kind.TYPE_CHANGED, Kind.WARM_UP_TYPES, Kind.NEW_VALUE)  # true of a map's values
 
 _SEVERITY = {
     Kind.FIELD_ADDED: "info",
     Kind.FIELD_MISSING: "warning",
     Kind.TYPE_CHANGED: "breaking",
+    Kind.NEW_VALUE: "warning",
     Kind.WARM_UP_OPTIONAL: "info",
     Kind.WARM_UP_TYPES: "warning",
 }
@@ -292,12 +336,16 @@ Counts = tuple[PathStats, int, int, int, int, tuple[tuple[str, int], ...]]
 @dataclass(frozen=True)
 class Repeat:
     """A sample's shape (``learn.shape_of``), what it showed (at each of its paths, in document
-    order) and the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
+    order) and the findings it showed, valid while the group's ``epoch`` is ``epoch``; and where
+    its values sit that paths count (``slots``: the path, the keys and indexes that lead there)
+    with those values: a sample of that shape shows what it showed only with the same values."""
 
     shape: object
     seen: list[Counts]
     shown: list[Finding]
     epoch: int
+    slots: list[tuple[PathStats, tuple[Any, ...]]]
+    values: tuple[ValueKey | None, ...]
 
 
 @dataclass
@@ -551,6 +599,7 @@ class GroupSchema:
                     path=target_path,
                     parent=map_path + current.parent[cut:],
                     types=dict(current.types),
+                    values=None if current.values is None else dict(current.values),
                     up=None,
                     kids=None,
                     map_kid=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,9 +73,23 @@ class FieldInfo:
     last_seen_ms: int
     last_webhook_id: str | None
     open: bool  # some children not learned (deeper than 64, beyond 2,000 paths, a long key)
+    # Its value set, most seen first: (the value, how many times), once it has taken at most 12
+    # distinct values over at least 50 (None: not a small set, or not yet).
+    values: tuple[tuple[Any, int], ...] | None = None
+
+    @property
+    def values_total(self) -> int:
+        return sum(n for _, n in self.values or ())
+
+    def shares(self) -> list[tuple[str, float]]:
+        """Its value set as (the value's JSON text, its share of the values), most seen first;
+        empty when it has none. The texts come from the wire: escape them before showing."""
+        total = self.values_total
+        return [(json.dumps(v, ensure_ascii=False), n / total) for v, n in self.values or ()]
 
     @classmethod
     def of(cls, group: GroupSchema, stats: PathStats) -> FieldInfo:
+        found = stats.value_set()
         return cls(
             stats.path,
             stats.parent,
@@ -87,6 +102,7 @@ class FieldInfo:
             stats.last_seen_ms,
             stats.last_webhook_id,
             stats.open,
+            None if found is None else tuple((key[1], n) for key, n in found),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +118,12 @@ class FieldInfo:
             "last_seen": _time(self.last_seen_ms),
             "last_webhook_id": self.last_webhook_id,
             "open": self.open,
+            "values": None
+            if self.values is None
+            else [
+                {"value": v, "count": n, "share": round(n / self.values_total, 4)}
+                for v, n in self.values
+            ],
         }
 
 
@@ -111,7 +133,7 @@ class DriftRecord:
 
     group: GroupKey
     path: str
-    kind: str  # field_added | field_missing | type_changed | warm_up_optional | warm_up_types
+    kind: str  # field_added, field_missing, type_changed, new_value, warm_up_optional, ..._types
     severity: str  # info | warning | breaking
     was: str | None  # types known before ("string", "string|null"); None for field_added
     now: str | None  # types that arrived; None for field_missing
@@ -146,6 +168,8 @@ class DriftRecord:
             change = f"added ({self.now})"
         elif self.kind == "field_missing":
             change = f"missing (was {self.was})"
+        elif self.kind == "new_value":
+            change = f"new value {self.now} (was one of {self.was})"
         else:
             change = f"{self.was} -> {self.now}"
         return f"{self.group.label} {self.path}: {change}"

@@ -27,13 +27,22 @@ from walletpass_tui.schemas.jsonscan import (
     text_of,
 )
 from walletpass_tui.schemas.learn import Observation
-from walletpass_tui.schemas.model import Counts, GroupSchema, PathStats, Source
+from walletpass_tui.schemas.model import (
+    Counts,
+    GroupSchema,
+    PathStats,
+    Source,
+    ValueKey,
+    value_key,
+    value_text,
+)
 from walletpass_tui.schemas.paths import (
     MAP,
     MAP_KEYS,
     MAX_DEPTH,
     MAX_KEY_CHARS,
     MAX_PATHS,
+    MAX_VALUES,
     ROOT,
     UNTRACKED_CAP,
     Segment,
@@ -44,6 +53,46 @@ from walletpass_tui.schemas.paths import (
 )
 
 _SCALAR = {str: STRING, bool: BOOLEAN, int: INTEGER, float: NUMBER, type(None): NULL}
+
+
+Slot = tuple[PathStats, tuple[Any, ...]]  # a path counting its values, and where it sits
+
+
+def value_slots(group: GroupSchema, doc: Any) -> list[Slot]:
+    """Where the scalars of ``doc`` sit that paths of ``group`` count the values of (a document
+    whose every path the group knows: one just learned)."""
+    root = group.paths.get(ROOT)
+    out: list[Slot] = []
+    stack: list[tuple[PathStats | None, Any, tuple[Any, ...]]] = [(root, doc, ())]
+    while stack:
+        stats, value, at = stack.pop()
+        if stats is None:
+            continue  # not learned (beyond the bounds)
+        kind = type(value)
+        if kind is dict:
+            kids = stats.kids or {}
+            for key, item in value.items():
+                stack.append((kids.get(key) or stats.map_kid, item, (*at, key)))
+        elif kind is list:
+            for index, item in enumerate(value):
+                stack.append((stats.item_kid, item, (*at, index)))
+        elif stats.values is not None:
+            out.append((stats, at))
+    return out
+
+
+def slot_values(doc: Any, slots: list[Slot]) -> tuple[ValueKey | None, ...] | None:
+    """The values of ``doc`` at ``slots`` (a document of the shape they were found in); None
+    when one of their paths counts values no more."""
+    out: list[ValueKey | None] = []
+    for stats, at in slots:
+        if stats.values is None:
+            return None
+        value = doc
+        for step in at:
+            value = value[step]
+        out.append(value_key(_SCALAR.get(type(value), NUMBER), value))
+    return tuple(out)
 
 
 class Sample:
@@ -60,6 +109,8 @@ class Sample:
         self.new_idlike: dict[str, int] = {}  # id-like keys it named, per parent path
         self.named_here: set[tuple[str, str]] = set()  # (parent path, key) it named
         self.maps: dict[str, str] = {}  # parent path -> the map path it made of it
+        # Each value it held at a path still counting its values (None: one no set holds).
+        self.values: list[tuple[PathStats, ValueKey | None]] = []
 
     # -- counting ----------------------------------------------------------------------------
 
@@ -125,6 +176,8 @@ class Sample:
             types[name] = types.get(name, 0) + 1
             if stats.example is None:
                 stats.example = example(text_of(value))
+            if stats.values is not None:
+                self.values.append((stats, value_key(name, value)))
 
     def take_observation(self, obs: Observation) -> None:
         """Count what the reader observed of a body (its paths in document order, parents
@@ -146,6 +199,10 @@ class Sample:
             stats.open = stats.open or seen.open
             if stats.example is None:
                 stats.example = seen.example
+        for path, key in obs.values:
+            stats = group.paths.get(path) or self.new[path]
+            if stats.values is not None:
+                self.values.append((stats, key))
         self.untracked = obs.untracked
         self.untracked_more = obs.untracked_more
 
@@ -224,6 +281,16 @@ class Sample:
             stats.last_seen_ms = at_ms
             stats.last_webhook_id = webhook_id
             dirty.add(stats.path)
+        for stats, key in self.values:
+            counted = stats.values
+            if counted is None:
+                continue
+            if key is None:  # a number, a long string: no set of values
+                stats.values = None
+                continue
+            counted[key] = counted.get(key, 0) + 1
+            if len(counted) > MAX_VALUES:
+                stats.values = None
         group.counted(1, source)
         group.fold_maps()
         group.add_untracked(self.untracked, self.untracked_more)
@@ -239,6 +306,12 @@ class Sample:
 
     def showed(self, stats: PathStats) -> bool:
         return stats.mark == self.mark
+
+    def showed_value(self, stats: PathStats, text: str) -> bool:
+        """Whether it held the value written ``text`` (``value_text``) at ``stats``."""
+        return stats.mark == self.mark and any(
+            s is stats and key is not None and value_text(key) == text for s, key in self.values
+        )
 
     def held(self, stats: PathStats) -> tuple[int, int]:
         """(the parents in the sample that could hold ``stats``, how many did)."""

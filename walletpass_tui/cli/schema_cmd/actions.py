@@ -141,6 +141,11 @@ def _presence(share: float) -> str:
     return f"{percent:.0f}%" if percent in (0, 100) or percent >= 99.5 else f"{percent:.1f}%"
 
 
+def _values(info: FieldInfo) -> str:
+    """``"apple" 55%, "google" 45%``: a value set with each value's share."""
+    return ", ".join(f"{printable(text, 30)} {_presence(share)}" for text, share in info.shares())
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     reader = _reader(settings)
@@ -196,9 +201,10 @@ def cmd_show(args: argparse.Namespace) -> int:
                 _presence(f.presence),
                 "" if f.example is None else printable(f.example, 40),
                 format_ms(f.first_seen_ms) if f.first_seen_ms else "-",
+                _values(f),
             ]
         )
-    print_table(rows, ["PATH", "TYPES", "PRESENT", "FIRST VALUE", "FIRST SEEN"])
+    print_table(rows, ["PATH", "TYPES", "PRESENT", "FIRST VALUE", "FIRST SEEN", "VALUES"])
     return 0
 
 
@@ -244,10 +250,13 @@ def cmd_drift(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     reader = _reader(settings)
-    key = group_key(args.topic, reader)
+    key = group_key(args.topic, reader) if args.topic is not None else None
     if reader is None:
         raise CommandError(_no_history(settings))
-    text = _reading(lambda: reader.export(key, args.format))
+    if key is None:
+        text = _reading(lambda: reader.export_topics(args.format))
+    else:
+        text = _reading(lambda: reader.export(key, args.format))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

@@ -38,6 +38,7 @@ from walletpass_tui.ui.view.schema_view import (
     presence_text,
     read_schema,
     types_text,
+    values_text,
     worst_by_path,
 )
 from walletpass_tui.ui.widgets.key_line import KeyLine
@@ -298,7 +299,13 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
         presence = Text.assemble(
             (presence_bar(info.presence), self._s("bar")), f" {presence_text(info.presence):>5}"
         )
-        value = Text("" if info.example is None else printable(info.example, 32), self._s("value"))
+        shares = values_text(info)
+        if shares:  # a value set: its values and their shares, in place of the first value
+            value = Text(shares, self._s("value"))
+        else:
+            value = Text(
+                "" if info.example is None else printable(info.example, 32), self._s("value")
+            )
         mark = Text()
         if finding is not None:
             mark = Text(f"{DRIFT_MARK} {printable(change_text(finding), 40)}", style)

@@ -19,4 +19,6 @@ def change_text(record: DriftRecord) -> str:
         return f"added ({record.now})"
     if record.kind == "field_missing":
         return f"missing (was {record.was})"
+    if record.kind == "new_value":
+        return f"new value {record.now} (was one of {record.was})"
     return f"{record.was} -> {record.now}"
