@@ -89,7 +89,8 @@ class FieldIndexer:
         """Wait until every row committed before this call is indexed (False: timed out)."""
         self.wake()
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
         except TimeoutError:  # the answer says so
             return False
         return True
@@ -101,8 +102,11 @@ class FieldIndexer:
         thread = self._thread
         await self._open(thread)
         while True:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the cancel stop()
+            # sends when a wake-up comes at the same moment, and stop() would wait forever.
             with contextlib.suppress(TimeoutError):  # no wake-up: look for new rows anyway
-                await asyncio.wait_for(self._wake.wait(), POLL_S)
+                async with asyncio.timeout(POLL_S):
+                    await self._wake.wait()
             if self._wake.is_set():
                 await asyncio.sleep(COALESCE_S)  # gather the commits that follow
             self._wake.clear()
