@@ -10,7 +10,8 @@ written by ``ngrok config add-authtoken``. Version 3 nests the agent's settings 
 (``authtoken``, ``connect_url``); version 2 has them at the top (``authtoken``,
 ``server_addr``). Only those keys are read, by a small line reader (no YAML library): the file
 is at most ``MAX_FILE`` bytes of UTF-8, the values plain printable ASCII without spaces; a file
-that is not is reported, never half-read. The token is kept in a :class:`Secret` and never
+that is not is reported, never half-read. It is opened without waiting (a FIFO or a device in its
+place is refused at once, never read: reading happens on the receiver's event loop). The token is kept in a :class:`Secret` and never
 shown, not even masked: messages say where it came from.
 """
 
@@ -64,7 +65,12 @@ def read_agent_settings(path: Path) -> dict[str, str]:
     """``authtoken`` and ``connect_url`` from the ngrok configuration at ``path`` (missing keys
     left out); TunnelUnavailable saying what is wrong with the file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO (or a device) in its place is refused below, never waited on (this
+        # runs on the receiver's event loop); a regular file reads as ever.
+        fd = os.open(
+            path,
+            os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0),
+        )
     except FileNotFoundError:  # no file: nothing from it
         return {}
     except OSError as exc:
