@@ -26,7 +26,7 @@ from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_t
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import FOUND_FROM_AGENT, NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
@@ -445,8 +445,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.context.public_url = found.rstrip("/") + self.runtime.settings.receiver_path
             self._show_receiver()
             self.notify(
-                f"ngrok forwards {found} to this receiver. Register it as an endpoint (n) with "
-                f"the URL {self.context.public_url}.",
+                f"ngrok forwards {found} to this receiver ({FOUND_FROM_AGENT}). Register it as "
+                f"an endpoint (n) with the URL {self.context.public_url}.",
                 title="Tunnel found",
                 markup=False,
             )
