@@ -20,6 +20,11 @@ What it measures, over loopback, with pre-signed deliveries (a unique webhook-id
    from that *scheduled* time to the last byte of the answer: p50/p99/max.
 3. Memory over 100,000 deliveries: one receiver process, wrk sends 10,000 deliveries, RSS sampled;
    then 90,000 more, RSS sampled again.
+4. CPU per delivery (``--cpu N``, alternating rounds): wrk sends N deliveries to a fresh receiver,
+   which is then left until it is idle again (its background work, such as indexing and learning,
+   done); user + system time of the whole process from ``/proc``, divided by N. On a machine that
+   other work keeps busy this, not the rate, says what a delivery costs. With ``py-spy`` installed
+   the time is also split by thread (by name).
 
 The baseline is what a first version would look like: aiohttp + the standardwebhooks package +
 aiosqlite, one INSERT and one ``commit()`` per request on one shared connection, WAL and
@@ -52,6 +57,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "receiver.lua"
@@ -268,6 +274,59 @@ def saturated(
 
 
 # ---------------------------------------------------------------------------------------------
+# CPU per delivery
+
+
+def cpu_seconds(pid: int, task: str | None = None) -> float:
+    """User + system CPU time of a process (or of one of its threads) so far, from /proc."""
+    where = f"/proc/{pid}/task/{task}/stat" if task else f"/proc/{pid}/stat"
+    fields = Path(where).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_seconds(pid: int) -> dict[str, float]:
+    """CPU time so far of each thread of ``pid`` by its Python name (``py-spy dump`` tells the
+    names); {} without py-spy."""
+    beside = Path(sys.executable).with_name("py-spy")  # installed in this interpreter's venv
+    spy = str(beside) if beside.exists() else shutil.which("py-spy")
+    if spy is None:
+        return {}
+    dump = subprocess.run([spy, "dump", "-p", str(pid)], capture_output=True, text=True).stdout
+    names = dict(re.findall(r'^Thread (\S+) \(.*\): "([^"]+)"', dump, re.MULTILINE))
+    seconds: dict[str, float] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        name = re.sub(r"_\d+$", "", names.get(task, "other"))
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            seconds[name] = seconds.get(name, 0.0) + cpu_seconds(pid, task)
+    return seconds
+
+
+def cpu_per_delivery(
+    name: str, workdir: Path, requests: Path, n: int, connections: int
+) -> dict[str, Any]:
+    """N deliveries through wrk, then the receiver left until idle: CPU µs per delivery, whole
+    process and by thread."""
+    server = start(name, workdir)
+    try:
+        time.sleep(1.0)  # started: its start-up is not counted
+        before, threads_before = cpu_seconds(server.proc.pid), thread_seconds(server.proc.pid)
+        run_wrk(server, requests, duration=600, connections=connections, threads=1, limit=n)
+        last = cpu_seconds(server.proc.pid)
+        while True:  # idle: less than 20 ms of CPU in a second
+            time.sleep(1.0)
+            now = cpu_seconds(server.proc.pid)
+            if now - last < 0.02:
+                break
+            last = now
+        threads_after = thread_seconds(server.proc.pid)
+        after = cpu_seconds(server.proc.pid)
+    finally:
+        server.stop()
+    by_thread = {k: (v - threads_before.get(k, 0.0)) / n * 1e6 for k, v in threads_after.items()}
+    return {"total": (after - before) / n * 1e6, "threads": by_thread}
+
+
+# ---------------------------------------------------------------------------------------------
 # Open-loop paced client
 
 
@@ -339,6 +398,10 @@ def main() -> None:
         "--steady-runs", type=int, default=3, help="paced runs of each receiver (median p99)"
     )
     parser.add_argument("--memory", type=int, default=100_000, help="deliveries (0: skip)")
+    parser.add_argument(
+        "--cpu", type=int, default=0, help="deliveries per CPU-per-delivery round (0: skip)"
+    )
+    parser.add_argument("--cpu-rounds", type=int, default=3, help="CPU rounds per receiver")
     parser.add_argument(
         "--only", choices=("ours", "baseline"), help="throughput of one receiver only"
     )
@@ -435,6 +498,32 @@ def main() -> None:
             print(
                 f"median p99 ours {ours:.2f} ms, baseline {base:.2f} ms: {ours / base:.2f}x "
                 f"(per run: {', '.join(f'{o / b:.2f}' for o, b in zip(p99s['ours'], p99s['baseline'], strict=True))})"
+            )
+
+        # CPU per delivery, background work included.
+        if args.cpu:
+            print(
+                f"\nCPU per delivery over {args.cpu} deliveries, until idle again "
+                f"({args.cpu_rounds} alternating rounds):"
+            )
+            spent: dict[str, list[float]] = {"ours": [], "baseline": []}
+            for rnd in range(args.cpu_rounds):
+                for name in ["ours", "baseline"] if rnd % 2 == 0 else ["baseline", "ours"]:
+                    write_requests(tsv, sign_requests(args.cpu, f"cpu{rnd}{name}"))
+                    found = cpu_per_delivery(name, workdir, tsv, args.cpu, args.connections)
+                    spent[name].append(found["total"])
+                    split = sorted(found["threads"].items(), key=lambda kv: -kv[1])
+                    print(
+                        f"  round {rnd + 1} {name:8s} {found['total']:5.0f} µs"
+                        + (
+                            ": " + ", ".join(f"{k} {v:.0f}" for k, v in split if v >= 1)
+                            if split
+                            else ""
+                        )
+                    )
+            ours, base = statistics.median(spent["ours"]), statistics.median(spent["baseline"])
+            print(
+                f"median ours {ours:.0f} µs, baseline {base:.0f} µs a delivery: {ours / base:.2f}x"
             )
 
         # Memory.

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from walletpass_tui.errors import WalletpassError
-from walletpass_tui.private_files import ensure_private_dir, write_private_file
+from walletpass_tui.private_files import ensure_private_dir, read_private_file, write_private_file
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -39,6 +39,7 @@ DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
+MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KiB; a larger one is not read
 TUNNEL_PROVIDERS = ("cloudflared", "ngrok")  # --tunnel / [tunnel] provider; "none": no tunnel
 
 
@@ -313,27 +314,35 @@ _TABLE_ALIASES = {
 }
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}  # no config file: its parser is not even loaded
-    import tomllib
+def config_text(path: Path) -> str:
+    """The text of the config file at ``path``: a regular file (through links; the null device
+    reads as empty) of at most ``MAX_CONFIG_BYTES``, never waited on. FileNotFoundError when
+    there is none; OSError saying what is wrong (a FIFO, a device, too large); UnicodeDecodeError."""
+    return read_private_file(path, MAX_CONFIG_BYTES).decode("utf-8")
 
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:  # no config file: the defaults
+        text = config_text(path)
+    except FileNotFoundError:  # no config file: the defaults, its parser not even loaded
         return {}
     except UnicodeDecodeError:
         raise ConfigError(
             f"The config file {path} is not UTF-8 text; save it as UTF-8 or remove it."
         ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read the config file {path} ({exc.strerror or exc}); fix or remove it."
+        ) from None
+    import tomllib
+
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"The config file {path} is not valid TOML ({printable(str(exc), 200)}); "
             "fix or remove it."
         ) from None
-    except OSError as exc:
-        raise ConfigError(f"Cannot read the config file {path} ({exc.strerror}).") from None
     flat: dict[str, Any] = {}
     unknown_tables: list[str] = []
     for key, value in raw.items():
@@ -545,15 +554,18 @@ class UiPrefs:
 def load_ui_prefs(path: Path | None) -> UiPrefs:
     """The preferences in the config file at ``path`` (none when there is no file); ConfigError,
     one sentence naming the file, when they are not of the right shape."""
-    if path is None or not path.exists():
+    if path is None:
         return UiPrefs()
     import tomllib
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(config_text(path))
+    except FileNotFoundError:  # no config file: no preferences
+        return UiPrefs()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(
-            f"The config file {path} cannot be read ({printable(str(exc), 200)}); fix or remove it."
+            f"The config file {path} cannot be read ({printable(why, 200)}); fix or remove it."
         ) from None
     ui = raw.get("ui", {})
     keys = raw.get("keys", {})
@@ -579,11 +591,15 @@ def save_ui_theme(path: Path, theme: str) -> None:
     import tomlkit
 
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        try:
+            text = config_text(path)
+        except FileNotFoundError:  # made now
+            text = ""
         document = tomlkit.parse(text)
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(
-            f"Cannot save the theme in {path} ({printable(str(exc), 200)}); fix or remove the file."
+            f"Cannot save the theme in {path} ({printable(why, 200)}); fix or remove the file."
         ) from None
     ui = document.get("ui")
     if ui is None:

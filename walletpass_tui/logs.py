@@ -21,12 +21,11 @@ import errno
 import logging
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from walletpass_tui.private_files import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir, not_regular, open_regular
 
 ENV_LOG = "WALLETPASS_LOG"
 PACKAGE = "walletpass_tui"
@@ -87,41 +86,19 @@ def open_private(path: Path) -> int:
     0600 /dev/null would lock every other user out of it), never written to.
 
     Raises OSError when the file cannot be opened or is refused (its strerror says why)."""
-    # Looked at before any open: a device's open can act (a tape rewinds), a FIFO's waits.
-    found = _kind(os.stat(path)) if os.path.exists(path) else None
-    if found:
-        raise OSError(errno.EINVAL, found)
+    if os.path.exists(path):  # refused before its directories are made
+        refused = not_regular(os.stat(path), own=True)
+        if refused:
+            raise OSError(errno.EINVAL, refused)
     ensure_private_dir(path.parent)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
-    fd = os.open(path, flags, 0o600)  # O_NONBLOCK: a FIFO swapped in meanwhile cannot block it
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, own=True)
     try:
-        found = _kind(os.fstat(fd))  # what was opened, whatever was swapped in since the stat
-        if found:
-            raise OSError(errno.EINVAL, found)
         os.set_blocking(fd, True)
         os.fchmod(fd, 0o600)
     except BaseException:
         os.close(fd)
         raise
     return fd
-
-
-def _kind(status: os.stat_result) -> str | None:
-    """Why a file with ``status`` cannot be the log ("a FIFO, not a regular file"); None if it
-    can."""
-    if stat.S_ISREG(status.st_mode):
-        if status.st_uid != os.geteuid():
-            return "another user's file"
-        return None
-    kinds = {
-        stat.S_ISCHR: "a character device",
-        stat.S_ISBLK: "a block device",
-        stat.S_ISFIFO: "a FIFO",
-        stat.S_ISSOCK: "a socket",
-        stat.S_ISDIR: "a directory",
-    }
-    kind = next((name for test, name in kinds.items() if test(status.st_mode)), "not a file")
-    return f"{kind}, not a regular file"
 
 
 def configure(path: Path, *, command: str) -> logging.Handler:

@@ -1,5 +1,6 @@
 """Drift from real deliveries through the real receiver: a ``listen`` process (text, and another
-with ``--json``) receives signed posts of a steady shape, then one delivery of each drift kind,
+with ``--json``) receives signed posts of a steady shape (one of the first 20 with a field the
+others lack: reported when drift begins to be looked for), then one delivery of each drift kind,
 then one that shows all three again, a forged one in between. What each command shows of it:
 ``listen``'s drift line and its ``"drift"`` array, ``events show --json``, ``events list
 --drift``, ``schema list/show/drift``, a ``schema rebuild`` and ``schema export``."""
@@ -47,7 +48,10 @@ def body(n: int, **changes: Any) -> bytes:
 
 # (webhook-id, body, secret): what both listeners receive, in this order.
 SENT: list[tuple[str, bytes, str]] = [
-    *((f"msg_steady_{n:02d}", body(n), SECRET) for n in range(STEADY)),
+    *(
+        (f"msg_steady_{n:02d}", body(n, note="once") if n == 5 else body(n), SECRET)
+        for n in range(STEADY)
+    ),
     ("msg_forged", body(90, serialNumber=1, extra=True, platform=None), STRANGER),
     ("msg_type", body(91, serialNumber=91), SECRET),
     ("msg_added", body(92, channel="web"), SECRET),
@@ -57,6 +61,7 @@ SENT: list[tuple[str, bytes, str]] = [
 ]
 LEARNED = len(SENT) - 1  # every verified delivery
 EXPECTED = {  # the one finding each drifting delivery brought
+    "msg_steady_19": ("warm_up_optional", "data.note", None, "string"),  # the 20th
     "msg_type": ("type_changed", "data.serialNumber", "string", "integer"),
     "msg_added": ("field_added", "data.channel", None, "string"),
     "msg_missing": ("field_missing", "data.platform", "string", None),
@@ -159,12 +164,24 @@ def test_listen_prints_one_drift_line_after_each_drifting_delivery(text_run: Rec
     lines = text_run.lines
     drift = [line for line in lines if line.startswith("drift ")]
     assert drift == [
+        "drift pass.activated data.note: present in 1 of the first 20 samples  [msg_steady_19]",
         "drift pass.activated data.serialNumber: string -> integer  [msg_type]",
         "drift pass.activated data.channel: added (string)  [msg_added]",
         "drift pass.activated data.platform: missing (was string)  [msg_missing]",
     ]
-    deliveries = [line for line in lines if not line.startswith("drift ")]
+    learning = [line for line in lines if line.startswith("schema ")]
+    deliveries = [line for line in lines if not line.startswith(("drift ", "schema "))]
     assert len(deliveries) == len(SENT)  # one line per delivery, the forged one included
+    # While the first 20 are learned, listen says how far it got; then that drift is looked for,
+    # just before what those 20 disagreed on.
+    counts = [int(line.split("learning, ")[1].split()[0]) for line in learning[:-1]]
+    assert counts == sorted(counts) and all(1 <= count < STEADY for count in counts)
+    assert all(line.endswith(f" of {STEADY}") for line in learning[:-1])
+    assert learning[-1] == (
+        "schema pass.activated: learned from its first 20 deliveries; drift is looked for from "
+        "now on"
+    )
+    assert lines.index(learning[-1]) + 1 == lines.index(drift[0])
     for line in drift:
         webhook_id = line.rsplit("[", 1)[1].rstrip("]")
         [own] = [n for n, text in enumerate(lines) if f"  {webhook_id} " in text]
@@ -203,6 +220,7 @@ def test_listen_json_gives_each_delivery_its_drift_array(json_run: Received) -> 
             # msg_again shows each finding again: a learner that reads both deliveries in one
             # step (it lags behind on a busy machine) tells the finding with both counted.
             assert record["count"] in (1, 2)
+            assert (record["note"] is not None) == (record["kind"] == "warm_up_optional")
         else:
             assert drift == [], msg_id
     assert shown["msg_forged"]["verdict"] == "rejected"
@@ -216,7 +234,8 @@ def test_events_show_json_gives_each_attempt_its_drift(json_run: Received) -> No
         [attempt] = run_json(json_run.home, "events", "show", msg_id, "--json")["attempts"]
         [record] = attempt["drift"]
         assert finding(record) == expected
-        assert record["count"] == 2  # msg_again showed it again
+        # msg_again showed it again (what the first 20 disagreed on is said once)
+        assert record["count"] == (1 if expected[0] == "warm_up_optional" else 2)
     for msg_id in ("msg_steady_00", "msg_again", "msg_forged"):
         [attempt] = run_json(json_run.home, "events", "show", msg_id, "--json")["attempts"]
         assert attempt["drift"] == []
@@ -227,7 +246,12 @@ def test_events_show_json_gives_each_attempt_its_drift(json_run: Received) -> No
 
 def test_events_list_drift_lists_only_the_drifting_messages(json_run: Received) -> None:
     listed = run_json(json_run.home, "events", "list", "--drift", "--json")
-    assert [m["webhook_id"] for m in listed] == ["msg_missing", "msg_added", "msg_type"]
+    assert [m["webhook_id"] for m in listed] == [
+        "msg_missing",
+        "msg_added",
+        "msg_type",
+        "msg_steady_19",
+    ]
     for message in listed:
         [record] = message["drift"]
         assert finding(record) == EXPECTED[message["webhook_id"]]
@@ -235,9 +259,9 @@ def test_events_list_drift_lists_only_the_drifting_messages(json_run: Received) 
     code, out, _ = run(json_run.home, "events", "list", "--drift")
     assert code == 0
     header, *rows = out.splitlines()
-    assert header.split()[-1] == "DRIFT" and len(rows) == 3
+    assert header.split()[-1] == "DRIFT" and len(rows) == 4
     assert "msg_type" in rows[2] and rows[2].endswith("type_changed data.serialNumber")
-    assert "msg_again" not in out and "msg_steady" not in out
+    assert "msg_again" not in out and "msg_steady_18" not in out
     assert (
         run_json(json_run.home, "events", "list", "--drift", "--limit", "1", "--json")[0][
             "webhook_id"
@@ -256,6 +280,7 @@ def test_schema_drift_lists_each_finding_once_with_its_count(json_run: Received)
         ("msg_missing", *EXPECTED["msg_missing"], 2),
         ("msg_added", *EXPECTED["msg_added"], 2),
         ("msg_type", *EXPECTED["msg_type"], 2),
+        ("msg_steady_19", *EXPECTED["msg_steady_19"], 1),
     ]
     for record in records:
         assert {"topic", "path", "kind", "was", "now", "webhook_id", "seen_at", "count"} <= set(
@@ -263,10 +288,11 @@ def test_schema_drift_lists_each_finding_once_with_its_count(json_run: Received)
         )
     since = records[1]["seen_at"]
     assert len(run_json(json_run.home, "schema", "drift", "--since", since, "--json")) == 2
+    assert records[-1]["note"] == "present in 1 of the first 20 samples"
     only = run_json(json_run.home, "schema", "drift", "--topic", "deactivated", "--json")
     assert only == []
     code, out, _ = run(json_run.home, "schema", "drift")
-    assert code == 0 and "type_changed" in out.splitlines()[-1]
+    assert code == 0 and "warm_up_optional" in out.splitlines()[-1]
 
 
 def test_a_forged_delivery_teaches_nothing(json_run: Received) -> None:
@@ -285,15 +311,16 @@ def test_schema_list_shows_the_topic(json_run: Received) -> None:
     assert (row["label"], row["samples"], row["paths"], row["drift"]) == (
         "pass.activated",
         LEARNED,
-        6,
-        3,
+        7,
+        4,
     )
+    assert (row["learning"], row["drift_after"]) == (False, STEADY)
     code, out, _ = run(json_run.home, "schema", "list")
     assert code == 0 and out.splitlines()[1].split()[:4] == [
         "pass.activated",
         str(LEARNED),
-        "6",
-        "3",
+        "7",
+        "4",
     ]
 
 

@@ -130,8 +130,11 @@ def test_listen_end_to_end_then_events(
     code, out, err = server.stop()
     assert code == 0, err
     assert "Stopped; every acknowledged delivery is in the history." in out
-    # The banner was read already; what is left is one line per attempt, then the goodbye.
-    lines = [ln for ln in out.splitlines() if ln and not ln.startswith("Stopped")]
+    # The banner was read already; what is left is one line per attempt, then the goodbye,
+    # and how far learning each topic's payloads got, if the learner looked before the stop.
+    learning = [ln for ln in out.splitlines() if ln.startswith("schema ")]
+    assert all(" learning, " in ln and ln.endswith(" of 20") for ln in learning), learning
+    lines = [ln for ln in out.splitlines() if ln and not ln.startswith(("Stopped", "schema "))]
     assert len(lines) == 7, lines
     first, second, by_ep, binary_line, bad, hdr, get = lines
     assert "msg_one" in first and "pass.activated" in first and "#1" in first

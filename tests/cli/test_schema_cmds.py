@@ -153,6 +153,78 @@ async def test_topics_by_short_name_the_unknown_group_and_topics_learned_from_th
         assert "templates" in line and "unknown" in line and "pass.expired" in line
 
 
+async def test_a_topic_still_learning_says_how_far_it_got(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed(clean_env, [attempt(n, {"type": "pass.activated", "n": n}) for n in range(3)])
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert code == 0 and out.splitlines()[1].endswith("learning, 3 of 20")
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "activated")
+    assert code == 0 and out.splitlines()[1] == (
+        "learning, 3 of 20: drift is looked for once pass.activated has 20 samples; then what "
+        "the first ones disagreed on is reported."
+    )
+    [row] = json.loads((await asyncio.to_thread(run, capsys, "schema", "list", "--json"))[1])
+    assert (row["learning"], row["drift_after"]) == (True, 20)
+    shown = json.loads(
+        (await asyncio.to_thread(run, capsys, "schema", "show", "activated", "--json"))[1]
+    )
+    assert (shown["learning"], shown["samples"]) == (True, 3)
+
+
+async def test_value_sets_are_shown_with_shares_and_every_topic_exports_as_one_document(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from openapi_spec_validator import validate
+
+    history = [
+        attempt(n, {"type": "pass.activated", "data": {"platform": ("apple", "google")[n % 2]}})
+        for n in range(60)
+    ]
+    history += [
+        attempt(100 + n, {"type": "pass.deactivated"}, "pass.deactivated") for n in range(3)
+    ]
+    await seed(clean_env, history)
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "activated")
+    header, *rows = out.splitlines()[1:]
+    assert header.split()[-1] == "VALUES"
+    [platform] = [row for row in rows if row.lstrip().startswith("data.platform")]
+    assert platform.endswith('"apple" 50.0%, "google" 50.0%')
+    shown = json.loads(
+        (await asyncio.to_thread(run, capsys, "schema", "show", "activated", "--json"))[1]
+    )
+    [field] = [f for f in shown["fields"] if f["path"] == "data.platform"]
+    assert field["values"] == [
+        {"value": "apple", "count": 30, "share": 0.5},
+        {"value": "google", "count": 30, "share": 0.5},
+    ]
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "export", "--format", "openapi")
+    assert code == 0, err
+    doc = json.loads(out)
+    validate(doc)
+    assert list(doc["webhooks"]) == ["pass.activated", "pass.deactivated"]
+    code, out, _ = await asyncio.to_thread(
+        run, capsys, "schema", "export", "--format", "typescript"
+    )
+    assert code == 0 and "export type WalletPassEvent = PassActivated | PassDeactivated;" in out
+    assert 'platform: "apple" | "google";' in out
+
+
+async def test_exporting_every_topic_before_any_is_learned_says_so(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed(clean_env, [attempt(1, {"hello": 1}, None)])
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "export", "--format", "openapi")
+    assert (code, out) == (1, "")
+    assert err == (
+        "walletpass-tui: error: No topic is learned yet; topics are learned from verified "
+        "deliveries.\n"
+    )
+
+
 async def test_topics_from_the_wire_never_collide_with_our_names(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -125,6 +127,23 @@ def test_a_saved_cursor_that_is_not_a_number_starts_over(bad: str, tmp_path: Pat
     path.write_text("12", encoding="ascii")
     assert load_cursor(path) == 12
     assert load_cursor(tmp_path / "missing.cursor") == 0
+
+
+def test_a_cursor_file_that_is_a_fifo_or_a_device_starts_over_never_waited_on(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo.cursor"
+    os.mkfifo(fifo, 0o600)
+    zero = tmp_path / "zero.cursor"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        done: list[int] = []
+        reader = threading.Thread(
+            target=lambda p=path, d=done: d.append(load_cursor(p)), daemon=True
+        )
+        reader.start()
+        reader.join(30)  # "did not wait on the FIFO"; never a timing
+        assert done == [0]
 
 
 @pytest.mark.parametrize("bad", NOT_NUMBERS, ids=IDS)

@@ -120,12 +120,33 @@ def test_a_state_file_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
     assert isinstance(found, Stale) and found.record is None
 
 
+def test_a_lock_file_that_is_a_fifo_or_a_link_is_refused_and_never_waited_on(
+    tmp_path: Path,
+) -> None:
+    """Opening a FIFO to read waits for a writer forever; a link could lead anywhere."""
+    run = instance.run_dir(tmp_path)
+    run.mkdir(mode=0o700)
+    lock = run / instance.LOCK_NAME
+    os.mkfifo(lock, 0o600)
+    with pytest.raises(InstanceError, match=r"\(a FIFO, not a regular file\); remove it"):
+        instance.find(tmp_path)
+    with pytest.raises(InstanceError, match=r"\(a FIFO, not a regular file\); remove it"):
+        instance.claim(tmp_path)
+    lock.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"keep")
+    lock.symlink_to(elsewhere)
+    with pytest.raises(InstanceError, match=r"\(a symlink, not a regular file\)"):
+        instance.claim(tmp_path)
+    assert elsewhere.read_bytes() == b"keep"
+
+
 @pytest.mark.parametrize(
     ("content", "why"),
     [
         (b"\x00\xff garbage", "not JSON"),
         (b"[1, 2]", "not a JSON object"),
-        (b"{" + b" " * 17000 + b"}", "larger than 16384 bytes"),
+        (b"{" + b" " * 17000 + b"}", "larger than 16 KiB"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": -1}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "pid": "42"}).encode(), "no valid pid"),
         (json.dumps({**json.loads(record().to_bytes()), "kind": "evil"}).encode(), "known kind"),

@@ -1,8 +1,12 @@
-"""Deliveries to learn from, for the schema tests."""
+"""Deliveries to learn from, and running what the exports write, for the schema tests."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 from walletpass_tui.schemas.catalog import Catalog, Delivery
@@ -43,3 +47,37 @@ def learned(bodies: list[Any], topic: str | None = "pass.activated") -> Catalog:
     for n, body in enumerate(bodies):
         catalog.learn(delivery(n, body, topic=topic))
     return catalog
+
+
+# -- running the exports ----------------------------------------------------------------------
+
+
+def compile_ts(
+    tsc: list[str], tmp_path: Path, files: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return subprocess.run(
+        [*tsc, "--strict", "--noEmit", "--target", "es2020", "--module", "commonjs", *files],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def samples_ts(name: str, bodies: list[Any]) -> str:
+    lines = [f'import type {{ {name} }} from "./schema";']
+    for n, body in enumerate(bodies):
+        lines.append(f"export const sample{n}: {name} = {json.dumps(body)};")
+    return "\n".join(lines) + "\n"
+
+
+def load_module(text: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # pydantic resolves the models' names through it
+    try:
+        exec(compile(text, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - the code under test
+    finally:
+        del sys.modules[name]
+    return module

@@ -32,8 +32,12 @@ def test_a_steady_shape_shows_no_drift() -> None:
 
 
 def test_no_drift_before_20_samples() -> None:
-    catalog = steady(DRIFT_AFTER - 1)
-    assert catalog.learn(delivery(99, activated(99, serialNumber=1, platform=None, extra=1))) == []
+    catalog = steady(DRIFT_AFTER - 2)
+    assert catalog.learn(delivery(98, activated(98, serialNumber=1, platform=None, extra=1))) == []
+    # The 20th says what the first 20 disagreed on: not drift from what they agreed on.
+    found = catalog.learn(delivery(99, activated(99)))
+    assert {f.kind.value for f in found} == {"warm_up_optional", "warm_up_types"}
+    assert sorted(f.path for f in found) == ["data.extra", "data.platform", "data.serialNumber"]
 
 
 def test_each_kind_is_found_once_and_counted_on_repeats() -> None:
@@ -149,3 +153,39 @@ def test_a_rejected_delivery_shows_no_drift_and_changes_no_count() -> None:
     assert catalog.learn(delivery(100, activated(100, serialNumber=1), verdict=REJECTED)) == []
     assert catalog.groups[ACTIVATED].findings == {}
     assert catalog.groups[ACTIVATED].samples == DRIFT_AFTER
+
+
+def test_when_drift_begins_to_be_looked_for_what_the_first_samples_disagreed_on_is_told() -> None:
+    bodies = [activated(n) for n in range(DRIFT_AFTER)]
+    bodies[3]["data"]["serialNumber"] = 3  # an integer once
+    bodies[7]["data"]["customer"] = {"tier": "gold"}  # an object once
+    bodies[14]["data"]["channel"] = "web"  # a field that came during the warm-up, and went
+    catalog = Catalog()
+    for n in range(DRIFT_AFTER - 1):
+        assert catalog.learn(delivery(n, bodies[n])) == []
+    found = catalog.learn(delivery(DRIFT_AFTER - 1, bodies[-1]))
+    assert [(DriftRecord.of(f).describe(), f.kind.severity) for f in found] == [
+        (
+            "pass.activated data.serialNumber: string 19, integer 1 in the first 20 samples",
+            "warning",
+        ),
+        ("pass.activated data.customer: present in 1 of the first 20 samples", "info"),
+        ("pass.activated data.channel: present in 1 of the first 20 samples", "info"),
+    ]
+    assert {f.source.attempt_id for f in found} == {DRIFT_AFTER - 1}  # the 20th
+    record = DriftRecord.of(found[2]).to_json()
+    assert (record["kind"], record["was"], record["now"]) == ("warm_up_optional", None, "string")
+    assert record["note"] == "present in 1 of the first 20 samples"
+    # Said once: later samples like them add nothing to it, and drift is looked for as usual.
+    later = activated(40)
+    later["data"]["channel"] = "app"
+    assert catalog.learn(delivery(40, later)) == []
+    assert [f.count for f in found] == [1, 1, 1]
+    (added,) = catalog.learn(delivery(41, activated(41, extra=True)))
+    assert (added.kind.value, added.path) == ("field_added", "data.extra")
+
+
+def test_steady_first_samples_disagree_on_nothing() -> None:
+    catalog = Catalog()
+    found = [f for n in range(DRIFT_AFTER) for f in catalog.learn(delivery(n, activated(n)))]
+    assert found == []

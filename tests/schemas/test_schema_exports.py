@@ -5,9 +5,6 @@ field names from the wire never break or inject code."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ import pytest
 from genson import SchemaBuilder
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from schema_helpers import activated, learned
+from schema_helpers import activated, compile_ts, learned, load_module, samples_ts
 
 from walletpass_tui.schemas.export import export
 from walletpass_tui.schemas.export.json_schema import to_json_schema
@@ -144,27 +141,6 @@ def test_the_json_schema_requires_what_every_sample_has_and_keeps_integers() -> 
 # -- TypeScript -----------------------------------------------------------------------------------
 
 
-def compile_ts(
-    tsc: list[str], tmp_path: Path, files: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    return subprocess.run(
-        [*tsc, "--strict", "--noEmit", "--target", "es2020", "--module", "commonjs", *files],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def samples_ts(name: str, bodies: list[Any]) -> str:
-    lines = [f'import type {{ {name} }} from "./schema";']
-    for n, body in enumerate(bodies):
-        lines.append(f"export const sample{n}: {name} = {json.dumps(body)};")
-    return "\n".join(lines) + "\n"
-
-
 @pytest.mark.slow
 def test_the_typescript_compiles_strictly_with_every_sample_assigned(
     tsc: list[str], tmp_path: Path
@@ -202,16 +178,6 @@ def test_tsc_rejects_a_sample_of_another_shape(tsc: list[str], tmp_path: Path) -
 
 
 # -- pydantic -------------------------------------------------------------------------------------
-
-
-def load_module(text: str, name: str) -> types.ModuleType:
-    module = types.ModuleType(name)
-    sys.modules[name] = module  # pydantic resolves the models' names through it
-    try:
-        exec(compile(text, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - the code under test
-    finally:
-        del sys.modules[name]
-    return module
 
 
 @pytest.mark.parametrize("case", list(CASES))

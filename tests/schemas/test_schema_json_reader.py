@@ -10,9 +10,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from walletpass_tui.schemas import drift
 from walletpass_tui.schemas.jsonscan import NotJson, read, scan, walk
 from walletpass_tui.schemas.learn import Observer, observe
 from walletpass_tui.schemas.model import GroupKey, GroupSchema, Source
+from walletpass_tui.schemas.sample import Sample
 
 
 class Events:
@@ -154,15 +156,32 @@ def test_what_is_not_utf8_json_is_refused(body: bytes) -> None:
         read(body, Events())
 
 
+def learned_from(first: Any) -> GroupSchema:
+    """A group that has learned ``first`` (read by the reader, as a large body would be)."""
+    group = GroupSchema(GroupKey.of_topic("t"))
+    obs = observe(json.dumps(first).encode(), group)
+    assert obs is not None
+    sample = Sample(group)
+    sample.take_observation(obs)
+    drift.take(sample, Source(1))
+    return group
+
+
 def observed(text: str, group: GroupSchema, *, scanned_text: bool) -> list[Any]:
-    observer = Observer(group)
+    """What a body shows at each path: read by the reader (a large body), or walked after
+    json.loads (a small one)."""
     if scanned_text:
+        observer = Observer(group)
         scan(text, observer)
-    else:
-        observer.observe_doc(json.loads(text))
+        return [
+            (s.path, s.types, s.seen, s.holders, s.objects, s.arrays, s.example, s.open)
+            for s in observer.result().paths.values()
+        ]
+    sample = Sample(group)
+    sample.take_doc(json.loads(text))
     return [
-        (s.path, s.types, s.seen, s.holders, s.objects, s.arrays, s.example, s.open)
-        for s in observer.result().paths.values()
+        (s.path, s.s_types, s.s_seen, s.s_holders, s.s_objects, s.s_arrays, s.example, s.open)
+        for s in sample.touched
     ]
 
 
@@ -170,12 +189,9 @@ def observed(text: str, group: GroupSchema, *, scanned_text: bool) -> list[Any]:
 @given(first=JSON, doc=JSON)
 def test_a_parsed_body_is_observed_as_its_scanned_text_is(first: Any, doc: Any) -> None:
     """Bodies up to 64 KiB are walked after json.loads, larger ones scanned: the same paths."""
-    group = GroupSchema(GroupKey.of_topic("t"))
-    obs = observe(json.dumps(first).encode(), group)
-    assert obs is not None
-    group.merge(list(obs.paths.values()), Source(1))
     text = json.dumps(doc)
-    assert observed(text, group, scanned_text=True) == observed(text, group, scanned_text=False)
+    scanned = observed(text, learned_from(first), scanned_text=True)
+    assert scanned == observed(text, learned_from(first), scanned_text=False)
 
 
 @pytest.mark.parametrize(
@@ -187,6 +203,6 @@ def test_a_parsed_body_is_observed_as_its_scanned_text_is(first: Any, doc: Any) 
     ],
 )
 def test_maps_long_keys_and_nested_arrays_are_observed_alike(doc: Any) -> None:
-    group = GroupSchema(GroupKey.of_topic("t"))
     text = json.dumps(doc)
-    assert observed(text, group, scanned_text=True) == observed(text, group, scanned_text=False)
+    scanned = observed(text, GroupSchema(GroupKey.of_topic("t")), scanned_text=True)
+    assert scanned == observed(text, GroupSchema(GroupKey.of_topic("t")), scanned_text=False)

@@ -130,6 +130,7 @@ async def test_the_learner_follows_the_history_and_tells_of_drift(
         "webhook_id": "msg_00020",
         "seen_at": None,
         "count": 1,
+        "note": None,
     }
     assert reader.attempts_with_drift() == [odd.id]
     assert reader.drift_for_attempts([odd.id, odd.id - 1]) == {odd.id: [record]}

@@ -61,7 +61,7 @@ def create_endpoint(http: httpx.AsyncClient) -> Any:
     return create
 
 
-async def _eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+async def _eventually(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

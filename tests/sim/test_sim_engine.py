@@ -123,11 +123,14 @@ async def test_the_schedule_in_real_scaled_time(start_server: Any, engine_factor
 
     assert result is not None and result.state == "delivered"
     real = arrivals[-1] - arrivals[0]
-    assert 2105 * scale <= real < 2105 * scale + 0.4
-    # Offsets are service time: the waits, plus the (real, short) exchanges.
+    assert real >= 2105 * scale  # the waits were really waited (a floor: a busy machine only adds)
+    # Offsets are service time: the scaled waits, plus each exchange's real duration (short here,
+    # longer on a busy machine, so only the waits are exact).
     for attempt, expected in zip(delivery.attempts, [0, 5, 305, 2105], strict=True):
-        assert expected <= attempt.offset_s < expected + 1.0
-    assert format_offset(delivery.attempts[-1].offset_s) == "+35 min 5 s"
+        assert attempt.offset_s >= expected
+    assert [a.next_wait_s for a in delivery.attempts] == [5, 300, 1800, None]
+    exchanges = [a.offset_s - e for a, e in zip(delivery.attempts, [0, 5, 305, 2105], strict=True)]
+    assert exchanges == sorted(exchanges)  # each offset adds the exchanges before it
 
 
 async def test_same_webhook_id_on_every_retry_and_standardwebhooks_verifies_each(

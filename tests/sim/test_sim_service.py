@@ -341,7 +341,7 @@ async def test_stopping_in_real_scaled_time_while_a_retry_sleeps(
     service: SimulatedService = await sim(time_scale=0.001)  # attempt 3 comes 0.3 s after 2
     endpoint = await create_endpoint(service.url, receiver.url + "/wh")
     service.emit("pass.activated")
-    await eventually(lambda: len(service.engine.attempts) == 2)
+    await eventually(lambda: len(service.engine.attempts) == 2 and len(receiver.requests) == 2)
     assert service.engine.attempts[-1].next_wait_s == 300
 
     if how == "disable":

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ui_helpers import attempt, record_all, wait_for
 
-from walletpass_tui.ui.live_rows import LiveRows
+from walletpass_tui.ui.live_rows import FLOOD_ROWS, LiveRows
 from walletpass_tui.ui.messages import DeliveriesStored
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.store import Store
@@ -135,4 +135,21 @@ async def test_frames_are_short_while_a_person_interacts_and_long_otherwise(stor
     await record_all(store, [attempt(2)])  # still in use: a short frame
     await wait_for(lambda: len(target.messages) == 2)
     assert [m.attempts[0].webhook_id for m in target.messages] == ["msg_000001", "msg_000002"]
+    feed.stop()
+
+
+async def test_a_flood_is_posted_twice_a_second_and_a_key_press_still_gets_short_frames() -> None:
+    source = FakeSource()
+    target = Collector()
+    feed = LiveRows(source, target, interval=0.001, idle_interval=0.01)  # type: ignore[arg-type]
+    feed.start()
+    source.commit([attempt(n) for n in range(1, FLOOD_ROWS + 2)])
+    feed.flush()  # a frame that carried more rows than anyone reads
+    assert len(target.messages[0].attempts) == FLOOD_ROWS + 1
+    source.commit([attempt(FLOOD_ROWS + 2)])
+    await asyncio.sleep(0.1)  # well past the idle frame (a timer is only ever late, never early)
+    assert len(target.messages) == 1, "a flood waits FLOOD_FRAME_S, not the idle frame"
+    feed.touch()  # a person at the keyboard: short frames again, flood or not
+    await wait_for(lambda: len(target.messages) == 2)
+    assert [a.webhook_id for a in target.messages[1].attempts] == [f"msg_{FLOOD_ROWS + 2:06d}"]
     feed.stop()

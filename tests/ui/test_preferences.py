@@ -5,6 +5,7 @@ in one line naming the file."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +143,31 @@ async def test_a_theme_that_cannot_be_saved_through_a_link_says_where_the_link_p
     [note] = [n for n in notes(app) if "Cannot save the theme" in n]
     assert f"a link to {tmp_path / 'gone' / 'walletpass.toml'}" in note
     assert config.is_symlink() and not (tmp_path / "gone").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+async def test_a_config_file_linked_to_the_null_device_is_read_as_empty_and_never_replaced(
+    make_app: Callable[..., WalletPassApp], tmp_path: Path
+) -> None:
+    """``ln -s /dev/null config.toml`` (here a node made like it): the dashboard starts with no
+    settings, and ``d`` says the theme cannot be saved there instead of replacing the device (as
+    root, the system's /dev/null would become a 0600 file no other user can open)."""
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.stat(os.devnull).st_rdev)
+    os.chmod(null, 0o666)  # noqa: S103 - as /dev/null is
+    config = tmp_path / "config.toml"
+    config.symlink_to(null)
+    app = make_app(config_file=config)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app)
+        await pilot.press("d")
+        await wait_for(lambda: any("Cannot save the theme" in n for n in notes(app)), timeout=5)
+    [note] = [n for n in notes(app) if "Cannot save the theme" in n]
+    assert f"a link to {null}" in note and "a character device, not a regular file" in note
+    after = os.stat(null)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == os.stat(os.devnull).st_rdev
+    assert stat.S_IMODE(after.st_mode) == 0o666
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".null")]  # no temporary file
 
 
 async def test_bad_key_entries_are_said_in_one_line_naming_the_file(

@@ -197,6 +197,12 @@ async def test_schema_screen_follows_learning_and_says_when_nothing_is_learned(
         await record_all(store, steady(3))
         await wait_for(lambda: screen.groups_table.row_count == 1, timeout=DEADLINE_S)
         assert not notice.display
+        # Drift is looked for from the 20th on: until then it says how far learning got.
+        await wait_for(
+            lambda: plain_cells(screen.groups_table)[0][1] == "3 of 20", timeout=DEADLINE_S
+        )
+        title = str(screen.query_one("#schema-title", Static).render())
+        assert "3 samples" in title and "learning, 3 of 20" in title
 
 
 async def test_with_no_schemas_the_screen_says_learning_is_off(
@@ -269,3 +275,19 @@ def test_drift_marks_count_events_and_what_the_file_says() -> None:
     assert marks.reset([1, 2], 3) == {1, 2}
     assert marks.reset([2, 3], 3) == {1, 3}
     assert 2 in marks and 1 not in marks and marks.findings == 3
+
+
+async def test_a_value_set_is_shown_with_each_values_share_escaped(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, steady(50))
+    app = make_app()
+    async with app.run_test(size=(170, 44)) as pilot:
+        await main_screen(app)
+        screen = await open_schema(app, pilot)
+        await wait_for(lambda: screen.fields_table.row_count > 4, timeout=DEADLINE_S)
+        fields = {row[0].lstrip("· "): row for row in plain_cells(screen.fields_table)}
+        assert fields["type"][4] == '"pass.activated" 100%'
+        hostile = next(row for key, row in fields.items() if "[red]boom[/red]" in key)
+        assert hostile[4] == '"\\u001b[31m[bold]x" 100%'  # escaped, never markup
+        assert fields["passId"][4] == "pass_0001"  # no set: the first value

@@ -68,7 +68,8 @@ def test_a_loose_mode_is_tightened(tmp_path: Path) -> None:
         (lambda p: p.write_bytes(b"\xff\xfe"), "is damaged"),
         (lambda p: os.mkfifo(p, 0o600), "not a file of yours"),  # never waited on
         (lambda p: p.mkdir(), "not a file of yours"),
-        (lambda p: p.symlink_to(p.with_name("elsewhere")), "Cannot read"),
+        (lambda p: p.symlink_to(p.with_name("elsewhere")), "a symlink, not a regular file"),
+        (lambda p: p.symlink_to(os.devnull), "a symlink, not a regular file"),
     ],
 )
 def test_a_file_that_is_not_one_is_one_sentence(

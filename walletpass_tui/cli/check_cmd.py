@@ -21,6 +21,7 @@ from walletpass_tui.cli.common import (
 from walletpass_tui.cli.home_receiver import signing_secret
 from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags, target_options
+from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -167,6 +168,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     options = _options(args, settings)
+    if not args.no_history:
+        upgrade_history(settings.database_path)  # the requests it sends are kept there
     report = asyncio.run(_run(options, settings, record=not args.no_history, live=not args.json))
     if args.json:
         print_json(json_report(report))

@@ -29,6 +29,7 @@ from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.private_files import open_regular
 from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
 from walletpass_tui.sim.service import SimulatedService
 from walletpass_tui.tunnel.provider import Provider
@@ -89,7 +90,12 @@ def data_lock(home: Path, what: str = "demo") -> Iterator[Path]:
 
     home.mkdir(parents=True, exist_ok=True)
     path = home / f"{what}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, follow_links=False, own=True)
+    except OSError as exc:
+        raise DemoError(
+            f"Cannot open {path} ({exc.strerror or exc}); remove it and start again."
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

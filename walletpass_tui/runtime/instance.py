@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from walletpass_tui import __version__
 from walletpass_tui.config import MAX_RECEIVER_PATH
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.private_files import open_regular, read_private_file, size_text
 
 try:
     import fcntl
@@ -97,7 +98,7 @@ class InstanceRecord:
     def from_bytes(cls, data: bytes) -> InstanceRecord:
         """The record in ``data``; ValueError saying what is wrong with it."""
         if len(data) > MAX_STATE_BYTES:
-            raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
+            raise ValueError(f"larger than {size_text(MAX_STATE_BYTES)}")
         try:
             raw = json.loads(data)
         except (UnicodeDecodeError, ValueError):
@@ -232,7 +233,7 @@ def find(home: Path, *, wait_s: float = STATE_WAIT_S) -> Found:
 
 def _lock_held(path: Path) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = open_regular(path, follow_links=False)
     except FileNotFoundError:  # no lock file: nobody holds it
         return False
     except OSError as exc:
@@ -253,18 +254,11 @@ def _lock_held(path: Path) -> bool:
 def _read_state(path: Path) -> tuple[InstanceRecord | None, str | None]:
     """(record, None), (None, why it cannot be read) or (None, None) when there is none."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        data = read_private_file(path, MAX_STATE_BYTES, follow_links=False, own=True)
     except FileNotFoundError:  # no record: no receiver
         return None, None
     except OSError as exc:  # returned as the reason
-        return None, f"{path} cannot be read ({exc.strerror})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            return None, f"{path} is not a file of this user"
-        data = os.read(fd, MAX_STATE_BYTES + 1)
-    finally:
-        os.close(fd)
+        return None, f"{path} cannot be read ({exc.strerror or exc})"
     try:
         return InstanceRecord.from_bytes(data), None
     except ValueError as exc:  # returned as the reason
@@ -367,7 +361,7 @@ def claim(home: Path, *, wait_s: float = CLAIM_WAIT_S) -> Claim:
     _checked_dir(directory, create=True)
     path = directory / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, follow_links=False, own=True)
     except OSError as exc:
         raise InstanceError(
             f"Cannot open {path} ({exc.strerror}); remove it and start again."

@@ -1,11 +1,12 @@
-"""Payload schemas learned from verified deliveries, and drift flagged the moment it arrives.
+"""Payload schemas learned from verified deliveries, and the drift from them as it arrives.
 
 The service documents neither a webhook body nor a pass template. This package learns, per topic
 (``pass.activated``; ``topic unknown`` is its own group) and for the pass templates, every field
-path with its JSON types, presence, first value and first/last sighting, from verified deliveries
-only, and records drift (``field_added``, ``field_missing``, ``type_changed``) once a topic has 20
-samples. It is kept in ``<history>-schemas`` beside the history (0600), learned off the commit
-path, and can always be deleted: it is learned again from the history.
+path with its JSON types, presence, first value, first/last sighting and value set (at most 12
+values over at least 50), from verified deliveries only, and records drift (``field_added``,
+``field_missing``, ``type_changed``, ``new_value``) once a topic has 20 samples, when it reports
+what those 20 disagreed on. It is kept in ``<history>-schemas`` beside the history (0600),
+learned off the commit path, and can always be deleted: it is learned again from the history.
 
 Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
 
@@ -37,7 +38,8 @@ Reading (any process, any thread; a missing file reads as nothing learned)::
     reader.messages_with_drift(limit=50)                 # events list --drift: webhook-ids
     reader.drift_for_messages(webhook_ids)               # ... and their findings
     reader.skipped()                                     # deliveries it could not take, and why
-    reader.export(key, "jsonschema" | "typescript" | "pydantic")
+    reader.export(key, "jsonschema" | "typescript" | "pydantic" | "openapi")
+    reader.export_topics("openapi")                      # every topic in one document
 
 Each record has ``to_json()`` (the one JSON shape). Rebuilding (``schema rebuild``):
 ``rebuild(history_path, progress)`` without a running learner, or ``learner.rebuild(progress)``

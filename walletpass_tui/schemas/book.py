@@ -30,7 +30,8 @@ from typing import Any
 
 from walletpass_tui.schemas import storage
 from walletpass_tui.schemas.catalog import Catalog, Delivery
-from walletpass_tui.schemas.model import Finding
+from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.model import Finding, GroupKey
 from walletpass_tui.webhooks.models import VERIFIED, now_ms
 
 log = logging.getLogger(__name__)
@@ -42,12 +43,15 @@ Progress = Callable[[int, int], None]
 
 # Each attempt after the last one learned, in row-id order. Only a verified attempt's body is
 # read, and not that of a redelivery (same webhook-id, same body as an earlier verified attempt):
-# it would teach nothing new and count one message twice.
+# it would teach nothing new and count one message twice. The earlier attempts of a message are
+# found through its own index (``attempts_by_message``: webhook-id, id); the ``+`` keeps SQLite
+# from reading every verified attempt before this one through ``attempts_by_verdict`` instead, a
+# cost that would grow with the history (tests/schemas/test_schema_query_plans.py).
 _NEXT_ROWS = f"""
 SELECT a.id, a.webhook_id, a.received_at_ms, a.topic, a.verdict,
     CASE WHEN a.verdict = '{VERIFIED}' AND NOT (a.attempt_no > 1 AND a.body_differs = 0
         AND EXISTS (SELECT 1 FROM history.attempts b WHERE b.webhook_id = a.webhook_id
-            AND b.id < a.id AND b.verdict = '{VERIFIED}'))
+            AND b.id < a.id AND +b.verdict = '{VERIFIED}'))
     THEN a.body END
 FROM history.attempts a WHERE a.id > ? ORDER BY a.id LIMIT ?
 """
@@ -59,6 +63,10 @@ class Step:
     verified: int = 0  # ... of them verified
     learned: int = 0  # verified deliveries learned from (a redelivery of a body is not)
     skipped: int = 0  # ... of them the catalog could not take (see Unlearnable)
+    passed: list[tuple[str | None, int, str]] = field(default_factory=list)  # id, row, why
+    # Groups still learning (at most DRIFT_AFTER samples) that it taught: their samples after
+    # it, and the last row that taught them.
+    warming: dict[GroupKey, tuple[int, int]] = field(default_factory=dict)
     findings: list[tuple[int | None, list[Finding]]] = field(default_factory=list)
     upto: int = 0
 
@@ -232,6 +240,16 @@ class Book:
                 self._skip[exc.attempt_id] = exc.why
                 continue
             self._skip = {a: w for a, w in self._skip.items() if a > step.upto}
+            for webhook_id, attempt_id, why in step.passed:  # said once it is stored
+                self.skipped += 1
+                log.log(
+                    logging.WARNING if self.skipped <= WARNINGS_KEPT else logging.DEBUG,
+                    "The delivery %s (row %d) could not be learned (%s); it is skipped and "
+                    "learning goes on.",
+                    webhook_id,
+                    attempt_id,
+                    why,
+                )
             return step
 
     def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
@@ -250,7 +268,10 @@ class Book:
                         continue  # rejected, or a redelivery of a body already learned
                     why = self._skip.get(attempt_id)
                     if why is not None:
-                        self._skipped(db, attempt_id, webhook_id, at_ms, topic, why)
+                        key = self.catalog.skip(topic)
+                        if key is not None:
+                            storage.record_skipped(db, key, attempt_id, webhook_id, at_ms, why)
+                        step.passed.append((webhook_id, attempt_id, why))
                         step.skipped += 1
                         continue
                     current = attempt_id  # whatever fails from here is this delivery's doing
@@ -259,6 +280,9 @@ class Book:
                     step.learned += 1
                     if found:
                         step.findings.append((attempt_id, found))
+                    group = self.catalog.groups.get(GroupKey.of_topic(topic))
+                    if group is not None and group.samples <= DRIFT_AFTER:
+                        step.warming[group.key] = (group.samples, attempt_id)
         except (sqlite3.Error, Unlearnable):
             raise  # the file's or the history's problem, not the delivery's
         except Exception as exc:
@@ -268,30 +292,6 @@ class Book:
         if step.rows:
             storage.set_meta_text(db, "learned_mark", _mark(*last))
         return step
-
-    def _skipped(
-        self,
-        db: sqlite3.Connection,
-        attempt_id: int,
-        webhook_id: str | None,
-        at_ms: int,
-        topic: str | None,
-        why: str,
-    ) -> None:
-        key = self.catalog.skip(topic)
-        if key is None:
-            return  # a topic beyond the groups learned: counted as not learned
-        storage.record_skipped(db, key, attempt_id, webhook_id, at_ms, why)
-        self.skipped += 1
-        level = logging.WARNING if self.skipped <= WARNINGS_KEPT else logging.DEBUG
-        log.log(
-            level,
-            "The delivery %s (row %d) could not be learned (%s); it is skipped and learning "
-            "goes on.",
-            webhook_id,
-            attempt_id,
-            why,
-        )
 
     def catch_up(self, limit: int = CHUNK) -> Step:
         """Learn every row committed so far."""

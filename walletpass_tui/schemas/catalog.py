@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from walletpass_tui.schemas import drift
 from walletpass_tui.schemas.learn import (
     UNPARSED,
+    Shape,
     observe,
-    observe_parsed,
     parse_small,
     shape_of,
     template_body,
 )
 from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey, GroupSchema, Repeat, Source
+from walletpass_tui.schemas.sample import Sample, slot_values, value_slots
 from walletpass_tui.webhooks.models import VERIFIED
 
 if TYPE_CHECKING:
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 
 MAX_GROUPS = 100  # topics learned; deliveries of further topics are counted, not learned
 MAX_TEMPLATE_DIGESTS = 10_000  # templates remembered, so listing them again teaches nothing new
+# Shapes are compared over SHAPE_TRIES samples; when fewer than one in SHAPE_HIT_SHARE was the
+# last one's, the next SHAPE_PAUSE samples are walked without working out their shape.
+SHAPE_TRIES = 64
+SHAPE_HIT_SHARE = 8
+SHAPE_PAUSE = 512
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,8 @@ class Delivery:
 
 @dataclass
 class _Run:
-    """Consecutive samples of one group's remembered shape, counted but not merged yet."""
+    """Consecutive samples of one group's remembered shape (and values), counted but not merged
+    yet."""
 
     group: GroupSchema
     repeat: Repeat
@@ -66,10 +73,13 @@ class _Run:
 
 class Catalog:
     """``remember_shapes``: learn a sample of the same shape as the last one of its group (and
-    the group's paths unchanged since) without walking it again; the result is the same."""
+    the group's paths unchanged since) without walking it again; ``scan_all``: read every body
+    with the non-recursive reader, as larger bodies are (a small one is walked after
+    ``json.loads``). The result is the same either way."""
 
-    def __init__(self, *, remember_shapes: bool = True) -> None:
+    def __init__(self, *, remember_shapes: bool = True, scan_all: bool = False) -> None:
         self.remember_shapes = remember_shapes
+        self.scan_all = scan_all
         self.groups: dict[GroupKey, GroupSchema] = {}
         self.topics_not_learned = 0  # deliveries of topics beyond MAX_GROUPS
         self.template_digests: set[bytes] = set()
@@ -91,8 +101,13 @@ class Catalog:
     def _flush(self) -> None:
         run, self._run = self._run, None
         if run is not None:
-            drift.shown_again(run.group, run.repeat.shown, run.source, run.times)
-            run.group.merge(run.repeat.seen, run.source, run.times)
+            repeat = run.repeat
+            drift.shown_again(run.group, repeat.shown, run.source, run.times)
+            run.group.count_repeat(repeat.seen, run.source, run.times)
+            for (stats, _), key in zip(repeat.slots, repeat.values, strict=True):
+                counted = stats.values
+                if counted is not None and key is not None:
+                    counted[key] = counted.get(key, 0) + run.times
 
     def group(self, key: GroupKey) -> GroupSchema | None:
         found = self.groups.get(key)
@@ -149,23 +164,32 @@ class Catalog:
         return found
 
     def _sample(self, group: GroupSchema, body: bytes, source: Source) -> list[Finding]:
-        doc = parse_small(body)
+        doc = UNPARSED if self.scan_all else parse_small(body)
         shape = None
+        sample = Sample(group)
         if doc is UNPARSED:
             self._flush()
             obs = observe(body, group)
+            if obs is None:
+                group.not_json += 1
+                group.changed = True
+                return []
+            sample.take_observation(obs)
         else:
-            shape = shape_of(doc) if self.remember_shapes else None
+            # Each warm-up sample is walked: the one that ends it says what they disagreed on.
+            shape = self._shape(group, doc) if group.samples >= drift.DRIFT_AFTER else None
             repeat = group.repeat
             if (
                 shape is not None
                 and repeat is not None
                 and repeat.epoch == group.epoch
                 and repeat.shape == shape
+                and slot_values(doc, repeat.slots) == repeat.values
             ):
                 # The shape of the last sample, learned while the paths stayed as they are: it
                 # shows what that one showed, and no drift of its own (every path, type and
                 # absence in it is known now), so it is counted without another walk.
+                group.shape_hits += 1
                 run = self._run
                 if run is not None and run.group is group and run.repeat is repeat:
                     run.times += 1
@@ -177,22 +201,35 @@ class Catalog:
                     self._flush()
                 return []
             self._flush()
-            obs = observe_parsed(doc, group)
-        if obs is None:
-            group.not_json += 1
-            group.changed = True
-            return []
-        changes = drift.detect(group, obs)
+            sample.take_doc(doc)
         shown: list[Finding] = []
-        found = drift.record(group, changes, obs, source, shown)
-        seen = list(obs.paths.values())
         epoch = group.epoch
-        group.merge(seen, source)
-        group.add_untracked(obs.untracked, obs.untracked_more)
+        found = drift.take(sample, source, shown)
         # Remembered only when learning it changed no path: a body whose own paths were new (or
         # folded into a map) would be seen another way now that they are learned.
         remember = shape is not None and group.epoch == epoch
-        group.repeat = Repeat(shape, seen, shown, epoch) if remember else None
+        group.repeat = None
+        if remember:
+            slots = value_slots(group, doc)
+            values = slot_values(doc, slots)
+            if values is not None:
+                group.repeat = Repeat(shape, sample.counts(), shown, epoch, slots, values)
         if group.epoch != epoch:  # a map folded: what was found about its keys is no drift
             found = [f for f in found if group.findings.get(f.key) is f]
         return found
+
+    def _shape(self, group: GroupSchema, doc: Any) -> Shape | None:
+        """The document's shape, to be compared with the last one learned; None when shapes are
+        not remembered, or were not worth it lately for this group (varied bodies: the shape
+        costs a walk of its own, and seldom matches), then tried again."""
+        if not self.remember_shapes:
+            return None
+        if group.shape_pause:
+            group.shape_pause -= 1
+            return None
+        group.shape_tries += 1
+        if group.shape_tries >= SHAPE_TRIES:
+            if group.shape_hits * SHAPE_HIT_SHARE < group.shape_tries:
+                group.shape_pause = SHAPE_PAUSE
+            group.shape_tries = group.shape_hits = 0
+        return shape_of(doc)

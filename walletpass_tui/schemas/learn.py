@@ -1,11 +1,12 @@
 """Pure learning: one body -> what it shows at each path, bounded whatever it holds.
 
-``observe(body, group)`` reads the body with the non-recursive reader (``jsonscan.py``) and
-returns its paths in document order, parents first, with their types, counts and first value. The
-group is only read (which paths it knows, which of its objects are maps), so a body that turns
-out not to be JSON halfway through changes nothing. Bounds (``paths.py``): 64 levels, 2,000 paths
-per group (the rest counted by digest), keys up to 128 characters, id-like keys folded into
-``{*}`` past 50 at one path.
+``observe(body, group)`` reads a body with the non-recursive reader (``jsonscan.py``: bodies
+larger than FAST_BYTES, or that ``json.loads`` gives up on) and returns its paths in document
+order, parents first, with their types, counts and first value. The group is only read (which
+paths it knows, which of its objects are maps), so a body that turns out not to be JSON halfway
+through changes nothing. A body ``json.loads`` parsed is walked by ``sample.Sample`` by the same
+rules. Bounds (``paths.py``): 64 levels, 2,000 paths per group (the rest counted by digest), keys
+up to 128 characters, id-like keys folded into ``{*}`` past 50 at one path.
 """
 
 from __future__ import annotations
@@ -20,15 +21,13 @@ from walletpass_tui.schemas.jsonscan import (
     FAST_BYTES,
     INTEGER,
     NULL,
-    NUMBER,
     OBJECT,
-    STRING,
     NotJson,
     decode,
     scan,
     text_of,
 )
-from walletpass_tui.schemas.model import GroupSchema, PathStats
+from walletpass_tui.schemas.model import GroupSchema, PathStats, ValueKey, value_key
 from walletpass_tui.schemas.paths import (
     MAP,
     MAP_KEYS,
@@ -53,6 +52,7 @@ class Observation:
     paths: dict[str, PathStats]
     untracked: set[bytes] = field(default_factory=set)
     untracked_more: bool = False
+    values: list[tuple[str, ValueKey | None]] = field(default_factory=list)  # path, value
 
 
 _PENDING = object()  # an array's item path, resolved when its first item arrives
@@ -74,6 +74,7 @@ class Observer:
     def __init__(self, group: GroupSchema) -> None:
         self.group = group
         self.paths: dict[str, PathStats] = {}
+        self.values: list[tuple[str, ValueKey | None]] = []  # each value: its path, itself
         self.frames: list[_Frame] = []
         self.new_paths = 0
         self.new_idlike: dict[str, int] = {}
@@ -134,80 +135,7 @@ class Observer:
             slot.types[kind] = slot.types.get(kind, 0) + 1
             if slot.example is None:
                 slot.example = example(text_of(value))
-
-    # -- a parsed document, walked directly ----------------------------------------------------
-
-    def take(self, slot: PathStats, value: Any) -> Any:
-        """Record ``value`` at ``slot``; an iterator over its children when it is a container."""
-        kind = type(value)
-        types = slot.types
-        slot.seen += 1
-        if kind is dict:
-            types[OBJECT] = types.get(OBJECT, 0) + 1
-            slot.objects += 1
-            return iter(value.items())
-        if kind is list:
-            types[ARRAY] = types.get(ARRAY, 0) + 1
-            slot.arrays += 1
-            return iter(value)
-        if kind is str:
-            name = STRING
-        elif value is None:
-            name = NULL
-        elif kind is bool:
-            name = BOOLEAN
-        elif kind is int:
-            name = INTEGER
-        else:
-            name = NUMBER
-        types[name] = types.get(name, 0) + 1
-        if slot.example is None:
-            slot.example = example(text_of(value))
-        return None
-
-    def observe_doc(self, doc: Any) -> None:
-        """The same as the reader's events for ``doc`` (what ``json.loads`` made), without them:
-        depth first, document order, and a subtree that is not learned is not visited."""
-        root = self.root
-        root.holders = 1
-        children = self.take(root, doc)
-        if children is None:
-            return
-        frames: list[list[Any]] = [[children, root, type(doc) is dict, _PENDING]]
-        key_child, take, item_kind = self._key_child, self.take, Segment.ITEM
-        while frames:
-            frame = frames[-1]
-            entries, parent, is_object = frame[0], frame[1], frame[2]
-            for entry in entries:
-                if is_object:
-                    key, value = entry
-                    slot = key_child(parent, key)
-                    if slot is None:
-                        continue
-                    if slot.segment is Segment.MAP:  # several keys, one path: held once
-                        if len(frame) == 4:
-                            frame.append(set())
-                        if slot.path not in frame[4]:
-                            frame[4].add(slot.path)
-                            slot.holders += 1
-                    else:
-                        slot.holders += 1  # a parsed object's keys are unique
-                else:
-                    value = entry
-                    slot = frame[3]
-                    if slot is _PENDING:
-                        slot = self._child(parent, item_kind, "", child(parent.path, item_kind))
-                        frame[3] = slot
-                        if slot is not None:
-                            slot.holders += 1
-                    if slot is None:
-                        continue
-                kids = take(slot, value)
-                if kids is not None:
-                    frames.append([kids, slot, type(value) is dict, _PENDING])
-                    break
-            else:
-                frames.pop()
+            self.values.append((slot.path, _value_key(kind, value)))
 
     # -- where a value goes ------------------------------------------------------------------
 
@@ -227,7 +155,9 @@ class Observer:
         return slot
 
     def _key_child(self, parent: PathStats, name: str) -> PathStats | None:
-        known = self.group.by_key.get((parent.path, name))
+        in_group = self.group.paths.get(parent.path)
+        kids = in_group.kids if in_group is not None else None
+        known = kids.get(name) if kids is not None else None
         if known is not None:  # the common case: a key the group knows
             found = self.paths.get(known.path)
             if found is None:
@@ -235,7 +165,8 @@ class Observer:
                 found.example = known.example  # only a new path needs its first value
                 self.paths[known.path] = found
             return found
-        map_path = self.group.map_of.get(parent.path) or self.maps.get(parent.path)
+        map_kid = in_group.map_kid if in_group is not None else None
+        map_path = map_kid.path if map_kid is not None else self.maps.get(parent.path)
         if map_path is not None and (parent.path, name) not in self.named_here:
             # An open map: any key it did not name before is one of its keys, a sample of
             # ``{*}``, never a path of its own (and so never a finding).
@@ -291,17 +222,28 @@ class Observer:
             self.untracked_more = True
 
     def result(self) -> Observation:
-        return Observation(self.paths, self.untracked, self.untracked_more)
+        return Observation(self.paths, self.untracked, self.untracked_more, self.values)
+
+
+def _value_key(kind: str, value: Any) -> ValueKey | None:
+    """``model.value_key`` of a value as the reader gives it (an integer, ``true`` as text)."""
+    if kind == INTEGER and isinstance(value, str):
+        if len(value) > 17:
+            return None  # past VALUE_INT: no set
+        value = int(value)
+    elif kind == BOOLEAN and isinstance(value, str):
+        value = value == "true"
+    elif kind == NULL:
+        value = None
+    return value_key(kind, value)
 
 
 def observe(body: bytes, group: GroupSchema) -> Observation | None:
-    """What ``body`` shows, or None when it is not UTF-8 JSON. Never raises for any body."""
-    doc = parse_small(body)
-    if doc is not UNPARSED:
-        return observe_parsed(doc, group)
+    """What ``body`` shows, read by the non-recursive reader (for a body ``parse_small`` left
+    unparsed), or None when it is not UTF-8 JSON. Never raises for any body."""
     observer = Observer(group)
     try:
-        scan(decode(body), observer)  # large, not UTF-8, or more than json.loads takes
+        scan(decode(body), observer)
     except NotJson:  # not JSON: nothing to learn from this body
         return None
     return observer.result()
@@ -319,13 +261,6 @@ def parse_small(body: bytes) -> Any:
         return json.loads(decode(body))
     except (NotJson, ValueError, RecursionError):  # not JSON: kept as unparsed
         return UNPARSED
-
-
-def observe_parsed(doc: Any, group: GroupSchema) -> Observation:
-    """What a document ``json.loads`` made shows (the same as ``observe`` of its text)."""
-    observer = Observer(group)
-    observer.observe_doc(doc)
-    return observer.result()
 
 
 Shape = tuple[Any, ...] | type

@@ -6,11 +6,13 @@ subscribers what the rows showed first. Without a wake-up it looks for new rows 
 history written by another program). Everything touching the file runs on its thread; the public
 methods hand work to it and are safe to call from any thread or from the event loop.
 
-A backlog (the first start on a long history, a rebuild) is learned in chunks that leave the
-interpreter to the receiver at least half of the time (BACKLOG_SHARE), so a start-up catch-up
-does not stall deliveries arriving meanwhile. While deliveries keep arriving during the steps
-themselves (a receiver near saturation), learning takes at most BUSY_SHARE of the time: it
-falls behind rather than slow the receiver down, and catches up when the rush is over.
+A backlog with nothing arriving (the first start on a long history, the end of a rush) is
+learned in chunks that leave the interpreter to others a tenth of the time (BACKLOG_SHARE). While
+deliveries keep arriving during the steps themselves, learning takes the share of the time it
+needs to keep pace with them (their rate, measured, times what a row costs it, measured, with
+a quarter to spare), at least BUSY_SHARE and at most MAX_BUSY_SHARE: a receiver near saturation
+loses at most that share to it, and what the learner could not keep pace with is caught up when
+the rush is over.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
-from walletpass_tui.schemas.model import Finding
+from walletpass_tui.schemas.model import Finding, GroupKey
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -40,10 +42,13 @@ T = TypeVar("T")
 COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
-BACKLOG_SHARE = 0.5  # of the time a backlog may take
-BUSY_SHARE = 0.04  # of the time learning may take while commits arrive during its steps
+BACKLOG_SHARE = 0.9  # of the time a backlog may take while nothing arrives
+BUSY_SHARE = 0.05  # of the time learning takes at least while commits arrive during its steps
+MAX_BUSY_SHARE = 0.25  # ... and at most, whatever their rate
+RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
+WarmUpListener = Callable[[GroupKey, int], None]
 LearnedListener = Callable[[Step], None]
 ProgressListener = Callable[[int], None]
 
@@ -75,12 +80,18 @@ class SchemaLearner:
         self._jobs = queue.SimpleQueue()
         self._wake = threading.Event()
         self._commits = 0  # wake-ups by the store's commits (deliveries arriving)
+        self._arrived = 0  # rows those commits held
+        self._rate = 0.0  # rows arriving a second, smoothed
+        self._rate_at = time.perf_counter()
+        self._rate_rows = 0
+        self._cost = 0.0  # seconds a row takes to learn, smoothed
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drift: Listeners[[int | None, Sequence[Finding]]] = Listeners(__name__, "drift")
         self._learned: Listeners[[Step]] = Listeners(__name__, "schema learned")
         self._progress: Listeners[[int]] = Listeners(__name__, "learning progress")
+        self._warm_up: Listeners[[GroupKey, int]] = Listeners(__name__, "warm-up")
         self._announce_after: int | None = None
         self.failures = 0
         self.problem: str | None = None  # why learning stopped for now (None: it works)
@@ -114,9 +125,11 @@ class SchemaLearner:
     async def aclose(self) -> None:
         await asyncio.to_thread(self.stop)
 
-    def wake(self, *_: object) -> None:
+    def wake(self, batch: object = None) -> None:
         """New rows were committed: learn them soon. A store listener (``store.subscribe``)."""
         self._commits += 1
+        if isinstance(batch, Sized):
+            self._arrived += len(batch)
         self._wake.set()
 
     def follow(self, store: Store) -> Callable[[], None]:
@@ -135,6 +148,14 @@ class SchemaLearner:
         last row id read: every delivery up to it has been looked at, and the drift it showed
         was told before this call. Returns a function that unsubscribes."""
         return self._progress.subscribe(listener)
+
+    def on_warm_up(self, listener: WarmUpListener) -> Callable[[], None]:
+        """Call ``listener(group, samples)`` after each batch that taught a group still learning
+        what its payloads look like (``samples`` of DRIFT_AFTER; at DRIFT_AFTER drift is looked
+        for from then on, and the findings of what they disagreed on are told right after, as
+        drift). Only for rows committed after ``start()``. Returns a function that
+        unsubscribes."""
+        return self._warm_up.subscribe(listener)
 
     def on_learned(self, listener: LearnedListener) -> Callable[[], None]:
         """Call ``listener(step)`` after each batch that learned anything (a view of the
@@ -244,13 +265,32 @@ class SchemaLearner:
                 return
             self.problem = None
             self._tell(step)
+            self._measure(step, time.perf_counter() - started)
             busy = self._commits != commits  # deliveries arrived while it learned
             if step.rows < CHUNK:
                 if busy:  # the next step waits COALESCE_S anyway: the rest of its turn is paused
-                    self._pause(started, BUSY_SHARE, self._coalesce_s)
+                    self._pause(started, self.busy_share(), self._coalesce_s)
                 return
             self._run_jobs()
-            self._pause(started, BUSY_SHARE if busy else BACKLOG_SHARE)
+            self._pause(started, self.busy_share() if busy else BACKLOG_SHARE)
+
+    def _measure(self, step: Step, spent: float) -> None:
+        """What a row costs to learn, and how fast rows arrive (both smoothed)."""
+        if step.rows:
+            per_row = spent / step.rows
+            self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
+        now = time.perf_counter()
+        if now - self._rate_at >= RATE_S:
+            arrived = self._arrived
+            rate = (arrived - self._rate_rows) / (now - self._rate_at)
+            self._rate = 0.5 * self._rate + 0.5 * rate
+            self._rate_at, self._rate_rows = now, arrived
+
+    def busy_share(self) -> float:
+        """The share of the time learning takes while deliveries arrive: what keeping pace with
+        them needs, with a quarter to spare, within BUSY_SHARE and MAX_BUSY_SHARE."""
+        needed = 1.25 * self._rate * self._cost
+        return min(MAX_BUSY_SHARE, max(BUSY_SHARE, needed))
 
     def _pause(self, started: float, share: float, waited: float = 0.0) -> None:
         """Pause so that the work begun at ``started`` took at most ``share`` of the time since
@@ -277,6 +317,9 @@ class SchemaLearner:
             after = self._announce_after or 0
             news = [(a, f) for a, f in step.findings if a is None or a > after]
             self._call(self._learned.notify, step)
+            for key, (samples, row) in step.warming.items():
+                if row > after:
+                    self._call(self._warm_up.notify, key, samples)
             for attempt_id, found in news:
                 self._call(self._drift.notify, attempt_id, found)
         if step.rows:

@@ -6,15 +6,21 @@ data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from typing import Any
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.schemas.jsonscan import INTEGER, NUMBER, OBJECT, TYPES
+from walletpass_tui.schemas.jsonscan import BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING, TYPES
 from walletpass_tui.schemas.paths import (
     MAP,
     MAP_KEYS,
+    MAX_VALUES,
     UNTRACKED_CAP,
+    VALUE_CHARS,
+    VALUE_INT,
+    VALUE_SAMPLES,
     Segment,
     child,
     looks_like_id,
@@ -109,6 +115,14 @@ class Source:
 # -- paths ----------------------------------------------------------------------------------------
 
 
+_SCRATCH = {"scratch": True}  # a field's metadata: not learned, never stored
+
+
+def learned_fields(stats: PathStats) -> dict[str, Any]:
+    """What is learned at a path, as plain data (the tree and the sample's counts left out)."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats) if "scratch" not in f.metadata}
+
+
 @dataclass(slots=True)
 class PathStats:
     """Everything learned at one path of one group.
@@ -136,6 +150,38 @@ class PathStats:
     first_attempt_id: int | None = None
     last_seen_ms: int = 0
     last_webhook_id: str | None = None
+    # Each value counted (kind, value) while the path took few of them; None: too many, or
+    # values that are no set (numbers, long strings). See ``value_set``.
+    values: dict[ValueKey, int] | None = field(default_factory=dict)
+    # Below: no part of what is learned, never stored. The group's paths as a tree (each one's
+    # named children, its map's and its array's items: ``GroupSchema.reindex``) and what the
+    # sample being taken showed here (``sample.py``), counted while ``mark`` is its serial.
+    up: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    kids: dict[str, PathStats] | None = field(
+        default=None, compare=False, repr=False, metadata=_SCRATCH
+    )
+    map_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    item_kid: PathStats | None = field(default=None, compare=False, repr=False, metadata=_SCRATCH)
+    mark: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_seen: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_holders: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_objects: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_arrays: int = field(default=0, compare=False, repr=False, metadata=_SCRATCH)
+    s_types: dict[str, int] = field(
+        default_factory=dict, compare=False, repr=False, metadata=_SCRATCH
+    )
+
+    def link(self, kid: PathStats) -> None:
+        """Make ``kid`` (a path below this one) one of this path's children in the tree."""
+        kid.up = self
+        if kid.segment is Segment.KEY:
+            if self.kids is None:
+                self.kids = {}
+            self.kids[kid.key] = kid
+        elif kid.segment is Segment.MAP:
+            self.map_kid = kid
+        elif kid.segment is Segment.ITEM:
+            self.item_kid = kid
 
     def absorb(self, other: PathStats, *, as_map_node: bool = False) -> None:
         """Add ``other``'s counts (a body's observation, or a path folded into this one)."""
@@ -150,6 +196,13 @@ class PathStats:
         self.objects += other.objects
         self.arrays += other.arrays
         self.open = self.open or other.open
+        if self.values is not None and other.values is not None:
+            for key, n in other.values.items():
+                self.values[key] = self.values.get(key, 0) + n
+            if len(self.values) > MAX_VALUES:
+                self.values = None
+        else:
+            self.values = None
         if other.first_seen_ms and (not self.first_seen_ms or other.seq < self.seq):
             self.example = other.example if other.example is not None else self.example
             self.first_seen_ms = other.first_seen_ms
@@ -165,6 +218,33 @@ class PathStats:
     @property
     def is_object(self) -> bool:
         return OBJECT in self.types
+
+    def value_set(self) -> list[tuple[ValueKey, int]] | None:
+        """The values it takes, most seen first, with their counts, once it has taken at least
+        VALUE_SAMPLES of at most MAX_VALUES distinct ones (None: not a small set, or not yet)."""
+        values = self.values
+        if not values or sum(values.values()) < VALUE_SAMPLES:
+            return None
+        return sorted(values.items(), key=lambda kv: (-kv[1], value_text(kv[0])))
+
+
+ValueKey = tuple[str, Any]  # (JSON type, value): "1" and 1, true and 1 are different values
+
+
+def value_key(kind: str, value: Any) -> ValueKey | None:
+    """How a scalar is counted in a value set (None: a value no set holds)."""
+    if kind == STRING:
+        return (STRING, value) if len(value) <= VALUE_CHARS else None
+    if kind == INTEGER:
+        return (INTEGER, value) if -VALUE_INT < value < VALUE_INT else None
+    if kind in (BOOLEAN, NULL):
+        return (kind, value)
+    return None
+
+
+def value_text(key: ValueKey) -> str:
+    """A value as JSON text: ``"apple"``, ``7``, ``true``, ``null`` (from the wire: escape it)."""
+    return json.dumps(key[1], ensure_ascii=False)
 
 
 def type_order(types: dict[str, int]) -> list[str]:
@@ -190,12 +270,30 @@ class Kind(Enum):
     FIELD_ADDED = "field_added"
     FIELD_MISSING = "field_missing"
     TYPE_CHANGED = "type_changed"
+    NEW_VALUE = "new_value"  # a value outside a path's value set (variant: the value's text)
+    # What the samples before drift is looked for disagreed on, said once when it starts.
+    WARM_UP_OPTIONAL = "warm_up_optional"
+    WARM_UP_TYPES = "warm_up_types"
 
     @property
     def severity(self) -> str:
-        return {"field_added": "info", "field_missing": "warning", "type_changed": "breaking"}[
-            self.value
-        ]
+        return _SEVERITY[self]
+
+    @property
+    def warm_up(self) -> bool:
+        return self in (Kind.WARM_UP_OPTIONAL, Kind.WARM_UP_TYPES)
+
+
+_ABOUT_VALUES = (Kind.TYPE_CHANGED, Kind.WARM_UP_TYPES, Kind.NEW_VALUE)  # true of a map's values
+
+_SEVERITY = {
+    Kind.FIELD_ADDED: "info",
+    Kind.FIELD_MISSING: "warning",
+    Kind.TYPE_CHANGED: "breaking",
+    Kind.NEW_VALUE: "warning",
+    Kind.WARM_UP_OPTIONAL: "info",
+    Kind.WARM_UP_TYPES: "warning",
+}
 
 
 FindingKey = tuple[str, Kind, str]  # path, kind, variant (see Finding.variant)
@@ -220,6 +318,7 @@ class Finding:
     last_seen_ms: int = 0
     id: int = 0  # its row in the schema file (0: not stored yet)
     variant: str = ""
+    note: str | None = None  # what a warm-up finding says (``present in 3 of 20 ...``)
 
     @property
     def key(self) -> FindingKey:
@@ -229,15 +328,24 @@ class Finding:
 # -- a group --------------------------------------------------------------------------------------
 
 
+# What one sample showed at one path: the path, and its values, parent objects (or arrays)
+# holding it, objects and arrays there, and each type's values.
+Counts = tuple[PathStats, int, int, int, int, tuple[tuple[str, int], ...]]
+
+
 @dataclass(frozen=True)
 class Repeat:
-    """A sample's shape (``learn.shape_of``), what it showed (its paths, in document order) and
-    the findings it showed, valid while the group's ``epoch`` is ``epoch``."""
+    """A sample's shape (``learn.shape_of``), what it showed (at each of its paths, in document
+    order) and the findings it showed, valid while the group's ``epoch`` is ``epoch``; and where
+    its values sit that paths count (``slots``: the path, the keys and indexes that lead there)
+    with those values: a sample of that shape shows what it showed only with the same values."""
 
     shape: object
-    seen: list[PathStats]
+    seen: list[Counts]
     shown: list[Finding]
     epoch: int
+    slots: list[tuple[PathStats, tuple[Any, ...]]]
+    values: tuple[ValueKey | None, ...]
 
 
 @dataclass
@@ -255,20 +363,25 @@ class GroupSchema:
     findings: dict[FindingKey, Finding] = field(default_factory=dict)
     skipped: int = 0  # verified deliveries the learner could not take (see book.py)
     # Indexes of ``paths``: named id-like keys per parent path (more than MAP_KEYS: the parent
-    # is a map), and each named key's path by (parent path, key).
+    # is a map), and the parents whose keys changed since maps were last looked for; the paths
+    # as a tree is kept on the paths themselves (``PathStats.kids``).
     idlike: dict[str, int] = field(default_factory=dict)
-    by_key: dict[tuple[str, str], PathStats] = field(default_factory=dict)
-    map_of: dict[str, str] = field(default_factory=dict)  # a map's path -> its ``{*}`` path
+    fold_check: set[str] = field(default_factory=set)
     always: list[PathStats] | None = None  # see always_present_paths()
+    serial: int = 0  # samples taken (sample.py marks the paths it counts on with it)
     # The last sample's shape, kept while the paths stay as they were (``epoch``): a sample of
     # that same shape is learned without being walked again (see ``Catalog._sample``).
     epoch: int = 0  # changes whenever a path is added, folded or untracked
     repeat: Repeat | None = None
+    shape_tries: int = 0  # see Catalog._shape
+    shape_hits: int = 0
+    shape_pause: int = 0
     # What changed since the last save (storage.py writes only these).
     dirty: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     dirty_findings: list[Finding] = field(default_factory=list)
     removed_findings: list[int] = field(default_factory=list)  # stored ids
+    finding_index: dict[str, list[Finding]] | None = None  # see drift._index
     changed: bool = False
 
     # -- reading -----------------------------------------------------------------------------
@@ -309,18 +422,37 @@ class GroupSchema:
         return out
 
     def reindex(self) -> None:
-        """Rebuild the indexes of ``paths`` (after loading, after a fold)."""
+        """Rebuild the indexes of ``paths`` and the tree (after loading, after a fold)."""
         self.always = None
         self.idlike = {}
-        self.by_key = {}
-        self.map_of = {}
         for s in self.paths.values():
-            if s.parent is not None and s.segment is Segment.MAP:
-                self.map_of[s.parent] = s.path
-            if s.parent is not None and s.segment is Segment.KEY:
-                self.by_key[(s.parent, s.key)] = s
-                if looks_like_id(s.key):
-                    self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+            s.kids = s.map_kid = s.item_kid = s.up = None
+        for s in self.paths.values():
+            if s.parent is None:
+                continue
+            self.paths[s.parent].link(s)
+            if s.segment is Segment.KEY and looks_like_id(s.key):
+                self.idlike[s.parent] = self.idlike.get(s.parent, 0) + 1
+        self.fold_check = set(self.idlike)
+
+    def add_path(self, stats: PathStats, source: Source) -> None:
+        """A path a sample brought (already in the tree), first seen at ``source``."""
+        stats.seq = self.next_seq
+        self.next_seq += 1
+        stats.first_seen_ms = source.seen_at_ms
+        stats.first_webhook_id = source.webhook_id
+        stats.first_attempt_id = source.attempt_id
+        self.paths[stats.path] = stats
+        self.removed.discard(stats.path)
+        self.always = None
+        self.epoch += 1
+        parent = stats.parent
+        if parent is not None:
+            if stats.segment is Segment.KEY and looks_like_id(stats.key):
+                self.idlike[parent] = self.idlike.get(parent, 0) + 1
+                self.fold_check.add(parent)
+            elif stats.segment is Segment.MAP:
+                self.fold_check.add(parent)
 
     @property
     def untracked_count(self) -> int:
@@ -342,65 +474,44 @@ class GroupSchema:
             self.changed = True
             self.epoch += 1
 
-    def merge(self, seen: list[PathStats], source: Source, times: int = 1) -> None:
-        """Add one sample's observation (paths in document order, parents first), ``times``
-        over (samples of one shape counted together; ``source`` is the latest)."""
-        paths, dirty = self.paths, self.dirty
-        at_ms, webhook_id = source.seen_at_ms, source.webhook_id
-        for obs in seen:
-            path = obs.path
-            stats = paths.get(path)
-            if stats is None:
-                stats = PathStats(path, obs.parent, obs.segment, obs.key, obs.depth)
-                stats.seq = self.next_seq
-                self.next_seq += 1
-                stats.first_seen_ms = at_ms
-                stats.first_webhook_id = webhook_id
-                stats.first_attempt_id = source.attempt_id
-                paths[path] = stats
-                self.removed.discard(path)
-                self.always = None
-                self.epoch += 1
-                if obs.segment is Segment.KEY and obs.parent is not None:
-                    self.by_key[(obs.parent, obs.key)] = stats
-                    if looks_like_id(obs.key):
-                        self.idlike[obs.parent] = self.idlike.get(obs.parent, 0) + 1
-                elif obs.segment is Segment.MAP and obs.parent is not None:
-                    self.map_of[obs.parent] = path
+    def count_repeat(self, seen: list[Counts], source: Source, times: int) -> None:
+        """Add what ``times`` samples of a shape already learned showed (``seen``: what one of
+        them showed at each of its paths, all of them known); ``source`` is the latest."""
+        at_ms, webhook_id, dirty = source.seen_at_ms, source.webhook_id, self.dirty
+        for stats, n_seen, holders, objects, arrays, type_counts in seen:
             types = stats.types
-            for kind, n in obs.types.items():
+            for kind, n in type_counts:
                 types[kind] = types.get(kind, 0) + n * times
-            stats.seen += obs.seen * times
-            stats.holders += obs.holders * times
-            stats.objects += obs.objects * times
-            stats.arrays += obs.arrays * times
-            if obs.open:
-                stats.open = True
-            if stats.example is None:
-                stats.example = obs.example
+            stats.seen += n_seen * times
+            stats.holders += holders * times
+            stats.objects += objects * times
+            stats.arrays += arrays * times
             stats.last_seen_ms = at_ms
             stats.last_webhook_id = webhook_id
-            dirty.add(path)
+            dirty.add(stats.path)
+        self.counted(times, source)
+
+    def counted(self, times: int, source: Source) -> None:
+        """``times`` more samples, the latest from ``source``."""
         self.samples += times
         if not self.first_seen_ms:
-            self.first_seen_ms = at_ms
-        self.last_seen_ms = at_ms
-        self.last_webhook_id = webhook_id
+            self.first_seen_ms = source.seen_at_ms
+        self.last_seen_ms = source.seen_at_ms
+        self.last_webhook_id = source.webhook_id
         self.changed = True
-        self.fold_maps()
 
     def fold_maps(self) -> None:
         """Fold every object that has become a map, until none is left to fold: folding one
         merges the objects below it (``data.balances.acct_1`` and ``.acct_2`` become
         ``data.balances{*}``), and their keys together may make a map of their own."""
-        while True:
-            parent = next((p for p, n in self.idlike.items() if n and self._is_map(p)), None)
-            if parent is None:
-                return
-            self._fold_map(parent)
-            self.reindex()
-            self.always = None
-            self.epoch += 1
+        while self.fold_check:
+            check, self.fold_check = self.fold_check, set()
+            for parent in check:
+                if self.idlike.get(parent) and self._is_map(parent):
+                    self._fold_map(parent)
+                    self.reindex()  # every parent is looked at again
+                    self.epoch += 1
+                    break
 
     def always_present_paths(self) -> list[PathStats]:
         """The paths every parent that could hold them held (maps and the body aside). Once a
@@ -447,7 +558,7 @@ class GroupSchema:
         kept: dict[FindingKey, Finding] = {}
         for finding in sorted(self.findings.values(), key=lambda f: (f.source.seen_at_ms, f.id)):
             path = moved.get(finding.path, finding.path)
-            about_a_key = path.endswith(MAP) and finding.kind is not Kind.TYPE_CHANGED
+            about_a_key = path.endswith(MAP) and finding.kind not in _ABOUT_VALUES
             known = kept.get((path, finding.kind, finding.variant))
             if about_a_key or known is not None:
                 if known is not None:
@@ -462,6 +573,7 @@ class GroupSchema:
                 self.dirty_findings.append(finding)
             kept[finding.key] = finding
         self.findings = kept
+        self.finding_index = None
 
     def _fold(
         self,
@@ -487,6 +599,12 @@ class GroupSchema:
                     path=target_path,
                     parent=map_path + current.parent[cut:],
                     types=dict(current.types),
+                    values=None if current.values is None else dict(current.values),
+                    up=None,
+                    kids=None,
+                    map_kid=None,
+                    item_kid=None,
+                    s_types={},
                 )
                 self.paths[target_path] = target
             else:

@@ -19,6 +19,14 @@ MAX_PATHS = 2_000  # paths per group; the rest are counted as not tracked
 MAP_KEYS = 50  # more id-like keys than this at one path fold them into `{*}`
 MAX_KEY_CHARS = 128  # a longer key is not learned (its object is marked open)
 EXAMPLE_CHARS = 80  # of the first value seen at a path
+# Value sets: the values of a path are counted while it has taken at most MAX_VALUES distinct
+# ones (strings up to VALUE_CHARS characters, integers up to VALUE_INT, booleans, null); once
+# VALUE_SAMPLES values are counted they are its set (a number, a longer string or one more
+# value ends the counting for good).
+MAX_VALUES = 12
+VALUE_SAMPLES = 50
+VALUE_CHARS = 200
+VALUE_INT = 2**53
 UNTRACKED_CAP = 4_096  # distinct untracked paths counted exactly per group, then "or more"
 
 ROOT = "$"

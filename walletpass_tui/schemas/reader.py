@@ -15,7 +15,7 @@ from pathlib import Path
 
 from walletpass_tui.schemas import storage
 from walletpass_tui.schemas.errors import SchemaError
-from walletpass_tui.schemas.export import EXPORTERS, export
+from walletpass_tui.schemas.export import EXPORTERS, export, export_all
 from walletpass_tui.schemas.model import GroupKey, GroupSchema
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary, SkippedRecord
 
@@ -211,14 +211,36 @@ class SchemaReader:
     # -- exports -----------------------------------------------------------------------------
 
     def export(self, key: GroupKey, fmt: str) -> str:
-        """One group's schema as ``jsonschema``, ``typescript`` or ``pydantic`` text."""
-        if fmt not in EXPORTERS:
-            raise SchemaError(
-                f"Unknown export format {fmt!r}; choose one of {', '.join(EXPORTERS)}."
-            )
+        """One group's schema as ``jsonschema``, ``typescript``, ``pydantic`` or ``openapi``."""
+        _check_format(fmt)
         group = self.group(key)
         if group is None or group.samples == 0:
             raise SchemaError(
                 f"Nothing is learned for {key.label} yet; it is learned from verified deliveries."
             )
         return export(group, fmt)
+
+    def export_topics(self, fmt: str) -> str:
+        """Every topic learned (not the templates, not ``topic unknown``) in one document: each
+        one's schema and their union (OpenAPI: a webhook each)."""
+        _check_format(fmt)
+        groups = []
+        with self._db() as db:
+            if db is not None:
+                for key in storage.group_keys(db):
+                    if key.templates or key.topic is None:
+                        continue
+                    group = storage.load_group(db, key, findings=False)
+                    if group is not None and group.samples:
+                        groups.append(group)
+        if not groups:
+            raise SchemaError(
+                "No topic is learned yet; topics are learned from verified deliveries."
+            )
+        groups.sort(key=lambda g: g.key)
+        return export_all(groups, fmt)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in EXPORTERS:
+        raise SchemaError(f"Unknown export format {fmt!r}; choose one of {', '.join(EXPORTERS)}.")

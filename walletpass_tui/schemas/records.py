@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, PathStats, type_order
 from walletpass_tui.text import format_ms
 
@@ -31,6 +33,13 @@ class GroupSummary:
     def label(self) -> str:
         return self.group.label
 
+    @property
+    def learning(self) -> str | None:
+        """``learning, 5 of 20`` while drift is not looked for yet (None once it is)."""
+        if self.samples >= DRIFT_AFTER:
+            return None
+        return f"learning, {self.samples} of {DRIFT_AFTER}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "group": "templates" if self.group.templates else "topic",
@@ -44,6 +53,8 @@ class GroupSummary:
             "paths_not_tracked": self.untracked,
             "paths_not_tracked_more": self.untracked_more,
             "skipped": self.skipped,
+            "learning": self.samples < DRIFT_AFTER,
+            "drift_after": DRIFT_AFTER,
         }
 
 
@@ -62,9 +73,23 @@ class FieldInfo:
     last_seen_ms: int
     last_webhook_id: str | None
     open: bool  # some children not learned (deeper than 64, beyond 2,000 paths, a long key)
+    # Its value set, most seen first: (the value, how many times), once it has taken at most 12
+    # distinct values over at least 50 (None: not a small set, or not yet).
+    values: tuple[tuple[Any, int], ...] | None = None
+
+    @property
+    def values_total(self) -> int:
+        return sum(n for _, n in self.values or ())
+
+    def shares(self) -> list[tuple[str, float]]:
+        """Its value set as (the value's JSON text, its share of the values), most seen first;
+        empty when it has none. The texts come from the wire: escape them before showing."""
+        total = self.values_total
+        return [(json.dumps(v, ensure_ascii=False), n / total) for v, n in self.values or ()]
 
     @classmethod
     def of(cls, group: GroupSchema, stats: PathStats) -> FieldInfo:
+        found = stats.value_set()
         return cls(
             stats.path,
             stats.parent,
@@ -77,6 +102,7 @@ class FieldInfo:
             stats.last_seen_ms,
             stats.last_webhook_id,
             stats.open,
+            None if found is None else tuple((key[1], n) for key, n in found),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -92,6 +118,12 @@ class FieldInfo:
             "last_seen": _time(self.last_seen_ms),
             "last_webhook_id": self.last_webhook_id,
             "open": self.open,
+            "values": None
+            if self.values is None
+            else [
+                {"value": v, "count": n, "share": round(n / self.values_total, 4)}
+                for v, n in self.values
+            ],
         }
 
 
@@ -101,7 +133,7 @@ class DriftRecord:
 
     group: GroupKey
     path: str
-    kind: str  # field_added | field_missing | type_changed
+    kind: str  # field_added, field_missing, type_changed, new_value, warm_up_optional, ..._types
     severity: str  # info | warning | breaking
     was: str | None  # types known before ("string", "string|null"); None for field_added
     now: str | None  # types that arrived; None for field_missing
@@ -109,6 +141,7 @@ class DriftRecord:
     webhook_id: str | None
     seen_at_ms: int
     count: int
+    note: str | None = None  # a warm-up finding's words: what the first samples disagreed on
 
     @classmethod
     def of(cls, finding: Finding) -> DriftRecord:
@@ -123,15 +156,20 @@ class DriftRecord:
             finding.source.webhook_id,
             finding.source.seen_at_ms,
             finding.count,
+            finding.note,
         )
 
     def describe(self) -> str:
         """One plain line: ``pass.activated data.serialNumber: string -> integer``. The path and
         the topic come from the wire: escape them (``text.printable``) before showing them."""
-        if self.kind == "field_added":
+        if self.note is not None:
+            change = self.note
+        elif self.kind == "field_added":
             change = f"added ({self.now})"
         elif self.kind == "field_missing":
             change = f"missing (was {self.was})"
+        elif self.kind == "new_value":
+            change = f"new value {self.now} (was one of {self.was})"
         else:
             change = f"{self.was} -> {self.now}"
         return f"{self.group.label} {self.path}: {change}"
@@ -149,6 +187,7 @@ class DriftRecord:
             "webhook_id": self.webhook_id,
             "seen_at": _time(self.seen_at_ms),
             "count": self.count,
+            "note": self.note,
         }
 
 

@@ -17,15 +17,23 @@ from typing import Any
 
 from walletpass_tui.schemas.catalog import Catalog
 from walletpass_tui.schemas.errors import SchemaError
-from walletpass_tui.schemas.jsonscan import TYPES
-from walletpass_tui.schemas.model import Finding, GroupKey, GroupSchema, Kind, PathStats, Source
-from walletpass_tui.schemas.paths import Segment
+from walletpass_tui.schemas.jsonscan import BOOLEAN, INTEGER, NULL, STRING, TYPES
+from walletpass_tui.schemas.model import (
+    Finding,
+    GroupKey,
+    GroupSchema,
+    Kind,
+    PathStats,
+    Source,
+    ValueKey,
+)
+from walletpass_tui.schemas.paths import MAX_VALUES, Segment
 from walletpass_tui.webhooks.store import tables as history_tables
 
 log = logging.getLogger(__name__)
 
 SUFFIX = "-schemas"
-FORMAT = 2  # PRAGMA user_version of the schema file; another one is rebuilt
+FORMAT = 4  # PRAGMA user_version of the schema file; another one is rebuilt
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,6 +71,7 @@ CREATE TABLE IF NOT EXISTS paths (
     first_attempt_id INTEGER,
     last_seen_ms INTEGER NOT NULL,
     last_webhook_id TEXT,
+    vals TEXT,
     PRIMARY KEY (grp, path)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS drift (
@@ -79,6 +88,7 @@ CREATE TABLE IF NOT EXISTS drift (
     count INTEGER NOT NULL,
     last_seen_ms INTEGER NOT NULL,
     variant TEXT NOT NULL DEFAULT '',
+    note TEXT,
     UNIQUE (grp, path, kind, variant)
 );
 CREATE INDEX IF NOT EXISTS drift_by_attempt ON drift(attempt_id);
@@ -236,11 +246,11 @@ def history_top(db: sqlite3.Connection) -> int:
 
 _PATH_COLUMNS = (
     "path, parent, segment, key, depth, seq, types, seen, holders, objects, arrays, example, "
-    "open, first_seen_ms, first_webhook_id, first_attempt_id, last_seen_ms, last_webhook_id"
+    "open, first_seen_ms, first_webhook_id, first_attempt_id, last_seen_ms, last_webhook_id, vals"
 )
 DRIFT_COLUMNS = (
     "id, grp, path, kind, was, now, baseline, attempt_id, webhook_id, seen_at_ms, count, "
-    "last_seen_ms, variant"
+    "last_seen_ms, variant, note"
 )
 _GROUP_COLUMNS = (
     "samples, not_json, next_seq, untracked, untracked_more, first_seen_ms, last_seen_ms, "
@@ -309,7 +319,7 @@ def path_from_row(row: tuple[Any, ...]) -> PathStats:
     (path, parent, segment, key, depth, seq, types, seen, holders, objects, arrays, example) = row[
         :12
     ]
-    (open_, first_ms, first_id, first_attempt, last_ms, last_id) = row[12:]
+    (open_, first_ms, first_id, first_attempt, last_ms, last_id, vals) = row[12:]
     try:
         kind = Segment(segment)
     except ValueError:
@@ -336,7 +346,35 @@ def path_from_row(row: tuple[Any, ...]) -> PathStats:
         first_attempt_id=maybe_count(first_attempt),
         last_seen_ms=count(last_ms),
         last_webhook_id=maybe_text(last_id),
+        values=_values(vals),
     )
+
+
+_VALUE_TYPES = {STRING: str, INTEGER: int, BOOLEAN: bool, NULL: type(None)}
+
+
+def _values(stored: object) -> dict[ValueKey, int] | None:
+    """A path's value counts as stored: ``[[type, value, count], ...]``, or NULL for none."""
+    if stored is None:
+        return None
+    found = _json(stored)
+    if type(found) is not list or len(found) > MAX_VALUES:
+        raise Damaged(f"{stored!r:.40} is not a set of values")
+    out: dict[ValueKey, int] = {}
+    for item in found:
+        if type(item) is not list or len(item) != 3 or item[0] not in _VALUE_TYPES:
+            raise Damaged(f"{item!r:.40} is not a counted value")
+        kind, value, n = item
+        if type(value) is not _VALUE_TYPES[kind]:
+            raise Damaged(f"{value!r:.40} is not a value of type {kind}")
+        out[(kind, value)] = count(n)
+    return out
+
+
+def values_text(values: dict[ValueKey, int] | None) -> str | None:
+    if values is None:
+        return None
+    return json.dumps([[kind, value, n] for (kind, value), n in values.items()])
 
 
 def finding_from_row(row: tuple[Any, ...]) -> Finding:
@@ -346,8 +384,9 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
     except ValueError:
         raise Damaged(f"{kind!r:.40} is not a kind of drift") from None
     variant = text(row[12])
-    if variant and variant not in TYPES:
+    if variant and found is Kind.TYPE_CHANGED and variant not in TYPES:
         raise Damaged(f"{variant!r:.40} is not a JSON type")
+    note = maybe_text(row[13])
     return Finding(
         group_key(grp),
         text(path),
@@ -360,6 +399,7 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
         last_seen_ms=count(last),
         id=count(id_),
         variant=variant,
+        note=note,
     )
 
 
@@ -498,11 +538,12 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
                 s.first_attempt_id,
                 s.last_seen_ms,
                 s.last_webhook_id,
+                values_text(s.values),
             )
         )
     db.executemany(
         f"INSERT OR REPLACE INTO main.paths(grp, {_PATH_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     if group.removed_findings:
@@ -522,8 +563,8 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
         else:
             cursor = db.execute(
                 "INSERT INTO main.drift(grp, path, kind, was, now, baseline, attempt_id, "
-                "webhook_id, seen_at_ms, count, last_seen_ms, variant) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "webhook_id, seen_at_ms, count, last_seen_ms, variant, note) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     finding.path,
@@ -537,6 +578,7 @@ def _save_group(db: sqlite3.Connection, group: GroupSchema) -> None:
                     finding.count,
                     finding.last_seen_ms,
                     finding.variant,
+                    finding.note,
                 ),
             )
             finding.id = int(cursor.lastrowid or 0)

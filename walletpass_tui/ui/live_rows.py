@@ -8,7 +8,9 @@ the message says so, and the log reloads from the store instead.
 
 The frame adapts: up to 30 per second while a person is using the dashboard (``touch()`` on every
 key or mouse event), 4 per second while only new rows arrive; a stream of deliveries then costs
-a fraction of the redraws. A delivery after a quiet spell is posted at once; so is one the log on
+a fraction of the redraws. A flood, more than ``FLOOD_ROWS`` new rows in a frame (several
+screenfuls: more than anyone reads), is drawn twice a second until it eases, which halves what
+watching it costs. A delivery after a quiet spell is posted at once; so is one the log on
 screen shows (``shown``, its filter) after a spell without such rows, even while deliveries it
 does not show keep the frame busy: a filtered log draws its rare rows without waiting a frame.
 """
@@ -27,6 +29,8 @@ from walletpass_tui.webhooks.models import Attempt
 
 FRAME_S = 1 / 30  # while a person interacts
 IDLE_FRAME_S = 1 / 4  # while only new rows arrive
+FLOOD_FRAME_S = 1 / 2  # while more than FLOOD_ROWS arrive a frame
+FLOOD_ROWS = 40
 INTERACTION_S = 2.0  # how long after the last key or mouse event the dashboard counts as in use
 MAX_PENDING = 5_000
 
@@ -59,6 +63,7 @@ class LiveRows:
             idle_interval if idle_interval is not None else max(interval, IDLE_FRAME_S)
         )
         self._touched_at = float("-inf")
+        self._flooded = False  # the last message carried more than FLOOD_ROWS attempts
         self._posted_at = float("-inf")  # when the last message went out
         self._max_pending = max_pending
         self._pending: list[Attempt] = []
@@ -116,7 +121,11 @@ class LiveRows:
             self._timer = loop.call_at(max(loop.time(), due), self.flush)
 
     def _frame(self, now: float) -> float:
-        return self._interval if now - self._touched_at < INTERACTION_S else self._idle_interval
+        if now - self._touched_at < INTERACTION_S:
+            return self._interval
+        if self._flooded:
+            return max(self._idle_interval, FLOOD_FRAME_S)
+        return self._idle_interval
 
     @property
     def pending(self) -> int:
@@ -133,6 +142,7 @@ class LiveRows:
             return
         attempts, self._pending = tuple(self._pending), []
         dropped, self._dropped = self._dropped, 0
+        self._flooded = len(attempts) > FLOOD_ROWS
         with contextlib.suppress(RuntimeError):  # flushed by hand outside a loop
             self._posted_at = asyncio.get_running_loop().time()
             if self._shown is not None and any(self._shown(a) for a in attempts):

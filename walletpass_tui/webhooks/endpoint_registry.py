@@ -9,7 +9,6 @@ deliveries with these secrets.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -19,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint, format_created_at, validate_topics
 from walletpass_tui.config import ConfigError, Secret
-from walletpass_tui.private_files import write_private_file
+from walletpass_tui.private_files import read_private_file, write_private_file
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded when a secret is first checked
     from walletpass_tui.webhooks.verify import SigningKey
 
 FILE_VERSION = 1
+MAX_REGISTRY_BYTES = 4 * 1024 * 1024  # thousands of endpoints; a larger file is not read
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,15 @@ class EndpointRegistry:
 
     def load(self) -> list[LocalEndpoint]:
         try:
-            raw = self.path.read_bytes()
+            # A regular file (through links), bounded; one loosened is tightened (it holds secrets).
+            raw = read_private_file(self.path, MAX_REGISTRY_BYTES, tighten=True)
         except FileNotFoundError:  # no registry file: no endpoints
             return []
         except OSError as exc:
-            raise ConfigError(f"Cannot read {self.path} ({exc.strerror}).") from None
-        if os.name == "posix" and (self.path.stat().st_mode & 0o077):
-            # Someone loosened it: tighten it back, it holds secrets.
-            os.chmod(self.path, 0o600)
+            raise ConfigError(
+                f"Cannot read {self.path} ({exc.strerror or exc}); restore it from a backup or "
+                "move it aside (it holds the signing secrets of your endpoints)."
+            ) from None
         try:
             data = json.loads(raw)
             return [LocalEndpoint._from_file(item) for item in data.get("endpoints", [])]

@@ -15,13 +15,13 @@ The file is read as hostile: a regular file of this user (a looser mode is tight
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import secrets
-import stat
 from pathlib import Path
 
 from walletpass_tui.config import ConfigError
-from walletpass_tui.private_files import ensure_private_dir
+from walletpass_tui.private_files import ensure_private_dir, read_private_file
 
 __all__ = ["FILE_NAME", "LABEL", "load", "load_or_create", "path_of"]
 
@@ -40,25 +40,21 @@ def load(home: Path) -> str | None:
     """The home's test secret, or None when the home has none yet (no receiver ever ran on it)."""
     path = path_of(home)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+        data = read_private_file(path, MAX_BYTES, follow_links=False, own=True, tighten=True)
     except FileNotFoundError:  # no secret yet: made by the first receiver
         return None
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise _damaged(path) from None
+        if exc.errno in (errno.EINVAL, errno.ELOOP):  # not a regular file of this user
+            raise ConfigError(
+                f"{path} is not a file of yours ({exc.strerror}); remove it and a new test "
+                "secret is made."
+            ) from None
         raise ConfigError(
             f"Cannot read this home's test secret {path} ({exc.strerror or exc}); remove the "
             "file and a new one is made."
         ) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-            raise ConfigError(
-                f"{path} is not a file of yours; remove it and a new test secret is made."
-            )
-        if info.st_mode & 0o077:
-            os.fchmod(fd, 0o600)  # ours, but readable by others: private again
-        data = os.read(fd, MAX_BYTES + 1)
-    finally:
-        os.close(fd)
     return _parsed(data, path)
 
 
@@ -98,14 +94,15 @@ def load_or_create(home: Path) -> str:
 def _parsed(data: bytes, path: Path) -> str:
     from walletpass_tui.webhooks.verify import SecretError, parse_secret
 
-    damaged = ConfigError(
-        f"This home's test secret {path} is damaged; remove the file and a new one is made."
-    )
-    if len(data) > MAX_BYTES:
-        raise damaged
     try:
         text = data.decode("ascii").strip()
         parse_secret(text)
     except (UnicodeDecodeError, SecretError):
-        raise damaged from None
+        raise _damaged(path) from None
     return text
+
+
+def _damaged(path: Path) -> ConfigError:
+    return ConfigError(
+        f"This home's test secret {path} is damaged; remove the file and a new one is made."
+    )

@@ -183,6 +183,8 @@ async def _listen(
                 drift=printer.drift,
                 learned=printer.learned,
             )
+            if runtime.learner is not None:
+                runtime.learner.on_warm_up(printer.warm_up)
             await runtime.serve()
             if seek and not port:  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)

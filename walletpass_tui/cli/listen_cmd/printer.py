@@ -14,6 +14,10 @@ delivery itself:
   object waits behind the deliveries held before it.
 
 Without a learner (``--no-schemas``) nothing is held and no ``"drift"`` is printed.
+
+While a topic's first deliveries are learned (drift is looked for once it has 20), the text says
+so after each batch: ``schema pass.activated: learning, 5 of 20``, and at the 20th that drift is
+looked for from then on; what those first deliveries disagreed on follows as drift lines.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.cli.attempt_lines import attempt_text, drift_line
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.export import attempt_json
 
 if TYPE_CHECKING:
+    from walletpass_tui.schemas.model import GroupKey
     from walletpass_tui.schemas.records import DriftRecord
     from walletpass_tui.webhooks.models import Attempt
 
@@ -97,6 +103,23 @@ class ListenPrinter:
                 self._early.popitem(last=False)
             return
         self._write_drift(attempt_id, records)
+        self.out.flush()
+
+    def warm_up(self, group: GroupKey, samples: int) -> None:
+        """A topic still learning what its payloads look like (text only)."""
+        from walletpass_tui.schemas.drift import DRIFT_AFTER  # loaded by the learner already
+
+        if self.as_json:
+            return
+        label = printable(group.label, 60)
+        if samples < DRIFT_AFTER:
+            line = f"schema {label}: learning, {samples} of {DRIFT_AFTER}"
+        else:
+            line = (
+                f"schema {label}: learned from its first {DRIFT_AFTER} deliveries; drift is "
+                "looked for from now on"
+            )
+        self.out.write(line + "\n")
         self.out.flush()
 
     def learned(self, upto: int) -> None:

@@ -19,7 +19,7 @@ TOPIC_HELP = (
     "learned, as 'schema list' names it), 'templates' for the pass templates, 'unknown' for "
     "deliveries without a topic, or topic:NAME for the topic NAME exactly"
 )
-FORMATS = ("jsonschema", "typescript", "pydantic")
+FORMATS = ("jsonschema", "typescript", "pydantic", "openapi")
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -105,16 +105,23 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     export = sc_sub.add_parser(
         "export",
         parents=parents,
-        help="a topic's schema as JSON Schema, TypeScript or a pydantic model",
+        help="schemas as JSON Schema, TypeScript, pydantic models or an OpenAPI document",
         description="Print TOPIC's learned schema as code: jsonschema (JSON Schema 2020-12), "
-        "typescript (an interface per object) or pydantic (v2 models). Every delivery learned "
-        "validates against it.",
+        "typescript (an interface per object), pydantic (v2 models) or openapi (an OpenAPI 3.1 "
+        "document with a webhook per topic: the signed headers, the body, the 2xx answer). "
+        "Without TOPIC, every topic learned in one document, with their union (discriminated "
+        "by 'type' when each topic's type took one value). A field that took at most 12 values "
+        "over at least 50 is exported as those values. Every delivery learned validates "
+        "against it.",
         epilog="examples:\n"
         "  walletpass-tui schema export activated --format typescript > pass-activated.ts\n"
-        "  walletpass-tui schema export pass.activated --format jsonschema > activated.schema.json",
+        "  walletpass-tui schema export pass.activated --format jsonschema > activated.schema.json\n"
+        "  walletpass-tui schema export --format openapi > webhooks.openapi.json",
         formatter_class=raw,
     )
-    export.add_argument("topic", metavar="TOPIC", help=TOPIC_HELP)
+    export.add_argument(
+        "topic", metavar="TOPIC", nargs="?", help=TOPIC_HELP + "; without it, every topic"
+    )
     export.add_argument(
         "--format", choices=FORMATS, default="jsonschema", help="default: jsonschema"
     )

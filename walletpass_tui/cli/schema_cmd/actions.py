@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import CommandError, print_json, print_table, set
 from walletpass_tui.cli.progress import Progress
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.text import format_ms, printable
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for g in groups:
         notes = []
+        if g.learning:
+            notes.append(g.learning)
         if g.not_json:
             notes.append(f"{g.not_json} not JSON")
         if g.untracked:
@@ -138,6 +141,11 @@ def _presence(share: float) -> str:
     return f"{percent:.0f}%" if percent in (0, 100) or percent >= 99.5 else f"{percent:.1f}%"
 
 
+def _values(info: FieldInfo) -> str:
+    """``"apple" 55%, "google" 45%``: a value set with each value's share."""
+    return ", ".join(f"{printable(text, 30)} {_presence(share)}" for text, share in info.shares())
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     reader = _reader(settings)
@@ -157,6 +165,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             "not_json": summary.not_json if summary else 0,
             "paths_not_tracked": summary.untracked if summary else 0,
             "skipped": summary.skipped if summary else 0,
+            "learning": summary.samples < DRIFT_AFTER if summary else True,
+            "drift_after": DRIFT_AFTER,
             "drift": summary.drift if summary else 0,
             "fields": [f.to_json() for f in fields],
         }
@@ -176,6 +186,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{label}: {summary.samples} sample(s){extra}, {summary.paths} path(s), "
         f"{summary.drift} drift finding(s); last seen {format_ms(summary.last_seen_ms)}"
     )
+    if summary.learning:
+        print(
+            f"{summary.learning}: drift is looked for once {label} has {DRIFT_AFTER} samples; "
+            "then what the first ones disagreed on is reported."
+        )
     rows = []
     for f in fields:
         shown = printable(f.path, 80)
@@ -186,9 +201,10 @@ def cmd_show(args: argparse.Namespace) -> int:
                 _presence(f.presence),
                 "" if f.example is None else printable(f.example, 40),
                 format_ms(f.first_seen_ms) if f.first_seen_ms else "-",
+                _values(f),
             ]
         )
-    print_table(rows, ["PATH", "TYPES", "PRESENT", "FIRST VALUE", "FIRST SEEN"])
+    print_table(rows, ["PATH", "TYPES", "PRESENT", "FIRST VALUE", "FIRST SEEN", "VALUES"])
     return 0
 
 
@@ -234,10 +250,13 @@ def cmd_drift(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     reader = _reader(settings)
-    key = group_key(args.topic, reader)
+    key = group_key(args.topic, reader) if args.topic is not None else None
     if reader is None:
         raise CommandError(_no_history(settings))
-    text = _reading(lambda: reader.export(key, args.format))
+    if key is None:
+        text = _reading(lambda: reader.export_topics(args.format))
+    else:
+        text = _reading(lambda: reader.export(key, args.format))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

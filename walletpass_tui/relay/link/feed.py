@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 from walletpass_tui.config import DEFAULT_MAX_BODY, DEFAULT_TOLERANCE_S, Settings
 from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
+from walletpass_tui.private_files import open_regular
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
 from walletpass_tui.relay.link.low_water import LowWater
@@ -442,7 +443,12 @@ def _following(home: Path, url: str) -> Iterator[None]:
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
     path = Path(home) / f"relay-{digest}.lock"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, follow_links=False, own=True)
+    except OSError as exc:
+        raise RelayClientError(
+            f"Cannot open {path} ({exc.strerror or exc}); remove it and start again."
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

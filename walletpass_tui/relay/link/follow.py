@@ -26,7 +26,7 @@ from pathlib import Path
 import aiohttp
 
 from walletpass_tui.config import DEFAULT_MAX_BODY
-from walletpass_tui.private_files import write_private_file
+from walletpass_tui.private_files import read_private_file, write_private_file
 from walletpass_tui.relay.events import RelayedDelivery
 from walletpass_tui.relay.link.subscriber import (
     BACKOFF_MAX_S,
@@ -59,9 +59,9 @@ def cursor_path(home: Path, subscribe_url: str) -> Path:
 def load_cursor(path: Path) -> int:
     """The saved cursor; 0 (start over) when there is none or the file is not one we wrote."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(CURSOR_DIGITS + 2)  # a cursor and its newline, and one byte to spare
-    except OSError:  # no cursor file (yet): start from 0
+        # A regular file of a cursor and its newline; a FIFO, a device or a longer file is not one.
+        data = read_private_file(path, CURSOR_DIGITS + 1)
+    except OSError:  # no cursor file (yet), or not one we wrote: start from 0
         return 0
     return parse_ascii_int(data.removesuffix(b"\n"), max_digits=CURSOR_DIGITS) or 0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Sequence
 
 from walletpass_tui.schemas.export.shape import Names, Node, pascal, root_name, tree
 from walletpass_tui.schemas.jsonscan import ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING
@@ -74,10 +75,12 @@ def _literal(text: str) -> str:
 
 
 class _Writer:
-    def __init__(self, root: str) -> None:
-        self.classes = Names(_RESERVED_CLASSES | {root})
+    def __init__(self, roots: set[str]) -> None:
+        self.classes = Names(_RESERVED_CLASSES | roots)
         self.blocks: list[str] = []
-        self.class_names: set[str] = {root}
+        self.class_names: set[str] = set(roots)
+        # Each model's field named "type" on the wire: its attribute, when it took one string.
+        self.tags: dict[str, str] = {}
 
     def type_of(self, node: Node, name: str) -> str:
         parts: list[str] = []
@@ -87,6 +90,11 @@ class _Writer:
             elif kind == ARRAY:
                 item = self.type_of(node.items, name + "Item") if node.items else "_t.Any"
                 part = f"_t.List[{item}]"
+            elif kind == STRING and node.values is not None:
+                # Strings of a value set are literals (numbers and booleans keep their strict
+                # types: pydantic's Literal would take true for 1).
+                texts = [v for v in node.values if isinstance(v, str)]
+                part = f"_t.Literal[{', '.join(_literal(t) for t in texts)}]"
             else:
                 part = _SCALARS[kind]
             if part not in parts:
@@ -124,6 +132,13 @@ class _Writer:
                 args.append(f"alias={_literal(alias)}")
             nullable = kid.required or "None" in kid_type.split(" | ")
             annotation = kid_type if nullable else f"{kid_type} | None"
+            if (
+                key == "type"
+                and kid.required
+                and kid_type.startswith("_t.Literal[")
+                and (kid.values is not None and len(kid.values) == 1)
+            ):
+                self.tags[name] = attribute
             if args:
                 fields.append(f"    {attribute}: {annotation} = _pd.Field({', '.join(args)})")
             else:
@@ -146,17 +161,46 @@ def model_name(key: GroupKey) -> str:
     return name + "Model" if name in _RESERVED_CLASSES else name
 
 
-def render(group: GroupSchema) -> str:
+HEADER = (
+    '"""Learned from {samples} verified samples by walletpass-tui."""\n\n'
+    "import typing as _t\n\nimport pydantic as _pd\n"
+)
+
+
+def _root(writer: _Writer, group: GroupSchema, name: str) -> None:
     root = tree(group)
-    name = model_name(group.key)
-    writer = _Writer(name)
     if root.types == [OBJECT]:
         writer.model(root, name, exact=True)
     else:
         inner = writer.type_of(root, name + "Object")
         writer.blocks.append(f"class {name}(_pd.RootModel[{inner}]):\n    pass")
-    header = (
-        f'"""Learned from {group.samples} verified samples by walletpass-tui."""\n\n'
-        "import typing as _t\n\nimport pydantic as _pd\n"
-    )
-    return header + "\n\n" + "\n\n\n".join(writer.blocks) + "\n"
+
+
+def render(group: GroupSchema) -> str:
+    name = model_name(group.key)
+    writer = _Writer({name})
+    _root(writer, group, name)
+    return HEADER.format(samples=group.samples) + "\n\n" + "\n\n\n".join(writer.blocks) + "\n"
+
+
+def render_all(groups: Sequence[GroupSchema]) -> str:
+    """Every topic's models, and ``WalletPassEvent``: their union, discriminated by ``type``
+    when each topic's ``type`` took one string (validate with ``_pd.TypeAdapter``)."""
+    names = Names(set(_RESERVED_CLASSES))
+    union = names.claim("WalletPassEvent")
+    roots = [names.claim(model_name(group.key)) for group in groups]
+    writer = _Writer({union, *roots})
+    for group, name in zip(groups, roots, strict=True):
+        _root(writer, group, name)
+    tags = {writer.tags.get(name) for name in roots}
+    if len(roots) == 1:
+        alias = f"{union} = {roots[0]}"
+    elif len(tags) == 1 and None not in tags:
+        members = ", ".join(roots)
+        (tag,) = tags
+        alias = f"{union} = _t.Annotated[_t.Union[{members}], _pd.Field(discriminator={tag!r})]"
+    else:
+        alias = f"{union} = _t.Union[{', '.join(roots)}]" if roots else f"{union} = _t.Any"
+    samples = sum(group.samples for group in groups)
+    blocks = [*writer.blocks, alias]
+    return HEADER.format(samples=samples) + "\n\n" + "\n\n\n".join(blocks) + "\n"

@@ -2,14 +2,16 @@
 
 Every exporter reads a ``Node`` tree built from one group: each node's JSON types (in the JSON
 order), whether it is required (present in every parent that could hold it), its named children,
-its map values (``{*}``) and its array items (``[]``), and whether it is open (children not
-learned: anything goes there).
+its map values (``{*}``) and its array items (``[]``), whether it is open (children not learned:
+anything goes there), and its value set (``values``: the scalars it takes, when they are at most
+12 over at least 50: exported as literals).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from walletpass_tui.schemas.jsonscan import TYPES
 from walletpass_tui.schemas.model import GroupKey, GroupSchema, PathStats
@@ -25,6 +27,7 @@ class Node:
     props: list[tuple[str, Node]] = field(default_factory=list)
     map_values: Node | None = None
     items: Node | None = None
+    values: list[Any] | None = None  # every scalar it took (str, int, bool, None), most seen first
 
     @property
     def open(self) -> bool:
@@ -36,11 +39,13 @@ def tree(group: GroupSchema) -> Node:
     kids = group.children()
 
     def build(stats: PathStats) -> Node:
+        found = stats.value_set()
         node = Node(
             stats,
             sorted(stats.types, key=TYPES.index),
             stats.parent is None or group.always_present(stats),
             group.presence(stats) if stats.parent is not None else 1.0,
+            values=None if found is None else [key[1] for key, _ in found],
         )
         for kid in kids.get(stats.path, []):
             if kid.segment is Segment.KEY:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from walletpass_tui.schemas.export.shape import Names, Node, pascal, root_name, tree
 from walletpass_tui.schemas.jsonscan import ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING
@@ -45,23 +47,36 @@ def property_name(key: str) -> str:
     return json.dumps(key, ensure_ascii=True)
 
 
+def literal(value: Any) -> str:
+    """A value of a value set as a TypeScript literal type: ``"apple"`` (escaped, ASCII only),
+    ``7``, ``true``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value, ensure_ascii=True)
+
+
 class _Writer:
-    def __init__(self, root: str) -> None:
-        self.names = Names({root})
+    def __init__(self, names: Names) -> None:
+        self.names = names
         self.blocks: list[str] = []
 
     def type_of(self, node: Node, name: str) -> str:
         parts: list[str] = []
         for kind in node.types:
             if kind == OBJECT:
-                part = self.object_type(node, name)
+                found = [self.object_type(node, name)]
             elif kind == ARRAY:
                 item = self.type_of(node.items, name + "Item") if node.items else "unknown"
-                part = f"({item})[]" if "|" in item or " " in item else f"{item}[]"
+                found = [f"({item})[]" if "|" in item or " " in item else f"{item}[]"]
+            elif node.values is not None:  # every scalar it took, as literals
+                found = [literal(v) for v in node.values]
             else:
-                part = _SCALARS[kind]
-            if part not in parts:
-                parts.append(part)
+                found = [_SCALARS[kind]]
+            parts += [part for part in found if part not in parts]
         return " | ".join(parts) if parts else "unknown"
 
     def object_type(self, node: Node, name: str) -> str:
@@ -92,18 +107,41 @@ class _Writer:
         return name
 
 
-def render(group: GroupSchema) -> str:
+HEADER = (
+    "// Learned from {samples} verified samples by walletpass-tui.\n"
+    "// Optional fields (?) were missing from some samples; a union of literals is the values a\n"
+    "// field took (at most 12 over at least 50).\n"
+)
+
+
+def _root(writer: _Writer, group: GroupSchema, name: str) -> list[str]:
+    """The group's root type, named ``name`` (claimed already), and what it needs."""
     root = tree(group)
-    name = root_name(group.key)
-    writer = _Writer(name)
-    header = (
-        f"// Learned from {group.samples} verified samples by walletpass-tui.\n"
-        "// Optional fields (?) were missing from some samples.\n"
-    )
     if root.types == [OBJECT]:
         writer.interface(root, name, exact=True)
-        blocks = writer.blocks
-    else:
-        alias = f"export type {name} = {writer.type_of(root, name + 'Object')};"
-        blocks = [*writer.blocks, alias]
-    return header + "\n" + "\n\n".join(blocks) + "\n"
+        return []
+    return [f"export type {name} = {writer.type_of(root, name + 'Object')};"]
+
+
+def render(group: GroupSchema) -> str:
+    name = root_name(group.key)
+    writer = _Writer(Names({name}))
+    aliases = _root(writer, group, name)
+    blocks = [*writer.blocks, *aliases]
+    return HEADER.format(samples=group.samples) + "\n" + "\n\n".join(blocks) + "\n"
+
+
+def render_all(groups: Sequence[GroupSchema]) -> str:
+    """Every topic, one interface each, and their union ``WalletPassEvent``: a discriminated
+    union over ``type`` when each topic's ``type`` took one value."""
+    names = Names(set())
+    union = names.claim("WalletPassEvent")
+    roots = [names.claim(root_name(group.key)) for group in groups]
+    writer = _Writer(names)
+    aliases: list[str] = []
+    for group, name in zip(groups, roots, strict=True):
+        aliases += _root(writer, group, name)
+    members = " | ".join(roots) if roots else "never"
+    blocks = [*writer.blocks, *aliases, f"export type {union} = {members};"]
+    samples = sum(group.samples for group in groups)
+    return HEADER.format(samples=samples) + "\n" + "\n\n".join(blocks) + "\n"

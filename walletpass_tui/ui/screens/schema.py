@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from walletpass_tui.runtime.protocol import Runtime
+from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import TEMPLATES, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
@@ -37,6 +38,7 @@ from walletpass_tui.ui.view.schema_view import (
     presence_text,
     read_schema,
     types_text,
+    values_text,
     worst_by_path,
 )
 from walletpass_tui.ui.widgets.key_line import KeyLine
@@ -227,6 +229,8 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
                     f"{summary.drift:,} drift",
                     label,
                 )
+                if summary.learning:
+                    text.append(f" · {summary.learning}", self._s("warning"))
                 if summary.not_json:
                     text.append(f" · {summary.not_json:,} not JSON", label)
                 text.append(f" · last seen {format_ms(summary.last_seen_ms)}", label)
@@ -251,7 +255,12 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
                 drift = Text.assemble(Text(f"{DRIFT_MARK} ", self._s("warning")), drift)
             table.add_row(
                 Text(one_line(summary.label, 40)),
-                Text(f"{summary.samples:,}", justify="right"),
+                Text(
+                    f"{summary.samples:,}"
+                    if summary.learning is None
+                    else f"{summary.samples} of {DRIFT_AFTER}",
+                    justify="right",
+                ),
                 drift,
                 key=summary.group.stored,
             )
@@ -290,7 +299,13 @@ class SchemaScreen(ReportsWorkerErrors, Screen[None]):
         presence = Text.assemble(
             (presence_bar(info.presence), self._s("bar")), f" {presence_text(info.presence):>5}"
         )
-        value = Text("" if info.example is None else printable(info.example, 32), self._s("value"))
+        shares = values_text(info)
+        if shares:  # a value set: its values and their shares, in place of the first value
+            value = Text(shares, self._s("value"))
+        else:
+            value = Text(
+                "" if info.example is None else printable(info.example, 32), self._s("value")
+            )
         mark = Text()
         if finding is not None:
             mark = Text(f"{DRIFT_MARK} {printable(change_text(finding), 40)}", style)

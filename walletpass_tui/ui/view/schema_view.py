@@ -14,6 +14,7 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.model import GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary
+from walletpass_tui.text import printable
 from walletpass_tui.ui.view.drift_text import SEVERITY_RANK, change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK
 
@@ -124,6 +125,14 @@ def presence_text(share: float) -> str:
     """``100%``, ``80%``, ``66.7%`` (as ``schema show`` says it)."""
     percent = share * 100
     return f"{percent:.0f}%" if percent in (0, 100) or percent >= 99.5 else f"{percent:.1f}%"
+
+
+def values_text(info: FieldInfo, width: int = 48) -> str:
+    """``"apple" 55% · "google" 45%``: a value set with each value's share (escaped), cut to
+    ``width``; empty when the path has none."""
+    parts = [f"{printable(text, 24)} {presence_text(share)}" for text, share in info.shares()]
+    joined = " · ".join(parts)
+    return joined if len(joined) <= width else joined[: width - 1] + "…"
 
 
 def types_text(info: FieldInfo) -> str:

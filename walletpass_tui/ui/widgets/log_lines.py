@@ -421,7 +421,8 @@ def _merged(segments: list[Segment]) -> list[Segment]:
     """Neighbours in the same style made one segment."""
     merged: list[Segment] = []
     for segment in segments:
-        if merged and merged[-1].style == segment.style:
+        # Styles are combined through rich's cache: equal styles are one object.
+        if merged and merged[-1].style is segment.style:
             last = merged[-1]
             merged[-1] = Segment(last.text + segment.text, last.style)
         else:
