@@ -239,7 +239,7 @@ def test_a_fifo_in_place_of_ngroks_configuration_is_refused_and_the_receiver_ans
         local = proc.out.until(lambda line: line.startswith("Listening on"))
         said = proc.out.until(not_starting)
         assert said == (
-            f"Tunnel: The ngrok configuration {fifo} is not a file; fix it or set "
+            f"Tunnel: The ngrok configuration {fifo} is a FIFO, not a regular file; fix it or set "
             "NGROK_AUTHTOKEN. The receiver runs locally, without a public URL."
         )
         url = local.removeprefix("Listening on ").strip()

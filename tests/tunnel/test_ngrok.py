@@ -122,7 +122,7 @@ def test_a_hostile_configuration_is_refused_whole(
 def test_a_directory_in_place_of_the_configuration_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "xdg" / "ngrok" / "ngrok.yml"
     path.mkdir(parents=True)
-    with pytest.raises(TunnelUnavailable, match="is not a file"):
+    with pytest.raises(TunnelUnavailable, match="is a directory, not a regular file"):
         ngrok_credentials(env_with(tmp_path))
 
 
@@ -150,7 +150,8 @@ def test_a_fifo_in_place_of_the_configuration_is_refused_without_waiting(tmp_pat
         guard.cancel()
     assert released == []
     assert str(caught.value) == (
-        f"The ngrok configuration {path} is not a file; fix it or set NGROK_AUTHTOKEN."
+        f"The ngrok configuration {path} is a FIFO, not a regular file; fix it or set "
+        "NGROK_AUTHTOKEN."
     )
 
 
