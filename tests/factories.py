@@ -9,6 +9,7 @@ another test module: what two of them share lives here, in a ``*_helpers.py`` of
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,3 +83,17 @@ def log_row(i: int, *, verdict: str = VERIFIED, **fields: Any) -> LogRow:
     }
     values.update(fields)
     return LogRow(**values)
+
+
+def as_version_8(db: sqlite3.Connection) -> None:
+    """A history made by this version, put back as version 8 left it (relayed cursors and marks
+    by URL, not by channel), for the tests of an upgrade from before."""
+    db.execute("DROP INDEX attempts_by_relay")
+    db.execute("ALTER TABLE attempts DROP COLUMN relay_channel")
+    db.execute(
+        "CREATE UNIQUE INDEX attempts_by_relay ON attempts(relay_url, relay_cursor) "
+        "WHERE relay_cursor IS NOT NULL"
+    )
+    db.execute("DROP TABLE relay_marks")
+    db.execute("CREATE TABLE relay_marks (relay_url TEXT PRIMARY KEY, low_water INTEGER NOT NULL)")
+    db.execute("PRAGMA user_version = 8")

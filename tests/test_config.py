@@ -424,6 +424,7 @@ def test_a_wrong_type_for_the_key_does_not_show_it(xdg: dict[str, Path], tmp_pat
         ({"receiver_port": 70000}, "between 0 and 65535"),
         ({"receiver_port": -1}, "between 0 and 65535"),
         ({"receiver_path": "webhooks"}, "must start with '/'"),
+        ({"receiver_path": "/a/../b"}, "has a '.' or '..' segment"),
         ({"receiver_path": "/hooks\nX-Evil: 1"}, "has control characters"),
         ({"receiver_path": "/hooks\udcff"}, "has control characters or is not text"),
         ({"receiver_path": "/" + "é" * 200}, "longer than 1000 characters in a URL"),

@@ -69,6 +69,130 @@ def mask_secret(value: str | None) -> str:
 _DSN_SECRET_KEYS = frozenset({"password", "sslpassword"})
 
 
+# libpq's keyword/value form (``host=db port=5432 dbname=relay password=...``), as taken: the
+# keywords the relay's driver understands, each written as the same parameter of a URL.
+_CONNINFO_KEYS = frozenset(
+    {
+        "host",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "sslcrl",
+        "sslpassword",
+        "target_session_attrs",
+    }
+)
+_CONNINFO_START = re.compile(r"\s*([A-Za-z_]+)\s*=")
+# libpq's other keywords: a setting that starts with one is that form too (and refused), not a
+# file name.
+_LIBPQ_KEYS = _CONNINFO_KEYS | {
+    "hostaddr",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslcompression",
+    "sslcertmode",
+    "sslnegotiation",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "load_balance_hosts",
+    "channel_binding",
+    "require_auth",
+}
+
+
+def conninfo_url(value: str) -> str:
+    """A relay database setting as the relay takes it: libpq's keyword/value form
+    (``host=db port=5432 dbname=relay user=relay password=...``, quoted values and backslash
+    escapes as libpq reads them) becomes the same ``postgresql://`` URL, so it is PostgreSQL and
+    its password is masked wherever it is shown; anything else is returned as it is. A setting
+    in that form the relay cannot take raises ConfigError, which never quotes a value."""
+    text = value.strip()
+    if is_postgres_url(text) or "://" in text:
+        return text
+    first = _CONNINFO_START.match(text)
+    if first is None or first.group(1).lower() not in _LIBPQ_KEYS:
+        if re.search(r"(^|\s)(ssl)?password\s*=", text):
+            raise ConfigError(
+                "The relay database setting holds 'password=' but is not a postgresql:// URL "
+                "nor libpq's keyword=value form; write it as postgresql://user@host:5432/db "
+                "and keep the password in ~/.pgpass."
+            )
+        return text
+    pairs = _conninfo_pairs(text)
+    unknown = sorted({key for key, _ in pairs} - _CONNINFO_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"The relay database setting (libpq's keyword=value form) has {', '.join(unknown)}, "
+            "which the relay does not take; write it as a postgresql:// URL."
+        )
+    query = "&".join(f"{key}={quote(val, safe='')}" for key, val in pairs)
+    return f"postgresql://?{query}"
+
+
+def _conninfo_pairs(text: str) -> list[tuple[str, str]]:
+    """``key = value`` pairs as libpq reads them; ConfigError (without the text) otherwise."""
+    pairs: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return pairs
+        found = _CONNINFO_START.match(text, i)
+        if found is None:
+            raise ConfigError(
+                "The relay database setting is not libpq's keyword=value form as written (each "
+                "part is key=value, a value with spaces in single quotes); check it, or write "
+                "it as a postgresql:// URL."
+            )
+        key, i = found.group(1).lower(), found.end()
+        while i < n and text[i].isspace():
+            i += 1
+        chars: list[str] = []
+        quoted = i < n and text[i] == "'"
+        i += quoted
+        while i < n:
+            ch = text[i]
+            if ch == "\\" and i + 1 < n:
+                chars.append(text[i + 1])
+                i += 2
+                continue
+            if (quoted and ch == "'") or (not quoted and ch.isspace()):
+                break
+            chars.append(ch)
+            i += 1
+        if quoted:
+            if i >= n:
+                raise ConfigError(
+                    "The relay database setting has a quoted value that does not end; check "
+                    "its single quotes."
+                )
+            i += 1
+        pairs.append((key, "".join(chars)))
+
+
 def is_postgres_url(value: str | None) -> bool:
     """Whether a relay database setting names PostgreSQL (else it is a SQLite file's path)."""
     return bool(value) and str(value).strip().lower().startswith(("postgresql://", "postgres://"))
@@ -316,9 +440,11 @@ _TABLE_ALIASES = {
 
 def config_text(path: Path) -> str:
     """The text of the config file at ``path``: a regular file (through links; the null device
-    reads as empty) of at most ``MAX_CONFIG_BYTES``, never waited on. FileNotFoundError when
-    there is none; OSError saying what is wrong (a FIFO, a device, too large); UnicodeDecodeError."""
-    return read_private_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    reads as empty) of at most ``MAX_CONFIG_BYTES``, never waited on, without the byte order mark
+    an editor may have put first. FileNotFoundError when there is none; OSError saying what is
+    wrong (a FIFO, a device, too large); UnicodeDecodeError."""
+    text = read_private_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    return text.removeprefix("\ufeff")  # the byte order mark some editors save UTF-8 with
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -414,7 +540,8 @@ def url_path(path: str) -> str:
 
 def receiver_path_problem(path: str) -> str | None:
     """Why ``path`` cannot be the receiver's path, or None: it starts with ``/``, has no control
-    characters and is at most ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
+    characters, no ``.`` or ``..`` segment (a client would post elsewhere) and is at most
+    ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
     receiver serves and ``attach`` and ``web`` find it by (its URL is bounded and printable)."""
     if not path.startswith("/"):
         return f"The receiver path must start with '/', got {printable(path, 80)!r}."
@@ -425,7 +552,30 @@ def receiver_path_problem(path: str) -> str | None:
         )
     if len(url_path(path)) > MAX_RECEIVER_PATH:
         return f"The receiver path is longer than {MAX_RECEIVER_PATH} characters in a URL."
+    segments = path.split("/")[1:]
+    if "." in segments or ".." in segments:
+        return (
+            f"The receiver path {printable(path, 80)!r} has a '.' or '..' segment, which HTTP "
+            "clients remove before they send, so its URL could never be reached; give "
+            f"{printable(without_dot_segments(path), 80)!r} instead."
+        )
     return None
+
+
+def without_dot_segments(path: str) -> str:
+    """``path`` as an HTTP client sends it: its ``.`` and ``..`` segments removed (RFC 3986,
+    5.2.4): ``/a/../b`` is ``/b``, ``/a/.`` is ``/a/``."""
+    segments = path.split("/")[1:]
+    kept: list[str] = []
+    for i, segment in enumerate(segments):
+        if segment in (".", ".."):
+            if segment == ".." and kept:
+                kept.pop()
+            if i == len(segments) - 1:
+                kept.append("")  # a path that ends in a dot segment ends in /
+            continue
+        kept.append(segment)
+    return "/" + "/".join(kept)
 
 
 def _validate(values: dict[str, Any]) -> None:
@@ -527,7 +677,7 @@ def load_settings(
     api_key = values.pop("api_key", None)
     relay_token = str(values.pop("relay_token", "") or "").strip()
     if "relay_database" in values:
-        values["relay_database"] = str(values["relay_database"]).strip() or None
+        values["relay_database"] = conninfo_url(str(values["relay_database"])) or None
     home = values.pop("home", None)
     return Settings(
         **values,

@@ -51,6 +51,7 @@ async def test_an_old_history_is_upgraded_once_and_says_so(tmp_path: Path) -> No
     with contextlib.closing(
         sqlite3.connect(home / "deliveries.sqlite3", isolation_level=None)
     ) as db:
+        factories.as_version_8(db)
         db.execute("DROP TABLE activity")  # as the version before the counts by minute left it
         db.execute("DROP INDEX forwards_by_time")
         db.execute("DROP INDEX forwards_by_attempt")

@@ -281,6 +281,25 @@ def test_bounded_numbers_and_durations_parse_or_refuse_with_their_range(text: st
         assert "duration" in str(exc) or "100 years" in str(exc)
 
 
+@pytest.mark.parametrize(
+    ("path", "instead"), [("/a/../b", "/b"), ("/./x", "/x"), ("/hooks/..", "/"), ("/a/.", "/a/")]
+)
+async def test_a_receiver_path_with_a_dot_segment_is_refused_with_the_one_clients_reach(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], path: str, instead: str
+) -> None:
+    """Every HTTP client removes dot segments before it sends: /a/../b is posted to /b, so the
+    URL listen would print could never be reached."""
+    config = f'[receiver]\npath = "{path}"\n'
+    await asyncio.to_thread(clean_env.mkdir)
+    await asyncio.to_thread((clean_env / "config.toml").write_text, config)
+    for argv in (["listen", "--port", "0", "--path", path], ["config", "show"], ["listen"]):
+        code, _, err = await run(capsys, *argv)
+        assert code == 1
+        one_error_line(err, f"The receiver path '{path}' has a '.' or '..' segment")
+        one_error_line(err, f"give '{instead}' instead")
+    assert not (clean_env / "run").exists()  # refused before a receiver started
+
+
 # -- files ---------------------------------------------------------------------------------------
 
 

@@ -144,6 +144,48 @@ def test_trigger_and_check_use_it_only_for_this_homes_receiver(
     )
 
 
+def test_an_exported_secret_does_not_stop_this_homes_receiver_verifying_trigger(
+    fresh_env: dict[str, str], listening: object, tmp_path: Path
+) -> None:
+    """A WALLETPASS_SECRET exported for an app of yours, in the shell that runs ``trigger`` but
+    not ``listen``'s: to this home's receiver the delivery is still signed with the test secret
+    (the one that receiver always verifies with), and the line says so. A secret given by a flag
+    is used as given; the 401 it gets names it, masked, and where it came from."""
+    receiver = listening()  # type: ignore[operator]
+    test_secret = (data_dir(fresh_env) / "test-secret").read_text().strip()
+    yours = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"  # not the receiver's
+    exported = {**fresh_env, "WALLETPASS_SECRET": yours}
+
+    sent = run(exported, "trigger", "activated")
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.splitlines()[0] == (
+        f"Signing with: {mask_secret(test_secret)} (this home's test secret; "
+        "$WALLETPASS_SECRET is for other receivers)"
+    )
+    assert json.loads(receiver.out.next())["verdict"] == "verified"
+
+    secret_file = tmp_path / "yours"
+    secret_file.write_text(yours + "\n")
+    secret_file.chmod(0o600)
+    refused = run(fresh_env, "trigger", "activated", "--secret-file", str(secret_file))
+    assert refused.returncode == 1
+    assert json.loads(receiver.out.next())["verdict"] == "rejected"
+    assert refused.stderr == (
+        f"walletpass-tui: error: The receiver answered 401 to a delivery signed with "
+        f"{mask_secret(yours)} (--secret-file {secret_file}): if it verifies with another "
+        "secret, give that one ($WALLETPASS_SECRET, --secret-file PATH or --secret -); the "
+        "service would count this as a failed attempt and retry in 5 s.\n"
+    )
+    assert yours not in refused.stdout + refused.stderr + sent.stdout + sent.stderr
+    # The check of this home's receiver signs the same way.
+    checked = run(exported, "check", receiver_url(fresh_env), "--topic", "activated", "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["passed"], checked.stdout[-2000:]
+
+
+def receiver_url(env: dict[str, str]) -> str:
+    return str(json.loads((data_dir(env) / "run" / "receiver.json").read_text())["url"])
+
+
 def test_trigger_with_no_receiver_on_the_home_says_how_to_start_one(
     fresh_env: dict[str, str],
 ) -> None:

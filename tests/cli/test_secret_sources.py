@@ -147,6 +147,44 @@ async def test_a_secret_file_that_cannot_be_used_is_one_line_exit_1(
     assert SECRET not in out + err
 
 
+def test_a_byte_order_mark_before_the_secrets_is_not_part_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some editors (Notepad) start a UTF-8 file with a byte order mark, and end lines with CRLF:
+    the file's secrets are read as written, from a file and from standard input alike."""
+    text = f"\ufeff{SECRET}\r\n{OTHER}\r\n"
+    path = tmp_path / "notepad.txt"
+    path.write_bytes(text.encode("utf-8"))
+    path.chmod(0o600)
+    found = given_secrets(parsed("--secret-file", str(path)), {})
+    assert [g.value for g in found] == [SECRET, OTHER]
+    read, write = os.pipe()
+    os.write(write, text.encode("utf-8"))
+    os.close(write)
+    with os.fdopen(read) as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert [g.value for g in given_secrets(parsed("--secret", "-"), {})] == [SECRET, OTHER]
+
+
+async def test_an_invisible_character_in_a_secret_is_named_not_shown(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte order mark or a zero-width space copied along into the environment (or anywhere a
+    BOM is not a file's first bytes) is refused in one sentence naming it; nothing invisible and
+    no control character reaches the terminal."""
+    for value, named in (
+        (f"\ufeff{SECRET}", "starts with U+FEFF (a byte order mark)"),
+        (f"{SECRET[:12]}\u200b{SECRET[12:]}", "at character 13, U+200B (zero width space)"),
+        (f"{SECRET}\x1b[2J", "U+001B (a control character)"),
+    ):
+        monkeypatch.setenv("WALLETPASS_SECRET", value)
+        code, out, err = await run(capsys, "trigger", "activated", "--to", "http://127.0.0.1:9/wh")
+        assert code == 1 and err.count("\n") == 1, err
+        assert "from $WALLETPASS_SECRET" in err and named in err and "remove it" in err
+        assert "\ufeff" not in err and "\u200b" not in err and "\x1b" not in err
+        assert SECRET not in out + err
+
+
 def test_a_secret_file_of_another_user_is_refused(tmp_path: Path) -> None:
     if os.getuid() != 0:
         pytest.skip("only root can give a file to another user")

@@ -191,10 +191,29 @@ async def test_malformed_browser_messages_are_ignored(view: WebView, port: int) 
         ws = await session.ws_connect(f"http://127.0.0.1:{port}/{TOKEN}/ws")
         for garbage in ("not json", "[]", '["resize", "x"]', '{"a": 1}', '["stdin", 5]', "[1,2,3]"):
             await ws.send_str(garbage)
+        await ws.send_str('{"ping": 1, "not a ping": 2}')  # two keys: never taken as [kind, data]
         await ws.send_str('["ping", "still here"]')
         message = await ws.receive(timeout=DEADLINE_S)
         assert message.json() == ["pong", "still here"]
         await ws.close()
+
+
+async def test_a_message_nested_past_the_parsers_depth_is_ignored_and_the_session_goes_on(
+    view: WebView, port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """60,000 ``[`` fit in a message; the parser gives up on them (RecursionError)."""
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(f"http://127.0.0.1:{port}/{TOKEN}/ws")
+        await ws.send_str('["resize", {"width": 80, "height": 24}]')
+        for deep in ("[" * 60_000, "[" * 30_000 + "]" * 30_000, '["stdin", ' + "{" * 30_000):
+            assert len(deep.encode()) < MAX_MESSAGE_BYTES
+            await ws.send_str(deep)
+        await ws.send_str('["ping", "still here"]')
+        message = await ws.receive(timeout=DEADLINE_S)
+        assert message.json() == ["pong", "still here"]
+        assert len(view.sessions) == 1
+        await ws.close()
+    assert not [r for r in caplog.records if r.exc_info], "no traceback logged"
 
 
 def resizes_told(recorded: Path) -> list[tuple[int, int]]:

@@ -88,3 +88,67 @@ async def test_events_diff_on_the_command_line(
     assert code == 1 and "msg_redo has no attempt #9 (it has 2)." in err
     code, _, err = await run(capsys, "events", "diff", "msg_redo@0", "last")
     assert code == 2 and "attempts are numbered from 1" in err
+
+
+def _body_lines(a: bytes, b: bytes) -> list[str]:
+    from walletpass_tui.query.diff import diff_lines
+
+    found = diff(factories.attempt("msg_n", a), factories.attempt("msg_n", b, attempt_no=2))
+    return [line for kind, line in diff_lines(found) if kind not in ("a", "b")][:-1]
+
+
+BIG = b'}, "pad": "' + b"x" * 70_000 + b'"}'  # past 64 KiB: read by the scanner, not json.loads
+
+
+@pytest.mark.parametrize(
+    ("was", "now", "shown"),
+    [
+        (b"1e999", b"2e999", "1e999 -> 2e999"),  # both infinite when read as numbers
+        (b"100", b"1e2", "100 -> 1e2"),
+        (b"-0", b"0", "-0 -> 0"),
+        (b"1.0", b"1", "1.0 -> 1"),
+        (b"NaN", b"-Infinity", "NaN -> -Infinity"),
+    ],
+)
+@pytest.mark.parametrize("tail", [b"}}", BIG], ids=["small", "large"])
+def test_a_changed_number_is_shown_as_each_body_wrote_it(
+    was: bytes, now: bytes, shown: str, tail: bytes
+) -> None:
+    lines = _body_lines(
+        b'{"data": {"balance": ' + was + tail, b'{"data": {"balance": ' + now + tail
+    )
+    assert lines == ["body:", f"  ~ data.balance: {shown}"]
+
+
+def test_bodies_that_differ_only_in_writing_say_so_and_what_is_not_compared_is_named() -> None:
+    same = "body: the same values as written (the bytes differ only in spacing, key order, "
+    assert _body_lines(b'{"a": 1, "b": "A"}', b'{"b":"\\u0041","a":1}')[0].startswith(same)
+    assert _body_lines(b'{"a": 1, "a": 2}', b'{"a": 2}')[0].startswith(same)  # the last one counts
+    deep = [b"[" * 70 + n + b"]" * 70 for n in (b"1", b"2")]  # past the 64 levels read
+    assert _body_lines(*deep) == [
+        "body: the same values as far as they are read (the bytes differ; values nested deeper "
+        "than 64 levels, under keys longer than 128 characters or past the first 4,096 are not "
+        "compared)"
+    ]
+
+
+async def test_events_diff_names_a_changed_infinite_number(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await asyncio.to_thread(clean_env.mkdir, parents=True, exist_ok=True)
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        for balance in (b"1e999", b"2e999"):
+            raw = b'{"type":"pass.activated","data":{"balance":' + balance + b"}}"
+            await store.record(factories.attempt("msg_e", raw, headers=headers("100")))
+        await store.settled()
+    code, out, err = await run(capsys, "events", "diff", "msg_e")
+    assert code == 0, err
+    assert out.splitlines()[2:] == [
+        "body:",
+        "  ~ data.balance: 1e999 -> 2e999",
+        "headers: the same",
+    ]
+    code, out, _ = await run(capsys, "events", "diff", "msg_e", "--json")
+    assert json.loads(out)["body"]["changes"] == [
+        {"kind": "changed", "name": "data.balance", "was": ["1e999"], "now": ["2e999"]}
+    ]

@@ -20,10 +20,12 @@ from standardwebhooks import Webhook
 class Laptop:
     """``walletpass-tui listen --json --relay URL`` with its own WALLETPASS_HOME."""
 
-    def __init__(self, home: Path, relay_url: str, token: str) -> None:
+    def __init__(self, home: Path, relay_url: str, token: str, *extra: str) -> None:
+        """``extra``: more arguments to listen (``--forward-to URL``)."""
         self.home = home
         self.relay_url = relay_url
         self.token = token
+        self.extra = extra
         self.proc: asyncio.subprocess.Process | None = None
         self.attempts: list[dict[str, Any]] = []
 
@@ -38,7 +40,7 @@ class Laptop:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             *("-m", "walletpass_tui", "listen", "--json", "--port", "0"),
-            *("--secret", SECRET, "--relay", self.relay_url),
+            *("--secret", SECRET, "--relay", self.relay_url, *self.extra),
             cwd=ROOT,
             env=env,
             stdout=asyncio.subprocess.PIPE,

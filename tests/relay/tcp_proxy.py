@@ -14,6 +14,7 @@ class TcpProxy:
         self.backends = backends
         self.port = 0
         self.chosen: list[tuple[str, int]] = []  # the backend of each connection, in order
+        self.accepted = 0  # connections accepted, whether a backend took them or not
         self._turn = itertools.count()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -47,6 +48,7 @@ class TcpProxy:
             writer.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         first = next(self._turn)
         for i in range(len(self.backends)):
             backend = self.backends[(first + i) % len(self.backends)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import socket
@@ -16,7 +17,7 @@ import aiohttp
 import pytest
 from relay_helpers import OTHER_SECRET, ROOT, SECRET, add_channel, signed, stop_task, urls
 
-from walletpass_tui.relay.link.follow import Handed, RelayFollower, cursor_path
+from walletpass_tui.relay.link.follow import Handed, RelayFollower, cursor_path, load_cursor
 from walletpass_tui.relay.server.serve import RelayServer
 
 pytestmark = pytest.mark.slow
@@ -159,3 +160,20 @@ def test_follow_without_a_token_says_where_to_put_it(tmp_path: Path) -> None:
     result = cli(tmp_path / "home", "relay", "follow", "http://127.0.0.1:9/channels/x/events")
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "WALLETPASS_RELAY_TOKEN" in result.stderr
+
+
+def test_follow_keeps_one_cursor_per_channel_however_its_url_is_spelt(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    url = "http://127.0.0.1:8080/channels/AbCd/events"
+    older = home / "relay-cursors" / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.cursor"
+    older.parent.mkdir(parents=True)
+    older.write_text("7\n")  # saved under the URL's own name by an older version
+    path = cursor_path(home, url)
+    assert load_cursor(path) == 7  # taken over
+    for spelling in (
+        "http://localhost:8080/channels/AbCd/events",
+        "http://127.0.0.1:8080/channels/AbCd/events/",
+        "https://relay.example.com/team/channels/AbCd/events?x=1",
+    ):
+        assert cursor_path(home, spelling) == path
+    assert cursor_path(home, url.replace("AbCd", "Other")) != path

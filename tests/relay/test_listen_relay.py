@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from laptop_process import Laptop, check_signatures, post_all
 from relay_helpers import RelayProcess, add_channel
 
@@ -67,6 +68,62 @@ async def test_a_stopped_laptop_stores_all_50_after_restart_in_order_each_once(
     assert [r[0] for r in rows] == first + missed + later
     assert [r[1] for r in rows] == list(range(1, 55))
     check_signatures(rows)
+
+
+async def test_the_same_channel_under_another_url_is_not_stored_or_forwarded_again(
+    relay_process: RelayProcess, tmp_path: Path
+) -> None:
+    """localhost for 127.0.0.1, a trailing slash, the other instance on the same database: the
+    laptop resumes where it was and the app behind --forward-to gets each delivery once."""
+    issued = add_channel(relay_process, "team")
+    relay_process.start()
+    other = RelayProcess(relay_process.home, relay_process.database)  # same data, another port
+    other.start()
+    got: list[str] = []
+    ids: list[str] = []
+    all_in = asyncio.Event()
+
+    async def hook(request: web.Request) -> web.Response:
+        await request.read()
+        got.append(request.headers["webhook-id"])
+        if set(ids) <= set(got):
+            all_in.set()
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    target = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
+    slug = issued.channel.slug
+    spellings = [
+        subscribe_url(relay_process.url, slug),
+        subscribe_url(relay_process.url.replace("127.0.0.1", "localhost"), slug),
+        subscribe_url(other.url, slug) + "/",
+    ]
+    home = tmp_path / "laptop"
+    try:
+        for url in spellings:
+            all_in.clear()
+            ids += await post_all(ingress_url(relay_process.url, slug), 2)
+            laptop = Laptop(home, url, issued.token, "--forward-to", target)
+            await laptop.start()
+            try:
+                await laptop.read(2)  # the two new ones, nothing before them again
+                async with asyncio.timeout(60):
+                    await all_in.wait()  # forwarded before the laptop stops
+            finally:
+                assert await laptop.stop() == 0
+            assert [a["webhook_id"] for a in laptop.attempts] == ids[-2:]
+        rows = laptop.stored()
+    finally:
+        other.terminate()
+        await runner.cleanup()
+    assert [r[0] for r in rows] == ids  # each stored once, in order
+    assert [r[1] for r in rows] == list(range(1, 7))
+    assert sorted(got) == sorted(ids)  # each forwarded once
 
 
 async def test_a_refused_token_ends_listen_with_one_line_and_exit_1(

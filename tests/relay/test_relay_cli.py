@@ -94,8 +94,43 @@ def test_a_secret_that_is_not_whsec_is_refused_with_one_line(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "relay", "channel", "add", "team", "--secret", "nope")
-    assert code == 1
+    assert code == 2  # a flag's value: a usage error, as for every command's --secret
     assert err.count("\n") == 1 and "whsec_" in err and "Traceback" not in err
+
+
+def test_the_edge_secret_comes_from_stdin_a_file_or_the_environment_like_every_command(
+    clean_env: Path, tmp_path: Path
+) -> None:
+    """``--secret -``, ``--secret-file`` and ``$WALLETPASS_SECRET``, as processes: each channel
+    verifies at the edge with that secret, and the secret is only ever shown masked."""
+    env = dict(os.environ)
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(f"# the endpoint's\n{SECRET}\n")
+    secret_file.chmod(0o600)
+
+    def add(name: str, *flags: str, stdin: str = "", **extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "walletpass_tui", "relay", "channel", "add", name, *flags],
+            input=stdin, env={**env, **extra}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert SECRET not in done.stdout + done.stderr
+        return done.stdout
+
+    said = {
+        "piped": add("piped", "--secret", "-", stdin=SECRET + "\n"),
+        "filed": add("filed", "--secret-file", str(secret_file)),
+        "env": add("env", WALLETPASS_SECRET=SECRET),
+        "none": add("none"),
+    }
+    masked = f"whsec_…{SECRET[-4:]}"
+    assert f"with {masked} (standard input)" in said["piped"]
+    assert f"with {masked} (--secret-file {secret_file})" in said["filed"]
+    assert f"with {masked} ($WALLETPASS_SECRET)" in said["env"]
+    assert "verifies" not in said["none"]
+    with TestDB(clean_env) as db:
+        secrets = {c.name: c.secret for c in db.channels()}
+    assert secrets == {"piped": SECRET, "filed": SECRET, "env": SECRET, "none": None}
 
 
 def test_duplicate_names_unknown_channels_and_bad_names_are_clear_errors(

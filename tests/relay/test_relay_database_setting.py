@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pg_cluster import PgCluster
 from relay_helpers import ROOT, RelayProcess
 
 from walletpass_tui.cli import main
-from walletpass_tui.config import load_settings, mask_database_url
+from walletpass_tui.config import ConfigError, conninfo_url, load_settings, mask_database_url
 
 
 @pytest.fixture
@@ -210,3 +211,75 @@ def test_every_secret_of_a_database_url_is_found_to_be_scrubbed() -> None:
     assert set(database_url_secrets(url)) == {"s%40cret", "s@cret", "other", "third"}
     assert database_url_secrets("postgresql://relay@db/relay") == []
     assert database_url_secrets("/var/lib/relay.sqlite3") == []
+
+
+def test_libpq_keyword_value_form_is_postgresql_never_a_file_named_with_the_password(
+    pg_database: str, pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """What hosting panels hand out (``host=... password=...``) as --database: the channel is
+    made in PostgreSQL, nothing is created where the command runs, and the password shows
+    nowhere; a form the relay cannot take is refused in one line, without the password."""
+    parts = urllib.parse.urlsplit(pg_database)
+    dsn = (
+        f"host={parts.hostname} port={parts.port} dbname={parts.path.lstrip('/')} "
+        f"user={parts.username} password='{pg_cluster.password}'"
+    )
+    here = tmp_path / "cwd"
+    here.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
+    env["WALLETPASS_HOME"] = str(tmp_path / "home")
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "walletpass_tui", *argv],
+            cwd=here, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    made = cli("relay", "channel", "add", "team", "--database", dsn)
+    assert made.returncode == 0, made.stderr
+    listed = cli("relay", "channel", "list", "--json", "--database", pg_database)
+    assert [c["name"] for c in json.loads(listed.stdout)] == ["team"]  # in PostgreSQL
+    env["WALLETPASS_RELAY_DATABASE"] = dsn
+    relay = subprocess.Popen(
+        [sys.executable, "-m", "walletpass_tui", "relay", "serve", "--quiet",
+         "--host", "127.0.0.1", "--port", "0"],
+        cwd=here, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert relay.stdout is not None
+    first = relay.stdout.readline()
+    relay.terminate()
+    rest, err = relay.communicate(timeout=30)
+    assert first.startswith("Relay listening on ") and "(data: postgresql://" in first
+    refused = cli("relay", "channel", "list", "--database", dsn + " connect_timeout=10")
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1
+    assert "connect_timeout" in refused.stderr and "Traceback" not in refused.stderr
+    said = made.stdout + made.stderr + first + rest + err + refused.stdout + refused.stderr
+    assert pg_cluster.password not in said
+    assert list(here.iterdir()) == []  # no SQLite file, with the password in its name or not
+
+
+@pytest.mark.parametrize(
+    ("setting", "url"),
+    [
+        ("host=db dbname=relay user=u password=s3cret", "postgresql://?host=db&dbname=relay&user=u&password=s3cret"),
+        ("host = /run/pg  port=5433 password='a b\\'c'", "postgresql://?host=%2Frun%2Fpg&port=5433&password=a%20b%27c"),
+        ("HOST=db sslmode=require", "postgresql://?host=db&sslmode=require"),
+        ("relay-data/relay.sqlite3", "relay-data/relay.sqlite3"),
+        ("data=1/relay.sqlite3", "data=1/relay.sqlite3"),  # no libpq keyword: a file
+    ],
+)  # fmt: skip
+def test_libpq_keyword_value_form_reads_as_the_same_url(setting: str, url: str) -> None:
+    assert conninfo_url(setting) == url
+    assert "s3cret" not in mask_database_url(conninfo_url(setting))
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["host=db password='s3cret", "host=db options=-cx password=s3cret", "x password=s3cret"],
+)
+def test_a_keyword_value_setting_the_relay_cannot_take_is_refused_without_its_password(
+    setting: str,
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        conninfo_url(setting)
+    assert "s3cret" not in str(refused.value)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,7 +23,16 @@ import asyncpg
 import pytest
 from link_helpers import laptop, link_for, stored_until
 from pg_cluster import PgCluster
-from relay_helpers import RelayData, add_channel, follow, post_all, signed, stop_task
+from relay_helpers import (
+    ROOT,
+    RelayData,
+    TestDB,
+    add_channel,
+    follow,
+    post_all,
+    signed,
+    stop_task,
+)
 
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayServer
@@ -169,3 +180,52 @@ async def test_the_received_time_an_event_carries_is_the_one_stored_for_it(
     assert on_a[1].items[0].received_at_ms == row["received_at_ms"]
     assert b'"received_at_ms":%d,' % row["received_at_ms"] in bytes(row["data"])
     assert abs(row["received_at_ms"] - time.time() * 1000) < 60_000  # not A's clock
+
+
+# A relay process whose clock (time.time, what now_ms reads) runs SKEW seconds ahead, as on a
+# machine resumed from an old snapshot or with a broken clock; the database's is right.
+SKEWED_RELAY = """
+import os, sys, time
+real = time.time
+time.time = lambda: real() + float(os.environ["SKEW"])
+from walletpass_tui.cli import main
+sys.argv[0] = "walletpass-tui"
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def test_an_instance_days_ahead_prunes_nothing_fresh_and_says_its_clock_is_off(
+    pg_database: str, tmp_path: Path
+) -> None:
+    data = RelayData(tmp_path / "a", pg_database)
+    issued = add_channel(data, "team")
+    server = data.server()
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            await post_all(http, ingress_url(server.url, issued.channel.slug), 3)
+    finally:
+        await server.stop()
+    out = tmp_path / "d.out"
+    env = dict(os.environ, WALLETPASS_HOME=str(tmp_path / "d"), PYTHONUNBUFFERED="1")
+    env.update(WALLETPASS_RELAY_DATABASE=pg_database, SKEW=str(8 * 86400))
+    with out.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", SKEWED_RELAY, "relay", "serve", "--quiet",
+            "--host", "127.0.0.1", "--port", "0",
+            cwd=ROOT, env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        async with asyncio.timeout(60):  # it says so after its first pruning round
+            while "clock is" not in out.read_text():
+                assert proc.returncode is None, out.read_text()
+                await asyncio.sleep(0.05)
+    finally:
+        proc.terminate()
+        async with asyncio.timeout(30):
+            await proc.wait()
+    said = out.read_text()
+    assert "this machine's clock is 8.0 days ahead of the database's" in said, said
+    assert "NTP" in said and "Traceback" not in said
+    with TestDB(data) as db:
+        assert db.query("SELECT COUNT(*) FROM deliveries") == [(3,)]  # seconds old: all kept

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 from pg_cluster import PgCluster
-from relay_helpers import SECRET, RelayData, add_channel, follow, signed, stop_task
+from relay_helpers import ROOT, SECRET, RelayData, add_channel, follow, signed, stop_task
 from standardwebhooks import Webhook
+from tcp_proxy import TcpProxy
 
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
@@ -124,3 +127,59 @@ async def test_a_database_outage_under_load_loses_nothing_acknowledged_and_heals
         assert cursors == sorted(cursors)
         for d in got.items:
             hook.verify(d.body, dict(d.headers))
+
+
+async def test_an_outage_is_one_line_each_way_never_the_drivers_tracebacks(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """``relay serve --quiet`` while PostgreSQL is stopped and started: one line when it goes,
+    one when it is back, however many times the driver's pool tries to reconnect meanwhile (it
+    connects through a proxy here, which counts the tries)."""
+    url = own_cluster.new_database()
+    issued = add_channel(RelayData(tmp_path / "relay", url), "team")
+    proxy = TcpProxy([("127.0.0.1", own_cluster.port)])
+    await proxy.start()
+    url = url.replace(f":{own_cluster.port}/", f":{proxy.port}/")
+    out = tmp_path / "relay.out"
+    env = dict(os.environ, WALLETPASS_HOME=str(tmp_path / "relay"), PYTHONUNBUFFERED="1")
+    env["WALLETPASS_RELAY_DATABASE"] = url
+    with out.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "walletpass_tui", "relay", "serve", "--quiet",
+            "--host", "127.0.0.1", "--port", "0",
+            cwd=ROOT, env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        await _until(lambda: "Relay listening on " in out.read_text())
+        ingress = ingress_url(out.read_text().split("Relay listening on ", 1)[1].split()[0], "")
+        ingress += issued.channel.slug
+        own_cluster.stop("fast")
+        tried = proxy.accepted
+        async with aiohttp.ClientSession() as session:
+            async with asyncio.timeout(120):
+                while proxy.accepted < tried + 12:  # the relay tried again and again
+                    body, headers = signed()
+                    async with session.post(ingress, data=body, headers=headers) as r:
+                        assert r.status == 503
+                    await asyncio.sleep(0.5)
+            own_cluster.start()
+            await _until(lambda: "reachable again" in out.read_text())
+            body, headers = signed()
+            async with session.post(ingress, data=body, headers=headers) as r:
+                assert r.status == 200
+    finally:
+        proc.terminate()
+        async with asyncio.timeout(30):
+            await proc.wait()
+        await proxy.stop()
+    said = out.read_text()
+    assert "Traceback" not in said and "Failed to restore" not in said, said
+    assert said.count("is unreachable") == 1 and said.count("reachable again") == 1, said
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 60) -> None:
+    async with asyncio.timeout(timeout):  # "did not hang"
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.05)

@@ -69,6 +69,37 @@ async def test_serve_prints_a_line_per_request_without_tokens_or_slugs(
 
 
 @pytest.mark.slow
+async def test_a_real_slug_in_a_path_that_is_not_the_route_is_never_printed_whole(
+    relay_process: RelayProcess,
+) -> None:
+    """A doubled slash in a pasted URL, a proxy that keeps its path prefix, another case, a
+    ``..``: the request is answered, and its line shows the slug by its first characters."""
+    issued = add_channel(relay_process, "team")
+    slug = issued.channel.slug
+    relay_process.start(lines=True)
+    paths = [f"//in/{slug}", f"/relay/in/{slug}", f"/IN/{slug}", f"/x/{slug}", f"/a/../in/{slug}"]
+    for path in paths:  # written as bytes: an HTTP client would tidy the path first
+        reader, writer = await asyncio.open_connection("127.0.0.1", relay_process.port)
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            async with asyncio.timeout(30):
+                assert (await reader.read()).startswith(b"HTTP/1.1 ")
+        finally:
+            writer.close()
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{relay_process.url}/healthz") as r,  # the last line
+    ):
+        assert r.status == 200
+    assert await asyncio.to_thread(relay_process.terminate) == 0  # what waits is written
+    assert relay_process.proc is not None and relay_process.proc.stdout is not None
+    out = relay_process.proc.stdout.read()
+    shown = [m["what"] for line in out.splitlines() if (m := LINE.fullmatch(line))]
+    assert len(shown) == len(paths) + 1 and slug not in out
+    assert all(f"{slug[:4]}…" in what for what in shown[:-1]), shown
+
+
+@pytest.mark.slow
 async def test_quiet_prints_no_line_per_request(relay_process: RelayProcess) -> None:
     issued = add_channel(relay_process, "team")
     relay_process.start()  # --quiet
@@ -89,6 +120,15 @@ async def test_quiet_prints_no_line_per_request(relay_process: RelayProcess) -> 
         ("/in/", "in/?"),
         ("/healthz", "/healthz"),
         ("/wpr_" + "t" * 43, "/wpr_…"),  # a token pasted into a path
+        # A real slug in a path that is not exactly a route: never whole.
+        ("//in/AbCdEfGhIjKlMnOpQrStUv", "//in/AbCd…"),
+        ("/relay/in/AbCdEfGhIjKlMnOpQrStUv", "/relay/in/AbCd…"),  # a proxy kept its prefix
+        ("/IN/AbCdEfGhIjKlMnOpQrStUv", "/IN/AbCd…"),
+        ("/x/AbCdEfGhIjKlMnOpQrStUv", "/x/AbCd…"),
+        ("/a/../in/AbCdEfGhIjKlMnOpQrStUv", "/a/../in/AbCd…"),
+        ("/xAbCdEfGhIjKlMnOpQrStUv.json", "/xAbC….json"),
+        ("/channels/AbCdEfGhIjKlMnOpQrStUv/AbCdEfGhIjKlMnOpQrStUv", "channels/team/AbCd…"),
+        ("/in/team", "in/? (slug team…)"),
         ("/\x1b[2J\r\nfake", "/\\x1b[2J\\r\\nfake"),
     ],
 )

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import httpx
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
@@ -199,9 +200,11 @@ def test_a_hostile_state_file_is_reported_never_trusted(
 @example(path="/hooks?x=1#frag 100%")
 @example(path="/" + "a" * (MAX_RECEIVER_PATH - 1))  # at the bound
 @example(path="/" + "\U0001f600" * ((MAX_RECEIVER_PATH - 1) // 12))  # 4 bytes, 12 characters
+@example(path="/a/..b/.c/...")  # dots that are not dot segments
 def test_any_path_the_receiver_accepts_gives_a_state_file_attach_accepts(path: str) -> None:
     """Whatever the configuration lets a receiver serve, the state file it writes is read back
-    whole: its URL printable ASCII, within the bounds, and decoding to the path it serves."""
+    whole: its URL printable ASCII, within the bounds, and decoding to the path it serves, which
+    is the path an HTTP client posts to (no dot segment for it to remove)."""
     assume(receiver_path_problem(path) is None)
     options = ReceiverOptions(path=path)
     url = receiver_url(options, ("fe80::1%" + "e" * 15, 65535))
@@ -210,6 +213,7 @@ def test_any_path_the_receiver_accepts_gives_a_state_file_attach_accepts(path: s
     assert read == written and read.url == url
     assert url.isascii() and url.isprintable()
     assert unquote(urlsplit(url).path) == path
+    assert httpx.URL(url).raw_path.split(b"?")[0].decode() == urlsplit(url).path
 
 
 def test_a_relay_url_of_any_length_or_text_is_carried_cut_to_the_bound() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from schema_helpers import activated, delivery, learned
 
 from walletpass_tui.schemas.catalog import Catalog
-from walletpass_tui.schemas.drift import DRIFT_AFTER
+from walletpass_tui.schemas.drift import DRIFT_AFTER, WARM_UP_REPORTED
 from walletpass_tui.schemas.model import GroupKey
 from walletpass_tui.schemas.records import DriftRecord
 from walletpass_tui.webhooks.models import REJECTED
@@ -189,3 +189,14 @@ def test_steady_first_samples_disagree_on_nothing() -> None:
     catalog = Catalog()
     found = [f for n in range(DRIFT_AFTER) for f in catalog.learn(delivery(n, activated(n)))]
     assert found == []
+
+
+def test_what_the_first_samples_disagreed_on_is_told_at_most_50_times() -> None:
+    catalog = Catalog()
+    found = []
+    for n in range(DRIFT_AFTER):  # each sample with fields of its own
+        body = activated(n)
+        body["data"].update({f"extra{chr(97 + n)}{chr(97 + k)}": k for k in range(5)})
+        found += catalog.learn(delivery(n, body))
+    assert len(found) == WARM_UP_REPORTED
+    assert {f.kind.value for f in found} == {"warm_up_optional"}

@@ -441,6 +441,7 @@ FOREIGN_ROWS = {
     "types": 'UPDATE paths SET types = \'{"string": "many"}\'',
     "a count": "UPDATE groups SET samples = 'lots'",
     "a parent": "UPDATE paths SET parent = 'nowhere' WHERE parent IS NOT NULL",
+    "values": "UPDATE paths SET vals = '[[\"string\", 5, 1]]' WHERE vals IS NOT NULL",
 }
 
 

@@ -95,3 +95,32 @@ async def test_an_unknown_path_is_said_with_the_nearest_and_the_rest_filters(
         await type_into(pilot, field, "data.balance>15 data.platform:google")
         await wait_for(lambda: log.total == 2)
         assert log.filter_problem is None
+
+
+async def test_an_unknown_path_is_named_beside_a_term_that_does_not_parse(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    await record_all(store, history())
+    app = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        log = await ready(app)
+        await pilot.press("slash")
+        field = log.query_one("#log-filter", Input)
+        await type_into(pilot, field, "data.balanc:5 [b]")
+        await pilot.press("enter")
+        await wait_for(lambda: log.filter_problem is not None and log.total == 20)
+        # Neither the typo nor the term that does not parse filters: every delivery is listed.
+        assert log.filter_problem == (
+            "No delivery has shown a field data.balanc; the nearest known: data.balance."
+            ' · [...: array items are written [] (any item), a key as ["name"]'
+        )
+        assert "nearest known: data.balance" in str(log.border_subtitle)
+        await pilot.press("slash")
+        await type_into(pilot, field, 'data["[red]zz[/red]"]:1 data.balance>15 [b]x[/b]')
+        await pilot.press("enter")
+        await wait_for(lambda: log.total == 5)  # the known term still filters
+        assert str(log.filter_problem).startswith(
+            'No delivery has shown a field data["[red]zz[/red]"]; '
+        )
+        assert "array items are written" in str(log.filter_problem)
+        assert str(log.border_subtitle).startswith("⚠ No delivery has shown a field data[")

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import factories
 import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings
@@ -161,6 +162,60 @@ async def test_the_last_cursor_is_per_relay_and_a_cursor_is_never_stored_twice(
     assert not await runtime.store.has_relay_cursor(other, 9)
 
 
+SPELLINGS = (
+    "http://localhost:9/channels/abc/events",
+    "http://127.0.0.1:9/channels/abc/events/",
+    "http://127.0.0.1:9//channels/abc/events?x=1",
+    "https://relay.example.com:443/prefix/channels/abc/events",  # the balancer, behind a prefix
+)
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+async def test_a_channel_is_one_whatever_way_its_url_is_spelt(
+    runtime: DeliveryRuntime, spelling: str
+) -> None:
+    await runtime.accept(relayed("msg_a", 4))
+    await runtime.store.advance_relay_mark(RELAY, 4)
+    assert await runtime.store.last_relay_cursor(spelling) == 4
+    assert await runtime.store.has_relay_cursor(spelling, 4)
+    assert await runtime.store.start_relay_mark(spelling) == (4, 4)
+    with pytest.raises(StoreError):  # the same delivery under another spelling: refused
+        await runtime.accept(relayed("msg_a", 4, relay_url=spelling))
+    assert len(await runtime.store.message_attempts("msg_a")) == 1
+    stored = await runtime.accept(relayed("msg_b", 5, relay_url=spelling))
+    assert stored.relay_url == spelling  # shown as it was followed
+    assert await runtime.store.last_relay_cursor(RELAY) == 5
+
+
+async def test_an_older_history_keyed_by_url_is_kept_by_channel(tmp_path: Path) -> None:
+    """A history written before cursors were kept by channel, where the same channel was
+    followed under two spellings (each delivery stored twice): the upgrade keeps both copies,
+    resumes after the higher mark, and refuses a third copy."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    path = home / "deliveries.sqlite3"
+    async with runtime_for(home) as rt:
+        for cursor in (1, 2, 3):
+            await rt.accept(relayed(f"msg_{cursor}", cursor))
+    with sqlite3.connect(path, isolation_level=None) as db:
+        factories.as_version_8(db)
+        db.execute(
+            "INSERT INTO attempts (webhook_id, attempt_no, received_at_ms, method, path, "
+            "headers, body, body_size, verdict, reason, status, relay_url, relay_cursor) "
+            "SELECT webhook_id, 2, received_at_ms, method, path, headers, body, body_size, "
+            "verdict, reason, status, ?, relay_cursor FROM attempts WHERE relay_cursor <= 2",
+            (SPELLINGS[0],),
+        )
+        db.execute("INSERT INTO relay_marks VALUES (?, 3), (?, 2)", (RELAY, SPELLINGS[0]))
+    async with runtime_for(home) as rt:
+        assert await rt.store.start_relay_mark(SPELLINGS[1]) == (3, 3)
+        assert len(await rt.store.message_attempts("msg_1")) == 2  # both copies are kept
+        with pytest.raises(StoreError):
+            await rt.accept(relayed("msg_2", 2, relay_url=SPELLINGS[2]))
+        assert len(await rt.store.message_attempts("msg_2")) == 2
+
+
 async def test_relayed_deliveries_survive_a_reopen(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with runtime_for(home) as rt:
@@ -252,8 +307,8 @@ async def test_a_history_from_before_the_relay_is_upgraded_in_place(tmp_path: Pa
     try:
         plan = db.execute(
             "EXPLAIN QUERY PLAN SELECT MAX(relay_cursor) FROM attempts "
-            "WHERE relay_url = ? AND relay_cursor >= 0",
-            (RELAY,),
+            "WHERE relay_channel = ? AND relay_cursor >= 0",
+            ("abc",),
         ).fetchall()
     finally:
         db.close()

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from factories import T0, json_attempt
+from factories import T0, as_version_8, json_attempt
 
 from walletpass_tui.webhooks.models import CHECK, RECEIVED, REJECTED, VERIFIED, Attempt, LogFilter
 from walletpass_tui.webhooks.store import Store
@@ -105,6 +105,7 @@ async def test_the_counts_answer_the_logs_totals(tmp_path: Path) -> None:
 def make_old(path: Path) -> None:
     """The history as the version before the counts by minute left it."""
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        as_version_8(db)
         db.execute("DROP TABLE activity")
         db.execute("DROP INDEX forwards_by_time")
         db.execute("DROP INDEX forwards_by_attempt")

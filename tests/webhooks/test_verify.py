@@ -317,6 +317,11 @@ def test_parse_secret_decodes_the_key() -> None:
         ("whsec_MfKQ9r8G-KYqrTw_jUPD8", "not valid base64"),
         ("whsec_A", "not valid base64"),
         ("whsec_====", "not valid base64"),
+        # Characters copied along, invisible on a screen: named by code point, where they are.
+        ("\ufeffwhsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "starts with U+FEFF (a byte order mark)"),
+        ("whsec_MfK\u200bQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "at character 10, U+200B (zero width"),
+        ("whsec_MfKQ9r8G\xa0KYqrTwjUPD8ILPZIo2LaLaSw", "U+00A0 (no-break space)"),
+        ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\x1b[2J", "U+001B (a control character)"),
     ],
 )
 def test_parse_secret_rejects_unusable_secrets(secret: str, why: str) -> None:

@@ -120,7 +120,7 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
                 "Give the secret your receiver verifies with: set WALLETPASS_SECRET, give "
                 "--secret-file PATH or --secret -, or name a local endpoint with --endpoint ep_..."
             )
-        secret = found
+        secret = found.value
     return CheckOptions(
         target_options=target_options(args, [args.url]),
         target=args.url,

@@ -2,19 +2,23 @@
 receiver listens (its state file) and the secret it verifies with (the home's test secret), so
 ``listen`` in one shell and ``trigger activated`` in another need no flag and no environment.
 
-A secret given (``--secret``, ``--secret-file``, ``--secret -``, ``WALLETPASS_SECRET``) always wins;
-the test secret is used only for a URL that is this home's receiver.
+A secret given by a flag (``--secret``, ``--secret-file``, ``--secret -``) is used as given, to see
+what a receiver does with another secret. To this home's receiver, otherwise, the test secret: that
+receiver always verifies with it, whereas a ``WALLETPASS_SECRET`` exported for an app verifies
+there only when the receiver was given it too. Elsewhere ``WALLETPASS_SECRET``; the test secret is
+used only for a URL that is this home's receiver.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 from urllib.parse import urlsplit
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.cli.secret_flags import one_secret
-from walletpass_tui.config import Settings
+from walletpass_tui.cli.secret_flags import GivenSecret, one_secret
+from walletpass_tui.config import ENV_SECRET, Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import home_flag
@@ -78,20 +82,27 @@ def _local(host: str | None) -> str | None:
         return host
 
 
-def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> str | None:
-    """The secret given, else this home's test secret when ``url`` is this home's receiver,
-    else None."""
-    given = one_secret(args)
-    if given is not None:
-        return given.value
+def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> GivenSecret | None:
+    """The secret to sign a delivery to ``url`` with, and where it came from: one a flag gives,
+    else this home's test secret when ``url`` is this home's receiver, else
+    ``$WALLETPASS_SECRET``'s; None when there is none."""
+    flagged = one_secret(args, env={})  # the flags alone
+    if flagged is not None:
+        return flagged
     if not is_home_receiver(url, settings):
-        return None
+        return one_secret(args)
     from walletpass_tui.webhooks import home_secret
 
     secret = home_secret.load(settings.home)
+    exported = os.environ.get(ENV_SECRET, "").strip()
     if secret is None:  # a receiver runs, so it made one: only a removed file gets here
+        if exported:
+            return one_secret(args)
         raise UsageError(
             f"This home has no test secret ({home_secret.path_of(settings.home)}); restart "
             "its receiver to make one, or give the secret."
         )
-    return secret
+    source = home_secret.LABEL
+    if exported:
+        source += f"; ${ENV_SECRET} is for other receivers"
+    return GivenSecret(secret, source)

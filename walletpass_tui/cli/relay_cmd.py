@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.text import printable
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
@@ -173,10 +174,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="create a channel: prints its ingress URL, subscribe URL and a token (once)",
     )
     add.add_argument("name")
-    add.add_argument(
-        "--secret",
-        metavar="whsec_...",
-        help="verify at the relay: forged posts get 401 and are not fanned out",
+    add_secret_flags(
+        add,
+        what="the endpoint's signing secret, to verify at the relay: forged posts get 401 and "
+        "are not fanned out",
+        many=False,
     )
     add.add_argument("--public-url", dest="relay_public_url", metavar="URL")
     add.add_argument(
@@ -444,7 +446,9 @@ async def _base(args: argparse.Namespace, db: Any) -> tuple[str, bool]:
     return base, False
 
 
-async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: str) -> None:
+async def _print_issued(
+    args: argparse.Namespace, db: Any, issued: Any, verb: str, secret: Any = None
+) -> None:
     from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 
     base, guessed = await _base(args, db)
@@ -462,7 +466,12 @@ async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: st
     print(f"  Register this ingress URL with the service: {urls['ingress_url']}")
     print(f"  Subscribe URL (listen --relay):             {urls['subscribe_url']}")
     print(f"  Subscriber token (shown once, keep it):     {issued.token}")
-    if channel.verifies_at_edge:
+    if secret is not None:
+        print(
+            f"  The relay verifies signatures with {secret.masked} ({secret.source}): forged "
+            "posts get 401."
+        )
+    elif channel.verifies_at_edge:
         print("  The relay verifies signatures: forged posts get 401.")
     if guessed:
         print(
@@ -472,18 +481,18 @@ async def _print_issued(args: argparse.Namespace, db: Any, issued: Any, verb: st
 
 
 def cmd_channel_add(args: argparse.Namespace) -> int:
-    from walletpass_tui.webhooks.verify import parse_secret
-
-    if args.secret:
-        parse_secret(args.secret)
     if args.quota_mb <= 0:
         raise CommandError("--quota-mb must be more than 0.")
+    # --secret, --secret -, --secret-file or $WALLETPASS_SECRET, as every command takes it.
+    secret = one_secret(args)
 
     async def add(db: Any) -> None:
         issued = await db.add_channel(
-            args.name, secret=args.secret or None, quota_bytes=args.quota_mb * 1024 * 1024
+            args.name,
+            secret=secret.value if secret is not None else None,
+            quota_bytes=args.quota_mb * 1024 * 1024,
         )
-        await _print_issued(args, db, issued, "created")
+        await _print_issued(args, db, issued, "created", secret)
 
     _run(args, add)
     return 0

@@ -134,7 +134,8 @@ def _check(given: GivenSecret) -> None:
         parse_secret(given.value)
     except SecretError as exc:
         error = UsageError if given.source == "--secret" else ConfigError
-        raise error(f"The signing secret {given.masked} from {given.source}: {exc}") from None
+        shown = printable(given.masked)  # a refused one may hold control or invisible characters
+        raise error(f"The signing secret {shown} from {given.source}: {exc}") from None
 
 
 def _words(text: str, source: str) -> list[GivenSecret]:
@@ -158,7 +159,8 @@ def _decode(data: bytes, source: str) -> str:
             f"{source} holds more than {MAX_SOURCE_BYTES // 1024} KiB; give only the secrets."
         )
     try:
-        return data.decode("utf-8")
+        # "utf-8-sig": a byte order mark that some editors write first is not part of a secret.
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ConfigError(
             f"{source} is not UTF-8 text; give the secrets as whsec_... lines."

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from walletpass_tui.query.values import written_fields
+from walletpass_tui.query.values import MAX_VALUES, WrittenFields, written_fields
+from walletpass_tui.schemas.paths import MAX_DEPTH, MAX_KEY_CHARS
 from walletpass_tui.text import format_ms, format_size, printable
 from walletpass_tui.webhooks.models import Attempt
 
@@ -79,6 +80,8 @@ class Diff:
     same_body: bool  # byte for byte
     body: tuple[Change, ...] = field(default_factory=tuple)  # paths, in A's order then B's
     headers: tuple[Change, ...] = field(default_factory=tuple)  # names in lower case
+    # Every value of both bodies was read (none past the depth, key length or count bounds).
+    read_whole: bool = True
 
     @property
     def same_fields(self) -> bool:
@@ -112,8 +115,10 @@ def _headers(attempt: Attempt) -> dict[str, list[str]]:
 def diff(a: Attempt, b: Attempt) -> Diff:
     """What changed from ``a`` to ``b``."""
     fields_a, fields_b = written_fields(a.body), written_fields(b.body)
+    read_whole = True
     if fields_a is not None and fields_b is not None:
-        body = _changes(fields_a, fields_b)
+        body = _changes(fields_a.values, fields_b.values)
+        read_whole = fields_a.whole and fields_b.whole
     elif a.body == b.body:
         body = ()
     else:  # not JSON on one side at least: the body as a whole
@@ -124,10 +129,11 @@ def diff(a: Attempt, b: Attempt) -> Diff:
         a.body == b.body,
         body,
         _changes(_headers(a), _headers(b)),
+        read_whole,
     )
 
 
-def _whole(body: bytes, fields: dict[str, list[str]] | None) -> str:
+def _whole(body: bytes, fields: WrittenFields | None) -> str:
     """A body that is not JSON, as one value: its text (JSON-quoted) or its size."""
     if fields is not None:
         return "(JSON)"
@@ -150,6 +156,16 @@ def partner_of(attempt: Attempt, earlier: list[Attempt]) -> Attempt | None:
 # -- as lines ---------------------------------------------------------------------------------
 
 SHOWN_CHARS = 80  # of a value or a header, on a line
+# Two JSON bodies whose bytes differ and whose values, as written, do not: what else can differ.
+SAME_VALUES = (
+    "the same values as written (the bytes differ only in spacing, key order, "
+    "string escapes or a key given twice)"
+)
+SAME_AS_READ = (
+    "the same values as far as they are read (the bytes differ; values nested deeper than "
+    f"{MAX_DEPTH} levels, under keys longer than {MAX_KEY_CHARS} characters or past the "
+    f"first {MAX_VALUES:,} are not compared)"
+)
 
 
 def _side(mark: str, side: Side) -> str:
@@ -179,8 +195,10 @@ def diff_lines(found: Diff) -> list[tuple[str, str]]:
     lines = [("a", _side("---", found.a)), ("b", _side("+++", found.b))]
     if found.same_body:
         lines.append(("same", "body: the same bytes"))
+    elif not found.body and found.read_whole:
+        lines.append(("same", f"body: {SAME_VALUES}"))
     elif not found.body:
-        lines.append(("same", "body: the same fields (the bytes differ: spacing or key order)"))
+        lines.append(("same", f"body: {SAME_AS_READ}"))
     else:
         lines.append(("title", "body:"))
         lines.extend((c.kind, change_line(c)) for c in found.body)

@@ -62,6 +62,8 @@ class BodyFields:
     json: bool
     values: dict[str, list[Comparable]] = field(default_factory=dict)
     cut: bool = False  # more than MAX_VALUES: the rest was not read
+    # A value deeper than MAX_DEPTH or under a key longer than MAX_KEY_CHARS was not read.
+    skipped: bool = False
     count: int = 0
     # A string's text as written, where its folded (compared) form differs: to show it.
     written: dict[str, str] = field(default_factory=dict)
@@ -145,8 +147,11 @@ class _Reader:
             self._add(path, (OBJECT_TEXT if is_object else ARRAY_TEXT) if self.exact else CONTAINER)
         depth = len(self.frames)
         item = None
-        if path is not None and not is_object and depth < MAX_DEPTH:
-            item = child(path, Segment.ITEM)
+        if path is not None and not is_object:
+            if depth < MAX_DEPTH:
+                item = child(path, Segment.ITEM)
+            else:
+                self.found.skipped = True
         self.frames.append([path, is_object, item])
 
     def begin_object(self) -> None:
@@ -164,8 +169,11 @@ class _Reader:
     def key(self, name: str) -> None:
         frame = self.frames[-1]
         parent = frame[0]
-        if parent is None or len(self.frames) > MAX_DEPTH or len(name) > MAX_KEY_CHARS:
+        if parent is None:
             frame[2] = None
+        elif len(self.frames) > MAX_DEPTH or len(name) > MAX_KEY_CHARS:
+            frame[2] = None
+            self.found.skipped = True
         else:
             frame[2] = child(parent, Segment.KEY, name)
 
@@ -197,14 +205,25 @@ def body_fields(body: bytes) -> BodyFields:
     return found
 
 
-def written_fields(body: bytes) -> dict[str, list[str]] | None:
-    """Every value of ``body`` at its path as JSON text, as written (a string quoted, an object
-    ``{…}``, an array ``[…]``), by the same rules as ``body_fields``; None: not JSON."""
+@dataclass(frozen=True)
+class WrittenFields:
+    """A JSON body's values at their paths as JSON text, as written; ``whole``: every value was
+    read (none past the depth, key length or count bounds)."""
+
+    values: dict[str, list[str]]
+    whole: bool
+
+
+def written_fields(body: bytes) -> WrittenFields | None:
+    """Every value of ``body`` at its path as JSON text, as written (a string quoted, a number
+    as its digits, ``1e999`` and ``1e2`` included, an object ``{…}``, an array ``[…]``), by the
+    same rules as ``body_fields``; None: not JSON."""
     found = BodyFields(json=True)
     try:
-        read(body, _Reader(found, exact=True))
+        read(body, _Reader(found, exact=True), numbers_as_written=True)
     except _Cut:
-        pass  # bounded: what was read stays
+        pass  # bounded: what was read stays, ``whole`` says so
     except (NotJson, RecursionError):  # not JSON: no fields
         return None
-    return {path: [str(v) for v in values] for path, values in found.values.items()}
+    values = {path: [str(v) for v in values] for path, values in found.values.items()}
+    return WrittenFields(values, not (found.cut or found.skipped))

@@ -12,7 +12,9 @@ to a sink, in time and memory bounded by the body's size, never raising anything
 
 Both accept what ``json.loads`` accepts for a UTF-8 text (``NaN`` and ``Infinity`` included,
 control characters in strings refused). Integers stay integers: ``1`` is an integer, ``1.0`` and
-``1e999`` are numbers, ``true`` is a boolean.
+``1e999`` are numbers, ``true`` is a boolean. The scanner tells a number as its text; the first road
+tells it as Python reads it (``1e999`` infinite, ``1e2`` 100.0) unless asked for
+``numbers_as_written``, when it too tells the text (``1e999``, ``1e2``, ``-0``).
 """
 
 from __future__ import annotations
@@ -79,12 +81,40 @@ def text_of(value: Any) -> str:
     return str(value)
 
 
-def read(body: bytes, sink: Sink) -> None:
-    """Tell ``sink`` every value of ``body``; NotJson when it is not UTF-8 JSON."""
+class Written:
+    """A number as the body wrote it (``json.loads``'s hooks make one with
+    ``numbers_as_written``): its kind (INTEGER or NUMBER) and its text."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: str, text: str) -> None:
+        self.kind = kind
+        self.text = text
+
+
+def _written_integer(text: str) -> Written:
+    return Written(INTEGER, text)
+
+
+def _written_number(text: str) -> Written:
+    return Written(NUMBER, text)
+
+
+def read(body: bytes, sink: Sink, *, numbers_as_written: bool = False) -> None:
+    """Tell ``sink`` every value of ``body``; NotJson when it is not UTF-8 JSON.
+    ``numbers_as_written``: every number told as its text, whichever road reads it."""
     text = decode(body)
     if len(body) <= FAST_BYTES:
         try:
-            doc = json.loads(text)
+            if numbers_as_written:
+                doc = json.loads(
+                    text,
+                    parse_int=_written_integer,
+                    parse_float=_written_number,
+                    parse_constant=_written_number,
+                )
+            else:
+                doc = json.loads(text)
         except (ValueError, RecursionError):
             pass  # not JSON, or more than json.loads takes: the scanner decides
         else:
@@ -120,6 +150,8 @@ def walk(doc: Any, sink: Sink) -> None:
                 sink.scalar(BOOLEAN, value)
             elif isinstance(value, int):
                 sink.scalar(INTEGER, value)
+            elif isinstance(value, Written):
+                sink.scalar(value.kind, value.text)
             else:
                 sink.scalar(NUMBER, value)
         else:

@@ -7,6 +7,10 @@ timestamp is checked against ``received_at`` (when
 the relay received it), so a delivery caught up after a laptop slept for hours is not refused as
 too old. ``relay_url`` and ``relay_cursor`` are stored with the attempt in the same commit: a
 restart resumes after the last stored cursor and never stores one twice.
+
+Cursors are the channel's, the same on every instance of a relay, so what a home has stored is
+kept by channel (``relay_channel``), never by the way the subscribe URL is spelt: ``localhost``
+or ``127.0.0.1``, a trailing slash, a default port, another instance's address, a balancer's.
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ def parse_secret(secret: str) -> bytes:
     Spec section 5: drop the prefix up to and including the first underscore, base64-decode the rest.
     """
     text = secret.strip()
+    stray = _stray_character(text)
+    if stray is not None:
+        raise SecretError(stray)
     if not text.startswith(SECRET_PREFIX):
         raise SecretError("A signing secret starts with whsec_ followed by base64 text.")
     body = text[len(SECRET_PREFIX) :]
@@ -75,6 +78,28 @@ def parse_secret(secret: str) -> bytes:
     if not key:
         raise SecretError("The signing secret decodes to an empty key.")
     return key
+
+
+def _stray_character(text: str) -> str | None:
+    """A sentence naming the first character of ``text`` that no secret holds (anything but
+    printable ASCII: a byte order mark, a zero-width or no-break space copied along), or None. The
+    character is named by its code point: it may be invisible, and it is not part of the key."""
+    for index, char in enumerate(text):
+        if not (char.isascii() and char.isprintable()):
+            import unicodedata
+
+            name = unicodedata.name(char, "")
+            if char == "\ufeff":
+                name = "a byte order mark"
+            elif unicodedata.category(char) == "Cc":
+                name = "a control character"
+            where = "starts with" if index == 0 else f"holds, at character {index + 1},"
+            named = f"U+{ord(char):04X}" + (f" ({name.lower()})" if name else "")
+            return (
+                f"The signing secret {where} {named}, which is not part of any secret: remove it "
+                "(copy the secret again as plain text)."
+            )
+    return None
 
 
 @dataclass(frozen=True)

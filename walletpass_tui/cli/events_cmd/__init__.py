@@ -216,13 +216,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="send a stored message again to a URL",
         description="Send a stored message to URL and record the answer in its history. Without "
         "--to it goes where it was forwarded (listen --forward-to, per topic), else where a "
-        "delivery of its topic last went. resign (default): same webhook-id, a fresh timestamp, "
+        "delivery of its topic last went, else to the receiver running on this home (a "
+        "redelivery: the message's next attempt). resign (default): same webhook-id, a fresh timestamp, "
         "signed with the secret that verified it (found again among the known secrets by the "
         "signature it came with), as the service would send a retry. original: the stored bytes "
         "and headers exactly, old timestamp included (to test replay protection). An edited body "
         "(--body-file, at most max_body bytes) is always re-signed.",
         epilog="examples:\n"
-        "  walletpass-tui events replay last      # to where it was forwarded, re-signed\n"
+        "  walletpass-tui events replay last      # to where it was forwarded (else to listen), re-signed\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --mode original\n"
         "  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --body-file edited.json\n"
@@ -235,7 +236,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="URL",
         type=target_url_arg,
         help="where to send it (default: where it was forwarded, else where a delivery of its "
-        "topic last was)",
+        "topic last was, else this home's running receiver)",
     )
     rp.add_argument("--mode", choices=("resign", "original"), default="resign")
     rp.add_argument("--body-file", metavar="FILE", help="send this body instead (re-signed)")

@@ -11,7 +11,7 @@ from typing import Any
 from walletpass_tui import __version__
 from walletpass_tui.cli.common import CommandError, read_bounded_file, settings_from_args
 from walletpass_tui.cli.home_receiver import receiver_url, signing_secret
-from walletpass_tui.cli.secret_flags import stdin_conflict
+from walletpass_tui.cli.secret_flags import GivenSecret, stdin_conflict
 from walletpass_tui.config import DEFAULT_MAX_BODY
 from walletpass_tui.errors import UsageError
 from walletpass_tui.sim.body_edit import Assignment, BodyEditError, apply, parse_assignment
@@ -39,11 +39,11 @@ def checked_time_scale(text: str) -> float:
         ) from None
 
 
-def target_and_secret(args: argparse.Namespace) -> tuple[str, str]:
-    """Where to send and the secret to sign with. Without --to: this home's receiver (from its
-    state file). The secret: the one given (``--secret``, ``--secret-file``, ``--secret -``,
-    ``$WALLETPASS_SECRET``), else this home's test secret when sending to this home's receiver;
-    refused otherwise."""
+def target_and_secret(args: argparse.Namespace) -> tuple[str, GivenSecret]:
+    """Where to send and the secret to sign with (and where it came from). Without --to: this
+    home's receiver (from its state file). The secret: one a flag gives (``--secret``,
+    ``--secret-file``, ``--secret -``), else this home's test secret when sending to this home's
+    receiver, else ``$WALLETPASS_SECRET``'s; refused when there is none."""
     settings = settings_from_args(args)
     url = checked_target_url(args.to) if args.to else receiver_url(settings)
     stdin_conflict(args, "body_file", "fixture")

@@ -12,6 +12,7 @@ import httpx
 
 from walletpass_tui.api.topics import topic_label
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.secret_flags import GivenSecret
 from walletpass_tui.cli.sim_cmd.checks import (
     EXCERPT_CHARS,
     USER_AGENT,
@@ -23,6 +24,7 @@ from walletpass_tui.cli.sim_cmd.checks import (
     scale_note,
     target_and_secret,
 )
+from walletpass_tui.config import ENV_SECRET
 from walletpass_tui.sim.engine import (
     RETRY_WAITS,
     DeliveryEngine,
@@ -39,16 +41,16 @@ from walletpass_tui.webhooks.verify import sign
 
 def cmd_sim_deliver(args: argparse.Namespace) -> int:
     scale = checked_time_scale(args.time_scale)
-    url, secret = target_and_secret(args)
+    url, given = target_and_secret(args)
     msg_id = checked_message_id(args.message_id)
     body = body_for(args, args.topic)
     message = Message(id=msg_id, topic=args.topic, body=body)
     print(
-        f"Delivering {msg_id} ({args.topic}, {len(body)} bytes) to {url}: up to "
-        f"{len(RETRY_WAITS)} attempts ({scale_note(scale)}).",
+        f"Delivering {msg_id} ({args.topic}, {len(body)} bytes) to {url}, {signed_with(given)}: "
+        f"up to {len(RETRY_WAITS)} attempts ({scale_note(scale)}).",
         flush=True,
     )
-    result = asyncio.run(_deliver(url, secret, message, scale))
+    result = asyncio.run(_deliver(url, given.value, message, scale))
     if result is None or result.state == "stopped":
         raise CommandError("The delivery was stopped before it finished.")
     if result.state == "delivered":
@@ -73,31 +75,54 @@ async def _deliver(url: str, secret: str, message: Message, scale: float) -> Del
 # -- trigger ----------------------------------------------------------------------------------------
 
 
+def signed_with(given: GivenSecret) -> str:
+    """Which secret a delivery is signed with, masked, and where it came from."""
+    return f"signed with {given.masked} ({given.source})"
+
+
+ANOTHER_SECRET = (
+    f"if it verifies with another secret, give that one (${ENV_SECRET}, --secret-file PATH or "
+    "--secret -)"
+)
+
+
 def cmd_trigger(args: argparse.Namespace) -> int:
-    url, secret = target_and_secret(args)
+    url, given = target_and_secret(args)
+    secret = given.value
     if not 0 < args.timeout <= 3600:
         raise CommandError(f"--timeout must be between 0 and 3600 seconds, got {args.timeout:g}.")
     events = fixture_events(args, need_topic=False)
+    print(f"Signing with: {given.masked} ({given.source})", flush=True)
     with httpx.Client(timeout=args.timeout, trust_env=False, follow_redirects=False) as client:
         if events is None:
             msg_id = checked_message_id(args.message_id)
             status = _post(client, url, secret, msg_id, args.topic, body_for(args, args.topic))
             if 200 <= status <= 299:
                 return 0
-            raise CommandError(
-                f"The receiver answered {status}, not 2xx: the service would count this as a "
-                f"failed attempt and retry in {format_wait(RETRY_WAITS[1])}."
+            retry = (
+                "the service would count this as a failed attempt and retry in "
+                f"{format_wait(RETRY_WAITS[1])}"
             )
-        refused = 0
+            if status == 401:  # the secret is the likely cause: say which one was used
+                raise CommandError(
+                    f"The receiver answered 401 to a delivery {signed_with(given)}: "
+                    f"{ANOTHER_SECRET}; {retry}."
+                )
+            raise CommandError(f"The receiver answered {status}, not 2xx: {retry}.")
+        refused = unauthorized = 0
         for index, event in enumerate(events):
             body = event.render(datetime.now(UTC))
             status = _post(client, url, secret, message_id(), event.topic, body, index=index)
             refused += not 200 <= status <= 299
+            unauthorized += status == 401
     print(f"Sent {len(events)} event(s) in order: {len(events) - refused} answered 2xx.")
     if refused:
+        why = ""
+        if unauthorized:
+            why = f"; {unauthorized} answered 401 to deliveries {signed_with(given)}: {ANOTHER_SECRET}"
         raise CommandError(
             f"{refused} of {len(events)} event(s) got no 2xx answer: the service would count "
-            "each as a failed attempt and retry it."
+            f"each as a failed attempt and retry it{why}."
         )
     return 0
 

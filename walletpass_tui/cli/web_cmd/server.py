@@ -221,12 +221,9 @@ class WebView:
     async def _read_browser(self, websocket: web.WebSocketResponse, service: AppService) -> None:
         """The browser's messages to the dashboard: keys, sizes, focus; anything else ignored."""
         async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                kind, data = json.loads(message.data)
-            except (ValueError, TypeError):  # a malformed message from the browser: ignored
-                continue
+            if message.type != WSMsgType.TEXT or (parsed := browser_message(message.data)) is None:
+                continue  # not a message of the page's: ignored, the session goes on
+            kind, data = parsed
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8", "replace"))
             elif kind == "resize" and isinstance(data, dict):
@@ -260,6 +257,19 @@ class WebView:
             return_exceptions=True,
         )
         await asyncio.gather(*(self._stop(s) for s in list(self.sessions)), return_exceptions=True)
+
+
+def browser_message(text: str) -> tuple[str, object] | None:
+    """``[kind, data]`` as the page sends it, or None for anything else: not JSON, nested past
+    the parser's depth (``[`` 60,000 times fits in a message), not a list of a name and a value
+    (a two-key object would otherwise unpack into its keys)."""
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for the parser
+        return None
+    if not isinstance(decoded, list) or len(decoded) != 2 or not isinstance(decoded[0], str):
+        return None
+    return decoded[0], decoded[1]
 
 
 def url_host(host: str) -> str:

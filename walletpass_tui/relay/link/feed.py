@@ -63,6 +63,7 @@ from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
+from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.relayed import RelayedRequest
 
 log = logging.getLogger(__name__)
@@ -433,14 +434,15 @@ def relayed_request(delivery: RelayedDelivery, relay_url: str) -> RelayedRequest
 
 @contextlib.contextmanager
 def _following(home: Path, url: str) -> Iterator[None]:
-    """One process per home follows a given relay: a second one would store every delivery
-    twice (the store refuses the second copy). Held with an advisory lock in the home."""
+    """One process per home follows a given channel, however its URL is spelt: a second one
+    would store every delivery twice (the store refuses the second copy). Held with an advisory
+    lock in the home."""
     try:
         import fcntl
     except ImportError:  # no advisory locks here: the store's unique index still guards
         yield
         return
-    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(relay_channel(url).encode()).hexdigest()[:16]
     path = Path(home) / f"relay-{digest}.lock"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:

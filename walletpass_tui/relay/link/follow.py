@@ -17,6 +17,7 @@ is only ever one the subscriber accepted (increasing, near the relay's announced
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import random
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from walletpass_tui.relay.link.subscriber import (
     backoff_delay,
 )
 from walletpass_tui.text import parse_ascii_int, printable
+from walletpass_tui.webhooks.relay_channel import relay_channel
 
 CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
 RELAY_HEADER = "X-Walletpass-Relay"
@@ -51,9 +53,20 @@ _NOT_COPIED = {
 
 
 def cursor_path(home: Path, subscribe_url: str) -> Path:
-    """Where the cursor of one subscribe URL is kept (the URL itself is not secret)."""
-    digest = hashlib.sha256(subscribe_url.split("?", 1)[0].encode()).hexdigest()[:16]
-    return Path(home) / "relay-cursors" / f"{digest}.cursor"
+    """Where the cursor of the channel a subscribe URL follows is kept, whatever way the URL is
+    spelt (the channel is not secret). One saved by an older version under the URL's own name
+    is taken over the first time."""
+    folder = Path(home) / "relay-cursors"
+    path = folder / f"{_digest(relay_channel(subscribe_url))}.cursor"
+    older = folder / f"{_digest(subscribe_url.split('?', 1)[0])}.cursor"
+    if older != path and not path.exists() and older.exists():
+        with contextlib.suppress(OSError):  # not taken over: the channel starts over at 0
+            older.rename(path)
+    return path
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def load_cursor(path: Path) -> int:

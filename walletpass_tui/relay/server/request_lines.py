@@ -5,7 +5,7 @@
     2026-05-04T09:12:32Z  POST  in/? (slug 3fQx…)       404     0.4 ms
 
 When (UTC), the method, what was asked for (a channel by its name, escaped; never an ingress
-slug whole, never a token, never a query), the status and the milliseconds until the answer (for
+slug whole however the path is spelt, never a token, never a query), the status and the milliseconds until the answer (for
 an event stream: until it opened; nothing more is printed when it ends). ``relay serve --quiet``
 prints none. A thread writes them, all that waits in one write, so a busy relay makes one write
 for many requests, and a terminal that stops reading holds up nothing.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -33,14 +34,28 @@ MAX_WAITING = 10_000  # lines waiting for the terminal; past it they are counted
 Names = Callable[[str], str | None]  # a slug's channel name, if it is one
 
 
+# A run of a slug's characters this long may be one (a slug is 22), or hold one: shown by its
+# first SLUG_SHOWN characters, wherever it is in a path that is not exactly a route (``//in/S``,
+# ``/relay/in/S`` behind a proxy that keeps its prefix, ``/IN/S``, ``/a/../in/S``).
+_SLUG_LIKE = re.compile(r"[A-Za-z0-9_-]{16,}")
+
+
 def what_was_asked(path: str, names: Names) -> str:
-    """The request's target as the line shows it: channels by name, slugs never whole."""
+    """The request's target as the line shows it: channels by name, slugs never whole, however
+    the path is spelt."""
     for prefix in ("/in/", "/channels/"):
         if path.startswith(prefix):
             slug, _, tail = path[len(prefix) :].partition("/")
             shown = f"{prefix[1:]}{_channel(slug, names)}"
-            return f"{shown}/{printable(tail, 20)}" if tail else shown
-    return scrub(printable(path, PATH_SHOWN))  # a token pasted into a path is not shown either
+            return f"{shown}/{_other(tail, 20)}" if tail else shown
+    return _other(path, PATH_SHOWN)
+
+
+def _other(path: str, limit: int) -> str:
+    """Any other path: slug-like runs cut to their first characters, escaped, cut to ``limit``,
+    token and secret shapes scrubbed."""
+    cut = _SLUG_LIKE.sub(lambda run: run.group()[:SLUG_SHOWN] + "…", path)
+    return scrub(printable(cut, limit))
 
 
 def _channel(slug: str, names: Names) -> str:

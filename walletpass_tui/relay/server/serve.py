@@ -32,7 +32,7 @@ from walletpass_tui.relay.server.fanout import Fanouts
 from walletpass_tui.relay.server.ingress import INGRESS_PREFIX, Ingress, IngressOptions
 from walletpass_tui.relay.server.request_lines import RequestLines, what_was_asked
 from walletpass_tui.relay.server.storage import open_storage
-from walletpass_tui.relay.server.storage.base import RelayStorage, now_ms
+from walletpass_tui.relay.server.storage.base import RelayStorage
 from walletpass_tui.relay.server.storage.errors import RETRY_AFTER_S, RelayStoreError
 from walletpass_tui.relay.server.storage.target import database_target
 from walletpass_tui.relay.server.subscribe import (
@@ -43,6 +43,7 @@ from walletpass_tui.relay.server.subscribe import (
     Subscriptions,
     health,
 )
+from walletpass_tui.text import format_duration
 from walletpass_tui.webhooks.http_server import MAX_FIELD_BYTES
 
 DEFAULT_RELAY_HOST = "0.0.0.0"  # noqa: S104 - a relay is reached from the internet
@@ -94,6 +95,7 @@ class RelayServer:
         self.ingress: Ingress | None = None
         self.subscriptions: Subscriptions | None = None
         self.pruned = 0
+        self.clock_off = False  # this machine's clock is off the database's by more than tolerance
         self.lines = RequestLines(options.request_lines)
 
     @property
@@ -221,8 +223,7 @@ class RelayServer:
         """Delete what is older than the retention period; how many deliveries went, or None
         when another relay process on the same database is pruning now."""
         assert self.storage is not None
-        cutoff = now_ms() - int(self.options.retention_days * 86_400_000)
-        removed = await self.storage.prune(cutoff)
+        removed = await self.storage.prune(int(self.options.retention_days * 86_400_000))
         if removed is None:
             return None
         self.pruned += removed
@@ -230,12 +231,40 @@ class RelayServer:
             await self.fanouts.refresh(older_than=0)
         return removed
 
+    async def check_clock(self) -> None:
+        """Say (once per change) when this machine's clock is further from the database's than
+        the signature tolerance: received times and pruning go by the database's, but every
+        post's signature is checked against this clock, so the service's would be refused."""
+        assert self.storage is not None
+        offset_ms = await self.storage.clock_offset_ms()
+        tolerance_ms = self.options.ingress.tolerance_s * 1000
+        off = abs(offset_ms) > tolerance_ms
+        if off == self.clock_off:
+            return
+        self.clock_off = off
+        if off:
+            way = "behind" if offset_ms > 0 else "ahead of"
+            log.warning(
+                "relay: this machine's clock is %s %s the database's; posts are checked against "
+                "it, so the service's signatures are refused as too old or too new: set this "
+                "machine's clock (NTP). Received times and pruning go by the database's clock, "
+                "so nothing stored is lost.",
+                _how_far(abs(offset_ms) / 1000),
+                way,
+            )
+        else:
+            log.warning("relay: this machine's clock agrees with the database's again")
+
     async def _prune_loop(self) -> None:
         while True:
             try:
                 await self.prune()
             except Exception as exc:  # keep serving; say why once per round
                 log.warning("relay: pruning failed (%s)", type(exc).__name__)
+            try:
+                await self.check_clock()
+            except Exception as exc:  # keep serving; the next round asks again
+                log.info("relay: the database's clock was not read (%s)", type(exc).__name__)
             await asyncio.sleep(self.options.prune_every_s)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -292,3 +321,8 @@ class RelayServer:
         if exc.errno == 13:
             return f"Not allowed to listen on {opts.host}:{opts.port}; use a port above 1024."
         return f"Cannot listen on {opts.host}:{opts.port} ({exc.strerror or exc})."
+
+
+def _how_far(seconds: float) -> str:
+    """``8.0 days`` for a clock days off, ``4 min 10 s`` for one minutes off."""
+    return f"{seconds / 86400:.1f} days" if seconds >= 2 * 86400 else format_duration(seconds)

@@ -24,6 +24,8 @@ from walletpass_tui.query import filters
 from walletpass_tui.query.known import KnownPaths, drop_unknown, unknown_path_problem
 from walletpass_tui.webhooks.models import Attempt, LogFilter
 
+PROBLEM_SEPARATOR = " · "  # between two problems of one filter, on the line under the log
+
 
 @dataclass(frozen=True)
 class ParsedFilter:
@@ -33,14 +35,17 @@ class ParsedFilter:
 
 def parse_filter(text: str, known: KnownPaths | None = None) -> ParsedFilter:
     """``text`` as a LogFilter; a term that cannot be read (an unknown topic, a path the history
-    has never shown when ``known`` is given) is left out and said, not guessed."""
+    has never shown when ``known`` is given) is left out and said, not guessed. A path no
+    delivery has shown is said first, whatever else is wrong beside it (else it would read as
+    "nothing matches"), then the first term that does not parse."""
     found, parsed = filters.parse_filter(text)
-    problem = parsed.problem
-    if problem is None and known is not None:
-        problem = unknown_path_problem(parsed.node, known)
-        if problem is not None:
+    problems = [parsed.problem] if parsed.problem is not None else []
+    if known is not None:
+        unknown = unknown_path_problem(parsed.node, known)
+        if unknown is not None:
+            problems.insert(0, unknown)
             found = filters.to_filter(drop_unknown(parsed.node, known))
-    return ParsedFilter(found, problem)
+    return ParsedFilter(found, PROBLEM_SEPARATOR.join(problems) or None)
 
 
 def filter_text(flt: LogFilter) -> str:

@@ -36,6 +36,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
+from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
@@ -52,6 +53,10 @@ Connect = Callable[[], Awaitable[ThreadConnection]]
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A reader's connection, with the search index (created by the indexer before this)
     attached as ``idx``."""
+    for file in (path, index_path(path)):
+        refused = tables.not_files(file)
+        if refused:
+            raise sqlite3.OperationalError(refused)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -144,22 +149,22 @@ class Reader:
         return found[0] if found else None
 
     async def last_relay_cursor(self, relay_url: str) -> int:
-        """The newest relay cursor stored for ``relay_url`` (0: none yet)."""
-        sql = "SELECT MAX(relay_cursor) FROM attempts WHERE relay_url = ? AND relay_cursor >= 0"
-        found = await self.one(sql, (relay_url,))
+        """The newest cursor stored from the channel ``relay_url`` follows (0: none yet)."""
+        sql = "SELECT MAX(relay_cursor) FROM attempts WHERE relay_channel = ? AND relay_cursor >= 0"
+        found = await self.one(sql, (relay_channel(relay_url),))
         return int(found or 0)
 
     async def has_relay_cursor(self, relay_url: str, cursor: int) -> bool:
-        sql = "SELECT 1 FROM attempts WHERE relay_url = ? AND relay_cursor = ?"
-        return await self.one(sql, (relay_url, cursor)) is not None
+        sql = "SELECT 1 FROM attempts WHERE relay_channel = ? AND relay_cursor = ?"
+        return await self.one(sql, (relay_channel(relay_url), cursor)) is not None
 
     async def relay_received_at(self, relay_url: str) -> int | None:
-        """When the relay received the verified delivery stored with its newest cursor."""
+        """When the relay received the verified delivery stored with the channel's newest cursor."""
         sql = (
-            "SELECT received_at_ms FROM attempts WHERE relay_url = ? AND relay_cursor >= 0 "
+            "SELECT received_at_ms FROM attempts WHERE relay_channel = ? AND relay_cursor >= 0 "
             f"AND verdict = '{VERIFIED}' ORDER BY relay_cursor DESC LIMIT 1"
         )
-        found = await self.one(sql, (relay_url,))
+        found = await self.one(sql, (relay_channel(relay_url),))
         return None if found is None else int(found)
 
     # -- the event log -----------------------------------------------------------------------
@@ -297,7 +302,7 @@ class Reader:
         file = condition.index_file(self.path)
         try:
             if not conn.fx_attached:
-                if not file.exists():
+                if not file.exists() or tables.not_files(file):  # none, or one SQLite would wait on
                     return False
                 await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
                 conn.fx_attached = True
@@ -683,6 +688,9 @@ def connect_read_only(
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
     with :func:`readable_schema` before reading. ``immutable``: no locks, no ``-shm`` or ``-wal``
     created, for a file nobody writes (``read_only.nobody_writes``) on a full or read-only disk."""
+    refused = tables.not_files(Path(path))
+    if refused:  # never opened: SQLite would wait on a FIFO forever
+        raise sqlite3.OperationalError(refused)
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
     if immutable:
         uri += "&immutable=1"

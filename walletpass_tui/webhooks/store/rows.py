@@ -17,6 +17,7 @@ from walletpass_tui.webhooks.models import (
     LogRow,
     evolve,
 )
+from walletpass_tui.webhooks.relay_channel import relay_channel
 
 # The log's columns are LogRow's fields, read in their order (attempts' columns of the same names).
 _LOG_FIELDS = tuple(field.name for field in fields(LogRow))
@@ -125,6 +126,13 @@ def attempt_values(a: Attempt) -> tuple[Any, ...]:
         a.relay_url,
         a.relay_cursor,
     )
+
+
+def channel_of(a: Attempt) -> str | None:
+    """The channel a relayed attempt came from (its cursor is unique in it), else None."""
+    if a.relay_url is None or a.relay_cursor is None:
+        return None
+    return relay_channel(a.relay_url)
 
 
 def forward_from_row(row: Sequence[Any]) -> ForwardRow:

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.private_files import not_regular
 from walletpass_tui.webhooks.models import StoreError
-from walletpass_tui.webhooks.store import activity
+from walletpass_tui.webhooks.store import activity, relay_marks
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DIGEST_BYTES = 16
 
@@ -148,6 +149,17 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX forwards_by_time ON forwards(created_at_ms);
     CREATE INDEX forwards_by_attempt ON forwards(attempt_id);
     """,
+    # Relayed deliveries and marks kept by channel, not by the subscribe URL's spelling (filled by
+    # relay_marks.by_channel, see UPGRADES): the same channel under another URL is not fetched,
+    # stored or forwarded again.
+    9: """
+    ALTER TABLE attempts ADD COLUMN relay_channel TEXT;
+    DROP INDEX attempts_by_relay;
+    CREATE UNIQUE INDEX attempts_by_relay ON attempts(relay_channel, relay_cursor)
+        WHERE relay_channel IS NOT NULL;
+    ALTER TABLE relay_marks RENAME TO relay_marks_by_url;
+    CREATE TABLE relay_marks (channel TEXT PRIMARY KEY, low_water INTEGER NOT NULL);
+    """,
 }
 
 Progress = Callable[[int, int], None]  # (done, total) while an upgrade counts an old history
@@ -155,6 +167,7 @@ Progress = Callable[[int, int], None]  # (done, total) while an upgrade counts a
 # Work of a migration step beyond its SQL, in the same transaction.
 UPGRADES: dict[int, Callable[[sqlite3.Connection, Progress | None], None]] = {
     8: activity.build,
+    9: relay_marks.by_channel,
 }
 
 
@@ -175,8 +188,25 @@ def companions(path: Path) -> tuple[Path, ...]:
     return (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")))
 
 
+def not_files(path: Path) -> str | None:
+    """Why SQLite must not open the database at ``path``: ``<file> is a FIFO, not a regular
+    file`` for the first of its files (the database, its log, its shared memory, its journal)
+    that is a FIFO, a device, a socket or a directory, which SQLite would wait on forever or
+    misuse; None when each is a regular file or missing. Every opening of a home's database
+    asks this first (a stat each, nothing opened)."""
+    for file in companions(path):
+        try:
+            refused = not_regular(os.stat(file))
+        except OSError:  # missing (SQLite makes it), or SQLite says what is wrong
+            continue
+        if refused:
+            return f"{file} is {refused}"
+    return None
+
+
 def make_private(path: Path) -> None:
     """Create the database file 0600 before SQLite does, and tighten any existing companion.
+    OSError (EINVAL) when one of its files is not a regular file (:func:`not_files`).
 
     SQLite creates ``-wal`` and ``-shm`` with the database file's mode, so once the file is 0600
     they are too, whatever the umask and the directory's mode.
@@ -185,6 +215,9 @@ def make_private(path: Path) -> None:
     the process holds on it, and another connection of this process may hold SQLite's (a second
     store on the same history, the relay's connections); an existing file is only chmod-ed.
     """
+    refused = not_files(path)
+    if refused:
+        raise OSError(errno.EINVAL, refused)
     if not path.exists():
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process: fine
@@ -366,6 +399,12 @@ def explain(exc: BaseException, path: Path) -> str:
     if isinstance(exc, StoreError):
         return str(exc)
     text = str(exc).lower()
+    if "not a regular file" in text:  # not_files: never opened
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (
+            f"The history database {path} cannot be used ({why}); move that file aside (a new "
+            "one is made) or use another --home."
+        )
     if isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error):
         text = f"{exc.strerror or exc}".lower()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):

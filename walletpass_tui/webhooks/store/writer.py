@@ -253,8 +253,8 @@ def _insert(
 ) -> None:
     rows.insert_many(
         db,
-        f"INSERT INTO attempts ({rows.ATTEMPT_COLUMNS})",
-        [rows.attempt_values(a) for a in stored],
+        f"INSERT INTO attempts ({rows.ATTEMPT_COLUMNS}, relay_channel)",
+        [(*rows.attempt_values(a), rows.channel_of(a)) for a in stored],
     )
     rows.insert_many(
         db,

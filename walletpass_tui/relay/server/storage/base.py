@@ -81,9 +81,14 @@ class RelayStorage(Protocol):
         """Write ``job``; the future resolves only after COMMIT (``Stored`` for a delivery)."""
         ...
 
-    async def prune(self, cutoff_ms: int) -> int | None:
-        """Delete what was received before ``cutoff_ms``; how many deliveries went, or None when
-        another process is pruning now."""
+    async def prune(self, older_than_ms: int) -> int | None:
+        """Delete what was received more than ``older_than_ms`` ago by the clock received times
+        are stamped with (the database's); how many deliveries went, or None when another
+        process is pruning now."""
+
+    async def clock_offset_ms(self) -> int:
+        """How far the database's clock (the one received times and pruning go by) is ahead of
+        this process's (negative: behind); 0 where they are one clock."""
 
     async def close(self) -> None:
         """Commit what is queued, then let go of the database."""

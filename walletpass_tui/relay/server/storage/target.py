@@ -1,5 +1,6 @@
 """Which database a relay uses: ``--database``, ``WALLETPASS_RELAY_DATABASE`` or ``[relay]
-database`` in the config file. A ``postgresql://`` (or ``postgres://``) URL is PostgreSQL; a path,
+database`` in the config file. A ``postgresql://`` (or ``postgres://``) URL, or libpq's
+keyword/value form (``host=db dbname=relay ...``, taken as the same URL), is PostgreSQL; a path,
 or nothing, is a SQLite file (``relay.sqlite3`` in the data directory by default).
 
 The URL may carry a password; it is never shown: ``display`` drops it, and ``describe`` (what
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from walletpass_tui.config import is_postgres_url, mask_database_url
+from walletpass_tui.config import conninfo_url, is_postgres_url, mask_database_url
 from walletpass_tui.relay.server.storage.errors import RelayStoreError
 from walletpass_tui.text import parse_ascii_int
 
@@ -52,8 +53,9 @@ class DatabaseTarget:
 
 
 def database_target(value: str | None, home: Path) -> DatabaseTarget:
-    """The database named by a setting (None: the data directory's SQLite file)."""
-    text = (value or "").strip()
+    """The database named by a setting (None: the data directory's SQLite file); libpq's
+    keyword/value form is PostgreSQL too (``conninfo_url``), never a file name."""
+    text = conninfo_url(value or "")
     if is_postgres_url(text):
         return DatabaseTarget(POSTGRESQL, url=text)
     if "://" in text:

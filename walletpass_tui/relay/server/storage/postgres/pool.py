@@ -8,6 +8,10 @@
   retries. The listener is asked to check its connection at once.
 * **Nothing secret in a message**: errors name the database by ``DatabaseTarget.display``, and
   every secret of the URL is scrubbed from the driver's words.
+* **One line per change.** While the database is away the listener says so once, and once when
+  it is back (``listener.py``). The driver's pool says it too, with a traceback, on every try to
+  reconnect (every few seconds); its words go to the debug log (``--log-file``) only, in one line
+  each (``QuietPool``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,33 @@ UNAVAILABLE = "the relay's database cannot be reached now; retry shortly"
 _UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
 
 
+class QuietPool(logging.Filter):
+    """asyncpg's pool warnings ("Failed to restore the pool connection floor; retrying", with a
+    traceback, on every try while the database is away) made debug lines of one line: the
+    listener says what a person needs to know, once per change."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        words = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            words += f" ({type(record.exc_info[1]).__name__})"
+        record.msg, record.args = words, None
+        record.exc_info = record.exc_text = None
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+_QUIET = QuietPool()
+
+
+def quiet_pool_logs() -> None:
+    """Install ``QuietPool`` on asyncpg's pool logger (once)."""
+    logger = logging.getLogger("asyncpg.pool")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+
+
 class PoolBusy(RelayStoreError):
     """Every pooled connection stayed in use for ``ACQUIRE_TIMEOUT_S``: this process is busy,
     the database is not (for that) unavailable."""
@@ -89,6 +120,7 @@ class Database:
         cls, target: DatabaseTarget, *, serving: bool = True, wait_s: float = 0.0
     ) -> Database:
         """Connect (retrying for ``wait_s`` while the server does not answer) and migrate."""
+        quiet_pool_logs()
         deadline = time.monotonic() + wait_s
         while True:
             try:

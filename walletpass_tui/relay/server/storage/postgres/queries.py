@@ -26,6 +26,7 @@ from walletpass_tui.relay.server.channels import (
 from walletpass_tui.relay.server.storage.base import IssuedChannel, now_ms
 from walletpass_tui.relay.server.storage.postgres.pool import Database
 from walletpass_tui.relay.server.storage.postgres.schema import (
+    DATABASE_NOW_MS,
     NOTIFY_CHANNEL,
     NOTIFY_CHANNELS,
     PRUNE_LOCK,
@@ -239,14 +240,19 @@ class PostgresQueries:
 
     # -- retention -----------------------------------------------------------------------------
 
-    async def prune(self, cutoff_ms: int) -> int | None:
-        """Delete what was received before ``cutoff_ms``, one channel per transaction; None when
-        another relay process holds the pruning lock."""
+    async def prune(self, older_than_ms: int) -> int | None:
+        """Delete what was received more than ``older_than_ms`` ago by the database's clock (the
+        one received times are stamped with: an instance whose own clock is off deletes nothing
+        fresh), one channel per transaction; None when another relay process holds the pruning
+        lock."""
 
         async def prune(conn: Any) -> int | None:
             if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", PRUNE_LOCK):
                 return None
             try:
+                cutoff_ms = int(
+                    await conn.fetchval(f"SELECT {DATABASE_NOW_MS} - $1", older_than_ms)
+                )
                 removed = 0
                 for row in await conn.fetch("SELECT id FROM channels ORDER BY id"):
                     removed += await _prune_channel(conn, int(row[0]), cutoff_ms)
@@ -258,6 +264,14 @@ class PostgresQueries:
                     await conn.execute("SELECT pg_advisory_unlock($1)", PRUNE_LOCK)
 
         return await self._db.run(prune)
+
+    async def clock_offset_ms(self) -> int:
+        async def offset(conn: Any) -> int:
+            before = now_ms()
+            database = int(await conn.fetchval(f"SELECT {DATABASE_NOW_MS}"))
+            return database - (before + now_ms()) // 2
+
+        return await self._db.run(offset)
 
 
 async def _prune_channel(conn: Any, channel_id: int, cutoff_ms: int) -> int:

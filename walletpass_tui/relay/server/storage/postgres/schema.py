@@ -19,6 +19,8 @@ from walletpass_tui.relay.server.storage.errors import RelayStoreError
 # pg_advisory locks are keyed by one bigint; these spell "wpr-migr" and "wpr-prun".
 MIGRATE_LOCK = 0x7770722D6D696772
 PRUNE_LOCK = 0x7770722D7072756E
+# The database's clock in milliseconds: received times are stamped with it, and pruning goes by it.
+DATABASE_NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 NOTIFY_CHANNEL = "walletpass_relay"
 # The notices sent on it: "d CHANNEL FIRST LAST USED" after deliveries were stored, "c" after a
 # channel, a token or a quota changed.

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from walletpass_tui.relay.server.channels import DEFAULT_QUOTA_BYTES, Channel
-from walletpass_tui.relay.server.storage.base import IssuedChannel, StorageEvents
+from walletpass_tui.relay.server.storage.base import IssuedChannel, StorageEvents, now_ms
 from walletpass_tui.relay.server.storage.sqlite.database import RelayDB, prune_before
 from walletpass_tui.relay.server.storage.sqlite.writer import Job, RelayWriter
 from walletpass_tui.relay.server.storage.target import DatabaseTarget
@@ -55,10 +55,15 @@ class SqliteStorage:
         assert self.writer is not None, "serve() starts the writer"
         return self.writer.submit(job)
 
-    async def prune(self, cutoff_ms: int) -> int | None:
+    async def prune(self, older_than_ms: int) -> int | None:
+        # A file on this machine: received times are stamped with this machine's clock.
+        cutoff_ms = now_ms() - older_than_ms
         if self.writer is None:
             return await self._thread.run(self.db.prune, cutoff_ms)
         return int(await self.writer.submit(prune_before(cutoff_ms)))
+
+    async def clock_offset_ms(self) -> int:
+        return 0  # one machine, one clock
 
     async def close(self) -> None:
         if self.writer is not None:
