@@ -302,6 +302,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         on_handed=_HandedPrinter(),
         on_skipped=_print_skipped,
         on_state=_StatePrinter(),
+        on_retrying=_print_retrying,
         max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
@@ -327,6 +328,8 @@ class _StatePrinter:
         self.last: tuple[bool, str | None] | None = None
 
     def __call__(self, state: Any) -> None:
+        if state.stopped:  # refused for good: why ends the command instead, in one line
+            return
         if state.misbehaving:  # one line, then quiet while it retries the same refusal
             if self.last != (False, "misbehaving"):
                 self.last = (False, "misbehaving")
@@ -352,6 +355,18 @@ class _StatePrinter:
             )
         else:
             print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
+
+
+def _print_retrying(retrying: Any) -> None:
+    """A delivery --to did not take, on each try: kept, and tried again."""
+    d = retrying.delivery
+    delay = retrying.delay_s
+    later = f"{delay:.1f} s" if delay < 10 else f"{delay:.0f} s"
+    print(
+        f"{d.cursor:>8}  {printable(d.webhook_id or '-', 60)}  -> not taken "
+        f"({printable(retrying.why, 200)}); try {retrying.tries + 1} in {later}",
+        flush=True,
+    )
 
 
 def _print_skipped(skipped: Any) -> None:
