@@ -440,9 +440,11 @@ _TABLE_ALIASES = {
 
 def config_text(path: Path) -> str:
     """The text of the config file at ``path``: a regular file (through links; the null device
-    reads as empty) of at most ``MAX_CONFIG_BYTES``, never waited on. FileNotFoundError when
-    there is none; OSError saying what is wrong (a FIFO, a device, too large); UnicodeDecodeError."""
-    return read_private_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    reads as empty) of at most ``MAX_CONFIG_BYTES``, never waited on, without the byte order mark
+    an editor may have put first. FileNotFoundError when there is none; OSError saying what is
+    wrong (a FIFO, a device, too large); UnicodeDecodeError."""
+    text = read_private_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    return text.removeprefix("\ufeff")  # the byte order mark some editors save UTF-8 with
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

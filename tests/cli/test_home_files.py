@@ -91,6 +91,15 @@ def test_a_config_file_linked_to_dev_null_means_no_settings(clean_env: Path) -> 
     assert "receiver_port" in done.stdout and "8787" in done.stdout
 
 
+def test_a_config_file_saved_with_a_byte_order_mark_is_read(clean_env: Path) -> None:
+    """Some editors start UTF-8 with an invisible byte order mark; TOML does not allow one."""
+    clean_env.mkdir()
+    (clean_env / "config.toml").write_bytes(b"\xef\xbb\xbf[receiver]\nport = 8899\n")
+    done = run("config", "show")
+    assert done.returncode == 0, done.stderr
+    assert any("8899" in line and "receiver_port" in line for line in done.stdout.splitlines())
+
+
 # -- the running receiver's state file --------------------------------------------------------------
 
 
@@ -139,3 +148,67 @@ def test_an_endpoints_file_that_is_a_fifo_is_refused_in_one_line(clean_env: Path
         done = run(*argv)
         assert done.returncode == 1 and done.stderr.count("\n") == 1, (argv, done.stderr)
         assert "endpoints.json (a FIFO, not a regular file); restore it" in done.stderr
+
+
+# -- the history and the files beside it ----------------------------------------------------------
+
+
+def history_of_one(home: Path) -> None:
+    """A history holding one verified delivery (made by ``trigger`` into a running listen)."""
+    receiver, _ = listen_on(home)
+    try:
+        done = run("trigger", "activated", "--home", str(home))
+        assert done.returncode == 0, done.stderr
+    finally:
+        assert receiver.interrupt() == 0
+
+
+def listen_on(home: Path) -> tuple[Proc, str]:
+    port = free_port()
+    proc = Proc("listen", "--home", str(home), "--port", str(port), "--json")
+    try:
+        proc.err.until(lambda line: line.startswith("History:"))
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, f"http://127.0.0.1:{port}/webhooks"
+
+
+@pytest.mark.parametrize("name", ["deliveries.sqlite3", "deliveries.sqlite3-wal"])
+def test_a_history_file_that_is_a_fifo_is_refused_by_every_command_never_waited_on(
+    clean_env: Path, name: str
+) -> None:
+    history_of_one(clean_env)
+    fifo = clean_env / name
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo, 0o600)
+    for argv in (("events", "list"), ("events", "stats"), ("listen", "--port", "0")):
+        done = run(*argv)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, (argv, done.stderr)
+        assert f"({fifo} is a FIFO, not a regular file); move that file aside" in done.stderr
+    done = run("schema", "rebuild")
+    assert done.returncode == 1 and f"{fifo} is a FIFO, not a regular file" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["deliveries.sqlite3-search", "deliveries.sqlite3-fields"])
+def test_an_index_that_is_a_fifo_is_not_used_and_the_history_still_read(
+    clean_env: Path, name: str
+) -> None:
+    history_of_one(clean_env)
+    (clean_env / name).unlink()
+    os.mkfifo(clean_env / name, 0o600)
+    done = run("events", "list", "--where", "has:data.passId")
+    assert done.returncode == 0 and "pass.activated" in done.stdout, done.stderr
+    done = run("events", "list", "--search", "pass")
+    assert done.returncode == 0 and "pass.activated" in done.stdout, done.stderr
+
+
+def test_a_schema_file_that_is_a_fifo_is_said_in_one_line(clean_env: Path) -> None:
+    history_of_one(clean_env)
+    schemas = clean_env / "deliveries.sqlite3-schemas"
+    schemas.unlink()
+    os.mkfifo(schemas, 0o600)
+    for argv in (("schema", "list"), ("schema", "rebuild")):
+        done = run(*argv)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, (argv, done.stderr)
+        assert f"{schemas} is a FIFO, not a regular file" in done.stderr

@@ -144,3 +144,24 @@ async def test_a_waiter_that_gives_up_does_not_cancel_the_sync_for_the_others(
     await asyncio.wait([shared])
     assert not shared.cancelled() and shared.exception() is None
     await syncs.close()
+
+
+def test_a_fifo_in_the_logs_place_fails_the_sync_never_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO to read waits for a writer forever: every acknowledgement would wait."""
+    path = tmp_path / "deliveries.sqlite3"
+    os.mkfifo(path.with_name(path.name + "-wal"), 0o600)
+    syncs = wal_sync_module.WalSync(path)
+    outcome: list[BaseException | None] = []
+
+    def sync() -> None:
+        try:
+            syncs.fsync_now()
+            outcome.append(None)
+        except StoreError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=sync, daemon=True)
+    thread.start()
+    thread.join(30)  # "did not wait on the FIFO"; never a timing
+    assert outcome and isinstance(outcome[0], StoreError)
+    assert "could not be written to disk" in str(outcome[0])

@@ -33,6 +33,7 @@ from walletpass_tui.query.language import (
 )
 from walletpass_tui.schemas.paths import ROOT
 from walletpass_tui.text import printable
+from walletpass_tui.webhooks.store import tables
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ def _from_schemas(known: KnownPaths, history: Path, topic: str | None) -> None:
 @contextlib.contextmanager
 def _index(history: Path) -> Iterator[sqlite3.Connection | None]:
     path = index_path(history)
-    if not path.exists():
+    if not path.exists() or tables.not_files(path):  # none, or one SQLite would wait on
         yield None
         return
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"

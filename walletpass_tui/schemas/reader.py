@@ -18,6 +18,7 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.export import EXPORTERS, export, export_all
 from walletpass_tui.schemas.model import GroupKey, GroupSchema
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary, SkippedRecord
+from walletpass_tui.webhooks.store import tables as history_tables
 
 _DRIFT_SELECT = f"SELECT {storage.DRIFT_COLUMNS} FROM drift"
 
@@ -34,6 +35,9 @@ class SchemaReader:
             yield None
             return
         try:
+            refused = history_tables.not_files(self.path)
+            if refused:  # never opened: SQLite would wait on a FIFO forever
+                raise sqlite3.OperationalError(refused)
             db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.Error as exc:
             raise SchemaError.of(exc, self.path) from None

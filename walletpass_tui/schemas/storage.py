@@ -155,10 +155,17 @@ CREATE TABLE history.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 def _connect(
     history: Path, busy_timeout_ms: int, history_optional: bool = False
 ) -> sqlite3.Connection:
+    path = schemas_path(history)
+    for file in (history, path):
+        refused = history_tables.not_files(file)
+        if refused:  # never opened: SQLite would wait on a FIFO forever
+            raise SchemaError(
+                f"Payload schemas cannot be learned: {refused}; move that file aside or use "
+                "another --home."
+            )
     missing = not history.is_file()
     if missing and not history_optional:  # ATTACH would create an empty one
         raise SchemaError(f"There is no history at {history} to learn payload schemas from.")
-    path = schemas_path(history)
     history_tables.make_private(path)
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:

@@ -63,7 +63,8 @@ from walletpass_tui.webhooks.body_fields import labels
 from walletpass_tui.webhooks.intake import stored_webhook_id
 from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
 from walletpass_tui.webhooks.reasons import Reason
-from walletpass_tui.webhooks.relayed import RelayedRequest, relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
+from walletpass_tui.webhooks.relayed import RelayedRequest
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from walletpass_tui.relay.link.subscriber import (
     backoff_delay,
 )
 from walletpass_tui.text import parse_ascii_int, printable
-from walletpass_tui.webhooks.relayed import relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
 
 CURSOR_DIGITS = 19  # a cursor is a 64-bit row id
 RELAY_HEADER = "X-Walletpass-Relay"

@@ -36,7 +36,7 @@ from walletpass_tui.webhooks.models import (
     Stats,
     StoreError,
 )
-from walletpass_tui.webhooks.relayed import relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.indexer import index_path
 
@@ -53,6 +53,10 @@ Connect = Callable[[], Awaitable[ThreadConnection]]
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A reader's connection, with the search index (created by the indexer before this)
     attached as ``idx``."""
+    for file in (path, index_path(path)):
+        refused = tables.not_files(file)
+        if refused:
+            raise sqlite3.OperationalError(refused)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -298,7 +302,7 @@ class Reader:
         file = condition.index_file(self.path)
         try:
             if not conn.fx_attached:
-                if not file.exists():
+                if not file.exists() or tables.not_files(file):  # none, or one SQLite would wait on
                     return False
                 await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
                 conn.fx_attached = True
@@ -684,6 +688,9 @@ def connect_read_only(
     SQLite says "unable to open" for a missing file, and never creates one). Check what it holds
     with :func:`readable_schema` before reading. ``immutable``: no locks, no ``-shm`` or ``-wal``
     created, for a file nobody writes (``read_only.nobody_writes``) on a full or read-only disk."""
+    refused = tables.not_files(Path(path))
+    if refused:  # never opened: SQLite would wait on a FIFO forever
+        raise sqlite3.OperationalError(refused)
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
     if immutable:
         uri += "&immutable=1"

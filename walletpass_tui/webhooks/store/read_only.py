@@ -18,6 +18,7 @@ and export, before pruning), on a read-only mount, and next to a running ``liste
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
@@ -61,6 +62,9 @@ def nobody_writes(path: Path) -> bool:
 def _probe(path: Path, busy_timeout_ms: int) -> str:
     """The URI that reads the history at ``path`` (checked with a connection of its own first:
     whether it needs ``immutable``, and which schema it has)."""
+    refused = tables.not_files(path)
+    if refused:
+        raise StoreError(tables.explain(OSError(errno.EINVAL, refused), path))
     immutable = nobody_writes(path)
     while True:
         try:
@@ -105,7 +109,7 @@ def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
     """Attach the search index read-only when it can be (rows past its mark are looked at one
     by one: see queries.py)."""
     ipath = index_path(path)
-    if not ipath.exists():
+    if not ipath.exists() or tables.not_files(ipath):  # none, or one SQLite would wait on
         return search.NO_INDEX
     immutable = nobody_writes(ipath)
     while True:

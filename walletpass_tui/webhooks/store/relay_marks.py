@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from walletpass_tui.webhooks.relayed import relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
 
 
 def start(db: sqlite3.Connection, relay_url: str) -> int:

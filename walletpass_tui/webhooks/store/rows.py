@@ -17,7 +17,7 @@ from walletpass_tui.webhooks.models import (
     LogRow,
     evolve,
 )
-from walletpass_tui.webhooks.relayed import relay_channel
+from walletpass_tui.webhooks.relay_channel import relay_channel
 
 # The log's columns are LogRow's fields, read in their order (attempts' columns of the same names).
 _LOG_FIELDS = tuple(field.name for field in fields(LogRow))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from walletpass_tui.logs import suppressed
+from walletpass_tui.private_files import not_regular
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import activity, relay_marks
 from walletpass_tui.webhooks.store.checkpoints import LOG_BOUND_BYTES
@@ -187,8 +188,25 @@ def companions(path: Path) -> tuple[Path, ...]:
     return (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")))
 
 
+def not_files(path: Path) -> str | None:
+    """Why SQLite must not open the database at ``path``: ``<file> is a FIFO, not a regular
+    file`` for the first of its files (the database, its log, its shared memory, its journal)
+    that is a FIFO, a device, a socket or a directory, which SQLite would wait on forever or
+    misuse; None when each is a regular file or missing. Every opening of a home's database
+    asks this first (a stat each, nothing opened)."""
+    for file in companions(path):
+        try:
+            refused = not_regular(os.stat(file))
+        except OSError:  # missing (SQLite makes it), or SQLite says what is wrong
+            continue
+        if refused:
+            return f"{file} is {refused}"
+    return None
+
+
 def make_private(path: Path) -> None:
     """Create the database file 0600 before SQLite does, and tighten any existing companion.
+    OSError (EINVAL) when one of its files is not a regular file (:func:`not_files`).
 
     SQLite creates ``-wal`` and ``-shm`` with the database file's mode, so once the file is 0600
     they are too, whatever the umask and the directory's mode.
@@ -197,6 +215,9 @@ def make_private(path: Path) -> None:
     the process holds on it, and another connection of this process may hold SQLite's (a second
     store on the same history, the relay's connections); an existing file is only chmod-ed.
     """
+    refused = not_files(path)
+    if refused:
+        raise OSError(errno.EINVAL, refused)
     if not path.exists():
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process: fine
@@ -378,6 +399,12 @@ def explain(exc: BaseException, path: Path) -> str:
     if isinstance(exc, StoreError):
         return str(exc)
     text = str(exc).lower()
+    if "not a regular file" in text:  # not_files: never opened
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (
+            f"The history database {path} cannot be used ({why}); move that file aside (a new "
+            "one is made) or use another --home."
+        )
     if isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error):
         text = f"{exc.strerror or exc}".lower()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -96,7 +96,9 @@ class WalSync:
             if self._fd is None:
                 # Read-only is enough for fsync on POSIX; Windows needs write access for it.
                 flags = os.O_RDONLY if os.name != "nt" else os.O_RDWR
-                self._fd = os.open(self._log, flags)
+                # O_NONBLOCK: a FIFO put in the log's place cannot stop this thread (its fsync
+                # fails instead, and says so); a regular file ignores it.
+                self._fd = os.open(self._log, flags | getattr(os, "O_NONBLOCK", 0))
             os.fsync(self._fd)
         except OSError as exc:
             raise StoreError(

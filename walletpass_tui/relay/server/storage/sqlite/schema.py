@@ -92,7 +92,8 @@ def connect(path: Path) -> sqlite3.Connection:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
     except (sqlite3.Error, OSError) as exc:
-        raise RelayStoreError(f"Cannot open the relay database {path} ({exc}).") from None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise RelayStoreError(f"Cannot open the relay database {path} ({why}).") from None
     return db
 
 
