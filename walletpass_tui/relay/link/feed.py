@@ -221,11 +221,13 @@ class RelayLink:
                 info = await fetch_channel(self.url, self._token)
             except (RelayAuthError, RelayUrlError):
                 return  # the stream itself says why
-            except RelayClientError:  # not reachable now, or not answering as a relay does
+            except RelayClientError as exc:  # not reachable now, or not answering as a relay does
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
                 failures += 1
+                if not self.state.started:  # the first thing tried: said at once, not 10 s on
+                    self._set(connected=False, error=exc.why or str(exc), retry_in=delay)
                 await asyncio.sleep(delay)
                 continue
             self.times.created_ms = info.created_at_ms
@@ -392,6 +394,7 @@ class RelayLink:
             connected=state.connected,
             head=max(state.head, self.state.cursor),
             error=state.error,
+            stopped=state.stopped,
             started=True,
             refusals=state.refusals,
             pending=pending,

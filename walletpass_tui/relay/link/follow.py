@@ -88,6 +88,16 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Retrying:
+    """A delivery the receiver did not take (no answer, or a 5xx): tried again in ``delay_s``."""
+
+    delivery: RelayedDelivery
+    why: str
+    tries: int
+    delay_s: float
+
+
+@dataclass(frozen=True)
 class Handed:
     """One delivery handed to the local receiver, and its answer."""
 
@@ -107,6 +117,7 @@ class RelayFollower:
         on_handed: Callable[[Handed], None] | None = None,
         on_skipped: Callable[[Skipped], None] | None = None,
         on_state: Callable[[SubscriberState], None] | None = None,
+        on_retrying: Callable[[Retrying], None] | None = None,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = BACKOFF_MAX_S,
         max_body: int = DEFAULT_MAX_BODY,
@@ -115,6 +126,7 @@ class RelayFollower:
         self.cursor_file = cursor_file
         self._on_handed = on_handed
         self._on_skipped = on_skipped
+        self._on_retrying = on_retrying
         self._rng = random.Random()
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -161,14 +173,17 @@ class RelayFollower:
                 ) as response:
                     await response.read()
                     status = response.status
-            except (aiohttp.ClientError, TimeoutError, OSError):
+                why = f"it answered {status}"
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 # no answer: status 0 says so to the caller
                 status = 0
+                why = _no_answer(exc)
             if 200 <= status < 500:
                 break
-            await asyncio.sleep(
-                backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
-            )
+            delay = backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
+            if self._on_retrying is not None:
+                self._on_retrying(Retrying(delivery, why, tries, delay))
+            await asyncio.sleep(delay)
         await self._save(delivery.cursor)
         if self._on_handed is not None:
             self._on_handed(Handed(delivery, status, tries))
@@ -180,3 +195,17 @@ class RelayFollower:
 
     async def _save(self, cursor: int) -> None:
         await asyncio.to_thread(write_private_file, self.cursor_file, f"{cursor}\n".encode())
+
+
+def _no_answer(exc: BaseException) -> str:
+    """Why the receiver gave no answer, in a few words."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        cause = exc.os_error
+        where = printable(f"{exc.host}:{exc.port}", 120)
+        if isinstance(cause, ConnectionRefusedError):
+            return f"nothing answers at {where} (connection refused): is it running?"
+        return f"cannot connect to {where} ({printable(cause.strerror or str(cause), 120)})"
+    if isinstance(exc, TimeoutError):
+        return "no answer within 30 s"
+    text = (str(exc) or type(exc).__name__).splitlines()[0]
+    return f"no answer ({printable(text, 120)})"

@@ -59,7 +59,13 @@ def event_limit(max_body: int) -> int:
 
 
 class RelayClientError(WalletpassError):
-    """The relay cannot be followed; the message says what to do."""
+    """The relay cannot be followed; the message says what to do. ``why``: the cause in the
+    words a connection's line uses (``nothing answers at host:port (connection refused): is the
+    relay running?``), when it is one of those."""
+
+    def __init__(self, message: str, why: str | None = None) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 class RelayAuthError(RelayClientError):
@@ -95,6 +101,7 @@ class SubscriberState:
     # it did not say). Only shown, never trusted: the cursors rule what is taken.
     pending: int | None = None
     retry_in: float | None = None  # seconds until the next try, once a connection ended
+    stopped: bool = False  # refused for good (401, 404): no next try
 
     @property
     def behind(self) -> int:
@@ -183,7 +190,7 @@ class RelaySubscriber:
                 try:
                     ended = await self._follow(session)
                 except RelayClientError as exc:
-                    self._set(connected=False, error=str(exc), retry_in=None)
+                    self._set(connected=False, error=str(exc), retry_in=None, stopped=True)
                     raise
                 except _HandlerFailed as failed:  # the caller's own error: theirs to see
                     self._set(connected=False, error="stopped: the delivery handler failed")
@@ -192,7 +199,7 @@ class RelaySubscriber:
                     log.info("The relay %s refused: %s", self.url, exc)
                     ended = refused = str(exc)
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                    ended = _describe(exc, self.idle_timeout_s)
+                    ended = describe_failure(exc, self.idle_timeout_s)
                     log.info("The relay %s is not reached (%s); trying again", self.url, ended)
                 if self._progressed:
                     failures = 0
@@ -423,7 +430,7 @@ def _cursor_value(text: str, lowest: int = 1) -> int | None:
     return value if value is not None and lowest <= value <= MAX_CURSOR else None
 
 
-def _describe(exc: BaseException, idle_timeout_s: float) -> str:
+def describe_failure(exc: BaseException, idle_timeout_s: float) -> str:
     """Why a connection to the relay failed, in this project's words (never the library's
     message alone)."""
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
