@@ -3,7 +3,6 @@ whenever it is damaged, deleted or of another history."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -77,7 +76,7 @@ async def test_the_runtime_indexes_what_it_stores(tmp_path: Path) -> None:
                 headers = {**sign(SECRET, f"msg_{n}", raw, datetime.now(UTC))}
                 assert (await client.post(runtime.url, content=raw, headers=headers)).is_success
         await runtime.store.settled()
-        assert await asyncio.to_thread(runtime.field_indexer.settled, 30)
+        assert await runtime.field_indexer.settled(30)
         assert runtime.field_indexer.upto == await runtime.store.last_id()
         assert await ids_of(runtime.store, "data.platform:google") == ["msg_2", "msg_0"]
         known = load_known(settings.database_path)

@@ -59,9 +59,7 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.intake import stored_webhook_id
-from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
+from walletpass_tui.webhooks.models import Attempt, StoreError
 from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.relayed import RelayedRequest
@@ -269,15 +267,13 @@ class RelayLink:
         # Kept under this machine's time: the relay's is not credible (it is in the detail), and
         # the history's order, --since and pruning go by it.
         request = replace(request, received_at=datetime.now(UTC))
-        topic, pass_id = labels(delivery.body)
+        body = delivery.body
         rejected = request.attempt(
+            request.intake_request(time.perf_counter()),
             Reason.RELAY_TIME,
             problem,
-            started=time.perf_counter(),
-            topic=topic,
-            pass_id=pass_id,
-            body=delivery.body,
-            body_size=len(delivery.body),
+            body=body,
+            body_size=len(body),
         )
         await self._hand_over(
             runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
@@ -288,21 +284,16 @@ class RelayLink:
         (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
         its head (with a webhook-id, it is listed with its message)."""
         method, path, headers = readable_parts(raw)
-        webhook_id = next((v for k, v in headers if k.lower() == "webhook-id"), None)
-        rejected = Attempt(
-            received_at_ms=now_ms(),
-            method=method,
-            path=path,
-            headers=headers,
-            webhook_id=stored_webhook_id(webhook_id),
+        event = RelayedRequest(
+            method, path, headers, raw, datetime.now(UTC), relay_url=self.url, relay_cursor=cursor
+        )
+        rejected = event.attempt(
+            event.intake_request(),
+            Reason.RELAY_EVENT_UNREADABLE,
+            f"the relay sent an event that cannot be read: {why}",
             body=raw,
             body_size=len(raw),
-            verdict=REJECTED,
-            reason=Reason.RELAY_EVENT_UNREADABLE.value,
-            status=Reason.RELAY_EVENT_UNREADABLE.status,
-            detail=f"the relay sent an event that cannot be read: {why}",
-            relay_url=self.url,
-            relay_cursor=cursor,
+            labelled=False,
         )
         await self._hand_over(runtime, cursor, lambda: runtime.store.record(rejected), None)
 
