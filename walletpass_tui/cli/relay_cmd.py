@@ -320,6 +320,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         on_skipped=_print_skipped,
         on_state=_StatePrinter(),
         on_retrying=_print_retrying,
+        on_rewound=_print_rewound,
         max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
@@ -384,6 +385,12 @@ def _print_retrying(retrying: Any) -> None:
         f"({printable(retrying.why, 200)}); try {retrying.tries + 1} in {later}",
         flush=True,
     )
+
+
+def _print_rewound(cursor: int, head: int) -> None:
+    from walletpass_tui.relay.link.state import rewound_line
+
+    print(f"relay: {rewound_line(cursor, head).removeprefix('relay ')}", flush=True)
 
 
 def _print_skipped(skipped: Any) -> None:

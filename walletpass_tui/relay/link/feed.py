@@ -131,6 +131,7 @@ class RelayLink:
         self._marks = LowWater()
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
+        self._mark_lock = asyncio.Lock()  # a mark written never lands after a rewind
         self._stored_above = 0  # cursors up to this one may be stored already (a restart)
         self._catch_up_to: int | None = None  # the head the relay announced as it connected
         self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
@@ -178,6 +179,7 @@ class RelayLink:
             after=after,
             on_delivery=lambda delivery: self._deliver(runtime, delivery),
             on_unreadable=lambda cursor, raw, why: self._unreadable(runtime, cursor, raw, why),
+            on_rewound=lambda cursor, head: self._rewound(runtime, cursor, head),
             on_state=self._on_subscriber,
             backoff_initial_s=self.backoff_initial_s,
             backoff_max_s=self.backoff_max_s,
@@ -243,10 +245,48 @@ class RelayLink:
             await asyncio.sleep(MARK_EVERY_S)
 
     async def _write_mark(self, runtime: LinkTarget) -> None:
-        mark = self._marks.mark
-        if mark > self._mark_written:
-            await runtime.store.advance_relay_mark(self.url, mark)
-            self._mark_written = mark
+        async with self._mark_lock:
+            mark = self._marks.mark
+            if mark > self._mark_written:
+                await runtime.store.advance_relay_mark(self.url, mark)
+                self._mark_written = mark
+
+    async def _rewound(self, runtime: LinkTarget, cursor: int, head: int) -> None:
+        """The relay went back to ``head`` (its database restored from a backup) and will number
+        new deliveries with cursors this home already holds: what was received is stored first,
+        then the deliveries stored above ``head`` let go of their cursors (they stay in the
+        history) and the mark goes back to it, so the new ones are stored, not skipped."""
+        await self._drain()
+        failures = 0
+        async with self._mark_lock:
+            while True:
+                try:
+                    released = await runtime.store.rewind_relay(self.url, head)
+                    break
+                except StoreError:  # the store says why (its health line); tried again
+                    delay = backoff_delay(
+                        failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                    )
+                    failures += 1
+                    await asyncio.sleep(delay)
+            self._marks = LowWater(head)
+            self._mark_written = head
+        self._stored_above = min(self._stored_above, head)
+        self._catch_up_to = None
+        log.info(  # said in the state's line; the count for the debug log
+            "The relay %s went back to cursor %d: %d stored deliveries let go of their cursors",
+            self.url,
+            head,
+            released,
+        )
+        self._set(
+            cursor=head,
+            head=head,
+            pending=None,
+            connected=False,
+            error=None,
+            rewound=(cursor, head),
+        )
 
     def _stored(self, cursor: int) -> None:
         self._marks.stored(cursor)
@@ -399,6 +439,7 @@ class RelayLink:
             refusals=state.refusals,
             pending=pending,
             retry_in=state.retry_in,
+            rewound=state.rewound,
         )
 
     def _set(self, **changes: object) -> None:

@@ -11,7 +11,9 @@ delivery handed over. A 2xx or a 4xx (a verdict: the receiver recorded it) advan
 no answer is retried with capped backoff, as the service would retry. An event the relay sent
 that cannot be read (not a delivery, or larger than one can be) is skipped, with a line saying
 why (``on_skipped``), and its cursor saved: it does not block the ones after it. The cursor saved
-is only ever one the subscriber accepted (increasing, near the relay's announced head).
+is only ever one the subscriber accepted (increasing, near the relay's announced head), or the
+relay's head when it went back below the cursor (its database restored from a backup): then
+what it numbers after that head is handed over, not skipped.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class RelayFollower:
         on_skipped: Callable[[Skipped], None] | None = None,
         on_state: Callable[[SubscriberState], None] | None = None,
         on_retrying: Callable[[Retrying], None] | None = None,
+        on_rewound: Callable[[int, int], None] | None = None,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = BACKOFF_MAX_S,
         max_body: int = DEFAULT_MAX_BODY,
@@ -127,6 +130,7 @@ class RelayFollower:
         self._on_handed = on_handed
         self._on_skipped = on_skipped
         self._on_retrying = on_retrying
+        self._on_rewound = on_rewound
         self._rng = random.Random()
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -137,6 +141,7 @@ class RelayFollower:
             after=load_cursor(cursor_file),
             on_delivery=self._hand_over,
             on_unreadable=self._skip,
+            on_rewound=self._rewound,
             on_state=on_state,
             backoff_initial_s=backoff_initial_s,
             backoff_max_s=backoff_max_s,
@@ -192,6 +197,13 @@ class RelayFollower:
         await self._save(cursor)
         if self._on_skipped is not None:
             self._on_skipped(Skipped(cursor, why))
+
+    async def _rewound(self, cursor: int, head: int) -> None:
+        """The relay went back to ``head`` (its database restored): what it numbers after it is
+        handed over, from this run and the next."""
+        await self._save(head)
+        if self._on_rewound is not None:
+            self._on_rewound(cursor, head)
 
     async def _save(self, cursor: int) -> None:
         await asyncio.to_thread(write_private_file, self.cursor_file, f"{cursor}\n".encode())
