@@ -23,7 +23,8 @@ from walletpass_tui.config import Settings
 from walletpass_tui.query import index as field_index
 from walletpass_tui.query.index import Fields, index_path
 from walletpass_tui.query.known import load_known
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.tunnel.ngrok_config import (
     NgrokCredentials,
     config_paths,

@@ -30,7 +30,8 @@ from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import AlreadyRunning
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime.local import DeliveryRuntime, Feed
+from walletpass_tui.runtime.setup import DeliverySetup
 
 
 async def run_dashboard_async(

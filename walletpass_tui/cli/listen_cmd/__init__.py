@@ -19,7 +19,8 @@ from walletpass_tui.cli.signals import last_words, stop_on_signals
 from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
