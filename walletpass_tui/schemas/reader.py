@@ -97,7 +97,7 @@ class SchemaReader:
                         storage.count(samples),
                         int(counts.get(grp, 0)),
                         int(drift.get(grp, 0)),
-                        storage.count(last_ms),
+                        storage.moment(last_ms),
                         storage.count(not_json),
                         len(untracked) // 8 if type(untracked) is bytes else 0,
                         bool(more),
@@ -215,7 +215,7 @@ class SchemaReader:
                     storage.group_key(grp),
                     storage.count(attempt_id),
                     storage.maybe_text(webhook_id),
-                    storage.count(at_ms),
+                    storage.moment(at_ms),
                     storage.text(why),
                 )
                 for attempt_id, grp, webhook_id, at_ms, why in db.execute(
