@@ -18,6 +18,7 @@ from process_helpers import CLEAR, run_with_stderr_on_a_pty
 from service_helpers import TEMPLATES, Cli
 
 from walletpass_tui.cli import main
+from walletpass_tui.schemas.catalog import MAX_GROUPS
 from walletpass_tui.schemas.storage import schemas_path
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
@@ -264,6 +265,30 @@ async def test_topics_from_the_wire_never_collide_with_our_names(
     assert code == 0 and out.startswith("Nothing learned for templates yet")
 
 
+async def test_topics_beyond_the_bound_are_said_where_one_looks(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = [f"topic.{n:03d}" for n in range(MAX_GROUPS + 3)]
+    await seed(
+        clean_env,
+        [attempt(n, {"type": t}, t) for n, t in enumerate(wire)]
+        + [attempt(500, {"type": "pass.deactivated"}, "pass.deactivated")],
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "deactivated")
+    assert code == 0 and out.startswith("pass.deactivated: 1 sample(s)")
+    said = (
+        "3 verified deliveries of further topics were not learned: schemas are learned for at "
+        f"most {MAX_GROUPS} topics from the wire, the service's own topics always."
+    )
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert code == 0 and out.splitlines()[-1] == said
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", "topic.101")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "Unknown topic 'topic.101'" in err and err.endswith(f" {said}\n")
+    assert f"and {MAX_GROUPS - 10} more ('schema list' names them)." in err
+
+
 @pytest.mark.parametrize(
     ("damage", "reader"),
     [
@@ -272,6 +297,8 @@ async def test_topics_from_the_wire_never_collide_with_our_names(
         ("UPDATE paths SET segment = 'sideways'", "show"),
         ("UPDATE paths SET types = 'not json'", "export"),
         ("UPDATE drift SET kind = 'field_renamed'", "drift"),
+        ("UPDATE paths SET first_seen_ms = 9000000000000000000", "show"),  # past year 9999
+        ("UPDATE drift SET seen_at_ms = 9000000000000000000", "drift"),
     ],
 )
 async def test_a_schema_file_whose_rows_are_not_ours_is_one_line_not_a_traceback(
@@ -288,10 +315,12 @@ async def test_a_schema_file_whose_rows_are_not_ours_is_one_line_not_a_traceback
         f"walletpass-tui: error: The schema file {schemas_path(history)} is damaged; it is "
         "learned again from the history when the receiver next starts (or rebuild it now).\n"
     )
-    for action in ("list", "show", "drift", "export"):
-        argv = ["schema", action] + (["activated"] if action in ("show", "export") else [])
+    for action in ("list", "show", "drift", "export", "show --json"):
+        argv = ["schema", *action.split()[:1]]
+        argv += ["activated"] if action.startswith(("show", "export")) else []
+        argv += action.split()[1:]
         code, out, err = await asyncio.to_thread(run, capsys, *argv)  # never a traceback
-        if action == reader:
+        if action.split()[0] == reader:
             assert (code, out, err) == (1, "", damaged)
         else:  # what it reads is whole, or it says in one line what is not
             assert code == 0 or (code, out, err.count("\n")) == (1, "", 1), argv

@@ -97,7 +97,7 @@ class SchemaReader:
                         storage.count(samples),
                         int(counts.get(grp, 0)),
                         int(drift.get(grp, 0)),
-                        storage.count(last_ms),
+                        storage.moment(last_ms),
                         storage.count(not_json),
                         len(untracked) // 8 if type(untracked) is bytes else 0,
                         bool(more),
@@ -105,6 +105,20 @@ class SchemaReader:
                     )
                 )
             return out
+
+    def topics_not_learned(self) -> int:
+        """Verified deliveries not learned because MAX_GROUPS topics from the wire were already
+        (the service's own topics always are)."""
+        with self._db() as db:
+            if db is None:
+                return 0
+            row = db.execute("SELECT value FROM meta WHERE key = 'topics_not_learned'").fetchone()
+            if row is None:  # a file being made
+                return 0
+            value = row[0]
+            if type(value) is str and value.isascii() and value.isdigit():
+                return int(value)
+            raise sqlite3.DatabaseError("the schema file is malformed: not a count of topics")
 
     def group(self, key: GroupKey) -> GroupSchema | None:
         """Everything learned about one group (None: nothing yet)."""
@@ -215,7 +229,7 @@ class SchemaReader:
                     storage.group_key(grp),
                     storage.count(attempt_id),
                     storage.maybe_text(webhook_id),
-                    storage.count(at_ms),
+                    storage.moment(at_ms),
                     storage.text(why),
                 )
                 for attempt_id, grp, webhook_id, at_ms, why in db.execute(

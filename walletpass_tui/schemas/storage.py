@@ -349,6 +349,18 @@ def count(value: object) -> int:
     return value
 
 
+# The last millisecond of year 9999: a stored time past it (or before 1970) is no time this
+# program wrote; every time shown is printed as a date.
+MAX_MS = 253_402_300_799_999
+
+
+def moment(value: object) -> int:
+    """A stored time in milliseconds since the epoch: an integer from 0 to MAX_MS."""
+    if type(value) is not int or not 0 <= value <= MAX_MS:
+        raise Damaged(f"{value!r:.40} is not a time")
+    return value
+
+
 def text(value: object) -> str:
     if type(value) is not str:
         raise Damaged(f"{value!r:.40} is not text")
@@ -417,10 +429,10 @@ def path_from_row(row: tuple[Any, ...]) -> PathStats:
         arrays=count(arrays),
         example=maybe_text(example),
         open=bool(count(open_)),
-        first_seen_ms=count(first_ms),
+        first_seen_ms=moment(first_ms),
         first_webhook_id=maybe_text(first_id),
         first_attempt_id=maybe_count(first_attempt),
-        last_seen_ms=count(last_ms),
+        last_seen_ms=moment(last_ms),
         last_webhook_id=maybe_text(last_id),
         values=_values(vals),
     )
@@ -470,9 +482,9 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
         maybe_text(was),
         maybe_text(now),
         _type_list(baseline),
-        Source(count(seen_at), maybe_text(webhook_id), maybe_count(attempt_id)),
+        Source(moment(seen_at), maybe_text(webhook_id), maybe_count(attempt_id)),
         count=count(n),
-        last_seen_ms=count(last),
+        last_seen_ms=moment(last),
         id=count(id_),
         variant=variant,
         note=note,
@@ -497,8 +509,8 @@ def load_group(
         next_seq=count(next_seq),
         untracked={untracked[i : i + 8] for i in range(0, len(untracked), 8)},
         untracked_more=bool(count(more)),
-        first_seen_ms=count(first_ms),
-        last_seen_ms=count(last_ms),
+        first_seen_ms=moment(first_ms),
+        last_seen_ms=moment(last_ms),
         last_webhook_id=maybe_text(last_id),
         skipped=count(skipped),
     )
