@@ -169,7 +169,8 @@ def sender(
 
 async def measure(home: Path, rate: float, seconds: float, launched_at: float) -> dict[str, Any]:
     from walletpass_tui.config import Settings
-    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+    from walletpass_tui.runtime.local import DeliveryRuntime
+    from walletpass_tui.runtime.setup import DeliverySetup
     from walletpass_tui.ui.app import build_app
     from walletpass_tui.ui.panes.event_log import EventLogPane
     from walletpass_tui.ui.screens.detail import DetailScreen

@@ -429,7 +429,8 @@ async def _catch_up(ingress: str, sub_url: str, workdir: Path, count: int) -> tu
 
     from walletpass_tui.config import Settings
     from walletpass_tui.relay.link.feed import RelayLink
-    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+    from walletpass_tui.runtime.local import DeliveryRuntime
+    from walletpass_tui.runtime.setup import DeliverySetup
     from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.verify import SigningKey, sign
 

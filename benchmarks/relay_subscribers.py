@@ -138,7 +138,8 @@ async def _laptops_main(url: str, count: int, expect: int, out: Path) -> list[di
     from walletpass_tui.config import Settings
     from walletpass_tui.relay.link.feed import RelayLink
     from walletpass_tui.relay.link.state import LinkState
-    from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+    from walletpass_tui.runtime.local import DeliveryRuntime
+    from walletpass_tui.runtime.setup import DeliverySetup
     from walletpass_tui.webhooks.listening import ReceiverOptions
     from walletpass_tui.webhooks.models import Attempt
     from walletpass_tui.webhooks.verify import SigningKey

@@ -417,11 +417,14 @@ INTERNAL_EXCEPTIONS = {
     "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
     "WrongFormat",  # schemas.storage: the schema file is rebuilt
     "Damaged",  # schemas.storage: rows that are not ours, the schema file is rebuilt
+    "Foreign",  # schemas.storage: a file this program did not make, deleted and made anew
     "Unlearnable",  # schemas.book: that delivery is skipped
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
     "_Cut",  # query.values: the rest of a body past its bound is not read
     "PeerStalled",  # relay.server.stream: that subscriber is dropped
     "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
+    "_Rewound",  # relay.link.subscriber: the relay went back; resumed after its head at once
+    "TooMuchOutput",  # tunnel.output: the tunnel's program is stopped, said as TunnelUnavailable
 }
 
 

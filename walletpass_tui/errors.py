@@ -13,7 +13,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     │   ├── api.urls.UrlError            a URL outside the one URL rule
     │   ├── webhooks.target_options.HeaderError  a --forward-header that cannot be added
     │   ├── check.runner.CheckError      a check that cannot be run as asked
-    │   ├── query.language.QueryProblem  a term of a field query that cannot be read
+    │   ├── query.tree.QueryProblem  a term of a field query that cannot be read
     │   ├── sim.body_edit.BodyEditError  a --set path or assignment that cannot be applied
     │   └── sim.fixtures.FixtureError    a fixture that cannot be sent
     ├── webhooks.sources.SourceError     an --allow-source or --trust-proxy that does not parse *

@@ -242,6 +242,42 @@ async def test_create_from_listener_without_a_public_url_says_how_to_get_one(cli
     assert cli.no_requests()
 
 
+@pytest.mark.parametrize("tampered", ["an escape in its URL", "a symlink"])
+async def test_create_from_listener_reports_a_running_receivers_unreadable_state(
+    cli: Cli, tampered: str
+) -> None:
+    """A receiver runs, but its state file was tampered with: the file is named as what is
+    wrong (as attach and web say), never "start a receiver", and nothing is registered."""
+    claim = instance.claim(cli.home)
+    try:
+        claim.publish(
+            instance.InstanceRecord(
+                pid=os.getpid(), kind="listen", url="http://127.0.0.1:8787/webhooks",
+                started_at_ms=1, public_url="https://words-here.trycloudflare.com/webhooks",
+            )
+        )  # fmt: skip
+        state = claim.state_path
+        if tampered == "a symlink":
+            elsewhere = cli.home / "elsewhere.json"
+            elsewhere.write_bytes(state.read_bytes())
+            state.unlink()
+            state.symlink_to(elsewhere)
+        else:
+            raw = json.loads(state.read_bytes())
+            raw["public_url"] += "\u001b[31m"
+            state.write_text(json.dumps(raw))
+        result = await cli.run("endpoints", "create", "--from-listener", "--topic", "activated")
+    finally:
+        claim.release()
+    line = result.assert_one_line_failure(
+        f"A receiver holds {cli.home} but its state cannot be read ({state}",
+        "stop it and start it again, or pass --public-url.",
+    )
+    assert "--tunnel cloudflared" not in line
+    assert "\x1b" not in line
+    assert cli.no_requests()
+
+
 @pytest.mark.parametrize(
     ("argv", "fragments"),
     [

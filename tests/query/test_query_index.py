@@ -3,7 +3,6 @@ whenever it is damaged, deleted or of another history."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import stat
 from datetime import UTC, datetime
@@ -18,7 +17,8 @@ from walletpass_tui.config import Settings
 from walletpass_tui.query import index as field_index
 from walletpass_tui.query.index import Fields, index_path
 from walletpass_tui.query.known import load_known
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
@@ -38,7 +38,7 @@ async def test_the_runtime_indexes_what_it_stores(tmp_path: Path) -> None:
                 headers = {**sign(SECRET, f"msg_{n}", raw, datetime.now(UTC))}
                 assert (await client.post(runtime.url, content=raw, headers=headers)).is_success
         await runtime.store.settled()
-        assert await asyncio.to_thread(runtime.field_indexer.settled, 30)
+        assert await runtime.field_indexer.settled(30)
         assert runtime.field_indexer.upto == await runtime.store.last_id()
         assert await ids_of(runtime.store, "data.platform:google") == ["msg_2", "msg_0"]
         known = load_known(settings.database_path)

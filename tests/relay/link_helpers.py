@@ -14,7 +14,8 @@ from standardwebhooks import Webhook
 
 from walletpass_tui.config import Settings
 from walletpass_tui.relay.link.feed import RelayLink
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.verify import SigningKey

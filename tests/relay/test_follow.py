@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 from relay_helpers import OTHER_SECRET, ROOT, SECRET, add_channel, signed, stop_task, urls
 
 from walletpass_tui.relay.link.follow import Handed, RelayFollower, cursor_path, load_cursor
@@ -154,6 +156,68 @@ async def test_follow_stops_on_a_wrong_token_with_exit_1_and_one_line(
     assert proc.returncode == 1
     assert err.decode().count("\n") == 1 and "401" in err.decode()
     assert "wpr_x" not in out.decode() + err.decode()
+    assert "retrying" not in out.decode()  # refused for good: no line promises another try
+
+
+async def test_follow_says_each_time_the_receiver_does_not_take_a_delivery_then_hands_it_over(
+    relay: RelayServer, tmp_path: Path
+) -> None:
+    """A receiver that refuses connections: each try says so (why, and when the next one is),
+    and once it runs the delivery is handed over, nothing skipped."""
+    issued = add_channel(relay, "team")
+    ingress, sub_url = urls(relay, issued)
+    body, headers = signed(SECRET)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(ingress, data=body, headers=headers) as r,
+    ):
+        assert r.status == 200
+    port = free_port()  # nothing listens there yet
+    env = dict(
+        os.environ, WALLETPASS_HOME=str(tmp_path / "home"), WALLETPASS_RELAY_TOKEN=issued.token
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "walletpass_tui", "relay", "follow", sub_url),
+        *("--to", f"http://127.0.0.1:{port}/hook"),
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    got: list[bytes] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append(await request.read())
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(60):
+            while len([line for line in lines if "not taken" in line]) < 2:
+                lines.append((await proc.stdout.readline()).decode())
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            while not lines[-1].endswith("-> 200\n"):
+                lines.append((await proc.stdout.readline()).decode())
+    finally:
+        proc.terminate()
+        await proc.wait()
+        await runner.cleanup()
+    refused = [line for line in lines if "not taken" in line]
+    webhook_id = headers["webhook-id"]
+    assert refused[0].split()[1] == webhook_id
+    assert re.search(
+        rf"not taken \(nothing answers at 127\.0\.0\.1:{port} \(connection refused\): is it "
+        r"running\?\); try 2 in \d+\.\d s",
+        refused[0],
+    ), refused[0]
+    assert "try 3 in" in refused[1]
+    assert lines[-1].split()[1:] == [webhook_id, "->", "200"]
+    assert got == [body]  # handed over once it ran, exactly as the relay received it
 
 
 def test_follow_without_a_token_says_where_to_put_it(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from peers import (  # noqa: F401  (the "certificate", "local_resolver" and "pee
 )
 from relay_helpers import add_channel, post_all, stop_task, urls
 
+from walletpass_tui.relay.link import feed
 from walletpass_tui.relay.link.state import LinkState, StateLines
 from walletpass_tui.relay.link.subscriber import RelaySubscriber, SubscriberState
 from walletpass_tui.relay.server.serve import RelayServer
@@ -108,6 +109,38 @@ async def test_a_relay_where_nothing_listens_is_said_so_with_the_next_try() -> N
         rf"relay disconnected \(nothing answers at 127\.0\.0\.1:{port} \(connection refused\): "
         r"is the relay running\?\); next try in \d\.\d s",
         line_for(state, url),
+    )
+
+
+async def test_the_link_says_a_refused_connection_at_once_with_the_next_try(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first thing the link asks (the channel, before following it) is refused: that is
+    said then, with the next try's delay, not once the stream is tried (10 s on; an hour
+    here)."""
+    monkeypatch.setattr(feed, "CHANNEL_WAIT_S", 3600.0)
+    url = closed_port_url().replace("/hook", "/channels/x/events")
+    port = url.split(":")[2].split("/")[0]
+    link = link_for(url, "wpr_token")
+    lines: list[str] = []
+    printer = StateLines()
+    said = asyncio.Event()
+
+    def on_state(state: LinkState) -> None:
+        if line := printer(state):
+            lines.append(line)
+            said.set()
+
+    link.subscribe(on_state)
+    async with laptop(tmp_path / "laptop", link) as runtime:
+        await runtime.serve()
+        async with asyncio.timeout(60):
+            await said.wait()
+    assert len(lines) == 1, lines  # one line, not one per try
+    assert re.fullmatch(
+        rf"relay disconnected \(nothing answers at 127\.0\.0\.1:{port} \(connection refused\): "
+        r"is the relay running\?\); next try in \d\.\d s",
+        lines[0],
     )
 
 

@@ -146,4 +146,5 @@ async def test_a_refused_token_ends_listen_with_one_line_and_exit_1(
     assert len(errors) == 1, lines
     assert "401" in errors[0] and "--relay-token" in errors[0]
     assert "Traceback" not in err.decode()
+    assert not any("retrying" in line for line in lines), lines  # refused for good: no next try
     assert "0" * 43 not in err.decode() + out.decode()  # the token is never printed

@@ -169,13 +169,46 @@ def test_serve_usage_errors_exit_2_and_bad_values_exit_1(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "relay", "serve", "--port", "eighty")
-    assert code == 2 and "invalid int value" in err
+    assert code == 2 and "'eighty' is not a whole number from 0 to 65535." in err
     code, _, err = run(capsys, "relay", "serve", "--allow-source", "not-a-network")
     assert code == 1 and "CIDR" in err
     code, _, err = run(capsys, "relay", "serve", "--tls-cert", "/nonexistent.pem")
     assert code == 1 and "--tls-key" in err
     code, _, err = run(capsys, "relay", "serve", "--max-channel-subscribers", "0")
-    assert code == 1 and "1 or more" in err
+    assert code == 2 and "is not a whole number from 1 to" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "value"),
+    [
+        (("serve", "--retention-days"), "\u0661\u0662"),  # Arabic-Indic 12: float() reads it
+        (("serve", "--retention-days"), "1e1"),
+        (("serve", "--retention-days"), "nan"),
+        (("serve", "--retention-days"), "0"),
+        (("serve", "--max-body"), "\u0661\u0662\u0663"),  # int() reads it
+        (("serve", "--max-body"), "+100"),
+        (("serve", "--port"), "\uff18\uff10"),  # fullwidth 80
+        (("serve", "--tolerance"), "\u0663\u0660\u0660"),
+        (("serve", "--heartbeat"), "\u0661\u0665"),
+        (("serve", "--heartbeat"), "inf"),
+        (("serve", "--max-subscribers"), "\u0661\u0660"),
+        (("serve", "--max-channel-subscribers"), "-1"),
+        (("channel", "add", "team", "--quota-mb"), "\u0662\u0665\u0666"),
+        (("channel", "add", "team", "--quota-mb"), "0"),
+    ],
+)
+def test_relay_numbers_are_ascii_digits_in_range_or_a_usage_error(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], value: str
+) -> None:
+    """Every number the relay commands take is read as every other command reads one: the
+    digits 0-9, in range; anything else (another script's digits, a sign, an exponent, nan) is
+    refused in one line, exit 2, before anything is opened or created."""
+    code, out, err = run(capsys, "relay", *argv, value)
+    assert code == 2, (out, err)
+    last = err.strip().splitlines()[-1]  # the usage, then one sentence naming the flag
+    assert f"error: argument {argv[-1]}: " in last and "is not a" in last and "number" in last
+    assert "Traceback" not in err
+    assert not any((clean_env).rglob("*.sqlite3"))  # nothing opened or created
 
 
 @pytest.mark.slow

@@ -117,6 +117,31 @@ async def test_a_laptop_on_one_instance_stores_and_verifies_what_was_posted_to_t
     assert [x.relay_cursor for x in stored] == list(range(1, 21))
 
 
+async def test_a_restore_under_both_instances_is_seen_by_the_one_a_laptop_is_on(
+    pg_database: str, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    """The database goes back under running instances; the new deliveries are posted to B only:
+    A learns it from the rows (B's notice names a cursor whose event A holds another delivery
+    at) and its stream tells the laptop, which stores them all."""
+    async with instances(pg_database, tmp_path, heartbeat_s=600) as (a, b):
+        issued = add_channel(a, "team")
+        slug = issued.channel.slug
+        link = link_for(subscribe_url(a.url, slug), issued.token)
+        async with laptop(tmp_path / "laptop", link) as runtime:
+            await runtime.serve()
+            before = await post_all(http, ingress_url(a.url, slug), 4)
+            await stored_until(runtime, 4)
+            with TestDB(a) as db:
+                db.query("DELETE FROM deliveries WHERE cursor > 2")
+                db.query("UPDATE channels SET last_cursor = 2")
+            after = await post_all(http, ingress_url(b.url, slug), 3)
+            stored = await stored_until(runtime, 7)
+    assert [x.webhook_id for x in stored] == before + after
+    assert [x.relay_cursor for x in stored] == [1, 2, 3, 4, 3, 4, 5]
+    assert all(x.verified for x in stored)
+    assert link.state.rewound == (4, 2)
+
+
 async def test_posts_at_both_instances_reach_every_laptop_on_either_once_in_cursor_order(
     pg_database: str, tmp_path: Path
 ) -> None:

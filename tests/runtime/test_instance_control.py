@@ -26,7 +26,8 @@ from walletpass_tui.runtime import control, control_server, instance
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.control_client import ControlClient
 from walletpass_tui.runtime.control_server import ControlServer
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.verify import SigningKey, sign
 

@@ -16,7 +16,8 @@ from aiohttp import web
 
 from walletpass_tui.config import ConfigError, Settings
 from walletpass_tui.runtime.control import ControlError
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.listening import ReceiverError, ReceiverOptions
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow

@@ -393,6 +393,32 @@ async def test_a_delivery_the_learner_cannot_take_is_skipped_with_why_and_passed
     assert SchemaReader(store.path).groups()[0].skipped == 1
 
 
+async def test_a_delivery_time_no_date_can_show_is_learned_as_the_nearest_one(
+    store: Store,
+) -> None:
+    await store.record(attempt(0, activated(0)))
+    await store.settled()
+    late = activated(1)
+    late["data"]["late"] = True
+    await asyncio.to_thread(insert_raw, store.path, 1, json.dumps(late).encode())
+    await asyncio.to_thread(insert_raw, store.path, 2, json.dumps(activated(2)).encode())
+    with sqlite3.connect(store.path) as db:  # a clock (or another program) far off
+        db.execute("UPDATE attempts SET received_at_ms = 9000000000000000000 WHERE id = 2")
+        db.execute("UPDATE attempts SET received_at_ms = -5 WHERE id = 3")
+    learner = SchemaLearner(store.path).start()
+    try:
+        await learner.asettled()
+        assert learner.failures == 0
+    finally:
+        await learner.aclose()
+    reader = SchemaReader(store.path)
+    (summary,) = reader.groups()  # read back as ours: never damage learned again and again
+    assert (summary.samples, summary.last_seen_ms) == (3, 0)  # 1970, not before
+    seen = {f.path: (f.first_seen_ms, f.last_seen_ms) for f in reader.fields(ACTIVATED)}
+    assert seen["data.late"] == (253_402_300_799_999, 253_402_300_799_999)  # year 9999's last ms
+    assert seen["data"] == (T0, 0)
+
+
 async def test_the_learner_follows_a_history_started_over_under_it(
     store: Store, learner: SchemaLearner
 ) -> None:
@@ -442,6 +468,8 @@ FOREIGN_ROWS = {
     "a count": "UPDATE groups SET samples = 'lots'",
     "a parent": "UPDATE paths SET parent = 'nowhere' WHERE parent IS NOT NULL",
     "values": "UPDATE paths SET vals = '[[\"string\", 5, 1]]' WHERE vals IS NOT NULL",
+    "a time past year 9999": "UPDATE paths SET first_seen_ms = 9000000000000000000",
+    "a time before 1970": "UPDATE drift SET last_seen_ms = -1",
 }
 
 

@@ -19,7 +19,8 @@ import pytest
 from schema_helpers import activated
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.schemas.model import TEMPLATES
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord

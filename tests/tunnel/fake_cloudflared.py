@@ -16,6 +16,11 @@ Cloudflare's edge does. Each start appends ``pid port host`` to ``$FAKE_CLOUDFLA
     exit         says why and exits with status 1 at once
     silent       prints nothing and never exits
     stubborn     as ``quick`` but ignores SIGTERM (only SIGKILL stops it)
+    group-deaf   as ``quick``, with a child in its process group that ignores SIGTERM
+    hands-off    as ``quick``, then exits (status 0) while a child it started keeps its output
+                 open (a wrapper script that backgrounds the real program)
+    gone-quietly says why and exits (status 1) before any URL while a child keeps its output open
+    long-line    prints 10 MiB on one line that never ends, then nothing, and never exits
 """
 
 from __future__ import annotations
@@ -113,6 +118,21 @@ def main(argv: list[str]) -> int:
     if MODE == "silent":
         while True:
             time.sleep(3600)
+    if MODE == "long-line":
+        sys.stderr.write("x" * (10 * 1024 * 1024))
+        sys.stderr.flush()
+        while True:
+            time.sleep(3600)
+    if MODE == "group-deaf" and os.fork() == 0:  # the child: same group, deaf to SIGTERM
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(3600)
+    if MODE == "gone-quietly":
+        log("failed to start: the real program runs in the background now", "ERR")
+        if os.fork() == 0:  # the child: holds the output open
+            while True:
+                time.sleep(3600)
+        return 1
     log("Starting tunnel tunnelID=6ff42ae2-765d-4adf-8112-31c55c1551ef" if named else DISCLAIMER)
     if MODE == "exit":
         log(
@@ -162,6 +182,13 @@ def main(argv: list[str]) -> int:
         time.sleep(0.3)
         log('Connection terminated error="timeout: no recent network activity" connIndex=0', "ERR")
         return 1
+    if MODE == "hands-off":
+        time.sleep(0.5)  # its URL is read while it still runs
+        if os.fork() == 0:  # the child: holds the output open
+            while True:
+                time.sleep(3600)
+        log("the tunnel runs in the background now")
+        os._exit(0)
     if MODE == "endless-up":
         while True:
             log(

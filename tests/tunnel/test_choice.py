@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,29 @@ def test_the_local_address_is_loopback_for_a_receiver_on_every_interface() -> No
     assert local_url("::", 8787) == "http://[::1]:8787"
     assert local_url("::1", 9) == "http://[::1]:9"
     assert local_url("localhost", 9) == "http://localhost:9"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allow_http", [[], ["--allow-http"]], ids=["plain", "--allow-http"])
+def test_an_http_tunnel_address_is_refused_without_naming_a_flag_that_cannot_help(
+    clean_env: Path, allow_http: list[str]
+) -> None:
+    """``[tunnel] url`` is the address the service delivers to: https, whatever --allow-http (a
+    local simulated service's endpoints) says. The refusal does not offer that flag."""
+    clean_env.mkdir()
+    (clean_env / "config.toml").write_text(
+        '[tunnel]\nprovider = "cloudflared"\nname = "hooks"\nurl = "http://hooks.example.com"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "walletpass_tui", "listen", "--port", "0", *allow_http],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line == (
+        f"walletpass-tui: error: The setting tunnel_url (from file {clean_env / 'config.toml'}) "
+        "'http://hooks.example.com' must start with https:// (a tunnel's public address is "
+        "always https; --allow-http does not apply to it)."
+    )

@@ -217,3 +217,61 @@ async def test_the_program_runs_in_a_process_group_of_its_own(
         assert os.getpgid(tunnel.pid) == tunnel.pid != os.getpgid(0)
     finally:
         await tunnel.close()
+
+
+async def test_one_endless_line_counts_toward_the_output_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10 MiB on one line that never ends: stopped once 256 KiB are read, not tried again, long
+    before the start timeout (45 s, more than this test's deadline)."""
+    fake = install_fake(tmp_path, monkeypatch, "long-line")
+    with pytest.raises(TunnelUnavailable, match=r"printed more than 256 KiB without a tunnel URL"):
+        await asyncio.wait_for(Cloudflared().open("http://127.0.0.1:9"), DEADLINE_S)
+    assert await gone(fake)
+
+
+async def test_a_program_that_hands_off_to_a_child_is_down_and_the_child_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program gives its URL, then exits while a child it started keeps its output open (a
+    wrapper that backgrounds the real program): the tunnel counts as down at its exit, and
+    closing it stops the child too."""
+    fake = install_fake(tmp_path, monkeypatch, "hands-off")
+    tunnel = await asyncio.wait_for(Cloudflared().open("http://127.0.0.1:9"), DEADLINE_S)
+    try:
+        why = await asyncio.wait_for(tunnel.closed(), DEADLINE_S)
+        assert why.startswith("cloudflared exited (status 0: ")
+        assert "the tunnel runs in the background now" in why
+        assert fake.in_group(tunnel.pid)  # its child: left until the tunnel is closed
+    finally:
+        await tunnel.close()
+    assert await gone(fake)
+
+
+async def test_a_program_gone_before_its_url_is_a_failed_try_though_its_output_stays_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its exit is seen at once, not at the start timeout (45 s, more than this test's deadline)
+    that the open pipe would otherwise run into; the child holding it is stopped."""
+    fake = install_fake(tmp_path, monkeypatch, "gone-quietly")
+    with pytest.raises(TunnelFailed) as caught:
+        await asyncio.wait_for(Cloudflared().open("http://127.0.0.1:9"), DEADLINE_S)
+    message = str(caught.value)
+    assert message.startswith("cloudflared exited (status 1) before giving a tunnel URL: ")
+    assert "the real program runs in the background now" in message
+    assert await gone(fake)
+
+
+@pytest.mark.slow
+async def test_a_process_of_its_group_deaf_to_sigterm_is_killed_after_the_program_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program stops at the first SIGTERM; a child in its group that ignores SIGTERM is
+    still sent the second SIGTERM and then SIGKILL."""
+    fake = install_fake(tmp_path, monkeypatch, "group-deaf")
+    tunnel = await asyncio.wait_for(Cloudflared().open("http://127.0.0.1:9"), DEADLINE_S)
+    [child] = [pid for pid in fake.in_group(tunnel.pid) if pid != tunnel.pid]
+    await tunnel.close()
+    assert tunnel.proc.returncode == -15  # the program itself stopped at the first SIGTERM
+    assert await gone(fake)
+    assert child not in fake.running()

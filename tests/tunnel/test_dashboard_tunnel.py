@@ -16,7 +16,8 @@ from tunnel_helpers import install_fake
 from walletpass_tui.cli.demo_cmd import demo_session
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.control import MAX_TEXT, ReceiverStatus
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.tunnel.cloudflared import Cloudflared
 from walletpass_tui.ui.app import build_app
 from walletpass_tui.ui.widgets.status_bar import StatusBar

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -38,7 +39,13 @@ def listen(*extra: str) -> Listen:
     return Listen("--port", "0", "--secret", SECRET, "--json", "--tunnel", "cloudflared", *extra)
 
 
-@pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT])
+def not_starting(line: str) -> bool:
+    """A line about the tunnel that is its answer, not that it is starting."""
+    return line.startswith("Tunnel:") and not line.startswith("Tunnel: starting")
+
+
+# SIGHUP: the terminal listen runs in was closed.
+@pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_delivery_through_the_tunnel_is_verified_and_stored_and_nothing_is_left(
     clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_with: int
 ) -> None:
@@ -50,7 +57,7 @@ def test_a_delivery_through_the_tunnel_is_verified_and_stored_and_nothing_is_lef
         assert shown == f"Public URL:  https://{host}/webhooks  (a cloudflared quick tunnel)"
         exposed = proc.err.until(lambda line: line.startswith("  "))
         assert "anyone who has it can post here" in exposed
-        proc.err.until(lambda line: line.startswith("History:"))
+        assert any(line.startswith("History:") for line in proc.err.seen)
 
         answer = signed_post(public_side(fake), "msg_through_tunnel", BODY, SECRET)
         assert answer.status_code == 200
@@ -69,6 +76,47 @@ def test_a_delivery_through_the_tunnel_is_verified_and_stored_and_nothing_is_lef
         proc.kill()
     assert fake.running() == []
     assert "Stopped; every acknowledged delivery is in the history." in proc.err.rest()
+    assert not (clean_env / "run" / "receiver.json").exists()
+
+
+def test_a_slow_tunnel_never_holds_back_the_receivers_first_lines(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cloudflared without a network says nothing for a long time: listen says where it listens
+    and that the tunnel is starting at once, and a delivery's line comes after those lines."""
+    install_fake(tmp_path, monkeypatch, "silent")
+    proc = Listen("--port", "0", "--secret", SECRET, "--tunnel", "cloudflared")  # one stream
+    try:
+        local = proc.out.until(lambda line: line.startswith("Listening on"))
+        starting = proc.out.until(lambda line: line.startswith("Tunnel:"))
+        assert starting == "Tunnel: starting a cloudflared quick tunnel; its public URL follows."
+        proc.out.until(lambda line: line.startswith("History:"))
+        url = local.removeprefix("Listening on ").strip()
+        assert signed_post(url, "msg_while_starting", BODY, SECRET).status_code == 200
+        proc.out.until(lambda line: "msg_while_starting" in line)
+        assert proc.stop() == 0
+    finally:
+        proc.kill()
+    assert not any(line.startswith("Public URL") for line in proc.out.rest())
+
+
+def test_a_program_that_hands_off_to_a_child_is_said_down_and_the_child_stopped(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cloudflared gives its URL and exits while a child it started keeps its output open: the
+    tunnel is said to be down (and tried again), the child stopped, nothing left at the end."""
+    fake = install_fake(tmp_path, monkeypatch, "hands-off")
+    proc = listen()
+    try:
+        proc.err.until(lambda line: line.startswith("Public URL:"))
+        down = proc.err.until(lambda line: line.startswith("Tunnel down:"))
+        assert down.startswith("Tunnel down: cloudflared exited (status 0: ")
+        first, *_ = fake.starts()
+        assert fake.in_group(first[0]) == []  # its child was stopped before "down" was said
+        assert proc.stop() == 0
+    finally:
+        proc.kill()
+    assert fake.running() == []
 
 
 def test_a_tunnel_that_dies_is_said_and_started_again_while_the_receiver_goes_on(
@@ -103,7 +151,7 @@ def test_without_cloudflared_one_line_says_so_and_the_receiver_runs_locally(
     proc = listen()
     try:
         local = proc.err.until(lambda line: line.startswith("Listening on"))
-        said = proc.err.until(lambda line: line.startswith("Tunnel:"))
+        said = proc.err.until(not_starting)
         assert said == (
             "Tunnel: --tunnel cloudflared: the cloudflared program is not installed (or not on "
             "PATH); install it (https://developers.cloudflare.com/cloudflare-one/connections/"
@@ -138,7 +186,6 @@ def test_an_endpoint_at_an_earlier_tunnel_url_is_said_with_the_command_for_the_n
             "walletpass-tui endpoints create --from-listener --topic pass.activated "
             f"--home {clean_env}"
         )
-        proc.err.until(lambda line: line.startswith("History:"))
         assert not any("ep_prod still" in line for line in proc.err.seen)  # not a tunnel's
         assert fake.starts()
         assert proc.stop() == 0
@@ -166,7 +213,7 @@ def test_ngrok_that_cannot_be_reached_is_said_and_the_receiver_runs_locally(
     proc = Listen("--port", "0", "--secret", SECRET, "--tunnel", "ngrok")
     try:
         local = proc.out.until(lambda line: line.startswith("Listening on"))
-        said = proc.out.until(lambda line: line.startswith("Tunnel:"))
+        said = proc.out.until(not_starting)
         assert said.startswith("Tunnel: ngrok could not be reached (failed to connect session")
         assert said.endswith("; trying again in 1 s. The receiver runs locally meanwhile.")
         assert "tok_0123456789abcdef" not in "\n".join(proc.out.seen)
@@ -178,6 +225,34 @@ def test_ngrok_that_cannot_be_reached_is_said_and_the_receiver_runs_locally(
     assert "tok_0123456789abcdef" not in "\n".join(proc.out.rest() + proc.err.rest())
 
 
+def test_a_fifo_in_place_of_ngroks_configuration_is_refused_and_the_receiver_answers(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening it never waits for a writer on the receiver's event loop: one line says it is
+    not a file, deliveries are answered, Ctrl-C stops listen."""
+    monkeypatch.delenv("NGROK_AUTHTOKEN", raising=False)
+    fifo = tmp_path / "xdg-config" / "ngrok" / "ngrok.yml"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    proc = Listen("--port", "0", "--secret", SECRET, "--tunnel", "ngrok")
+    try:
+        local = proc.out.until(lambda line: line.startswith("Listening on"))
+        said = proc.out.until(not_starting)
+        assert said == (
+            f"Tunnel: The ngrok configuration {fifo} is a FIFO, not a regular file; fix it or set "
+            "NGROK_AUTHTOKEN. The receiver runs locally, without a public URL."
+        )
+        url = local.removeprefix("Listening on ").strip()
+        assert signed_post(url, "msg_beside_fifo", BODY, SECRET).status_code == 200
+        proc.out.until(lambda line: "msg_beside_fifo" in line)
+        assert proc.stop(signal.SIGINT) == 0
+    finally:
+        if proc.proc.poll() is None:  # stuck opening the FIFO: a writer lets it go
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        proc.kill()
+
+
 def test_ngrok_without_an_authtoken_says_how_to_give_one(
     clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,7 +260,7 @@ def test_ngrok_without_an_authtoken_says_how_to_give_one(
     monkeypatch.delenv("NGROK_AUTHTOKEN", raising=False)
     proc = Listen("--port", "0", "--secret", SECRET, "--tunnel", "ngrok")
     try:
-        said = proc.out.until(lambda line: line.startswith("Tunnel:"))
+        said = proc.out.until(not_starting)
         assert "needs your ngrok authtoken: set NGROK_AUTHTOKEN or run 'ngrok config" in said
         assert said.endswith("The receiver runs locally, without a public URL.")
         assert proc.stop() == 0
@@ -206,7 +281,7 @@ async def test_endpoints_create_in_another_shell_registers_the_tunnels_url(
     service = await start_server()
     proc = listen()
     try:
-        proc.err.until(lambda line: line.startswith("History:"))
+        proc.err.until(lambda line: line.startswith("Public URL:"))
         [(_, _, host)] = fake.starts()
         url = f"https://{host}/webhooks"
         service.answer(

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +18,8 @@ import httpx
 import pytest
 
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.tunnel.ngrok_config import (
     NgrokCredentials,
     config_paths,
@@ -120,8 +123,37 @@ def test_a_hostile_configuration_is_refused_whole(
 def test_a_directory_in_place_of_the_configuration_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "xdg" / "ngrok" / "ngrok.yml"
     path.mkdir(parents=True)
-    with pytest.raises(TunnelUnavailable, match="is not a file"):
+    with pytest.raises(TunnelUnavailable, match="is a directory, not a regular file"):
         ngrok_credentials(env_with(tmp_path))
+
+
+def test_a_fifo_in_place_of_the_configuration_is_refused_without_waiting(tmp_path: Path) -> None:
+    """Read on the receiver's event loop: opening a FIFO must not wait for a writer. A guard
+    writer lets a stuck open go after the deadline, and is counted: it must not be needed."""
+    path = tmp_path / "xdg" / "ngrok" / "ngrok.yml"
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    released: list[bool] = []
+
+    def release() -> None:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # only while a reader waits
+        except OSError:  # no reader waiting: nothing to release
+            return
+        released.append(True)
+
+    guard = threading.Timer(DEADLINE_S, release)
+    guard.start()
+    try:
+        with pytest.raises(TunnelUnavailable) as caught:
+            ngrok_credentials(env_with(tmp_path))
+    finally:
+        guard.cancel()
+    assert released == []
+    assert str(caught.value) == (
+        f"The ngrok configuration {path} is a FIFO, not a regular file; fix it or set "
+        "NGROK_AUTHTOKEN."
+    )
 
 
 def test_a_token_in_the_environment_with_control_characters_is_refused(tmp_path: Path) -> None:

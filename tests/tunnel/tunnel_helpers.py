@@ -59,6 +59,18 @@ class FakeCloudflared:
                 found.append(int(entry.name))
         return found
 
+    def in_group(self, pgid: int) -> list[int]:
+        """The pids of the processes of process group ``pgid`` still running (zombies
+        excluded): those the fake started, whether its first process is gone or not."""
+        found = []
+        for pid in self.running():
+            try:
+                if os.getpgid(pid) == pgid:
+                    found.append(pid)
+            except ProcessLookupError:  # gone meanwhile
+                continue
+        return found
+
     def kill_leftovers(self) -> None:
         """Kill whatever of the fake still runs (after a test that failed halfway)."""
         for pid in self.running():

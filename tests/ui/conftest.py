@@ -17,7 +17,8 @@ from ui_helpers import API_KEY, ENDPOINT_ID, SECRET
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.config import Secret, Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.listening import ReceiverOptions

@@ -16,7 +16,8 @@ from ui_helpers import wait_for
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.attached import AttachedRuntime
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime.local import DeliveryRuntime, Feed
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar

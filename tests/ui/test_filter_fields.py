@@ -4,7 +4,6 @@ has shown is said under the log, with the nearest known ones, and the rest still
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from textual.widgets import Input
@@ -33,7 +32,7 @@ async def ready(app: WalletPassApp) -> EventLogPane:
     await wait_for(lambda: log.total == 20)
     runtime = app.context.runtime  # type: ignore[attr-defined]
     # What the runtime learns and indexes right after the commits: the completions' source.
-    assert await asyncio.to_thread(runtime.field_indexer.settled, 30)
+    assert await runtime.field_indexer.settled(30)
     await runtime.learner.asettled()
     return log
 

@@ -4,7 +4,6 @@ its values, over the fixed scene the other snapshots draw."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,7 @@ async def settle(pilot: Pilot[Any]) -> None:
     assert isinstance(app, WalletPassApp)
     await main_settled(pilot)
     runtime = app.context.runtime  # type: ignore[attr-defined]
-    assert await asyncio.to_thread(runtime.field_indexer.settled, 60)
+    assert await runtime.field_indexer.settled(60)
     await runtime.learner.asettled()
     await pilot.press("slash")
     log = app.screen.query_one(EventLogPane)

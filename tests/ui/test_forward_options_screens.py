@@ -15,7 +15,8 @@ from ui_helpers import ENDPOINT_ID, SECRET, SIZE, body_for, sender_for, wait_for
 from user_app import UserApp, user_app_fixture  # noqa: F401  (the "user_app" fixture)
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen

@@ -294,6 +294,9 @@ async def test_a_local_ngrok_agent_is_found_and_offered(
         header = app.screen.query_one(StatusBar)
         public = "https://ab12.ngrok-free.app/webhooks"
         await wait_for(lambda: public in plain(header.render(), 200))
+        # Any local user can answer on 127.0.0.1:4040: said where the URL is offered.
+        [found] = [n.message for n in app._notifications if n.title == "Tunnel found"]
+        assert "any user of this machine can answer: check it is your ngrok" in found
         await pilot.press("n")
         await wait_for(lambda: app.screen.query("#endpoint-url"))
         assert app.screen.query_one("#endpoint-url").value == public  # type: ignore[attr-defined]

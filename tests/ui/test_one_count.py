@@ -19,7 +19,8 @@ import pytest
 from ui_helpers import ENDPOINT_ID, SECRET, attempt, body_for, record_all, sender_for, wait_for
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.screens.stats import StatsScreen
 from walletpass_tui.ui.widgets.status_bar import StatusBar

@@ -14,7 +14,8 @@ from textual.widgets import DataTable, Static
 from ui_helpers import attempt, record_all, wait_for
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.schemas.model import TEMPLATES
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail

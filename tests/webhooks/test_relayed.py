@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletpass_tui.config import Settings
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.webhooks.forward import Route
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import VERIFIED, Attempt, StoreError
@@ -128,6 +129,39 @@ async def test_a_forgery_is_stored_rejected_and_never_forwarded(tmp_path: Path) 
     assert forged.reason == Reason.NO_MATCH.value and forged.status == 401
     assert genuine.verified
     assert received == [BODY + b" "]  # the raw bytes, and only the genuine one
+
+
+async def test_a_relayed_delivery_keeps_the_forwarded_for_the_relay_recorded(
+    runtime: DeliveryRuntime,
+) -> None:
+    """The relay saw the socket and the proxies before it; an X-Forwarded-For line inside the
+    relayed headers is the sender's word, kept with the headers, not as the list."""
+    sent = relayed("msg_xff", 4)
+    request = RelayedRequest(
+        **{
+            **sent.__dict__,
+            "headers": (*sent.headers, ("X-Forwarded-For", "192.0.2.66")),
+            "forwarded_for": "198.51.100.7, 203.0.113.9",
+        }
+    )
+    stored = await runtime.accept(request)
+    again = await runtime.store.attempt(stored.id)
+    assert again is not None and again.verified
+    assert again.forwarded_for == "198.51.100.7, 203.0.113.9"
+    assert again.header("x-forwarded-for") == "192.0.2.66"
+
+
+async def test_a_rejected_relayed_delivery_is_labelled_from_its_body_as_a_local_one(
+    runtime: DeliveryRuntime,
+) -> None:
+    forged = await runtime.accept(relayed("msg_forged_labels", 5, secret=FORGER))
+    assert forged.reason == Reason.NO_MATCH.value
+    assert (forged.topic, forged.pass_id) == ("pass.activated", "pass_1")
+    gets = await runtime.accept(
+        RelayedRequest(**{**relayed("msg_get", 6).__dict__, "method": "GET"})
+    )
+    assert gets.reason == Reason.METHOD_NOT_ALLOWED.value
+    assert (gets.body, gets.topic, gets.pass_id) == (BODY, "pass.activated", "pass_1")
 
 
 async def test_a_body_over_the_limit_is_refused_and_recorded(runtime: DeliveryRuntime) -> None:

@@ -89,11 +89,14 @@ def check_url(
     what: str = "The URL",
     schemes: tuple[str, ...] = TARGET_SCHEMES,
     allow_http: bool = False,
+    https_because: str | None = None,
 ) -> str:
     """``url`` stripped, when it can be used; else :class:`UrlError` saying why.
 
     ``schemes`` are those accepted; ``allow_http`` adds ``http`` to them (a local simulated
     service). ``what`` names the URL in the message (``--base-url``, ``The endpoint URL``).
+    ``https_because`` says why only https:// is taken where no flag changes that (a tunnel's
+    address); an endpoint's URL says that ``--allow-http`` does.
     """
     if not isinstance(url, str):
         raise UrlError(f"{what} must be text, e.g. https://example.com/webhooks.")
@@ -107,6 +110,8 @@ def check_url(
     parts = _split(url, what)
     scheme = parts.scheme.lower()
     if scheme not in schemes:
+        if https_because is not None:
+            raise UrlError(f"{what} {_shown(url)} must start with https:// ({https_because}).")
         if schemes == ENDPOINT_SCHEMES:
             raise UrlError(
                 f"{what} {_shown(url)} must start with https:// (the service only delivers to "
@@ -187,4 +192,5 @@ def check_settings_urls(settings: Settings) -> None:
             settings.tunnel_url,
             what=f"The setting tunnel_url (from {settings.source_of('tunnel_url')})",
             schemes=ENDPOINT_SCHEMES,
+            https_because="a tunnel's public address is always https; --allow-http does not apply to it",
         )

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
+from multidict import CIMultiDict
 
 from walletpass_tui.api.urls import target_url_problem
 from walletpass_tui.check.cases import Case, CaseRequest, build_cases
@@ -27,7 +28,8 @@ from walletpass_tui.check.judge import (
 from walletpass_tui.check.send import new_client, post, sent_headers
 from walletpass_tui.config import mask_secret
 from walletpass_tui.errors import UsageError
-from walletpass_tui.webhooks.body_fields import extract_pass_id, parse_json
+from walletpass_tui.webhooks.attempts import attempt_of
+from walletpass_tui.webhooks.intake import IntakeRequest
 from walletpass_tui.webhooks.models import (
     CHECK_MODE,
     REJECTED,
@@ -35,6 +37,7 @@ from walletpass_tui.webhooks.models import (
     VERIFIED,
     Attempt,
     ForwardResult,
+    evolve,
 )
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.target_options import TargetOptions
@@ -154,24 +157,28 @@ def _attempt(
         now=sent_at,
     )
     parts = urlsplit(options.target.strip())
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    # Added headers are recorded masked: their values may be the app's secrets.
+    headers = sent_headers(request, options.target_options.headers, masked=True)
+    sent = IntakeRequest("POST", target, target, CIMultiDict(headers), None, sent_at, direct=False)
     got = str(answer.status) if answer.status is not None else "no answer"
-    return Attempt(
-        received_at_ms=int(sent_at.timestamp() * 1000),
-        method="POST",
-        path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-        # Added headers are recorded masked: their values may be the app's secrets.
-        headers=sent_headers(request, options.target_options.headers, masked=True),
-        body=request.body,
+    recorded = attempt_of(
+        sent,
+        found.reason,
+        found.detail,
         verdict=VERIFIED if found.ok else REJECTED,
-        reason=found.reason.value,
-        detail=found.detail,
-        status=answer.status or 0,
-        webhook_id=case.webhook_id,
-        endpoint_id=options.endpoint_id,
+        body=request.body,
         body_size=len(request.body),
+        endpoint_id=options.endpoint_id,
+        forwarded_for=None,  # sent from here: no proxy on the way
+    )
+    # What the app answered, and the case's own id and topic (a case may send neither right).
+    return evolve(
+        recorded,
+        status=answer.status or 0,
         processing_ms=answer.latency_ms,
+        webhook_id=case.webhook_id,
         topic=case.topic,
-        pass_id=extract_pass_id(parse_json(request.body)),
         note=f"check {outcome.value}: {case.title} → {got}",
     )
 

@@ -64,10 +64,7 @@ def not_running(home: Path, found: instance.Found) -> str:
     """One sentence: nothing to attach to on ``home``, and how to start a receiver there."""
     flag = instance.home_flag(home)
     if isinstance(found, instance.Running):  # its state file could not be read
-        return (
-            f"A receiver holds {home} but its state cannot be read ({found.problem or 'none yet'}); "
-            "stop it and start it again."
-        )
+        return found.unreadable(home)
     if isinstance(found, instance.Stale):
         who = f" ({found.record.describe()})" if found.record else ""
         gone = f": the last one{who} stopped without cleaning up"

@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from walletpass_tui.cli.common import settings_from_args
 from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page, theme_arg
 from walletpass_tui.cli.receiver_setup import delivery_setup, receiver_options, relay_link
+from walletpass_tui.cli.signals import exit_app_on_signals
 from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import AlreadyRunning
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime.local import DeliveryRuntime, Feed
+from walletpass_tui.runtime.setup import DeliverySetup
 
 
 async def run_dashboard_async(
@@ -53,7 +55,8 @@ async def run_dashboard_async(
         client = LazyServiceClient(settings, runtime.registry.record_created)
         try:
             app = build_app(runtime, client, first_page=first_page, theme=theme)
-            await app.run_async()
+            with exit_app_on_signals(app.exit):  # the terminal closed: the tunnel is stopped too
+                await app.run_async()
         finally:
             await client.aclose()
     return app.return_code or 0

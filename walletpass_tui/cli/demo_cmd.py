@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, bounded_int, settings_from_args
+from walletpass_tui.cli.signals import exit_app_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.demo import DEMO_TIME_SCALE, RelayStarter, running_demo
 from walletpass_tui.runtime.local import Feed
@@ -102,7 +103,8 @@ async def run_demo(
     tunnel: Provider | None = None,
 ) -> int:
     async with demo_session(settings, port, interval, relay, tunnel) as app:
-        await app.run_async()
+        with exit_app_on_signals(app.exit):  # the terminal closed: the tunnel is stopped too
+            await app.run_async()
     return app.return_code or 0
 
 

@@ -163,6 +163,8 @@ def _listener_url(settings: Settings) -> str:
 
     found = find(settings.home)
     record = found.record if isinstance(found, Running) else None
+    if isinstance(found, Running) and record is None:  # it runs, but its state is not usable
+        raise CommandError(found.unreadable(settings.home, "pass --public-url"))
     if record is not None and record.public_url:
         print(
             f"Using the public URL of the receiver running on this home ({record.describe()}): "

@@ -17,7 +17,7 @@ from walletpass_tui.cli.common import CommandError
 from walletpass_tui.cli.secret_flags import GivenSecret, given_secrets
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
-from walletpass_tui.runtime.local import DeliverySetup
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks import home_secret
 from walletpass_tui.webhooks.injection import Injection

@@ -11,9 +11,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.cli.common import CommandError, print_json, print_table, settings_from_args
+from walletpass_tui.cli.common import (
+    CommandError,
+    bounded_float,
+    bounded_int,
+    print_json,
+    print_table,
+    settings_from_args,
+)
+from walletpass_tui.cli.receiver_flags import MAX_BODY_LIMIT, MAX_TOLERANCE_S
 from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.text import printable
+
+# The bounds of relay serve's and relay channel add's numbers (ASCII digits only, as every command).
+MAX_RETENTION_DAYS = 3650
+MAX_STREAMS = 1_000_000
+MAX_QUOTA_MB = 1024 * 1024  # 1 TiB
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"
 ENV_RELAY_TOKEN = "WALLETPASS_RELAY_TOKEN"
@@ -57,7 +70,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--host", dest="relay_host", default="0.0.0.0", help="default 0.0.0.0")  # noqa: S104
-    serve.add_argument("--port", dest="relay_port", type=int, default=8080, help="default 8080")
+    serve.add_argument(
+        "--port", dest="relay_port", type=bounded_int(0, 65535), default=8080, help="default 8080"
+    )
     serve.add_argument(
         "--public-url",
         dest="relay_public_url",
@@ -82,38 +97,42 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     serve.add_argument(
         "--retention-days",
-        type=float,
+        type=bounded_float(0, MAX_RETENTION_DAYS),
         default=7.0,
         metavar="DAYS",
         help="delete deliveries older than this (default 7)",
     )
     serve.add_argument(
-        "--max-body", type=int, default=argparse.SUPPRESS, metavar="BYTES", help="body limit"
+        "--max-body",
+        type=bounded_int(1, MAX_BODY_LIMIT),
+        default=argparse.SUPPRESS,
+        metavar="BYTES",
+        help="body limit (default 1 MiB)",
     )
     serve.add_argument(
         "--tolerance",
-        type=int,
+        type=bounded_int(0, MAX_TOLERANCE_S),
         default=argparse.SUPPRESS,
         metavar="SECONDS",
         help="allowed webhook-timestamp skew (default 300)",
     )
     serve.add_argument(
         "--heartbeat",
-        type=float,
+        type=bounded_float(0, 3600),
         default=15.0,
         metavar="SECONDS",
         help="heartbeat comment interval on idle streams (default 15)",
     )
     serve.add_argument(
         "--max-subscribers",
-        type=int,
+        type=bounded_int(1, MAX_STREAMS),
         default=1000,
         metavar="N",
         help="open streams on the whole relay (default 1000; past it: 503)",
     )
     serve.add_argument(
         "--max-channel-subscribers",
-        type=int,
+        type=bounded_int(1, MAX_STREAMS),
         default=100,
         metavar="N",
         help="open streams on one channel (default 100; past it: 429)",
@@ -182,7 +201,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     add.add_argument("--public-url", dest="relay_public_url", metavar="URL")
     add.add_argument(
-        "--quota-mb", type=int, default=256, metavar="MB", help="storage quota (default 256)"
+        "--quota-mb",
+        type=bounded_int(1, MAX_QUOTA_MB),
+        default=256,
+        metavar="MB",
+        help="storage quota (default 256)",
     )
     add.add_argument("--json", action="store_true")
     add.set_defaults(handler=cmd_channel_add)
@@ -221,12 +244,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from walletpass_tui.webhooks.sources import SourcePolicy
 
     settings = settings_from_args(args)
-    if args.retention_days <= 0:
-        raise CommandError("--retention-days must be more than 0.")
-    if args.heartbeat <= 0:
-        raise CommandError("--heartbeat must be more than 0 seconds.")
-    if args.max_subscribers < 1 or args.max_channel_subscribers < 1:
-        raise CommandError("--max-subscribers and --max-channel-subscribers must be 1 or more.")
     sources = SourcePolicy.build(args.allow_source, args.trust_proxy)
     public_url = public_base(args.relay_public_url) if args.relay_public_url else None
     options = RelayOptions(
@@ -302,6 +319,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
         on_handed=_HandedPrinter(),
         on_skipped=_print_skipped,
         on_state=_StatePrinter(),
+        on_retrying=_print_retrying,
+        on_rewound=_print_rewound,
         max_body=settings.max_body,
     )
     print(f"Following {url} -> {target} (after cursor {follower.subscriber.cursor})", flush=True)
@@ -327,6 +346,8 @@ class _StatePrinter:
         self.last: tuple[bool, str | None] | None = None
 
     def __call__(self, state: Any) -> None:
+        if state.stopped:  # refused for good: why ends the command instead, in one line
+            return
         if state.misbehaving:  # one line, then quiet while it retries the same refusal
             if self.last != (False, "misbehaving"):
                 self.last = (False, "misbehaving")
@@ -352,6 +373,24 @@ class _StatePrinter:
             )
         else:
             print(f"relay: connected, resuming after cursor {state.cursor}", flush=True)
+
+
+def _print_retrying(retrying: Any) -> None:
+    """A delivery --to did not take, on each try: kept, and tried again."""
+    d = retrying.delivery
+    delay = retrying.delay_s
+    later = f"{delay:.1f} s" if delay < 10 else f"{delay:.0f} s"
+    print(
+        f"{d.cursor:>8}  {printable(d.webhook_id or '-', 60)}  -> not taken "
+        f"({printable(retrying.why, 200)}); try {retrying.tries + 1} in {later}",
+        flush=True,
+    )
+
+
+def _print_rewound(cursor: int, head: int) -> None:
+    from walletpass_tui.relay.link.state import rewound_line
+
+    print(f"relay: {rewound_line(cursor, head).removeprefix('relay ')}", flush=True)
 
 
 def _print_skipped(skipped: Any) -> None:
@@ -481,8 +520,6 @@ async def _print_issued(
 
 
 def cmd_channel_add(args: argparse.Namespace) -> int:
-    if args.quota_mb <= 0:
-        raise CommandError("--quota-mb must be more than 0.")
     # --secret, --secret -, --secret-file or $WALLETPASS_SECRET, as every command takes it.
     secret = one_secret(args)
 

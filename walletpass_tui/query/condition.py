@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.query import index as field_index
-from walletpass_tui.query.language import (
+from walletpass_tui.query.language import parse
+from walletpass_tui.query.tree import (
     All,
     AnyOf,
     Compare,
@@ -34,7 +35,6 @@ from walletpass_tui.query.language import (
     TopicIs,
     VerdictIs,
     Word,
-    parse,
     write,
 )
 from walletpass_tui.query.values import (

@@ -9,17 +9,8 @@ its trigram index; everything else (field terms, negations, groups, OR) becomes 
 from __future__ import annotations
 
 from walletpass_tui.query.condition import FieldCondition
-from walletpass_tui.query.language import (
-    All,
-    AnyOf,
-    Node,
-    Parsed,
-    SourceIs,
-    TopicIs,
-    VerdictIs,
-    Word,
-    parse,
-)
+from walletpass_tui.query.language import parse
+from walletpass_tui.query.tree import All, AnyOf, Node, Parsed, SourceIs, TopicIs, VerdictIs, Word
 from walletpass_tui.webhooks.models import (
     CHECK,
     REJECTED,

@@ -1,11 +1,13 @@
-"""``FieldIndexer``: keeps the field index up to date on a thread of its own, off the commit path.
+"""``FieldIndexer``: keeps the field index up to date off the commit path, its connection on a
+``SqliteThread`` of its own (``sqlite_thread.py``), paced from the event loop.
 
 After a commit (``wake()``, a listener of the store) it waits COALESCE_S for more commits, then
-indexes every new row in chunks (``index.Fields.step``). Reading a body is Python work, which
-shares the interpreter with the receiver's event loop, so while deliveries keep arriving during
-its steps it takes at most BUSY_SHARE of the time (it falls behind rather than slow the receiver;
-queries look at the rows it has not reached one by one), and a backlog (the first start on a long
-history) at most BACKLOG_SHARE. Without a wake-up it looks for new rows every POLL_S.
+indexes every new row in chunks (``index.Fields.step``, on the index's thread). Reading a body is
+Python work, which shares the interpreter with the receiver's event loop, so while deliveries keep
+arriving during its steps it takes at most BUSY_SHARE of the time (it falls behind rather than slow
+the receiver; queries look at the rows it has not reached one by one), and a backlog (the first
+start on a long history) at most BACKLOG_SHARE. Without a wake-up it looks for new rows every
+POLL_S.
 
 A failed step is logged and tried again after RETRY_S; a damaged index file is made anew. Nothing
 stored is ever at stake: the index holds nothing the history does not.
@@ -13,15 +15,17 @@ stored is ever at stake: the index holds nothing the history does not.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.logs import suppressed
-from walletpass_tui.query.index import CHUNK, Fields
+from walletpass_tui.query.index import CHUNK, Fields, Step
+from walletpass_tui.sqlite_thread import SqliteThread
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -36,33 +40,40 @@ BUSY_SHARE = 0.25
 
 
 class FieldIndexer:
-    """Index the history at ``history_path``: ``start()``, ``follow(store)``, ``stop()``."""
+    """Index the history at ``history_path``: ``start()`` and ``follow(store)`` on the event loop,
+    then ``await stop()``."""
 
     def __init__(self, history_path: Path, *, busy_timeout_ms: int = 5000) -> None:
         self.history_path = Path(history_path)
         self._fields = Fields(self.history_path, busy_timeout_ms)
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._idle = threading.Event()
+        self._thread: SqliteThread | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
         self._commits = 0
-        self._thread: threading.Thread | None = None
         self.failures = 0
         self.upto = 0  # the last row indexed (read by tests and the dashboard)
 
     def start(self) -> FieldIndexer:
         if self._thread is not None:
             raise RuntimeError("This FieldIndexer was already started.")
-        self._thread = threading.Thread(target=self._run, name="field-indexer", daemon=True)
-        self._thread.start()
+        self._thread = SqliteThread("field-indexer")
+        self._task = asyncio.create_task(self._run(), name="field-indexer")
         self.wake()
         return self
 
-    def stop(self, timeout: float | None = 10.0) -> None:
+    async def stop(self) -> None:
         """Finish the step under way and close the index."""
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
+                await task
+        thread = self._thread
+        if thread is not None and not thread.closed:
+            with suppressed(log, "closing the field index"):
+                await thread.run(self._fields.close)  # after the step under way
+            thread.close()
 
     def wake(self, *_: object) -> None:
         """New rows were committed: index them soon (a listener of the store)."""
@@ -74,45 +85,50 @@ class FieldIndexer:
         """Wake after each of ``store``'s commits; returns a function that stops that."""
         return store.subscribe(self.wake)
 
-    def settled(self, timeout: float | None = None) -> bool:
-        """Block until every row committed before this call is indexed (False: timed out)."""
+    async def settled(self, timeout: float | None = None) -> bool:
+        """Wait until every row committed before this call is indexed (False: timed out)."""
         self.wake()
-        return self._idle.wait(timeout)
-
-    # -- the thread --------------------------------------------------------------------------
-
-    def _run(self) -> None:
         try:
-            self._open()
-            while not self._stopping.is_set():
-                woken = self._wake.wait(POLL_S)
-                if self._stopping.is_set():
-                    break
-                if woken:
-                    time.sleep(COALESCE_S)  # gather the commits that follow
-                self._wake.clear()
-                self._follow()
-        finally:
-            self._fields.close()
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:  # the answer says so
+            return False
+        return True
 
-    def _open(self) -> None:
-        while not self._stopping.is_set():
+    # -- the pacing, on the event loop; the index's work, on its thread -----------------------
+
+    async def _run(self) -> None:
+        assert self._thread is not None
+        thread = self._thread
+        await self._open(thread)
+        while True:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the cancel stop()
+            # sends when a wake-up comes at the same moment, and stop() would wait forever.
+            with contextlib.suppress(TimeoutError):  # no wake-up: look for new rows anyway
+                async with asyncio.timeout(POLL_S):
+                    await self._wake.wait()
+            if self._wake.is_set():
+                await asyncio.sleep(COALESCE_S)  # gather the commits that follow
+            self._wake.clear()
+            await self._follow(thread)
+
+    async def _open(self, thread: SqliteThread) -> None:
+        while True:
             try:
-                self._fields.open()
+                await thread.run(self._fields.open)
                 return
             except Exception as exc:  # _failed logs it
-                self._failed(exc)
-                self._stopping.wait(RETRY_S)
+                await self._failed(thread, exc)
+                await asyncio.sleep(RETRY_S)
 
-    def _follow(self) -> None:
-        while not self._stopping.is_set():
-            started = time.perf_counter()
+    async def _follow(self, thread: SqliteThread) -> None:
+        while True:
             commits = self._commits
             try:
-                step = self._fields.step(CHUNK)
+                step, spent = await thread.run(self._timed_step)
             except Exception as exc:  # _failed logs it; tried again
-                self._failed(exc)
-                self._stopping.wait(RETRY_S)
+                await self._failed(thread, exc)
+                await asyncio.sleep(RETRY_S)
                 self._wake.set()
                 return
             self.upto = step.upto
@@ -121,15 +137,21 @@ class FieldIndexer:
                 if not self._wake.is_set():
                     self._idle.set()
                 return
-            self._pause(started, BUSY_SHARE if busy else BACKLOG_SHARE)
+            await self._pause(spent, BUSY_SHARE if busy else BACKLOG_SHARE)
 
-    def _pause(self, started: float, share: float) -> None:
-        spent = time.perf_counter() - started
+    def _timed_step(self) -> tuple[Step, float]:
+        """One chunk, on the index's thread, and how long it took there."""
+        started = time.perf_counter()
+        step = self._fields.step(CHUNK)
+        return step, time.perf_counter() - started
+
+    @staticmethod
+    async def _pause(spent: float, share: float) -> None:
         pause = spent * (1 - share) / share
         if pause > 0:
-            self._stopping.wait(pause)
+            await asyncio.sleep(pause)
 
-    def _failed(self, exc: BaseException) -> None:
+    async def _failed(self, thread: SqliteThread, exc: BaseException) -> None:
         self.failures += 1
         log.warning(
             "Indexing the fields of %s failed (%s: %s); it is tried again, and deliveries are "
@@ -139,5 +161,8 @@ class FieldIndexer:
             exc,
         )
         with suppressed(log, "opening the field index again"):
-            self._fields.close()
-            self._fields.open()
+            await thread.run(self._reopen)
+
+    def _reopen(self) -> None:
+        self._fields.close()
+        self._fields.open()

@@ -21,16 +21,7 @@ from pathlib import Path
 
 from walletpass_tui.query.condition import path_like
 from walletpass_tui.query.index import index_path
-from walletpass_tui.query.language import (
-    All,
-    AnyOf,
-    Compare,
-    FieldPath,
-    Has,
-    Node,
-    Not,
-    field_terms,
-)
+from walletpass_tui.query.tree import All, AnyOf, Compare, FieldPath, Has, Node, Not, field_terms
 from walletpass_tui.schemas.paths import ROOT
 from walletpass_tui.text import printable
 from walletpass_tui.webhooks.store import tables

@@ -21,22 +21,36 @@ text; anything else text, ignoring case.
 
 A query is user input: at most MAX_QUERY_CHARS characters, MAX_TERMS terms besides the words
 that stand alone (those are a search, unbounded in number: a pasted body is one), and MAX_NESTING
-groups and negations inside each other. Nothing here touches a database: ``parse`` gives a tree and the problems found (a
-term it could not read is left out and named), ``to_sql`` (``sql.py``) turns the tree into
-parameters, never into text of its own.
+groups and negations inside each other. Nothing here touches a database: ``parse`` gives a tree
+(``tree.py``) and the problems found (a term it could not read is left out and named; a path is
+read by ``path_reading.py``), and ``condition.py`` turns the tree into parameters, never into
+text of its own.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import cast
 
 from walletpass_tui.api.topics import TopicError, parse_topic
-from walletpass_tui.errors import UsageError
-from walletpass_tui.schemas.paths import ITEM, MAP, ROOT, Segment, child, quote
-from walletpass_tui.text import printable
+from walletpass_tui.query.path_reading import parse_path, quoted, read_path, shown
+from walletpass_tui.query.tree import (
+    OPS,
+    All,
+    AnyOf,
+    Compare,
+    Has,
+    Node,
+    Not,
+    Op,
+    Parsed,
+    QueryProblem,
+    SourceIs,
+    TopicIs,
+    Value,
+    VerdictIs,
+    Word,
+)
 from walletpass_tui.webhooks.models import (
     CHECK,
     RECEIVED,
@@ -49,9 +63,6 @@ from walletpass_tui.webhooks.models import (
 MAX_QUERY_CHARS = 256 * 1024
 MAX_TERMS = 64
 MAX_NESTING = 8
-
-Op = Literal[":", "!=", ">", ">=", "<", "<="]
-OPS = ("!=", ">=", "<=", "==", ":", "=", ">", "<")  # longest first; = and == are :
 
 _VERDICT_WORDS: dict[str, StoredVerdict] = {
     "verified": VERIFIED,
@@ -76,253 +87,6 @@ _TOPIC_KEYS = ("topic", "type")
 _VERDICT_KEYS = ("verdict", "is")
 _SOURCE_KEYS = ("source", "from")
 _HAS_KEY = "has"
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_LITERALS = ("true", "false", "null")
-
-
-class QueryProblem(UsageError):
-    """A term that cannot be read; ``str()`` says what to type instead."""
-
-
-# -- the tree ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldPath:
-    """A path in the learned schema's syntax; ``text`` is how the schema writes it."""
-
-    text: str
-    any_key: bool = False  # holds {*}: every known path it stands for is looked at
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class Value:
-    """What a field is compared with: ``text`` as typed (unquoted), and how it reads."""
-
-    text: str
-    quoted: bool = False
-
-    @property
-    def number(self) -> int | float | None:
-        if self.quoted or not _NUMBER.fullmatch(self.text):
-            return None
-        if re.fullmatch(r"-?[0-9]+", self.text) and len(self.text.lstrip("-")) <= 18:
-            return int(self.text)
-        return float(self.text)
-
-    @property
-    def literal(self) -> str | None:
-        return self.text if not self.quoted and self.text in _LITERALS else None
-
-    @property
-    def prefix(self) -> str | None:
-        """The text before a trailing ``*`` (unquoted only): ``pass_7*`` starts with pass_7."""
-        if self.quoted or not self.text.endswith("*") or len(self.text) < 2:
-            return None
-        return self.text[:-1]
-
-    def written(self) -> str:
-        if self.quoted or not self.text or re.search(r'[\s"()\\]', self.text):
-            escaped = self.text.replace("\\", "\\\\").replace('"', '\\"')
-            return f'"{escaped}"'
-        return self.text
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str  # as typed (quotes and all: the search reads it as before)
-
-
-@dataclass(frozen=True)
-class TopicIs:
-    topic: str
-
-
-@dataclass(frozen=True)
-class VerdictIs:
-    verdict: StoredVerdict
-
-
-@dataclass(frozen=True)
-class SourceIs:
-    source: Source
-
-
-@dataclass(frozen=True)
-class Has:
-    path: FieldPath
-
-
-@dataclass(frozen=True)
-class Compare:
-    path: FieldPath
-    op: Op
-    value: Value
-
-
-@dataclass(frozen=True)
-class Not:
-    part: Node
-
-
-@dataclass(frozen=True)
-class All:
-    parts: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class AnyOf:
-    parts: tuple[Node, ...]
-
-
-Node = Word | TopicIs | VerdictIs | SourceIs | Has | Compare | Not | All | AnyOf
-FieldTerm = Has | Compare
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """The tree (None: nothing to filter on), the problems of terms left out, and the terms
-    still being typed (a field with no value yet: left out quietly on screen)."""
-
-    node: Node | None
-    problems: tuple[str, ...] = ()
-    unfinished: tuple[str, ...] = ()
-
-    @property
-    def problem(self) -> str | None:
-        return self.problems[0] if self.problems else None
-
-
-# -- writing a tree back ----------------------------------------------------------------------
-
-
-def write(node: Node | None, top: bool = True) -> str:
-    """The tree in the syntax above (the filter box, the pane's title, the SQL function's key)."""
-    if node is None:
-        return ""
-    if isinstance(node, Word):
-        return node.text
-    if isinstance(node, TopicIs):
-        return f"topic:{node.topic}"
-    if isinstance(node, VerdictIs):
-        return f"verdict:{node.verdict}"
-    if isinstance(node, SourceIs):
-        return f"source:{node.source}"
-    if isinstance(node, Has):
-        return f"has:{node.path.text}"
-    if isinstance(node, Compare):
-        return f"{node.path.text}{node.op}{node.value.written()}"
-    if isinstance(node, Not):
-        inner = write(node.part, top=False)
-        return f"-({inner})" if isinstance(node.part, Word) else f"-{inner}"
-    if isinstance(node, All):
-        text = " ".join(write(p, top=False) for p in node.parts)
-        return text if top else f"({text})"
-    text = " OR ".join(write(p, top=False) for p in node.parts)
-    return text if top else f"({text})"
-
-
-def field_terms(node: Node | None) -> Iterator[FieldTerm]:
-    """Every field term of the tree, in order."""
-    if node is None:
-        return
-    if isinstance(node, Has | Compare):
-        yield node
-    elif isinstance(node, Not):
-        yield from field_terms(node.part)
-    elif isinstance(node, All | AnyOf):
-        for part in node.parts:
-            yield from field_terms(part)
-
-
-# -- paths ------------------------------------------------------------------------------------
-
-
-def read_path(text: str, pos: int = 0) -> tuple[FieldPath, int] | None:
-    """A path at ``pos`` (None: none starts there) and where it ends; QueryProblem for one that
-    starts as a path but goes wrong (``data.tags[0]``)."""
-    path = ROOT
-    any_key = False
-    end = len(text)
-    if text.startswith("$", pos):
-        pos += 1
-        if text.startswith(".", pos):
-            found = _IDENTIFIER.match(text, pos + 1)
-            if found is None:
-                return None
-            path, pos = child(path, Segment.KEY, found.group()), found.end()
-    else:
-        found = _IDENTIFIER.match(text, pos)
-        if found is not None:
-            path, pos = child(path, Segment.KEY, found.group()), found.end()
-        elif not text.startswith(("[", "{*}"), pos):
-            return None
-    while pos < end:
-        c = text[pos]
-        if c == "." and path != ROOT:
-            found = _IDENTIFIER.match(text, pos + 1)
-            if found is None:
-                raise QueryProblem(
-                    f"{_shown(text[: pos + 1])} ends in a dot: a key with other characters is "
-                    'quoted, e.g. data["a-b"]'
-                )
-            path, pos = child(path, Segment.KEY, found.group()), found.end()
-        elif text.startswith(ITEM, pos):
-            path, pos = child(path, Segment.ITEM), pos + 2
-        elif text.startswith(MAP, pos):
-            path, pos, any_key = child(path, Segment.MAP), pos + 3, True
-        elif text.startswith('["', pos):
-            key, after = _quoted(text, pos + 1)
-            if not text.startswith("]", after):
-                raise QueryProblem(f'{_shown(text[:after])}: a quoted key ends with "]')
-            path, pos = child(path, Segment.KEY, key), after + 1
-        elif c == "[":
-            raise QueryProblem(
-                f"{_shown(text[: pos + 1])}...: array items are written [] (any item), "
-                'a key as ["name"]'
-            )
-        else:
-            break
-    return FieldPath(path, any_key), pos
-
-
-def parse_path(text: str) -> FieldPath:
-    """The whole of ``text`` as a path, or QueryProblem."""
-    found = read_path(text.strip())
-    if found is None or found[1] != len(text.strip()):
-        raise QueryProblem(
-            f"{_shown(text)} is not a field path: write it as the schema does, e.g. "
-            'data.passId, data.tags[], data["a-b"]'
-        )
-    return found[0]
-
-
-def _quoted(text: str, pos: int) -> tuple[str, int]:
-    """The string starting with the quote at ``pos`` (backslash escapes a quote or a
-    backslash) and where it ends; QueryProblem when it is not closed."""
-    out: list[str] = []
-    i = pos + 1
-    end = len(text)
-    while i < end:
-        c = text[i]
-        if c == "\\" and i + 1 < end:
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if c == '"':
-            return "".join(out), i + 1
-        out.append(c)
-        i += 1
-    raise QueryProblem(f"{_shown(text[pos:])}: a quote is not closed")
-
-
-def _shown(text: str) -> str:
-    return printable(text, 60)
 
 
 # -- tokens -----------------------------------------------------------------------------------
@@ -490,14 +254,14 @@ class _Parser:
                 return None
             verdict = _VERDICT_WORDS.get(value.lower())
             if verdict is None:
-                raise QueryProblem(f"unknown verdict {_shown(value)!r}: use verified or rejected")
+                raise QueryProblem(f"unknown verdict {shown(value)!r}: use verified or rejected")
             return VerdictIs(verdict)
         if sep and lowered in _SOURCE_KEYS:
             if not value:
                 return None
             source = _SOURCE_WORDS.get(value.lower())
             if source is None:
-                raise QueryProblem(f"unknown source {_shown(value)!r}: use received or check")
+                raise QueryProblem(f"unknown source {shown(value)!r}: use received or check")
             return SourceIs(source)
         if sep and lowered == _HAS_KEY:
             if not value:
@@ -517,7 +281,7 @@ class _Parser:
             rest = text[end:]
             if any(o in rest for o in OPS):
                 raise QueryProblem(
-                    f"{_shown(text)} is not a field term: a key with other characters is "
+                    f"{shown(text)} is not a field term: a key with other characters is "
                     'quoted, e.g. data["a-b"]:x'
                 )
             return Word(text)
@@ -526,20 +290,20 @@ class _Parser:
         if op == ":" and raw.startswith("//"):
             return Word(text)  # a URL (https://...): searched as a word
         if not raw:
-            self.unfinished.append(f"{_shown(text)} needs a value, e.g. {path.text}{op}x")
+            self.unfinished.append(f"{shown(text)} needs a value, e.g. {path.text}{op}x")
             return None
         if raw.startswith('"'):
             if not _closed(raw):
-                self.unfinished.append(f"{_shown(text)}: the quote is not closed yet")
+                self.unfinished.append(f"{shown(text)}: the quote is not closed yet")
                 return None
-            value_text, after = _quoted(raw, 0)
+            value_text, after = quoted(raw, 0)
             if after != len(raw):
-                raise QueryProblem(f"{_shown(text)}: text after the closing quote")
+                raise QueryProblem(f"{shown(text)}: text after the closing quote")
             val = Value(value_text, quoted=True)
         else:
             val = Value(raw)
         if op in (">", ">=", "<", "<=") and (val.literal is not None or val.prefix is not None):
-            raise QueryProblem(f"{_shown(text)}: {op} compares numbers or text, not {_shown(raw)}")
+            raise QueryProblem(f"{shown(text)}: {op} compares numbers or text, not {shown(raw)}")
         return Compare(path, cast(Op, op), val)
 
 
@@ -580,8 +344,3 @@ def _leaves(node: Node) -> int:
     if isinstance(node, All | AnyOf):
         return sum(_leaves(p) for p in node.parts)
     return 1
-
-
-def quote_key(key: str) -> str:
-    """A key as a path segment would spell it (``["a-b"]``)."""
-    return f"[{quote(key)}]"

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from walletpass_tui.config import Settings
-from walletpass_tui.listeners import Listeners
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.attached_rows import Found, RowReader
 from walletpass_tui.runtime.control import (
@@ -48,6 +47,7 @@ from walletpass_tui.runtime.protocol import (
     LearnedListener,
     Learning,
 )
+from walletpass_tui.runtime.subscriptions import Subscriptions
 from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
@@ -119,12 +119,7 @@ class AttachedRuntime:
         self._read_every_s = read_every_s
         self._store: Store | None = None
         self._client: ControlClient | None = None
-        self._delivery_listeners: Listeners[[Sequence[Attempt]]] = Listeners(__name__, "deliveries")
-        self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
-            __name__, "forwards"
-        )
-        self._gap_listeners: Listeners[[int]] = Listeners(__name__, "gaps")
-        self._watchers: Listeners[[]] = Listeners(__name__, "receiver state")
+        self._heard = Subscriptions(__name__)  # subscribe() and watch()
         self._cursor = 0  # the newest attempt id handed on
         self._pushed = 0  # the newest the receiver announced
         self._wake = asyncio.Event()
@@ -272,26 +267,14 @@ class AttachedRuntime:
         """As ``DeliveryRuntime.subscribe``: new attempts (read from the history), forwards
         answered by the receiver and rows skipped (far behind, or the history replaced), on the
         event loop. ``drift`` and ``learned`` are never called: the receiver learns."""
-        stops: list[Callable[[], None]] = []
-        if deliveries is not None:
-            stops.append(self._delivery_listeners.subscribe(deliveries))
-        if forwards is not None:
-            stops.append(self._forward_listeners.subscribe(forwards))
-        if gaps is not None:
-            stops.append(self._gap_listeners.subscribe(gaps))
-
-        def unsubscribe() -> None:
-            for stop in stops:
-                stop()
-
-        return unsubscribe
+        return self._heard.subscribe(deliveries, forwards, gaps=gaps)
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when the receiver's state, or whether it runs, changes."""
-        return self._watchers.subscribe(listener)
+        return self._heard.changes.subscribe(listener)
 
     def _changed(self) -> None:
-        self._watchers.notify()
+        self._heard.changes.notify()
 
     # -- controls ------------------------------------------------------------------------------------
 
@@ -413,7 +396,7 @@ class AttachedRuntime:
             request_body=None,
         )
         result = ForwardResult(status=note.status, latency_ms=note.latency_ms, error=note.error)
-        self._forward_listeners.notify(row, result)
+        self._heard.forwards.notify(row, result)
 
     # -- new rows, read from the history --------------------------------------------------------------
 
@@ -445,8 +428,8 @@ class AttachedRuntime:
     def _hand_on(self, found: Found) -> None:
         if found.cursor < self._cursor or found.skipped:
             self._cursor = found.cursor
-            self._gap_listeners.notify(found.skipped)
+            self._heard.gaps.notify(found.skipped)
             return
         self._cursor = found.cursor
         for batch in found.batches:
-            self._delivery_listeners.notify(batch)
+            self._heard.deliveries.notify(batch)

@@ -30,7 +30,8 @@ from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.config import Secret, Settings
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.private_files import open_regular
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup, Feed
+from walletpass_tui.runtime.local import DeliveryRuntime, Feed
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.sim.service import SimulatedService
 from walletpass_tui.tunnel.provider import Provider
 from walletpass_tui.webhooks.injection import Injection

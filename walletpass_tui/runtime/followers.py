@@ -64,7 +64,7 @@ class CommitFollowers:
             await learner.aclose()
         indexer, self.field_indexer = self.field_indexer, None
         if indexer is not None:
-            await asyncio.to_thread(indexer.stop)
+            await indexer.stop()
 
     async def learn_templates(self, store_path: Any, templates: Sequence[Any]) -> list[DriftRecord]:
         """Learn the templates ``GET passTemplates`` listed; the drift they showed. Through the

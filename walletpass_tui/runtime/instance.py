@@ -177,6 +177,16 @@ class Running:
     record: InstanceRecord | None
     problem: str | None = None
 
+    def unreadable(self, home: Path, instead: str = "") -> str:
+        """One sentence for a receiver whose state cannot be used: that it runs, what is wrong
+        with its file, and what to do (``instead``: another way out, for one command); every
+        command that looks for it says the same."""
+        other = f", or {instead}" if instead else ""
+        return (
+            f"A receiver holds {home} but its state cannot be read "
+            f"({self.problem or 'none yet'}); stop it and start it again{other}."
+        )
+
 
 @dataclass(frozen=True)
 class Stale:

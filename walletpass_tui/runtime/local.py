@@ -33,12 +33,11 @@ import logging
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
-from walletpass_tui.listeners import Listeners
 from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus, apply_request
 from walletpass_tui.runtime.followers import CommitFollowers
 from walletpass_tui.runtime.protocol import (
@@ -50,6 +49,8 @@ from walletpass_tui.runtime.protocol import (
     Learning,
     StatusFeed,
 )
+from walletpass_tui.runtime.setup import DeliverySetup, resigning_secrets
+from walletpass_tui.runtime.subscriptions import Subscriptions
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.listening import (
@@ -67,7 +68,6 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.runtime.instance import InstanceRecord
     from walletpass_tui.schemas.learner import SchemaLearner
     from walletpass_tui.schemas.records import DriftRecord
-    from walletpass_tui.tunnel.provider import Provider
     from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.forward import Forwarder, Route, SecretLookup
     from walletpass_tui.webhooks.receiver import Receiver
@@ -85,31 +85,6 @@ class Feed(Protocol):
     ``runtime.accept()`` for each until cancelled, or raises when it cannot go on."""
 
     async def run(self, runtime: DeliveryRuntime) -> None: ...
-
-
-@dataclass(frozen=True)
-class DeliverySetup:
-    """What to run: the receiver (None: history only, no port), where to forward and how to ack.
-
-    Forwards queued by an earlier run go out only when forwarding is asked for (``routes``, or
-    ``forward=True``); otherwise they stay queued and ``pending_forwards()`` says how many wait.
-    ``learn_schemas``: learn each topic's payload schema from the history and find drift.
-    ``index_fields``: keep the field index of the history up to date (field queries).
-    """
-
-    options: ReceiverOptions | None = None
-    routes: tuple[Route, ...] = ()
-    ack_target: bool = False
-    explicit_secrets: tuple[str, ...] = ()
-    test_secret: str | None = field(default=None, repr=False)  # the home's (home_secret.py)
-    forward: bool = False
-    learn_schemas: bool = True
-    index_fields: bool = True
-    tunnel: Provider | None = None  # a public URL for the receiver, started by serve()
-
-    @property
-    def forwarding(self) -> bool:
-        return bool(self.routes) or self.forward
 
 
 class DeliveryRuntime:
@@ -136,9 +111,7 @@ class DeliveryRuntime:
         self.registry = registry or EndpointRegistry(settings.endpoints_path)
         # The secret a replay or a late forward is re-signed with: by default the delivery's
         # endpoint's, or the only --secret given.
-        self.secret_for: SecretLookup = secret_for or _lazy_secret_lookup(
-            self.registry, self.setup.explicit_secrets, self.setup.test_secret
-        )
+        self.secret_for: SecretLookup = secret_for or resigning_secrets(self.setup, self.registry)
         # The port is a plain socket bound on open; the HTTP server is built on it by
         # serve() (or the first accept()), after the dashboard's first frame.
         self.receiver: Receiver | None = None
@@ -148,16 +121,10 @@ class DeliveryRuntime:
         self.forwarder: Forwarder | None = None
         self._store = store
         self._owns_store = store is None
-        self._delivery_listeners: Listeners[[Sequence[Attempt]]] = Listeners(__name__, "deliveries")
-        self._forward_listeners: Listeners[[ForwardRow, ForwardResult]] = Listeners(
-            __name__, "forwards"
-        )
-        self._drift_listeners: Listeners[[int, Sequence[DriftRecord]]] = Listeners(
-            __name__, "drift"
-        )
-        self._learned_listeners: Listeners[[int]] = Listeners(__name__, "learned")
+        # subscribe() and watch(): changes are the failures injected and the tunnel's state
+        self._heard = Subscriptions(__name__)
         self._unsubscribe_store: Callable[[], None] | None = None
-        self.followers = CommitFollowers(self._drift_listeners.notify, self._on_learned)
+        self.followers = CommitFollowers(self._heard.drift.notify, self._heard.learned.notify)
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
@@ -166,7 +133,6 @@ class DeliveryRuntime:
         self._feed_error: asyncio.Future[BaseException] | None = None
         self._building = asyncio.Lock()  # one receiver, however many ask for it at once
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
-        self._injection_listeners: Listeners[[]] = Listeners(__name__, "failure injection")
         # The setup's tunnel: made on open, started by serve().
         self.tunnel: TunnelWatcher | None = None
 
@@ -230,7 +196,7 @@ class DeliveryRuntime:
                 from walletpass_tui.tunnel.watch import TunnelWatcher
 
                 self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
-                self.tunnel.subscribe(lambda _: self._injection_listeners.notify())
+                self.tunnel.subscribe(lambda _: self._heard.changes.notify())
         except BaseException:
             await self.close()
             raise
@@ -487,30 +453,13 @@ class DeliveryRuntime:
         Returns a function that unsubscribes. A listener that raises is logged and the others
         are still called.
         """
-        stops: list[Callable[[], None]] = []
-        if deliveries is not None:
-            stops.append(self._delivery_listeners.subscribe(deliveries))
-        if forwards is not None:
-            stops.append(self._forward_listeners.subscribe(forwards))
-        if drift is not None:
-            stops.append(self._drift_listeners.subscribe(drift))
-        if learned is not None:
-            stops.append(self._learned_listeners.subscribe(learned))
-
-        def unsubscribe() -> None:
-            for stop in stops:
-                stop()
-
-        return unsubscribe
+        return self._heard.subscribe(deliveries, forwards, drift=drift, learned=learned)
 
     def _on_commit(self, batch: Sequence[Attempt]) -> None:
-        self._delivery_listeners.notify(batch)
+        self._heard.deliveries.notify(batch)
 
     def _on_forward(self, row: ForwardRow, result: ForwardResult) -> None:
-        self._forward_listeners.notify(row, result)
-
-    def _on_learned(self, upto: int) -> None:
-        self._learned_listeners.notify(upto)
+        self._heard.forwards.notify(row, result)
 
     # -- failure injection -------------------------------------------------------------------------
 
@@ -572,7 +521,7 @@ class DeliveryRuntime:
         self._injection = replace(self._injection, **changes)  # type: ignore[arg-type]
         if self.receiver is not None:
             self.receiver.set_injection(self._injection)
-        self._injection_listeners.notify()
+        self._heard.changes.notify()
 
     # -- attached dashboards: the instance record and the control channel --------------------------
 
@@ -591,20 +540,4 @@ class DeliveryRuntime:
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` whenever the failures injected change (pause included) or the
         tunnel's state does; returns a function that stops it."""
-        return self._injection_listeners.subscribe(listener)
-
-
-def _lazy_secret_lookup(
-    registry: EndpointRegistry, explicit: Sequence[str], test_secret: str | None
-) -> SecretLookup:
-    """``forward.secret_lookup``, importing the forwarder (httpx) on the first lookup only."""
-    found: list[SecretLookup] = []
-
-    def lookup(attempt: Attempt) -> str | None:
-        if not found:
-            from walletpass_tui.webhooks.forward import secret_lookup
-
-            found.append(secret_lookup(registry, explicit, test_secret))
-        return found[0](attempt)
-
-    return lookup
+        return self._heard.changes.subscribe(listener)

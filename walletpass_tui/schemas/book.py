@@ -275,6 +275,8 @@ class Book:
                         step.skipped += 1
                         continue
                     current = attempt_id  # whatever fails from here is this delivery's doing
+                    if type(at_ms) is int:  # a time no date can show is never stored
+                        at_ms = min(max(at_ms, 0), storage.MAX_MS)
                     delivery = Delivery(attempt_id, webhook_id, at_ms, topic, verdict, bytes(body))
                     found = self.catalog.learn(delivery)
                     step.learned += 1

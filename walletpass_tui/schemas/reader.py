@@ -31,6 +31,9 @@ class SchemaReader:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection | None]:
+        linked = storage.links(self.path)
+        if linked:  # never followed: the learner deletes the link and makes its own file
+            raise self._not_ours(linked)
         if not self.path.exists():
             yield None
             return
@@ -54,11 +57,21 @@ class SchemaReader:
                     "walletpass-tui; it is learned again from the history when the receiver "
                     "next starts (or rebuild it now: walletpass-tui schema rebuild)."
                 )
+            foreign = storage.not_ours(db)
+            if foreign or version not in (0, storage.FORMAT):
+                raise self._not_ours(foreign or f"its format is {version}")
             yield db if made else None  # a file the learner is still making: nothing yet
         except sqlite3.Error as exc:
             raise SchemaError.of(exc, self.path) from None
         finally:
             db.close()
+
+    def _not_ours(self, why: str) -> SchemaError:
+        return SchemaError(
+            f"The schema file {self.path} is not one walletpass-tui made ({why}); it is "
+            "deleted and learned again from the history when the receiver next starts (or "
+            "now: walletpass-tui schema rebuild)."
+        )
 
     # -- groups ------------------------------------------------------------------------------
 
@@ -84,7 +97,7 @@ class SchemaReader:
                         storage.count(samples),
                         int(counts.get(grp, 0)),
                         int(drift.get(grp, 0)),
-                        storage.count(last_ms),
+                        storage.moment(last_ms),
                         storage.count(not_json),
                         len(untracked) // 8 if type(untracked) is bytes else 0,
                         bool(more),
@@ -202,7 +215,7 @@ class SchemaReader:
                     storage.group_key(grp),
                     storage.count(attempt_id),
                     storage.maybe_text(webhook_id),
-                    storage.count(at_ms),
+                    storage.moment(at_ms),
                     storage.text(why),
                 )
                 for attempt_id, grp, webhook_id, at_ms, why in db.execute(

@@ -8,6 +8,7 @@ the history is ever at stake.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -130,9 +131,71 @@ def connect(
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and not _damaged(exc):
             raise  # locked, unreadable directory...: not the file's fault
-        log.info("the schema file of %s is damaged (%s): it is made anew", history, exc)
+        what = "is not one this program made" if isinstance(exc, Foreign) else "is damaged"
+        log.info("the schema file of %s %s (%s): it is made anew", history, what, exc)
     discard(history)
     return _connect(history, busy_timeout_ms, history_optional)
+
+
+class Foreign(sqlite3.DatabaseError):
+    """What is at the schema path is not a file this program made (a symlink, another
+    program's database, a table of ours with other columns): it is deleted, never written
+    into (a symlink's target is left alone), and made anew."""
+
+
+@functools.cache
+def _layout() -> tuple[dict[str, list[tuple[Any, ...]]], set[str]]:
+    """Our tables (each one's columns as ``PRAGMA table_info`` gives them) and indexes."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(_CREATE)
+        return _layout_of(db)
+    finally:
+        db.close()
+
+
+def _layout_of(db: sqlite3.Connection) -> tuple[dict[str, list[tuple[Any, ...]]], set[str]]:
+    tables: dict[str, list[tuple[Any, ...]]] = {}
+    indexes: set[str] = set()
+    for kind, name in db.execute(
+        "SELECT type, name FROM main.sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    ).fetchall():
+        if kind == "table":
+            tables[name] = db.execute(f"PRAGMA main.table_info({_quoted(name)})").fetchall()
+        elif kind == "index":
+            indexes.add(name)
+        else:  # a view or a trigger: never ours
+            tables[f"{kind} {name}"] = []
+    return tables, indexes
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def not_ours(db: sqlite3.Connection) -> str | None:
+    """Why the open database is not a schema file this program made (or is making): a table,
+    index, view or trigger it never makes, or one of its tables with other columns; None when
+    everything there is ours (an empty file too). Reads only."""
+    tables, indexes = _layout_of(db)
+    ours, our_indexes = _layout()
+    for name, columns in tables.items():
+        if name not in ours:
+            return f"it holds {name!r:.60}, which walletpass-tui never makes"
+        if columns != ours[name]:
+            return f"its table {name} has other columns than walletpass-tui gives it"
+    for name in indexes - our_indexes:
+        return f"it holds the index {name!r:.60}, which walletpass-tui never makes"
+    return None
+
+
+def links(path: Path) -> str | None:
+    """``<name> is a symlink`` for the first of the schema file's files that is one (a file
+    this program makes is never a link: it is deleted, never followed); None when none is."""
+    for file in history_tables.companions(path):
+        if os.path.islink(file):
+            return f"{file.name} is a symlink"
+    return None
 
 
 def _damaged(exc: sqlite3.Error) -> bool:
@@ -156,6 +219,9 @@ def _connect(
     history: Path, busy_timeout_ms: int, history_optional: bool = False
 ) -> sqlite3.Connection:
     path = schemas_path(history)
+    linked = links(path)
+    if linked:  # deleted by connect(), its target never opened
+        raise Foreign(linked)
     for file in (history, path):
         refused = history_tables.not_files(file)
         if refused:  # never opened: SQLite would wait on a FIFO forever
@@ -175,6 +241,9 @@ def _connect(
         version = int(db.execute("PRAGMA user_version").fetchone()[0])
         if version not in (0, FORMAT):
             raise WrongFormat(f"schema file format {version}")
+        foreign = not_ours(db)  # before anything is written into it
+        if foreign:
+            raise Foreign(f"not a schema file: {foreign}")
         db.executescript(_CREATE)
         db.execute(f"PRAGMA user_version = {FORMAT}")
         check(db)
@@ -280,6 +349,18 @@ def count(value: object) -> int:
     return value
 
 
+# The last millisecond of year 9999: a stored time past it (or before 1970) is no time this
+# program wrote; every time shown is printed as a date.
+MAX_MS = 253_402_300_799_999
+
+
+def moment(value: object) -> int:
+    """A stored time in milliseconds since the epoch: an integer from 0 to MAX_MS."""
+    if type(value) is not int or not 0 <= value <= MAX_MS:
+        raise Damaged(f"{value!r:.40} is not a time")
+    return value
+
+
 def text(value: object) -> str:
     if type(value) is not str:
         raise Damaged(f"{value!r:.40} is not text")
@@ -348,10 +429,10 @@ def path_from_row(row: tuple[Any, ...]) -> PathStats:
         arrays=count(arrays),
         example=maybe_text(example),
         open=bool(count(open_)),
-        first_seen_ms=count(first_ms),
+        first_seen_ms=moment(first_ms),
         first_webhook_id=maybe_text(first_id),
         first_attempt_id=maybe_count(first_attempt),
-        last_seen_ms=count(last_ms),
+        last_seen_ms=moment(last_ms),
         last_webhook_id=maybe_text(last_id),
         values=_values(vals),
     )
@@ -401,9 +482,9 @@ def finding_from_row(row: tuple[Any, ...]) -> Finding:
         maybe_text(was),
         maybe_text(now),
         _type_list(baseline),
-        Source(count(seen_at), maybe_text(webhook_id), maybe_count(attempt_id)),
+        Source(moment(seen_at), maybe_text(webhook_id), maybe_count(attempt_id)),
         count=count(n),
-        last_seen_ms=count(last),
+        last_seen_ms=moment(last),
         id=count(id_),
         variant=variant,
         note=note,
@@ -428,8 +509,8 @@ def load_group(
         next_seq=count(next_seq),
         untracked={untracked[i : i + 8] for i in range(0, len(untracked), 8)},
         untracked_more=bool(count(more)),
-        first_seen_ms=count(first_ms),
-        last_seen_ms=count(last_ms),
+        first_seen_ms=moment(first_ms),
+        last_seen_ms=moment(last_ms),
         last_webhook_id=maybe_text(last_id),
         skipped=count(skipped),
     )

@@ -6,7 +6,8 @@ ngrok's agent serves its state on 127.0.0.1:4040; ``GET /api/tunnels`` lists eac
 The answer is untrusted: any local user can bind 127.0.0.1:4040 before ngrok does. Only a URL
 that passes :func:`~walletpass_tui.tunnel.public_url.plain_https_url` is taken; anything else is
 ignored. The answer is read up to ``MAX_ANSWER`` bytes within ``timeout_s``. Callers say where
-the URL came from ("found from the ngrok agent") before offering it for registration.
+the URL came from, and that any local user can answer there (``FOUND_FROM_AGENT``), on the line
+that offers it for registration.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from typing import Any
 from walletpass_tui.tunnel.public_url import plain_https_url
 
 NGROK_API = "http://127.0.0.1:4040"
+# Said wherever a URL found this way is offered for registration.
+FOUND_FROM_AGENT = (
+    "found from the ngrok agent on 127.0.0.1:4040, which any user of this machine can answer: "
+    "check it is your ngrok before you register it"
+)
 MAX_ANSWER = 256 * 1024  # bytes of /api/tunnels read at most
 
 

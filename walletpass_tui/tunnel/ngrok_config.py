@@ -10,21 +10,24 @@ written by ``ngrok config add-authtoken``. Version 3 nests the agent's settings 
 (``authtoken``, ``connect_url``); version 2 has them at the top (``authtoken``,
 ``server_addr``). Only those keys are read, by a small line reader (no YAML library): the file
 is at most ``MAX_FILE`` bytes of UTF-8, the values plain printable ASCII without spaces; a file
-that is not is reported, never half-read. The token is kept in a :class:`Secret` and never
+that is not is reported, never half-read. It is read by the one bounded reader
+(:func:`~walletpass_tui.private_files.read_private_file`): a FIFO or a device in its place is
+refused at once, never waited on (this runs on the receiver's event loop). The token is kept in a :class:`Secret` and never
 shown, not even masked: messages say where it came from.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from walletpass_tui.config import Secret
+from walletpass_tui.private_files import read_private_file
 from walletpass_tui.tunnel.provider import TunnelUnavailable
 
 ENV_AUTHTOKEN = "NGROK_AUTHTOKEN"
@@ -64,27 +67,21 @@ def read_agent_settings(path: Path) -> dict[str, str]:
     """``authtoken`` and ``connect_url`` from the ngrok configuration at ``path`` (missing keys
     left out); TunnelUnavailable saying what is wrong with the file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # The one bounded reader (this runs on the receiver's event loop): a FIFO or a device in
+        # its place is refused at once, never waited on or read; /dev/null reads as nothing.
+        data = read_private_file(path, MAX_FILE)
     except FileNotFoundError:  # no file: nothing from it
         return {}
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            why = f"is larger than {MAX_FILE // 1024} KiB, which an ngrok configuration never is"
+        elif exc.errno == errno.EINVAL:  # what was found instead of a file
+            why = f"is {exc.strerror}"
+        else:
+            why = f"cannot be read ({exc.strerror})"
         raise TunnelUnavailable(
-            f"The ngrok configuration {path} cannot be read ({exc.strerror}); fix it or set "
-            f"{ENV_AUTHTOKEN}."
+            f"The ngrok configuration {path} {why}; fix it or set {ENV_AUTHTOKEN}."
         ) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TunnelUnavailable(
-                f"The ngrok configuration {path} is not a file; fix it or set {ENV_AUTHTOKEN}."
-            )
-        data = os.read(fd, MAX_FILE + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE:
-        raise TunnelUnavailable(
-            f"The ngrok configuration {path} is larger than {MAX_FILE // 1024} KiB, which an "
-            f"ngrok configuration never is; fix it or set {ENV_AUTHTOKEN}."
-        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -5,7 +5,9 @@ line without end, binary, escape sequences, megabytes a second. :class:`OutputLi
 pipe in chunks of at most ``CHUNK`` bytes, cuts every line to ``MAX_LINE`` bytes (the rest of a
 longer line is dropped, never kept), decodes it as ASCII with anything else replaced, and keeps
 only the last ``TAIL_LINES`` lines (each escaped and cut for showing) to say why the program
-stopped. ``total`` counts every byte read, so a caller can refuse a program that talks too much.
+stopped. ``total`` counts every byte read, the dropped rest of a long line included; with a
+``limit`` set, ``next()`` raises :class:`TooMuchOutput` as soon as ``total`` passes it, even in
+the middle of a line that never ends (a caller refuses a program that talks too much).
 Once a tunnel is up its output is drained at most ``DRAIN_RATE`` bytes a second: a program that
 prints without end is slowed down (its writes wait), never read faster than that.
 """
@@ -24,12 +26,18 @@ SHOWN = 160  # characters of a line shown in a message
 DRAIN_RATE = 1024 * 1024  # bytes a second read from a running tunnel's program, at most
 
 
+class TooMuchOutput(Exception):
+    """More than the ``limit`` bytes were read."""
+
+
 class OutputLines:
     """Lines of ``stream``, bounded. ``next()`` returns the next line (without its end) or None
-    once the stream has ended."""
+    once the stream has ended; TooMuchOutput once more than ``limit`` bytes were read (None: no
+    limit; a caller lifts it by setting ``limit`` to None)."""
 
-    def __init__(self, stream: asyncio.StreamReader) -> None:
+    def __init__(self, stream: asyncio.StreamReader, limit: int | None = None) -> None:
         self._stream = stream
+        self.limit = limit
         self._pending: deque[str] = deque()
         self._partial = bytearray()
         self._dropping = False  # the current line passed MAX_LINE: the rest of it is skipped
@@ -49,6 +57,8 @@ class OutputLines:
                     self._partial.clear()
                 continue
             self.total += len(chunk)
+            if self.limit is not None and self.total > self.limit:
+                raise TooMuchOutput(f"more than {self.limit} bytes")
             self._feed(chunk)
         return self._pending.popleft()
 

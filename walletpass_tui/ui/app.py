@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.theme import Theme
 
 from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.text import printable
-from walletpass_tui.tunnel.ngrok_agent import NGROK_API, discover_ngrok
+from walletpass_tui.tunnel.ngrok_agent import FOUND_FROM_AGENT, NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
@@ -39,6 +40,7 @@ from walletpass_tui.ui.messages import (
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
 from walletpass_tui.ui.screens.main import MainScreen
+from walletpass_tui.ui.terminal_driver import hangup_safe
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY
 from walletpass_tui.ui.view.totals import Totals
@@ -140,6 +142,10 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.theme = theme
         chosen = self.get_theme(theme)
         self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
+
+    def get_driver_class(self) -> type[Driver]:
+        # A closed terminal must not freeze the app while it stops (and stops its tunnel).
+        return hangup_safe(super().get_driver_class())
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -445,8 +451,8 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.context.public_url = found.rstrip("/") + self.runtime.settings.receiver_path
             self._show_receiver()
             self.notify(
-                f"ngrok forwards {found} to this receiver. Register it as an endpoint (n) with "
-                f"the URL {self.context.public_url}.",
+                f"ngrok forwards {found} to this receiver ({FOUND_FROM_AGENT}). Register it as "
+                f"an endpoint (n) with the URL {self.context.public_url}.",
                 title="Tunnel found",
                 markup=False,
             )

@@ -19,12 +19,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from walletpass_tui.webhooks.body_fields import labels
+from walletpass_tui.webhooks.attempts import attempt_of
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
 from walletpass_tui.webhooks.injection import Injection
-from walletpass_tui.webhooks.intake import Intake, IntakeRequest, forwarded_for_text
+from walletpass_tui.webhooks.intake import Intake, IntakeRequest
 from walletpass_tui.webhooks.listening import (
     ReceiverError,
     ReceiverOptions,
@@ -35,11 +35,9 @@ from walletpass_tui.webhooks.listening import (
 from walletpass_tui.webhooks.models import (
     FORWARD,
     ORIGINAL,
-    REJECTED,
     VERIFIED,
     Attempt,
     ForwardResult,
-    StoredVerdict,
     StoreError,
     evolve,
 )
@@ -189,7 +187,7 @@ class Receiver:
             body = await intake.read(arrived)
             record = self._verified(arrived, body, endpoint_id)
         except Rejected as rejection:  # kept as a rejected attempt and answered with its reason
-            record = _attempt(arrived, rejection.reason, rejection.detail, **rejection.record)
+            record = attempt_of(arrived, rejection.reason, rejection.detail, **rejection.record)
             return await self._reject(record, rejection)
         return await self._deliver(record, arrived.started)
 
@@ -207,21 +205,18 @@ class Receiver:
     def _verified(self, request: IntakeRequest, body: bytes, endpoint_id: str | None) -> Attempt:
         """The attempt to store for a verified delivery; raises Rejected with what was learnt."""
         _, detail, fields = self._signed(request, body, endpoint_id)
-        return _attempt(request, Reason.OK, detail, verdict=VERIFIED, **fields)
+        return attempt_of(request, Reason.OK, detail, verdict=VERIFIED, **fields)
 
     def _signed(
         self, request: IntakeRequest, body: bytes, endpoint_id: str | None
     ) -> tuple[Verdict, str, dict[str, Any]]:
-        """The verdict, its detail and the fields learnt from the body; raises Rejected."""
+        """The verdict, its detail and the attempt's fields known so far; raises Rejected."""
         verdict = self._verify(request, body, endpoint_id)
         detail = verdict.detail
         if verdict.reason is Reason.NO_SECRET and endpoint_id is not None:
             detail = f"no endpoint {endpoint_id} is known locally; import it with its secret"
-        topic, pass_id = labels(body)
         fields: dict[str, Any] = {
             "body": body,
-            "topic": topic,
-            "pass_id": pass_id,
             "endpoint_id": verdict.endpoint_id or endpoint_id,
             "body_size": len(body),
         }
@@ -244,11 +239,9 @@ class Receiver:
             _, detail, fields = self._signed(arrived, body, None)
         except Rejected as rejection:  # the body is here whatever the reason: kept (bounded)
             fields = {"body": body, "body_size": len(body), **rejection.record}
-            rejected = relayed.attempt(
-                rejection.reason, rejection.detail, started=started, **fields
-            )
+            rejected = relayed.attempt(arrived, rejection.reason, rejection.detail, **fields)
             return await self.store.record(rejected)
-        record = relayed.attempt(Reason.OK, detail, started=started, verdict=VERIFIED, **fields)
+        record = relayed.attempt(arrived, Reason.OK, detail, verdict=VERIFIED, **fields)
         queued = self.forwarder.targets(record) if self.forwarder is not None else ()
         return await self.store.record(record, forward_to=queued)
 
@@ -301,31 +294,3 @@ class Receiver:
             await self.store.record(record)
         headers = tuple(rejection.headers.items()) if rejection.headers else ()
         return Response(rejection.status, rejection.answer_text(), headers, close=rejection.close)
-
-
-def _attempt(
-    request: IntakeRequest,
-    reason: Reason,
-    detail: str = "",
-    *,
-    verdict: StoredVerdict = REJECTED,
-    **fields: Any,
-) -> Attempt:
-    """The attempt to store for a request: its reason and verdict, and what else is known (body,
-    topic...)."""
-    fields.setdefault("body", b"")
-    return Attempt(
-        received_at_ms=int(request.received.timestamp() * 1000),
-        method=request.method,
-        path=request.target,
-        headers=tuple(request.headers.items()),
-        reason=reason.value,
-        detail=detail,
-        status=reason.status,
-        webhook_id=request.webhook_id(),
-        remote_addr=request.peer,
-        forwarded_for=forwarded_for_text(request.forwarded_for()),
-        verdict=verdict,
-        processing_ms=(time.perf_counter() - request.started) * 1000,
-        **fields,
-    )

@@ -15,7 +15,6 @@ or ``127.0.0.1``, a trailing slash, a default port, another instance's address, 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,8 +22,9 @@ from typing import Any
 
 from multidict import CIMultiDict
 
-from walletpass_tui.webhooks.intake import IntakeRequest, stored_webhook_id
-from walletpass_tui.webhooks.models import REJECTED, Attempt, StoredVerdict
+from walletpass_tui.webhooks.attempts import attempt_of
+from walletpass_tui.webhooks.intake import IntakeRequest
+from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.reasons import Reason
 
 
@@ -83,34 +83,17 @@ class RelayedRequest:
             started=started,
         )
 
-    def header(self, name: str) -> str | None:
-        lowered = name.lower()
-        return next((v for k, v in self.headers if k.lower() == lowered), None)
-
     def attempt(
-        self,
-        reason: Reason,
-        detail: str = "",
-        *,
-        started: float,
-        verdict: StoredVerdict = REJECTED,
-        **fields: Any,
+        self, arrived: IntakeRequest, reason: Reason, detail: str = "", **fields: Any
     ) -> Attempt:
-        """The attempt to store, with where it came from (the relay and its cursor)."""
-        fields.setdefault("body", b"")
-        return Attempt(
-            received_at_ms=int(self.received_at.timestamp() * 1000),
-            method=self.method,
-            path=self.path,
-            headers=self.headers,
-            reason=reason.value,
-            detail=detail,
-            status=reason.status,
-            webhook_id=stored_webhook_id(self.header("webhook-id")),
-            remote_addr=self.source,
+        """The attempt to store for ``arrived`` (this delivery's ``intake_request()``), with where
+        it came from: the relay and its cursor, and the X-Forwarded-For list the relay recorded
+        (the relay saw the socket; this laptop did not)."""
+        return attempt_of(
+            arrived,
+            reason,
+            detail,
             forwarded_for=self.forwarded_for,
-            verdict=verdict,
-            processing_ms=(time.perf_counter() - started) * 1000,
             relay_url=self.relay_url,
             relay_cursor=self.relay_cursor,
             **fields,

@@ -16,7 +16,8 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.query.condition import FieldCondition
 from walletpass_tui.query.filters import to_filter
 from walletpass_tui.query.known import load_known, unknown_path_problem
-from walletpass_tui.query.language import All, Node, SourceIs, parse
+from walletpass_tui.query.language import parse
+from walletpass_tui.query.tree import All, Node, SourceIs
 from walletpass_tui.webhooks.models import LogFilter
 
 

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
 from walletpass_tui.cli.listen_cmd.printer import ListenPrinter
-from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_lines
+from walletpass_tui.cli.listen_cmd.tunnel_lines import TunnelPrinter, first_lines, public_url_lines
 from walletpass_tui.cli.receiver_flags import add_delivery_flags, add_receiver_flags
 from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
-from walletpass_tui.cli.signals import stop_on_signals
+from walletpass_tui.cli.signals import last_words, stop_on_signals
 from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
-from walletpass_tui.runtime.local import DeliveryRuntime, DeliverySetup
+from walletpass_tui.runtime.local import DeliveryRuntime
+from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
-from walletpass_tui.tunnel.watch import TunnelState
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
 
 if TYPE_CHECKING:
@@ -189,18 +189,19 @@ async def _listen(
             await runtime.serve()
             if seek and not port:  # a port picked at random: known only now
                 public_url = await discover_ngrok(runtime.bound[1] if runtime.bound else None)
-            tunnel = await _first_tunnel_answer(runtime, stop)
-            if stop.is_set():
-                tunnel = None  # stopped while the tunnel started: nothing to announce
-            _announce(info, runtime, public_url, await runtime.pending_forwards(), relay, stale)
-            if tunnel is not None and runtime.tunnel is not None:
+            pending = await runtime.pending_forwards()
+            # Said at once, the tunnel as it is now (its URL follows when it is up): a tunnel
+            # that takes long to start never holds back the receiver's first lines.
+            _announce(info, runtime, public_url, pending, relay, stale)
+            if runtime.tunnel is not None:
                 runtime.tunnel.subscribe(
                     TunnelPrinter(
                         info,
                         lambda: runtime.public_url,
                         runtime.registry.load,
-                        tunnel,
+                        runtime.tunnel.state,
                         home_flag(settings.home),
+                        describe=runtime.tunnel.provider.describe,
                     )
                 )
             if relay is not None:  # after the announcement, from the state it is in now
@@ -211,23 +212,8 @@ async def _listen(
         printer.close()  # what the learner had not looked at when it stopped
     if failed is not None:
         raise CommandError(str(failed))
-    print("Stopped; every acknowledged delivery is in the history.", file=info)
+    last_words(info, "Stopped; every acknowledged delivery is in the history.")
     return 0
-
-
-async def _first_tunnel_answer(runtime: DeliveryRuntime, stop: asyncio.Event) -> TunnelState | None:
-    """The tunnel's state once its first try has an answer (up, down or unavailable), or None
-    without a tunnel or when Ctrl-C / SIGTERM came first. Deliveries are accepted meanwhile."""
-    if runtime.tunnel is None:
-        return None
-    answer = asyncio.ensure_future(runtime.tunnel.first_answer())
-    signalled = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({answer, signalled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        answer.cancel()
-        signalled.cancel()
-    return runtime.tunnel.state if runtime.tunnel.state.settled else None
 
 
 async def _until_stopped(stop: asyncio.Event, runtime: DeliveryRuntime) -> BaseException | None:
@@ -280,13 +266,10 @@ def _announce(
         ):
             out.write(line + "\n")
     elif public_url:
-        found = "" if settings.public_url else "  (found from the ngrok agent)"
-        out.write(f"Public URL:  {public_url.rstrip('/')}{settings.receiver_path}{found}\n")
-        if not settings.public_url:
-            out.write(
-                "  register it: walletpass-tui endpoints create --from-listener "
-                f"--public-url {public_url} --topic pass.activated --topic pass.deactivated\n"
-            )
+        for line in public_url_lines(
+            public_url, settings.receiver_path, found=not settings.public_url
+        ):
+            out.write(line + "\n")
     ack_target = runtime.ack_target
     for route in runtime.routes:
         topic = route.topic or "every topic"

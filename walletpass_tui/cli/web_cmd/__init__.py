@@ -84,11 +84,8 @@ def not_running(home: Path, found: instance.Found) -> str | None:
     if isinstance(found, instance.Running) and found.record is not None:
         return None
     flag = instance.home_flag(home)
-    if isinstance(found, instance.Running):
-        return (
-            f"A receiver holds {home} but its state cannot be read ({found.problem or 'none yet'});"
-            " stop it and start it again."
-        )
+    if isinstance(found, instance.Running):  # its state file could not be read
+        return found.unreadable(home)
     return (
         f"No receiver runs on {home}. Start one with `walletpass-tui listen{flag}` first, then "
         f"run `walletpass-tui web{flag}` again."

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError, RelayUrlError
+from walletpass_tui.relay.link.subscriber import (
+    RelayAuthError,
+    RelayClientError,
+    RelayUrlError,
+    describe_failure,
+)
 
 MAX_ANSWER = 64 * 1024
 
@@ -70,9 +75,11 @@ async def fetch_channel(subscribe_url: str, token: str, timeout_s: float = 10.0)
                     break
                 raw += chunk
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+        why = describe_failure(exc, timeout_s)
         raise RelayClientError(
-            f"Cannot reach the relay at {url} ({str(exc) or type(exc).__name__}); check the URL "
-            "and that 'walletpass-tui relay serve' runs."
+            f"Cannot reach the relay at {url} ({why}); check the URL and that 'walletpass-tui "
+            "relay serve' runs.",
+            why,
         ) from None
     try:
         if len(raw) > MAX_ANSWER:

@@ -59,9 +59,7 @@ from walletpass_tui.relay.link.subscriber import (
     SubscriberState,
     backoff_delay,
 )
-from walletpass_tui.webhooks.body_fields import labels
-from walletpass_tui.webhooks.intake import stored_webhook_id
-from walletpass_tui.webhooks.models import REJECTED, Attempt, StoreError, now_ms
+from walletpass_tui.webhooks.models import Attempt, StoreError
 from walletpass_tui.webhooks.reasons import Reason
 from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.relayed import RelayedRequest
@@ -133,6 +131,7 @@ class RelayLink:
         self._marks = LowWater()
         self._mark_written = 0
         self._mark_moved = asyncio.Event()
+        self._mark_lock = asyncio.Lock()  # a mark written never lands after a rewind
         self._stored_above = 0  # cursors up to this one may be stored already (a restart)
         self._catch_up_to: int | None = None  # the head the relay announced as it connected
         self.times = ReceivedTimes(tolerance_ms=DEFAULT_TOLERANCE_S * 1000)
@@ -180,6 +179,7 @@ class RelayLink:
             after=after,
             on_delivery=lambda delivery: self._deliver(runtime, delivery),
             on_unreadable=lambda cursor, raw, why: self._unreadable(runtime, cursor, raw, why),
+            on_rewound=lambda cursor, head: self._rewound(runtime, cursor, head),
             on_state=self._on_subscriber,
             backoff_initial_s=self.backoff_initial_s,
             backoff_max_s=self.backoff_max_s,
@@ -223,11 +223,13 @@ class RelayLink:
                 info = await fetch_channel(self.url, self._token)
             except (RelayAuthError, RelayUrlError):
                 return  # the stream itself says why
-            except RelayClientError:  # not reachable now, or not answering as a relay does
+            except RelayClientError as exc:  # not reachable now, or not answering as a relay does
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
                 failures += 1
+                if not self.state.started:  # the first thing tried: said at once, not 10 s on
+                    self._set(connected=False, error=exc.why or str(exc), retry_in=delay)
                 await asyncio.sleep(delay)
                 continue
             self.times.created_ms = info.created_at_ms
@@ -243,10 +245,48 @@ class RelayLink:
             await asyncio.sleep(MARK_EVERY_S)
 
     async def _write_mark(self, runtime: LinkTarget) -> None:
-        mark = self._marks.mark
-        if mark > self._mark_written:
-            await runtime.store.advance_relay_mark(self.url, mark)
-            self._mark_written = mark
+        async with self._mark_lock:
+            mark = self._marks.mark
+            if mark > self._mark_written:
+                await runtime.store.advance_relay_mark(self.url, mark)
+                self._mark_written = mark
+
+    async def _rewound(self, runtime: LinkTarget, cursor: int, head: int) -> None:
+        """The relay went back to ``head`` (its database restored from a backup) and will number
+        new deliveries with cursors this home already holds: what was received is stored first,
+        then the deliveries stored above ``head`` let go of their cursors (they stay in the
+        history) and the mark goes back to it, so the new ones are stored, not skipped."""
+        await self._drain()
+        failures = 0
+        async with self._mark_lock:
+            while True:
+                try:
+                    released = await runtime.store.rewind_relay(self.url, head)
+                    break
+                except StoreError:  # the store says why (its health line); tried again
+                    delay = backoff_delay(
+                        failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                    )
+                    failures += 1
+                    await asyncio.sleep(delay)
+            self._marks = LowWater(head)
+            self._mark_written = head
+        self._stored_above = min(self._stored_above, head)
+        self._catch_up_to = None
+        log.info(  # said in the state's line; the count for the debug log
+            "The relay %s went back to cursor %d: %d stored deliveries let go of their cursors",
+            self.url,
+            head,
+            released,
+        )
+        self._set(
+            cursor=head,
+            head=head,
+            pending=None,
+            connected=False,
+            error=None,
+            rewound=(cursor, head),
+        )
 
     def _stored(self, cursor: int) -> None:
         self._marks.stored(cursor)
@@ -267,15 +307,13 @@ class RelayLink:
         # Kept under this machine's time: the relay's is not credible (it is in the detail), and
         # the history's order, --since and pruning go by it.
         request = replace(request, received_at=datetime.now(UTC))
-        topic, pass_id = labels(delivery.body)
+        body = delivery.body
         rejected = request.attempt(
+            request.intake_request(time.perf_counter()),
             Reason.RELAY_TIME,
             problem,
-            started=time.perf_counter(),
-            topic=topic,
-            pass_id=pass_id,
-            body=delivery.body,
-            body_size=len(delivery.body),
+            body=body,
+            body_size=len(body),
         )
         await self._hand_over(
             runtime, delivery.cursor, lambda: runtime.store.record(rejected), delivery
@@ -286,21 +324,16 @@ class RelayLink:
         (so the mark passes it), its bytes (cut as any rejected body) and what can be read of
         its head (with a webhook-id, it is listed with its message)."""
         method, path, headers = readable_parts(raw)
-        webhook_id = next((v for k, v in headers if k.lower() == "webhook-id"), None)
-        rejected = Attempt(
-            received_at_ms=now_ms(),
-            method=method,
-            path=path,
-            headers=headers,
-            webhook_id=stored_webhook_id(webhook_id),
+        event = RelayedRequest(
+            method, path, headers, raw, datetime.now(UTC), relay_url=self.url, relay_cursor=cursor
+        )
+        rejected = event.attempt(
+            event.intake_request(),
+            Reason.RELAY_EVENT_UNREADABLE,
+            f"the relay sent an event that cannot be read: {why}",
             body=raw,
             body_size=len(raw),
-            verdict=REJECTED,
-            reason=Reason.RELAY_EVENT_UNREADABLE.value,
-            status=Reason.RELAY_EVENT_UNREADABLE.status,
-            detail=f"the relay sent an event that cannot be read: {why}",
-            relay_url=self.url,
-            relay_cursor=cursor,
+            labelled=False,
         )
         await self._hand_over(runtime, cursor, lambda: runtime.store.record(rejected), None)
 
@@ -401,10 +434,12 @@ class RelayLink:
             connected=state.connected,
             head=max(state.head, self.state.cursor),
             error=state.error,
+            stopped=state.stopped,
             started=True,
             refusals=state.refusals,
             pending=pending,
             retry_in=state.retry_in,
+            rewound=state.rewound,
         )
 
     def _set(self, **changes: object) -> None:

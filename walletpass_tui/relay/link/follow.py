@@ -11,7 +11,9 @@ delivery handed over. A 2xx or a 4xx (a verdict: the receiver recorded it) advan
 no answer is retried with capped backoff, as the service would retry. An event the relay sent
 that cannot be read (not a delivery, or larger than one can be) is skipped, with a line saying
 why (``on_skipped``), and its cursor saved: it does not block the ones after it. The cursor saved
-is only ever one the subscriber accepted (increasing, near the relay's announced head).
+is only ever one the subscriber accepted (increasing, near the relay's announced head), or the
+relay's head when it went back below the cursor (its database restored from a backup): then
+what it numbers after that head is handed over, not skipped.
 """
 
 from __future__ import annotations
@@ -88,6 +90,16 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Retrying:
+    """A delivery the receiver did not take (no answer, or a 5xx): tried again in ``delay_s``."""
+
+    delivery: RelayedDelivery
+    why: str
+    tries: int
+    delay_s: float
+
+
+@dataclass(frozen=True)
 class Handed:
     """One delivery handed to the local receiver, and its answer."""
 
@@ -107,6 +119,8 @@ class RelayFollower:
         on_handed: Callable[[Handed], None] | None = None,
         on_skipped: Callable[[Skipped], None] | None = None,
         on_state: Callable[[SubscriberState], None] | None = None,
+        on_retrying: Callable[[Retrying], None] | None = None,
+        on_rewound: Callable[[int, int], None] | None = None,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = BACKOFF_MAX_S,
         max_body: int = DEFAULT_MAX_BODY,
@@ -115,6 +129,8 @@ class RelayFollower:
         self.cursor_file = cursor_file
         self._on_handed = on_handed
         self._on_skipped = on_skipped
+        self._on_retrying = on_retrying
+        self._on_rewound = on_rewound
         self._rng = random.Random()
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -125,6 +141,7 @@ class RelayFollower:
             after=load_cursor(cursor_file),
             on_delivery=self._hand_over,
             on_unreadable=self._skip,
+            on_rewound=self._rewound,
             on_state=on_state,
             backoff_initial_s=backoff_initial_s,
             backoff_max_s=backoff_max_s,
@@ -161,14 +178,17 @@ class RelayFollower:
                 ) as response:
                     await response.read()
                     status = response.status
-            except (aiohttp.ClientError, TimeoutError, OSError):
+                why = f"it answered {status}"
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 # no answer: status 0 says so to the caller
                 status = 0
+                why = _no_answer(exc)
             if 200 <= status < 500:
                 break
-            await asyncio.sleep(
-                backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
-            )
+            delay = backoff_delay(tries - 1, self.backoff_initial_s, self.backoff_max_s, self._rng)
+            if self._on_retrying is not None:
+                self._on_retrying(Retrying(delivery, why, tries, delay))
+            await asyncio.sleep(delay)
         await self._save(delivery.cursor)
         if self._on_handed is not None:
             self._on_handed(Handed(delivery, status, tries))
@@ -178,5 +198,26 @@ class RelayFollower:
         if self._on_skipped is not None:
             self._on_skipped(Skipped(cursor, why))
 
+    async def _rewound(self, cursor: int, head: int) -> None:
+        """The relay went back to ``head`` (its database restored): what it numbers after it is
+        handed over, from this run and the next."""
+        await self._save(head)
+        if self._on_rewound is not None:
+            self._on_rewound(cursor, head)
+
     async def _save(self, cursor: int) -> None:
         await asyncio.to_thread(write_private_file, self.cursor_file, f"{cursor}\n".encode())
+
+
+def _no_answer(exc: BaseException) -> str:
+    """Why the receiver gave no answer, in a few words."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        cause = exc.os_error
+        where = printable(f"{exc.host}:{exc.port}", 120)
+        if isinstance(cause, ConnectionRefusedError):
+            return f"nothing answers at {where} (connection refused): is it running?"
+        return f"cannot connect to {where} ({printable(cause.strerror or str(cause), 120)})"
+    if isinstance(exc, TimeoutError):
+        return "no answer within 30 s"
+    text = (str(exc) or type(exc).__name__).splitlines()[0]
+    return f"no answer ({printable(text, 120)})"

@@ -25,6 +25,9 @@ class LinkState:
     # (None: it did not say; the cursors then tell how far behind).
     pending: int | None = None
     retry_in: float | None = None  # seconds until the next try, while disconnected
+    # The relay's head went back below the cursor (from, to): its database was restored; the
+    # link follows its numbering after ``to``. The last time it did.
+    rewound: tuple[int, int] | None = None
 
     @property
     def behind(self) -> int:
@@ -92,6 +95,8 @@ class StateLines:
         old, self.last = self.last, new
         if new.stopped:
             return new.describe()
+        if new.rewound is not None and (old is None or old.rewound != new.rewound):
+            return rewound_line(*new.rewound)
         if new.misbehaving:  # one line when it starts; quiet while the link retries
             return None if old is not None and old.misbehaving else new.describe()
         if not new.connected and not new.error:
@@ -111,6 +116,14 @@ class StateLines:
                 return f"relay caught up on {_deliveries(self.counted)} (cursor {new.cursor})"
             return f"relay caught up (cursor {new.cursor})"
         return None
+
+
+def rewound_line(cursor: int, head: int) -> str:
+    """What is said when the relay's head went back below the cursor handled."""
+    return (
+        f"relay went back from cursor {cursor} to {head} (was its database restored from a "
+        f"backup?): following what it numbers after {head}, so nothing new is skipped"
+    )
 
 
 def _deliveries(count: int) -> str:

@@ -18,6 +18,13 @@ handled, so nothing after it is skipped. An event with a good cursor that cannot
 JSON of a delivery, or too large) is handed to ``on_unreadable`` (which records it) and passed: it
 does not block the ones after it. After ``MISBEHAVING_AFTER`` identical refusals in a row the
 state says the relay is misbehaving; the subscriber keeps retrying with backoff.
+
+A relay whose head (``: connected head=N``, ``: heartbeat head=N``) is below the last cursor
+handled has gone back: its database was restored from a backup, and it will number new
+deliveries with cursors this side has already passed. The subscriber then awaits
+``on_rewound(cursor, head)`` (the caller lets go of the cursors above the head), says so in its
+state (``rewound``) and resumes at once after the head, so what the relay numbers from there on
+is handed over, not skipped.
 """
 
 from __future__ import annotations
@@ -59,7 +66,13 @@ def event_limit(max_body: int) -> int:
 
 
 class RelayClientError(WalletpassError):
-    """The relay cannot be followed; the message says what to do."""
+    """The relay cannot be followed; the message says what to do. ``why``: the cause in the
+    words a connection's line uses (``nothing answers at host:port (connection refused): is the
+    relay running?``), when it is one of those."""
+
+    def __init__(self, message: str, why: str | None = None) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 class RelayAuthError(RelayClientError):
@@ -73,6 +86,10 @@ class RelayUrlError(RelayClientError):
 class RelayRefused(Exception):
     """What the relay sent breaks the rules: this connection is dropped and a new one resumes
     after the last cursor handled. Not raised out of ``run()``."""
+
+
+class _Rewound(Exception):
+    """The relay's head went below the last cursor handled: resume after it at once."""
 
 
 class _HandlerFailed(Exception):
@@ -95,6 +112,10 @@ class SubscriberState:
     # it did not say). Only shown, never trusted: the cursors rule what is taken.
     pending: int | None = None
     retry_in: float | None = None  # seconds until the next try, once a connection ended
+    stopped: bool = False  # refused for good (401, 404): no next try
+    # The relay's head went back below the cursor (from, to): its database was restored. The
+    # last time it did; the cursor follows the relay's numbering from there on.
+    rewound: tuple[int, int] | None = None
 
     @property
     def behind(self) -> int:
@@ -112,6 +133,7 @@ def backoff_delay(failures: int, initial: float, cap: float, rng: random.Random)
 
 
 Unreadable = Callable[[int, bytes, str], Awaitable[None]]
+Rewound = Callable[[int, int], Awaitable[None]]
 
 
 class RelaySubscriber:
@@ -122,6 +144,7 @@ class RelaySubscriber:
         *,
         on_delivery: Callable[[RelayedDelivery], Awaitable[None]],
         on_unreadable: Unreadable | None = None,
+        on_rewound: Rewound | None = None,
         after: int = 0,
         on_state: Callable[[SubscriberState], None] | None = None,
         backoff_initial_s: float = BACKOFF_INITIAL_S,
@@ -134,11 +157,14 @@ class RelaySubscriber:
         """``on_unreadable(cursor, raw, why)``: an event at ``cursor`` that cannot be read, its
         data (at most the first 64 KiB when it was refused for its size) and why; the cursor
         moves past it once it returns. ``line_timeout_s`` (default: twice ``idle_timeout_s``):
-        a line must end within it, however slowly its bytes come."""
+        a line must end within it, however slowly its bytes come. ``on_rewound(cursor, head)``:
+        the relay's head went back below ``cursor``; the subscriber resumes after ``head`` once it
+        returns."""
         self.url = url.split("?", 1)[0]
         self._token = token
         self._on_delivery = on_delivery
         self._on_unreadable = on_unreadable
+        self._on_rewound = on_rewound
         self._on_state = on_state
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -172,6 +198,7 @@ class RelaySubscriber:
     async def run(self) -> None:
         """Follow the channel until cancelled; raises RelayClientError on a 401 or 404."""
         failures = 0
+        rewinds = 0  # connections in a row that ended with the relay going back
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.idle_timeout_s, sock_read=self.idle_timeout_s
         )
@@ -183,19 +210,31 @@ class RelaySubscriber:
                 try:
                     ended = await self._follow(session)
                 except RelayClientError as exc:
-                    self._set(connected=False, error=str(exc), retry_in=None)
+                    self._set(connected=False, error=str(exc), retry_in=None, stopped=True)
                     raise
                 except _HandlerFailed as failed:  # the caller's own error: theirs to see
                     self._set(connected=False, error="stopped: the delivery handler failed")
                     raise failed.original from None
+                except _Rewound:  # resumed after the relay's head: at once the first time
+                    if self._progressed:
+                        failures = 0
+                    rewinds = 1 if self._progressed else rewinds + 1
+                    if rewinds > 1:  # went back again with nothing in between: not hammered
+                        await asyncio.sleep(
+                            backoff_delay(
+                                failures, self.backoff_initial_s, self.backoff_max_s, self._rng
+                            )
+                        )
+                        failures += 1
+                    continue
                 except RelayRefused as exc:
                     log.info("The relay %s refused: %s", self.url, exc)
                     ended = refused = str(exc)
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                    ended = _describe(exc, self.idle_timeout_s)
+                    ended = describe_failure(exc, self.idle_timeout_s)
                     log.info("The relay %s is not reached (%s); trying again", self.url, ended)
                 if self._progressed:
-                    failures = 0
+                    failures = rewinds = 0
                 delay = backoff_delay(
                     failures, self.backoff_initial_s, self.backoff_max_s, self._rng
                 )
@@ -269,6 +308,8 @@ class RelaySubscriber:
                 deadline = loop.time() + self.line_timeout_s
 
     async def _handle(self, item: SSEItem) -> None:
+        if isinstance(item, SSEComment):
+            await self._check_head(item.text)
         if not self.state.connected:
             # Connected, with what the relay's first comment says (its head, how many wait):
             # one change, so nothing reads "up to date" before the backlog is known.
@@ -296,6 +337,34 @@ class RelaySubscriber:
             return None, None
         fields = _fields(rest)
         return fields.get("head"), fields.get("pending")
+
+    async def _check_head(self, text: str) -> None:
+        """A head announced below the last cursor handled: the relay went back (a restore)."""
+        word, _, rest = text.partition(" ")
+        if word not in ("connected", "heartbeat"):
+            return
+        head = _fields(rest).get("head")
+        cursor = self.state.cursor
+        if head is None or head >= cursor:
+            return
+        log.info("The relay %s went back from cursor %d to %d", self.url, cursor, head)
+        if self._on_rewound is not None:
+            try:
+                await self._on_rewound(cursor, head)
+            except Exception as exc:
+                raise _HandlerFailed(exc) from exc
+        self._announced = head
+        self._refusal, self._refusal_count = None, 0
+        self._set(
+            cursor=head,
+            head=head,
+            rewound=(cursor, head),
+            connected=False,
+            error=None,
+            refusals=0,
+            pending=None,
+        )
+        raise _Rewound
 
     def _comment(self, text: str) -> None:
         word, _, rest = text.partition(" ")
@@ -423,7 +492,7 @@ def _cursor_value(text: str, lowest: int = 1) -> int | None:
     return value if value is not None and lowest <= value <= MAX_CURSOR else None
 
 
-def _describe(exc: BaseException, idle_timeout_s: float) -> str:
+def describe_failure(exc: BaseException, idle_timeout_s: float) -> str:
     """Why a connection to the relay failed, in this project's words (never the library's
     message alone)."""
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):

@@ -18,6 +18,13 @@ to the database can send one, so its numbers are never believed. The head a subs
 what it is sent and the usage the quota checks all come from rows this process read or wrote.
 When the database was lost and is back, every ring is emptied, so every subscriber reads the
 database after its own cursor: nothing committed while notices could not arrive is missed.
+
+A database restored from a backup under a running relay numbers new deliveries with cursors it
+handed out before. This process sees it when it commits a cursor at or below one it committed
+before, or one whose event its ring holds another delivery at, or (another process's commit, on
+PostgreSQL) when the row at a notice's first cursor is not the event its ring holds there: the fanout then goes back (``went_back``: the ring
+emptied, ``rewound_to`` the cursor before the reused one) and its streams announce that head,
+below their laptops' cursors, which resume after it (``subscriber.py``).
 """
 
 from __future__ import annotations
@@ -64,6 +71,12 @@ class ChannelFanout:
         self.subscribers = 0
         self.stalled = 0  # subscribers waiting for their peer to read what was sent
         self.head_hint = 0  # the newest cursor this process knows was committed
+        # The database went back (a restore): how many times, and the cursor before the first
+        # one it handed out again, the last time. Streams compare ``rewinds`` with theirs.
+        self.rewinds = 0
+        self.rewound_to = 0
+        self._checking: asyncio.Task[None] | None = None
+        self._own_last = 0  # the newest cursor this process committed
         self._ring: deque[tuple[int, bytes]] = deque()
         self._ring_cursors: deque[int] = deque()
         self._ring_bytes = 0
@@ -124,6 +137,11 @@ class ChannelFanout:
     def append(self, stored: Stored) -> None:
         """A delivery this process committed."""
         self._usage(stored.cursor, stored.used_bytes)
+        # This process's own commits of a channel only ever take higher cursors, and the ring
+        # holds what was committed at its cursors: either one broken, the database went back.
+        if stored.cursor <= self._own_last or self._differs(stored.cursor, stored.data):
+            self.went_back(stored.cursor - 1)
+        self._own_last = stored.cursor
         self.head_hint = max(self.head_hint, stored.cursor)
         if self.dense and self._last is not None and stored.cursor != self._last + 1:
             if stored.cursor > self._last:
@@ -136,8 +154,60 @@ class ChannelFanout:
         ring's last cursor, unless the notice claims nothing past it (then there is nothing to
         read, whoever sent it). Nothing else of it is believed."""
         if self._last is not None and committed.last <= self._last:
+            self._check_reused(committed.first)
             return
+        if self._last is not None and committed.first <= self._last:
+            self._check_reused(committed.first)
         self._read_on()
+
+    def went_back(self, head: int) -> None:
+        """The database handed out cursors after ``head`` again (restored from a backup): the
+        ring is emptied and the streams told, so their laptops resume after ``head``."""
+        log.warning(
+            "relay: channel %s's cursors went back to %d (was the database restored from a "
+            "backup?); its subscribers resume after it",
+            self.channel.shown_name,
+            head,
+        )
+        self.reset()
+        self.head_hint = head
+        self.rewinds += 1
+        self.rewound_to = head
+        self.wake()
+
+    def _check_reused(self, cursor: int) -> None:
+        """A notice names a cursor the ring holds: read that row (one check at a time; a notice
+        is only a hint) and go back when it is not the event the ring holds there."""
+        held = self._held(cursor)
+        if self.storage is None or held is None:
+            return
+        if self._checking is not None and not self._checking.done():
+            return
+        self._checking = asyncio.get_running_loop().create_task(
+            self._compare(cursor, held, self._generation), name="relay-fanout-check"
+        )
+
+    def _differs(self, cursor: int, data: bytes) -> bool:
+        """The ring holds another event at ``cursor`` than the delivery ``data``."""
+        held = self._held(cursor)
+        return held is not None and held != sse_event(cursor, data)
+
+    def _held(self, cursor: int) -> bytes | None:
+        index = bisect.bisect_left(self._ring_cursors, cursor)
+        if index < len(self._ring_cursors) and self._ring_cursors[index] == cursor:
+            return self._ring[index][1]
+        return None
+
+    async def _compare(self, cursor: int, held: bytes, generation: int) -> None:
+        assert self.storage is not None
+        try:
+            rows = await self.storage.read_after(self.channel.id, cursor - 1, 1, PAGE_BYTES)
+        except RelayStoreError:  # the database is down: its own line says so; checked next time
+            return
+        if generation != self._generation or not rows or rows[0][0] != cursor:
+            return
+        if sse_event(cursor, rows[0][1]) != held and held == self._held(cursor):
+            self.went_back(cursor - 1)
 
     def _push(self, cursor: int, data: bytes, *, after: int | None = None) -> None:
         if self._last is not None and cursor <= self._last:

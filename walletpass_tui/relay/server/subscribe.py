@@ -209,7 +209,13 @@ class Subscriptions:
             await out.write(b"retry: %d\n" % RETRY_MS + sse_comment(connected))
             checked = time.monotonic()
             told_down = False
+            rewinds = fanout.rewinds
             while not self.stopping.is_set():
+                if fanout.rewinds != rewinds:  # the database went back: the laptop is told
+                    rewinds = fanout.rewinds
+                    if fanout.rewound_to < cursor:
+                        cursor = fanout.rewound_to
+                        await out.write(sse_comment(f"heartbeat head={cursor}"))
                 if self.fanouts.database_ok == told_down:
                     told_down = not told_down
                     await out.write(sse_comment(_DOWN if told_down else _BACK))

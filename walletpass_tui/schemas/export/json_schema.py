@@ -9,11 +9,10 @@ delivery). Several topics make one document: each in ``$defs``, the body any of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from walletpass_tui.schemas.export.shape import Names, Node, root_name, tree
+from walletpass_tui.schemas.export.shape import Names, Node, json_text, root_name, tree
 from walletpass_tui.schemas.jsonscan import ARRAY, OBJECT
 from walletpass_tui.schemas.model import GroupSchema
 from walletpass_tui.schemas.paths import ID_PATTERN
@@ -82,7 +81,7 @@ def named(groups: Sequence[GroupSchema], reserved: set[str] | None = None) -> li
 
 
 def render(group: GroupSchema) -> str:
-    return json.dumps(to_json_schema(group), indent=2, ensure_ascii=False) + "\n"
+    return json_text(to_json_schema(group))
 
 
 def render_all(groups: Sequence[GroupSchema]) -> str:
@@ -96,4 +95,4 @@ def render_all(groups: Sequence[GroupSchema]) -> str:
         "anyOf": [{"$ref": f"#/$defs/{name}"} for name in names],
         "$defs": {name: component(group) for name, group in zip(names, groups, strict=True)},
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc)

@@ -9,11 +9,11 @@ never code; schema names are made of ASCII letters and digits (``Names``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from walletpass_tui.schemas.export.json_schema import component, named
+from walletpass_tui.schemas.export.shape import json_text
 from walletpass_tui.schemas.model import GroupSchema
 
 VERSION = "3.1.0"
@@ -102,7 +102,7 @@ def to_openapi(groups: Sequence[GroupSchema]) -> dict[str, Any]:
 
 
 def render_all(groups: Sequence[GroupSchema]) -> str:
-    return json.dumps(to_openapi(groups), indent=2, ensure_ascii=False) + "\n"
+    return json_text(to_openapi(groups))
 
 
 def render(group: GroupSchema) -> str:

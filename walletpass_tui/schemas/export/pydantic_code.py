@@ -9,7 +9,8 @@ real name as ``alias``, written as a string literal by ``ascii()`` (escaped, ASC
 pydantic and typing only through ``_pd`` and ``_t``, which no field or class name can shadow.
 Types are strict (``StrictInt`` stays an integer, ``true`` is no integer); an optional field
 defaults to None. A name pydantic cannot take at all (one holding a lone surrogate, which JSON can
-escape but UTF-8 cannot hold) is left out of its model, which then ignores keys it does not name.
+escape but UTF-8 cannot hold) is left out of its model, which then ignores keys it does not name;
+a value set holding such a value is exported as any string (``StrictStr``), not as literals.
 """
 
 from __future__ import annotations
@@ -93,8 +94,13 @@ class _Writer:
             elif kind == STRING and node.values is not None:
                 # Strings of a value set are literals (numbers and booleans keep their strict
                 # types: pydantic's Literal would take true for 1).
+                # A value holding a lone surrogate cannot be a literal (pydantic refuses to build
+                # the model): such a set is any string.
                 texts = [v for v in node.values if isinstance(v, str)]
-                part = f"_t.Literal[{', '.join(_literal(t) for t in texts)}]"
+                if all(_utf8(t) for t in texts):
+                    part = f"_t.Literal[{', '.join(_literal(t) for t in texts)}]"
+                else:
+                    part = _SCALARS[STRING]
             else:
                 part = _SCALARS[kind]
             if part not in parts:

@@ -9,6 +9,7 @@ anything goes there), and its value set (``values``: the scalars it takes, when 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,19 @@ def tree(group: GroupSchema) -> Node:
     if root is None:
         raise ValueError(f"nothing learned for {group.key.label}")
     return build(root)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(doc: Any) -> str:
+    """``doc`` as indented JSON that is valid UTF-8 whatever it holds: text is kept as it is
+    (``École``, emoji), except a lone surrogate (a key or value the wire sent as a JSON escape
+    such as ``"\\udc80"``), which UTF-8 cannot hold: it stays that escape, so every reader
+    (Python, Node) gets back the very key or value a sample holds."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    # Outside its strings JSON is ASCII: a surrogate found is inside a string, as a character.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def pascal(text: str) -> str:

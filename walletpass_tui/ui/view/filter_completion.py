@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 from walletpass_tui.query.known import KnownPaths, PathInfo
-from walletpass_tui.query.language import OPS, QueryProblem, Value, read_path
+from walletpass_tui.query.path_reading import read_path
+from walletpass_tui.query.tree import OPS, QueryProblem, Value
 
 LIMIT = 8  # choices shown at once
 _STOPS = " \t()"

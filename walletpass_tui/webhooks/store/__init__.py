@@ -338,6 +338,11 @@ class Store(History):
         mark = await self._write(relay_marks.start, relay_url, durable=False)
         return mark, await self._write(relay_marks.newest, relay_url, durable=False)
 
+    async def rewind_relay(self, relay_url: str, cursor: int) -> int:
+        """The relay went back to ``cursor``: the attempts stored above it let go of their
+        cursors (kept in the history) and the mark goes back to it; how many let go."""
+        return int(await self._write(relay_marks.rewind, relay_url, cursor))
+
     async def advance_relay_mark(self, relay_url: str, cursor: int) -> None:
         """Raise the mark; only once every cursor up to ``cursor`` is committed."""
         await self._write(relay_marks.advance, relay_url, cursor, durable=False)

@@ -57,6 +57,31 @@ def advance(db: sqlite3.Connection, relay_url: str, cursor: int) -> None:
     )
 
 
+def rewind(db: sqlite3.Connection, relay_url: str, cursor: int) -> int:
+    """The channel's relay went back to ``cursor`` (its database was restored from a backup) and
+    will number new deliveries with the cursors above it: the attempts stored with those cursors
+    stay in the history as they came (their ``relay_cursor`` shown), but no longer hold them, and
+    the mark goes back to ``cursor``. Returns how many attempts let go of their cursor."""
+    channel = relay_channel(relay_url)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        released = db.execute(
+            "UPDATE attempts SET relay_channel = NULL WHERE relay_channel = ? AND relay_cursor > ?",
+            (channel, cursor),
+        ).rowcount
+        db.execute(
+            "INSERT INTO relay_marks (channel, low_water) VALUES (?, ?) ON CONFLICT(channel) "
+            "DO UPDATE SET low_water = MIN(low_water, excluded.low_water)",
+            (channel, cursor),
+        )
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return int(released)
+
+
 def newest(db: sqlite3.Connection, relay_url: str) -> int:
     """The newest cursor stored from the channel ``relay_url`` follows (0: none)."""
     row = db.execute(

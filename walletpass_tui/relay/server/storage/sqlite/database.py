@@ -27,6 +27,8 @@ from walletpass_tui.relay.server.storage.base import IssuedChannel, now_ms
 from walletpass_tui.relay.server.storage.errors import RelayStoreError
 from walletpass_tui.relay.server.storage.sqlite.schema import connect
 
+PRUNED_HEAD = "pruned_head:"  # + a channel's slug, in meta: the newest cursor pruned from it
+
 _CHANNEL_SELECT = """
 SELECT c.id, c.name, c.slug, c.created_at_ms, c.secret, c.quota_bytes, c.used_bytes,
        (SELECT COUNT(*) FROM deliveries d WHERE d.channel_id = c.id),
@@ -210,7 +212,12 @@ class RelayDB:
     def remove(self, name: str) -> Channel:
         """Delete a channel with its tokens and everything stored for it."""
         channel = self._require(name)
-        self._run(lambda db: db.execute("DELETE FROM channels WHERE id=?", (channel.id,)))
+
+        def remove(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM channels WHERE id=?", (channel.id,))
+            db.execute("DELETE FROM meta WHERE key=?", (PRUNED_HEAD + channel.slug,))
+
+        self._run(remove)
         return channel
 
     # -- deliveries ----------------------------------------------------------------------------
@@ -238,13 +245,18 @@ class RelayDB:
         return list(self._run(read))
 
     def head(self, channel_id: int | None = None) -> int:
-        """The highest cursor stored (for one channel, or overall)."""
+        """The highest cursor stored (for one channel, or overall). A channel's counts the ones
+        pruned too: its head never goes back because its deliveries grew old (a laptop takes a
+        head below its cursor for a database restored from a backup)."""
         if channel_id is None:
             row = self._run(lambda db: db.execute("SELECT MAX(cursor) FROM deliveries").fetchone())
         else:
             row = self._run(
                 lambda db: db.execute(
-                    "SELECT MAX(cursor) FROM deliveries WHERE channel_id=?", (channel_id,)
+                    "SELECT MAX(COALESCE((SELECT MAX(cursor) FROM deliveries WHERE channel_id=?), 0),"
+                    " COALESCE((SELECT CAST(m.value AS INTEGER) FROM meta m JOIN channels c"
+                    " ON m.key = ? || c.slug WHERE c.id=?), 0))",
+                    (channel_id, PRUNED_HEAD, channel_id),
                 ).fetchone()
             )
         return int(row[0] or 0)
@@ -291,17 +303,24 @@ def prune_before(cutoff_ms: int) -> Callable[[sqlite3.Connection], int]:
 
     def prune(db: sqlite3.Connection) -> int:
         freed = db.execute(
-            "SELECT channel_id, SUM(size), COUNT(*) FROM deliveries WHERE received_at_ms < ? "
-            "GROUP BY channel_id",
+            "SELECT channel_id, SUM(size), COUNT(*), MAX(cursor) FROM deliveries "
+            "WHERE received_at_ms < ? GROUP BY channel_id",
             (cutoff_ms,),
         ).fetchall()
-        for channel_id, size, _ in freed:
+        for channel_id, size, _, newest in freed:
             db.execute(
                 "UPDATE channels SET used_bytes = MAX(0, used_bytes - ?) WHERE id=?",
                 (size, channel_id),
             )
+            # The channel's head stays where it was once its newest deliveries are pruned.
+            db.execute(
+                "INSERT INTO meta (key, value) SELECT ? || slug, ? FROM channels WHERE id=? "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(MAX(CAST(value AS INTEGER), "
+                "CAST(excluded.value AS INTEGER)) AS TEXT)",
+                (PRUNED_HEAD, str(newest), channel_id),
+            )
         db.execute("DELETE FROM deliveries WHERE received_at_ms < ?", (cutoff_ms,))
         db.execute("DELETE FROM rejected WHERE received_at_ms < ?", (cutoff_ms,))
-        return sum(int(n) for _, _, n in freed)
+        return sum(int(n) for _, _, n, _ in freed)
 
     return prune
