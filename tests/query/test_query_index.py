@@ -4,7 +4,13 @@ whenever it is damaged, deleted or of another history."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
+import os
+import shutil
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,7 +29,40 @@ from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.store import Store
 from walletpass_tui.webhooks.verify import SigningKey, sign
 
+T0 = factories.T0
 SECRET = "whsec_" + base64.b64encode(b"q" * 32).decode()
+DEADLINE_S = 60.0  # "did not hang" only
+
+
+def listed(home: Path, query: str) -> list[str]:
+    """What a real ``walletpass-tui events list --where`` lists, newest first."""
+    argv = ["--home", str(home), "events", "list", "--json", f"--where={query}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "walletpass_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert done.returncode == 0, done.stderr
+    return [m["webhook_id"] for m in json.loads(done.stdout)]
+
+
+def held_deleted(path: Path) -> list[str]:
+    """The files named like ``path`` (or its companions) this process holds open, deleted."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            target = os.readlink(fd)
+            if target.startswith(str(path)) and target.endswith("(deleted)"):
+                found.append(target)
+    return found
+
+
+async def post_all(url: str, bodies: list[bytes], prefix: str) -> None:
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+        for n, raw in enumerate(bodies):
+            headers = {**sign(SECRET, f"{prefix}{n}", raw, datetime.now(UTC))}
+            assert (await client.post(url, content=raw, headers=headers)).is_success
 
 
 async def test_the_runtime_indexes_what_it_stores(tmp_path: Path) -> None:
@@ -114,3 +153,90 @@ async def test_rows_pruned_from_the_history_are_never_shown(tmp_path: Path) -> N
         index_all(history)
         assert await store.prune_older_than(factories.T0 + 1) == 1
         assert await ids_of(store, "a:1") == ["msg_new"]
+
+
+async def test_an_index_copied_from_another_history_with_more_rows_is_not_used(
+    tmp_path: Path, clean_env: Path
+) -> None:
+    """A home restored from two backups: the index of a history of 10 red rows beside a history of
+    12 blue ones. Row 10 is in both, as another row: the index is not trusted by a query, what it
+    knows is not offered, and the indexer starts it over."""
+    red, blue = tmp_path / "red", tmp_path / "blue"
+    for home, color, count, at in ((red, "red", 10, T0), (blue, "blue", 12, T0 + 60_000)):
+        async with await Store.open(home / "deliveries.sqlite3") as store:
+            bodies = [{"data": {color: 1, "color": color}} for _ in range(count)]
+            await record(store, bodies, at=at)  # the same webhook-ids, received another time
+        assert index_all(home / "deliveries.sqlite3") == count
+    history = blue / "deliveries.sqlite3"
+    shutil.copyfile(index_path(red / "deliveries.sqlite3"), index_path(history))
+    blues = [f"msg_{n}" for n in range(12, 0, -1)]
+
+    assert listed(blue, "data.color:red") == []
+    assert listed(blue, "data.color:blue") == blues
+    assert "data.red" not in load_known(history).paths
+    async with await Store.open(history) as store:
+        assert await ids_of(store, "data.color:blue") == blues
+        assert index_all(history) == 12  # started over
+        assert await ids_of(store, "data.color:blue") == blues
+        assert await ids_of(store, "has:data.red") == []
+    assert load_known(history).paths["data.color"].values == ("blue",)
+    assert listed(blue, "data.color:red") == []
+
+
+async def test_the_index_deleted_under_the_runtime_is_made_again(tmp_path: Path) -> None:
+    """Deleted while the receiver runs (and its reader has it attached): made again at the path,
+    and no deleted index file is held open (its disk space is freed)."""
+    settings = Settings(home=tmp_path / "home", receiver_port=0)
+    history = settings.database_path
+    options = ReceiverOptions(host="127.0.0.1", port=0, secrets=[SigningKey.from_secret(SECRET)])
+    async with DeliveryRuntime(settings, DeliverySetup(options=options)) as runtime:
+        await runtime.serve()
+        indexer = runtime.field_indexer
+        assert runtime.url is not None and indexer is not None
+        await post_all(runtime.url, [body({"data": {"a": n}}) for n in range(10)], "a_")
+        await runtime.store.settled()
+        assert await indexer.settled(DEADLINE_S)
+        assert await ids_of(runtime.store, "data.a:3") == ["a_3"]  # the reader attaches it
+
+        for file in history.parent.glob(index_path(history).name + "*"):
+            file.unlink()
+        await post_all(runtime.url, [body({"data": {"b": n}}) for n in range(20)], "b_")
+        await runtime.store.settled()
+        assert await indexer.settled(DEADLINE_S)
+
+        assert index_path(history).is_file()
+        assert indexer.upto == await runtime.store.last_id() == 30
+        assert await ids_of(runtime.store, "data.a:3") == ["a_3"]
+        assert await ids_of(runtime.store, "data.b:19") == ["b_19"]
+        assert held_deleted(index_path(history)) == []
+        known = load_known(history)  # read from the new index: every row's paths
+        assert known.paths["data.a"].rows == 10 and known.paths["data.b"].rows == 20
+
+
+async def test_the_indexer_follows_the_history_started_over_at_its_path(tmp_path: Path) -> None:
+    """The history deleted under the receiver: the store starts a new one at the path, and the
+    index of the old one is started over for it (not kept, nor written for the deleted file)."""
+    settings = Settings(home=tmp_path / "home", receiver_port=0)
+    history = settings.database_path
+    options = ReceiverOptions(host="127.0.0.1", port=0, secrets=[SigningKey.from_secret(SECRET)])
+    # No schema learner: the files held open are the store's and the index's.
+    setup = DeliverySetup(options=options, learn_schemas=False)
+    async with DeliveryRuntime(settings, setup) as runtime:
+        await runtime.serve()
+        indexer = runtime.field_indexer
+        assert runtime.url is not None and indexer is not None
+        await post_all(runtime.url, [body({"data": {"old": n}}) for n in range(8)], "old_")
+        await runtime.store.settled()
+        assert await indexer.settled(DEADLINE_S)
+
+        history.unlink()
+        await post_all(runtime.url, [body({"data": {"new": n}}) for n in range(3)], "new_")
+        await runtime.store.settled()
+        assert await indexer.settled(DEADLINE_S)
+
+        assert await runtime.store.last_id() == indexer.upto == 3
+        assert await ids_of(runtime.store, "has:data.new") == ["new_2", "new_1", "new_0"]
+        assert await ids_of(runtime.store, "has:data.old") == []
+        indexed = {p: i.rows for p, i in load_known(history).paths.items() if i.rows is not None}
+        assert indexed == {"$": 3, "data": 3, "data.new": 3}
+        assert held_deleted(history) == []

@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from laptop_process import Laptop, check_signatures, post_all
+from link_helpers import laptop, link_for, stored_until
 from relay_helpers import ROOT, RelayData, RelayProcess, add_channel, query, urls
 from relay_helpers import post_all as relay_post_all
 
@@ -178,3 +179,25 @@ async def test_relay_follow_hands_over_what_a_restored_relay_numbers_again(
         await runner.cleanup()
     assert got == before + after
     assert any(line.startswith("relay: went back from cursor 3 to 1 (") for line in lines), lines
+
+
+async def test_the_dashboard_says_the_relay_went_back_and_shows_every_new_delivery(
+    relay: RelayServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    from walletpass_tui.ui.app import build_app
+
+    issued = add_channel(relay, "team")
+    ingress, sub_url = urls(relay, issued)
+    async with laptop(tmp_path / "laptop", link_for(sub_url, issued.token)) as runtime:
+        app = build_app(runtime, None)
+        async with app.run_test(size=(160, 30), notifications=True) as pilot:
+            before = await relay_post_all(http, ingress, 3)
+            await stored_until(runtime, 3)
+            restore_to(RelayData(relay.options.home, relay.options.database), 1)
+            after = await relay_post_all(http, ingress, 2)
+            stored = await stored_until(runtime, 5)
+            async with asyncio.timeout(30):
+                while not (notes := [t.render().plain for t in app.screen.query("Toast")]):
+                    await pilot.pause(0.05)
+    assert [a.webhook_id for a in stored] == before + after
+    assert any("relay went back from cursor 3 to 1" in note for note in notes), notes

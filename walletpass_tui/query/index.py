@@ -11,7 +11,13 @@ damaged or of another history) holds
   an entry with an empty blob (``has:`` finds it);
 * ``few``: the values of the paths that took at most FEW_VALUES distinct ones (the filter box
   offers them), with their counts;
-* ``meta``: ``indexed_upto``, the last history row indexed.
+* ``meta``: ``indexed_upto``, the last history row indexed, and ``indexed_mark``, what tells that
+  row from another row of the same id (when it arrived, its webhook-id: the schema learner's mark).
+
+An index is used only for the history it was made from (``mark_sql``): one whose last row is past
+the history's newest, or whose last row is in the history as another row (a history deleted and
+started again, an index copied from another home), is started over by the indexer and not used by
+a query meanwhile (every row is read one by one).
 
 ``Fields.step()`` indexes the rows after the mark: it copies a chunk of rows (at most CHUNK rows and
 CHUNK_BYTES of bodies) out of the history in one statement, reads them with ``values.body_fields``
@@ -32,21 +38,46 @@ from pathlib import Path
 
 from walletpass_tui.query.values import body_fields
 from walletpass_tui.webhooks.store import tables
+from walletpass_tui.webhooks.store.files import FileId, file_id
 
 log = logging.getLogger(__name__)
 
 SUFFIX = "-fields"
-FORMAT = "2"
+FORMAT = "3"
 CHUNK = 512  # rows per index transaction
 CHUNK_BYTES = 8 * 1024 * 1024  # of bodies per chunk (a chunk takes at least one row)
 MAX_PATHS = 10_000  # paths indexed; values at further new paths are not
 FEW_VALUES = 12  # distinct values a path may take and still have them offered
 
-MARK_SQL = "SELECT CAST(value AS INTEGER) FROM fx.meta WHERE key = 'indexed_upto'"
+
+def _row_mark(row: str) -> str:
+    """The SQL of what tells a history row from another of the same id (``row``: its alias)."""
+    return f"CAST({row}.received_at_ms AS TEXT) || ':' || IFNULL({row}.webhook_id, '')"
+
+
+def mark_sql(index: str, history: str) -> str:
+    """The last history row the index (attached as ``index``) holds, or NULL when it is the index
+    of another history than the one attached as ``history``: its last row is past the history's
+    newest, or is in the history as another row. A row pruned since is no sign either way."""
+    return f"""
+SELECT CASE
+    WHEN u.upto <= 0 THEN 0
+    WHEN u.upto > (SELECT COALESCE(MAX(id), 0) FROM {history}.attempts) THEN NULL
+    WHEN EXISTS (SELECT 1 FROM {history}.attempts a WHERE a.id = u.upto
+        AND ({_row_mark("a")}) IS NOT m.value) THEN NULL
+    ELSE u.upto END
+FROM (SELECT CAST(value AS INTEGER) AS upto FROM {index}.meta WHERE key = 'indexed_upto') u
+LEFT JOIN {index}.meta m ON m.key = 'indexed_mark'
+"""
+
+
+# What a query reads (the index attached as ``fx`` to the history's connection).
+MARK_SQL = mark_sql("fx", "main")
 
 _CREATE = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('indexed_upto', '0');
+INSERT OR IGNORE INTO meta(key, value) VALUES ('indexed_mark', '');
 INSERT OR IGNORE INTO meta(key, value) VALUES ('format', '{FORMAT}');
 CREATE TABLE IF NOT EXISTS paths (
     id INTEGER PRIMARY KEY,
@@ -71,7 +102,7 @@ CREATE TABLE IF NOT EXISTS few (
 
 # The sizes first (no body is read), then the bodies of the rows that fit.
 _NEXT_SIZES = "SELECT id, length(body) FROM history.attempts WHERE id > ? ORDER BY id LIMIT ?"
-_BODIES = "SELECT id, body FROM history.attempts WHERE id > ? AND id <= ? ORDER BY id"
+_BODIES = f"SELECT id, body, {_row_mark('a')} FROM history.attempts a WHERE id > ? AND id <= ? ORDER BY id"
 
 
 def index_path(history: Path) -> Path:
@@ -103,6 +134,8 @@ class Fields:
         self._db: sqlite3.Connection | None = None
         self._paths: dict[str, int] = {}
         self._many: set[int] = set()
+        self._files: tuple[FileId | None, FileId | None] = (None, None)  # index, history
+        self._upto = 0  # the mark after the last step
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -119,6 +152,9 @@ class Fields:
             self._open()
 
     def _open(self) -> None:
+        history = file_id(self.history)  # before ATTACH: a history replaced meanwhile is followed
+        if history is None:  # ATTACH would create an empty one
+            raise sqlite3.OperationalError(f"there is no history at {self.history} to index")
         tables.make_private(self.path)
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
@@ -136,9 +172,16 @@ class Fields:
             db.close()
             raise
         self._db = db
-        if self.upto() > self.top():
-            self.start_over()  # the index of another (older, moved aside) history
+        self._files = (file_id(self.path), history)
+        if not self.of_this_history():
+            self.start_over()  # the index of another history (started again, or copied here)
         self._load_paths()
+        self._upto = self.upto()
+
+    def current(self) -> bool:
+        """Whether the index and the history at their paths are the files it has open (one
+        ``stat`` of each): either deleted or replaced, it opens them again (``step``)."""
+        return self._db is not None and (file_id(self.path), file_id(self.history)) == self._files
 
     def close(self) -> None:
         db, self._db = self._db, None
@@ -171,6 +214,11 @@ class Fields:
         row = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM history.attempts").fetchone()
         return int(row[0]) if row else 0
 
+    def of_this_history(self) -> bool:
+        """Whether the index was made from the history attached (see ``mark_sql``)."""
+        row = self._conn().execute(mark_sql("main", "history")).fetchone()
+        return row is not None and row[0] is not None
+
     def start_over(self) -> None:
         db = self._conn()
         db.execute("BEGIN IMMEDIATE")
@@ -178,6 +226,7 @@ class Fields:
             for table in ("fv", "few", "paths"):
                 db.execute(f"DELETE FROM {table}")
             db.execute("UPDATE meta SET value = '0' WHERE key = 'indexed_upto'")
+            db.execute("UPDATE meta SET value = '' WHERE key = 'indexed_mark'")
             db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
@@ -188,14 +237,21 @@ class Fields:
     # -- indexing ----------------------------------------------------------------------------
 
     def step(self, limit: int = CHUNK) -> Step:
-        """Index up to ``limit`` rows past the mark (fewer when their bodies are large)."""
+        """Index up to ``limit`` rows past the mark (fewer when their bodies are large). The index
+        deleted or replaced, or the history started over at its path, is opened again first (an
+        index of another history is started over); while no history is there, nothing is done."""
+        if not self.current():
+            self.close()  # before a new file is made: closing removes a -wal by its name
+            if not self.history.is_file():  # being started over: its store makes it
+                return Step(0, self._upto)
+            self.open()
         db = self._conn()
-        start = self.upto()
-        if start > self.top():  # the history was started over under us
+        if not self.of_this_history():  # the history was started over under us
             self.start_over()
-            start = 0
+        start = self.upto()
         sizes = db.execute(_NEXT_SIZES, (start, limit)).fetchall()
         if not sizes:
+            self._upto = start
             return Step(0, start)
         last, total = sizes[0][0], 0
         for row_id, size in sizes:
@@ -206,7 +262,9 @@ class Fields:
         rows = db.execute(_BODIES, (start, last)).fetchall()
         entries: list[tuple[str, int, object]] = []
         written: dict[str, str] = {}
-        for row_id, body in rows:
+        # What tells the last row from another of its id ("": pruned meanwhile, no sign).
+        mark = str(rows[-1][2]) if rows and rows[-1][0] == last else ""
+        for row_id, body, _ in rows:
             if isinstance(body, str):
                 body = body.encode("utf-8", "surrogatepass")
             found = body_fields(body or b"")
@@ -215,13 +273,15 @@ class Fields:
                     entries.append((path, int(row_id), value))
             for folded, text in found.written.items():
                 written.setdefault(folded, text)
-        self._write(start, int(last), entries, written)
+        self._write(start, int(last), mark, entries, written)
+        self._upto = int(last)
         return Step(len(rows), int(last))
 
     def _write(
         self,
         start: int,
         last: int,
+        mark: str,
         entries: list[tuple[str, int, object]],
         written: dict[str, str],
     ) -> None:
@@ -252,6 +312,7 @@ class Fields:
             )
             many = self._count_few(few, written)
             db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_upto'", (str(last),))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_mark'", (mark,))
             db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the error that led here is raised

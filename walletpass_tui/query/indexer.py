@@ -9,7 +9,9 @@ the receiver; queries look at the rows it has not reached one by one), and a bac
 start on a long history) at most BACKLOG_SHARE. Without a wake-up it looks for new rows every
 POLL_S.
 
-A failed step is logged and tried again after RETRY_S; a damaged index file is made anew. Nothing
+A failed step is logged and tried again after RETRY_S; a damaged index file is made anew. Each step
+first follows the files at their paths (``Fields.step``): the index deleted or replaced is opened
+again (made anew), and a history the store started over is indexed from its first row. Nothing
 stored is ever at stake: the index holds nothing the history does not.
 """
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from walletpass_tui.query.condition import path_like
-from walletpass_tui.query.index import index_path
+from walletpass_tui.query.index import index_path, mark_sql
 from walletpass_tui.query.tree import All, AnyOf, Compare, FieldPath, Has, Node, Not, field_terms
 from walletpass_tui.schemas.paths import ROOT
 from walletpass_tui.text import printable
@@ -166,21 +166,34 @@ def _from_schemas(known: KnownPaths, history: Path, topic: str | None) -> None:
 
 @contextlib.contextmanager
 def _index(history: Path) -> Iterator[sqlite3.Connection | None]:
+    """The field index, read only, when it is the index of the history at ``history``."""
     path = index_path(history)
-    if not path.exists() or tables.not_files(path):  # none, or one SQLite would wait on
+    if any(not f.exists() or tables.not_files(f) for f in (path, history)):  # see Reader._ready
         yield None
         return
-    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
     try:
-        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        db = sqlite3.connect(_read_only(path), uri=True, isolation_level=None)
     except sqlite3.Error as exc:  # no index to read: nothing known from it
         log.debug("The field index %s was not read: %s", path, exc)
         yield None
         return
     try:
-        yield db
+        usable = False
+        try:
+            db.execute("ATTACH DATABASE ? AS history", (_read_only(history),))
+            found = db.execute(mark_sql("main", "history")).fetchone()
+            usable = found is not None and found[0] is not None
+            if not usable:
+                log.debug("The field index %s is of another history: not read", path)
+        except sqlite3.Error as exc:  # no index to read: nothing known from it
+            log.debug("The field index %s was not read: %s", path, exc)
+        yield db if usable else None
     finally:
         db.close()
+
+
+def _read_only(path: Path) -> str:
+    return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
 
 
 def _from_index(known: KnownPaths, history: Path) -> None:

@@ -186,7 +186,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             from walletpass_tui.ui.view.relay_header import relay_link_of, watch_relay
 
             link = relay_link_of(runtime.feeds)
-            self._unwatch_relay = watch_relay(link, self._show_receiver, self._relay_stopped)
+            self._unwatch_relay = watch_relay(
+                link, self._show_receiver, self._relay_stopped, self._relay_went_back
+            )
         self._watch_receiver(runtime)
         self._show_receiver()
         # Deliveries are accepted once the log shows its first page (or after a second, should it
@@ -316,6 +318,9 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
     def _relay_stopped(self, why: str) -> None:
         self.notify(why, title="Relay stopped", severity="error", timeout=30, markup=False)
+
+    def _relay_went_back(self, line: str) -> None:
+        self.notify(line, title="Relay went back", severity="warning", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
         if self._drift_watch is not None:

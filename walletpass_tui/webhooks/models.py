@@ -232,7 +232,8 @@ class RowCondition(Protocol):
         ...
 
     def index_mark(self) -> str:
-        """A statement answering the last row id the attached index holds."""
+        """A statement answering the last row id the attached index holds (NULL: the index is
+        not of this history and is not used)."""
         ...
 
     def functions(self) -> Sequence[tuple[str, int, Callable[..., Any]]]:

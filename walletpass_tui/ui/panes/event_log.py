@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -31,6 +31,7 @@ from walletpass_tui.ui.view.filter_completion import complete
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
 from walletpass_tui.ui.widgets.filter_completions import FilterCompletions
+from walletpass_tui.ui.widgets.filter_input import FilterInput
 from walletpass_tui.ui.widgets.log_lines import LogHeader, LogLines
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText
 from walletpass_tui.ui.worker_errors import ReportsWorkerErrors, failure_text
@@ -45,32 +46,6 @@ from walletpass_tui.webhooks.models import (
 
 FILTER_DEBOUNCE_S = 0.12
 KNOWN_FRESH_S = 5.0  # the known paths are read again when older than this and the box is used
-
-
-class FilterInput(Input):
-    """The filter box: Tab inserts the highlighted completion, Up and Down choose another."""
-
-    def __init__(self, completions: FilterCompletions, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]  # Input's own keywords
-        self.completions = completions
-
-    async def _on_key(self, event: events.Key) -> None:
-        choice = self.completions.chosen
-        if choice is not None and event.key in ("tab", "down", "up"):
-            event.stop()
-            event.prevent_default()
-            if event.key == "tab":
-                self.post_message(CompletionChosen(self))
-            else:
-                self.completions.move(1 if event.key == "down" else -1)
-            return
-        await super()._on_key(event)
-
-
-class CompletionChosen(Message):
-    def __init__(self, field: FilterInput) -> None:
-        super().__init__()
-        self.field = field
 
 
 FILTER_HINT = (
@@ -363,17 +338,6 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         known = self.known
         found = complete(field.value, field.cursor_position, known) if known else None
         self.completions.show(found)
-
-    @on(CompletionChosen)
-    def _completion_chosen(self, event: CompletionChosen) -> None:
-        event.stop()
-        found, choice = self.completions.completion, self.completions.chosen
-        if found is None or choice is None:
-            return
-        field = event.field
-        text = field.value
-        field.value = text[: found.start] + choice.label + text[found.end :]
-        field.cursor_position = found.start + len(choice.label)
 
     # -- typing --------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from walletpass_tui.relay.link.feed import RelayLink
-from walletpass_tui.relay.link.state import LinkState
+from walletpass_tui.relay.link.state import LinkState, rewound_line
 
 
 def relay_link_of(feeds: Iterable[object]) -> RelayLink | None:
@@ -15,15 +15,24 @@ def relay_link_of(feeds: Iterable[object]) -> RelayLink | None:
 
 
 def watch_relay(
-    link: RelayLink | None, show: Callable[[], None], stopped: Callable[[str], None]
+    link: RelayLink | None,
+    show: Callable[[], None],
+    stopped: Callable[[str], None],
+    went_back: Callable[[str], None] | None = None,
 ) -> Callable[[], None]:
-    """Call ``show()`` when the header's words change and ``stopped(why)`` once if the relay
-    refuses for good; returns a function that stops watching."""
+    """Call ``show()`` when the header's words change, ``stopped(why)`` once if the relay
+    refuses for good and ``went_back(line)`` each time the relay's head goes back below the
+    link's cursor (its database restored); returns a function that stops watching."""
     if link is None:
         return lambda: None
     shown = [link.state.headline]
+    rewound = [link.state.rewound]
 
     def on_state(state: LinkState) -> None:
+        if state.rewound != rewound[0]:
+            rewound[0] = state.rewound
+            if state.rewound is not None and went_back is not None:
+                went_back(rewound_line(*state.rewound))
         if state.headline != shown[0]:
             shown[0] = state.headline
             show()

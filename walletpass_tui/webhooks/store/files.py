@@ -87,6 +87,12 @@ class HistoryFiles:
         return None
 
 
+def file_id(path: Path) -> FileId | None:
+    """The (device, inode) of the file at ``path``, None when there is none: a file deleted or
+    replaced under an open connection is noticed by it."""
+    return _identity(_stat(path))
+
+
 def _stat(path: Path) -> os.stat_result | None:
     try:
         return os.stat(path)

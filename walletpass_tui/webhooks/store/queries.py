@@ -38,6 +38,7 @@ from walletpass_tui.webhooks.models import (
 )
 from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
+from walletpass_tui.webhooks.store.files import FileId, file_id
 from walletpass_tui.webhooks.store.indexer import index_path
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class _Connection:
 
     db: ThreadConnection
     functions: set[str] = field(default_factory=set)
-    fx_attached: bool = False
+    fx: FileId | None = None  # the index file attached as ``fx`` (device, inode)
 
 
 class Reader:
@@ -283,29 +284,33 @@ class Reader:
             return None
         try:
             found = await self._db.fetchall(condition.index_mark())
-            top = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) FROM attempts")
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index is not used: %s", exc)
             return None
-        upto = int(next(iter(found))[0]) if found else 0
-        if upto > int(next(iter(top))[0]):
-            return None  # the index of another history (this one was started over)
-        return upto
+        mark = next(iter(found))[0] if found else 0
+        if mark is None:
+            return None  # the index of another history (this one was started over, or copied)
+        return int(mark)
 
     async def _ready(self, condition: RowCondition, conn: _Connection) -> bool:
         """The condition's functions on ``conn``, and its index attached as ``fx``; whether the
-        index is there."""
+        index is there. An index file deleted or replaced since it was attached is let go and
+        the one at the path attached instead (one ``stat`` a query)."""
         for name, arity, function in condition.functions():
             if name not in conn.functions:
                 await conn.db.run(_create_function, name, arity, function)
                 conn.functions.add(name)
         file = condition.index_file(self.path)
         try:
-            if not conn.fx_attached:
-                if not file.exists() or tables.not_files(file):  # none, or one SQLite would wait on
+            found = file_id(file)
+            if conn.fx is not None and conn.fx != found:
+                await conn.db.fetchall("DETACH DATABASE fx")
+                conn.fx = None
+            if conn.fx is None:
+                if found is None or tables.not_files(file):  # none, or one SQLite would wait on
                     return False
                 await conn.db.fetchall("ATTACH DATABASE ? AS fx", (self._attach_as(file),))
-                conn.fx_attached = True
+                conn.fx = found
         except sqlite3.Error as exc:  # no usable index: every row is looked at instead
             log.debug("The field index %s is not used: %s", file, exc)
             return False
