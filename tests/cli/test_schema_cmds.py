@@ -18,6 +18,7 @@ from process_helpers import CLEAR, run_with_stderr_on_a_pty
 from service_helpers import TEMPLATES, Cli
 
 from walletpass_tui.cli import main
+from walletpass_tui.schemas.catalog import MAX_GROUPS
 from walletpass_tui.schemas.storage import schemas_path
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
@@ -262,6 +263,30 @@ async def test_topics_from_the_wire_never_collide_with_our_names(
     # Our own names keep their meaning.
     code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "templates")
     assert code == 0 and out.startswith("Nothing learned for templates yet")
+
+
+async def test_topics_beyond_the_bound_are_said_where_one_looks(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = [f"topic.{n:03d}" for n in range(MAX_GROUPS + 3)]
+    await seed(
+        clean_env,
+        [attempt(n, {"type": t}, t) for n, t in enumerate(wire)]
+        + [attempt(500, {"type": "pass.deactivated"}, "pass.deactivated")],
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "deactivated")
+    assert code == 0 and out.startswith("pass.deactivated: 1 sample(s)")
+    said = (
+        "3 verified deliveries of further topics were not learned: schemas are learned for at "
+        f"most {MAX_GROUPS} topics from the wire, the service's own topics always."
+    )
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert code == 0 and out.splitlines()[-1] == said
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", "topic.101")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "Unknown topic 'topic.101'" in err and err.endswith(f" {said}\n")
+    assert f"and {MAX_GROUPS - 10} more ('schema list' names them)." in err
 
 
 @pytest.mark.parametrize(

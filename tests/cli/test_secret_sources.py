@@ -185,6 +185,33 @@ async def test_an_invisible_character_in_a_secret_is_named_not_shown(
         assert SECRET not in out + err
 
 
+@pytest.mark.parametrize(
+    ("char", "named"),
+    [("\u00a0", "U+00A0 (no-break space)"), ("\u2028", "U+2028 (line separator)")],
+)
+@pytest.mark.parametrize("source", ["environment", "file", "stdin"])
+def test_a_unicode_space_inside_a_secret_is_named_never_taken_as_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, char: str, named: str, source: str
+) -> None:
+    """Only ASCII white space separates secrets: a no-break space or a line separator copied
+    into the middle of one is named by its code point and place, as any stray character is,
+    rather than splitting it into two halves that each fail for another reason."""
+    value = f"{SECRET[:20]}{char}{SECRET[20:]}"
+    if source == "environment":
+        args, env = parsed(), {"WALLETPASS_SECRET": value}
+    elif source == "file":
+        args, env = parsed("--secret-file", str(private_file(tmp_path / "s", value + "\n"))), {}
+    else:
+        read, write = os.pipe()
+        os.write(write, (value + "\n").encode())
+        os.close(write)
+        monkeypatch.setattr(sys, "stdin", os.fdopen(read))
+        args, env = parsed("--secret", "-"), {}
+    with pytest.raises(Exception, match=r"at character 21, ") as caught:
+        given_secrets(args, env)
+    assert named in str(caught.value) and char not in str(caught.value)
+
+
 def test_a_secret_file_of_another_user_is_refused(tmp_path: Path) -> None:
     if os.getuid() != 0:
         pytest.skip("only root can give a file to another user")

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.config import ENV_SECRET, ConfigError, mask_secret
+from walletpass_tui.config import ENV_SECRET
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
@@ -39,6 +42,7 @@ __all__ = [
 
 MAX_SECRETS = 64
 MAX_SOURCE_BYTES = 64 * 1024
+ASCII_SPACE = " \t\n\r\f\v"  # what separates secrets; any other space is part of one
 STDIN_WAIT_S = 30.0
 FLAG_ADVICE = (
     "prefer $WALLETPASS_SECRET, --secret-file or --secret -, a flag shows up in your shell "
@@ -93,11 +97,11 @@ def given_secrets(
         if value == "-":
             found += _read_stdin()
         else:
-            found.append(GivenSecret(value.strip(), "--secret"))
+            found.append(GivenSecret(value.strip(ASCII_SPACE), "--secret"))
     if path is not None:
         found += _read_file(path)
-    if not flags and path is None and env.get(ENV_SECRET, "").strip():
-        found = [GivenSecret(word, f"${ENV_SECRET}") for word in env[ENV_SECRET].split()]
+    if not flags and path is None and _ascii_words(env.get(ENV_SECRET, "")):
+        found = [GivenSecret(word, f"${ENV_SECRET}") for word in _ascii_words(env[ENV_SECRET])]
     if len(found) > MAX_SECRETS:
         raise UsageError(f"Give at most {MAX_SECRETS} signing secrets, not {len(found)}.")
     for given in found:
@@ -141,16 +145,22 @@ def _check(given: GivenSecret) -> None:
 def _words(text: str, source: str) -> list[GivenSecret]:
     """One secret per line; blank lines and ``#`` comments skipped."""
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.strip(ASCII_SPACE)
         if not line or line.startswith("#"):
             continue
-        if len(line.split()) > 1:
+        if len(_ascii_words(line)) > 1:
             raise ConfigError(
                 f"Line {number} of {source} holds more than one word; give one secret a line."
             )
         found.append(GivenSecret(line, source))
     return found
+
+
+def _ascii_words(text: str) -> list[str]:
+    """``text`` split at ASCII white space only: a no-break space or a line separator copied
+    into a secret stays in it, to be named by its code point, never taken as two secrets."""
+    return [word for word in re.split(f"[{ASCII_SPACE}]+", text) if word]
 
 
 def _decode(data: bytes, source: str) -> str:

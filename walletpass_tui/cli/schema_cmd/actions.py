@@ -16,6 +16,7 @@ from walletpass_tui.cli.common import CommandError, print_json, print_table, set
 from walletpass_tui.cli.progress import Progress
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
+from walletpass_tui.schemas.catalog import MAX_GROUPS
 from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.text import format_ms, printable
 
@@ -79,12 +80,27 @@ def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
         if candidate in topics:
             return GroupKey.of_topic(candidate)
     others = [g.label for g in learned if g.group.topic and g.group.topic not in TOPICS]
-    also = f", or one learned from the wire: {', '.join(printable(t, 40) for t in others)}"
+    named = ", ".join(printable(t, 40) for t in others[:CHOICES_NAMED])
+    if len(others) > CHOICES_NAMED:
+        named += f" and {len(others) - CHOICES_NAMED} more ('schema list' names them)"
+    also = f", or one learned from the wire: {named}" if others else ""
+    not_learned = 0 if reader is None else _reading(reader.topics_not_learned)
     raise UsageError(
         f"Unknown topic {printable(text, 60)!r}: give pass.activated or pass.deactivated "
         "(activated, deactivated), templates, or unknown (deliveries without a topic)"
-        + (also if others else "")
+        + also
         + "."
+        + (f" {_not_learned(not_learned)}." if not_learned else "")
+    )
+
+
+CHOICES_NAMED = 10  # topics from the wire an unknown topic's error names
+
+
+def _not_learned(count: int) -> str:
+    return (
+        f"{count} verified deliveries of further topics were not learned: schemas are learned "
+        f"for at most {MAX_GROUPS} topics from the wire, the service's own topics always"
     )
 
 
@@ -126,6 +142,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             ]
         )
     print_table(rows, ["TOPIC", "SAMPLES", "PATHS", "DRIFT", "LAST SEEN", "NOTES"])
+    not_learned = _reading(reader.topics_not_learned)
+    if not_learned:
+        print(_not_learned(not_learned) + ".")
     return 0
 
 
