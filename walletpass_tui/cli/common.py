@@ -220,7 +220,8 @@ _FLAG_TO_SETTING = {
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """The effective settings for this command; URLs checked by the one URL rule (a bad one from
     a flag is a usage error, exit 2; from the environment or the file, a failure, exit 1)."""
-    from walletpass_tui.config import ConfigError, load_settings
+    from walletpass_tui.config import load_settings
+    from walletpass_tui.config.errors import ConfigError
 
     flags = {
         setting: getattr(args, flag)
