@@ -30,7 +30,8 @@ from textual.widgets import Input
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.config import Secret, Settings, load_settings
+from walletpass_tui.config import Settings, load_settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.runtime.attached import AttachedRuntime
 from walletpass_tui.runtime.control import OPS, ReceiverStatus
 from walletpass_tui.runtime.instance import InstanceRecord

@@ -17,12 +17,11 @@ from walletpass_tui.config import (
     DEFAULT_RETENTION_DAYS,
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOLERANCE_S,
-    ConfigError,
-    Secret,
     Settings,
     load_settings,
-    mask_secret,
 )
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.secrets import Secret, mask_secret
 
 KEY = "wp_live_Zk2v9Qe1xR7mB4nC8tY3uW6s"
 FILE_KEY = "wp_test_fileFileFileFileFileFile1"

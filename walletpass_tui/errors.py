@@ -20,7 +20,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── webhooks.verify.SecretError      a signing secret that is not whsec_ + base64 *
     ├── webhooks.forward.ForwardError    a --forward-to route that does not parse *
     ├── relay.server.channels.ChannelError  a channel name or token that is not one *
-    ├── config.ConfigError               a setting or a private file that cannot be used
+    ├── config.errors.ConfigError        a setting or a private file that cannot be used
     │   └── webhooks.endpoint_import.EndpointExists  an endpoint imported twice
     ├── cli.common.CommandError          a command's expected failure
     ├── api.errors.ApiError              the service refused, failed or did not answer

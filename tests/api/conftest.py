@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from walletpass_tui.api.client import WalletPassClient
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 
 API_KEY = "wp_live_4f9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c"
 ENDPOINT_SECRET = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"

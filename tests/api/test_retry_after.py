@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from walletpass_tui.api.client import RETRY_AFTER_CAP_S, WalletPassClient, retry_after_s
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 BASE_DELAY = 0.5  # the client's own backoff: 0.5 s, then 1 s

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from process_helpers import DEADLINE_S, Lines
 
-from walletpass_tui.config import mask_secret
+from walletpass_tui.config.secrets import mask_secret
 
 pytestmark = pytest.mark.slow
 

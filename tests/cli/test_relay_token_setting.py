@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.config import ConfigError, load_settings
+from walletpass_tui.config import load_settings
+from walletpass_tui.config.errors import ConfigError
 
 TOKEN = "wpr_Zk3v9QmT1xLr8NcB2yHd6JpW0sFa4Ue7Gi5Ko"
 

@@ -18,6 +18,7 @@ from process_helpers import CLEAR, run_with_stderr_on_a_pty
 from service_helpers import TEMPLATES, Cli
 
 from walletpass_tui.cli import main
+from walletpass_tui.schemas.catalog import MAX_GROUPS
 from walletpass_tui.schemas.storage import schemas_path
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
@@ -262,6 +263,54 @@ async def test_topics_from_the_wire_never_collide_with_our_names(
     # Our own names keep their meaning.
     code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "templates")
     assert code == 0 and out.startswith("Nothing learned for templates yet")
+
+
+async def test_a_topic_of_control_characters_is_reached_by_the_name_schema_list_shows(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = ["\x1b[31mevil\x1b[0m", "bidi\u202egnp.exe", "nl\nline"]
+    await seed(
+        clean_env, [attempt(n, {"type": t, "data": {f"f{n}": n}}, t) for n, t in enumerate(wire)]
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    shown = [line.split()[0] for line in out.splitlines()[1:]]
+    assert "\x1b" not in out and len(shown) == len(wire)
+    for name in shown:  # each typed as schema list shows it, alone or after topic:
+        for typed in (name, "topic:" + name):
+            code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", typed, "--json")
+            assert code == 0, err
+            doc = json.loads(out)
+            n = wire.index(doc["topic"])
+            assert [f["path"] for f in doc["fields"]][-1] == f"data.f{n}"
+    # A name that reaches none is refused with the names as they can be typed.
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", "\\x1b[31mgood")
+    assert code == 2 and "Unknown topic '\\x1b[31mgood'" in err
+    assert "\\x1b[31mevil\\x1b[0m" in err and "\\\\x1b" not in err
+
+
+async def test_topics_beyond_the_bound_are_said_where_one_looks(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = [f"topic.{n:03d}" for n in range(MAX_GROUPS + 3)]
+    await seed(
+        clean_env,
+        [attempt(n, {"type": t}, t) for n, t in enumerate(wire)]
+        + [attempt(500, {"type": "pass.deactivated"}, "pass.deactivated")],
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "show", "deactivated")
+    assert code == 0 and out.startswith("pass.deactivated: 1 sample(s)")
+    said = (
+        "3 verified deliveries of further topics were not learned: schemas are learned for at "
+        f"most {MAX_GROUPS} topics from the wire, the service's own topics always."
+    )
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    assert code == 0 and out.splitlines()[-1] == said
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", "topic.101")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "Unknown topic 'topic.101'" in err and err.endswith(f" {said}\n")
+    assert f"and {MAX_GROUPS - 10} more ('schema list' names them)." in err
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,9 @@ from pg_cluster import PgCluster
 from relay_helpers import ROOT, RelayProcess
 
 from walletpass_tui.cli import main
-from walletpass_tui.config import ConfigError, conninfo_url, load_settings, mask_database_url
+from walletpass_tui.config import load_settings
+from walletpass_tui.config.database_url import conninfo_url, mask_database_url
+from walletpass_tui.config.errors import ConfigError
 
 
 @pytest.fixture
@@ -205,7 +207,7 @@ def test_healthz_never_shows_the_user_as_the_database_name(
 
 
 def test_every_secret_of_a_database_url_is_found_to_be_scrubbed() -> None:
-    from walletpass_tui.config import database_url_secrets
+    from walletpass_tui.config.database_url import database_url_secrets
 
     url = "postgresql://relay:s%40cret@db:5432/relay?sslpassword=other&password=third&x=1"
     assert set(database_url_secrets(url)) == {"s%40cret", "s@cret", "other", "third"}

@@ -14,7 +14,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup

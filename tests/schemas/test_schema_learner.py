@@ -17,6 +17,7 @@ import pytest
 from schema_helpers import T0, activated
 
 from walletpass_tui.schemas import rebuild
+from walletpass_tui.schemas.catalog import MAX_GROUPS
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.learner import SchemaLearner
 from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey
@@ -417,6 +418,35 @@ async def test_a_delivery_time_no_date_can_show_is_learned_as_the_nearest_one(
     seen = {f.path: (f.first_seen_ms, f.last_seen_ms) for f in reader.fields(ACTIVATED)}
     assert seen["data.late"] == (253_402_300_799_999, 253_402_300_799_999)  # year 9999's last ms
     assert seen["data"] == (T0, 0)
+
+
+async def test_topics_from_the_wire_never_take_the_place_of_the_services_own(
+    store: Store, learner: SchemaLearner, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(MAX_GROUPS + 5):  # the wire fills the bound, then goes on
+        topic = f"topic.{n:03d}"
+        await store.record(attempt(n, {"type": topic, "data": {"x": n}}, topic=topic))
+    late = MAX_GROUPS + 5
+    await store.record(
+        attempt(late, {"type": "pass.deactivated"}, topic="pass.deactivated"),
+    )
+    await store.record(attempt(late + 1, {"type": "pass.activated"}))
+    await store.record(attempt(late + 2, {"hello": 1}, topic=None))
+    await store.record(attempt(late + 3, {"type": "topic.000"}, topic="topic.000"))
+    await learner.asettled()
+    reader = SchemaReader(store.path)
+    samples = {g.group.topic: g.samples for g in reader.groups()}
+    assert samples["pass.deactivated"] == samples["pass.activated"] == samples[None] == 1
+    assert samples["topic.000"] == 2  # a topic learned before goes on being learned
+    assert sum(1 for topic in samples if topic and topic.startswith("topic.")) == MAX_GROUPS
+    assert "topic.100" not in samples
+    assert reader.topics_not_learned() == 5
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == [
+        f"Payload schemas are learned for at most {MAX_GROUPS} topics from the wire (the "
+        "service's own topics always); deliveries of topic.100 and of any other new topic are "
+        "stored, but their schemas are not learned ('walletpass-tui schema list' counts them)."
+    ]
 
 
 async def test_the_learner_follows_a_history_started_over_under_it(

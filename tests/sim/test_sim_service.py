@@ -16,7 +16,8 @@ import pytest
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.errors import ApiError
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.sim.clock import FakeClock
 from walletpass_tui.sim.endpoints import UnknownEndpointError, validate_create_body
 from walletpass_tui.sim.service import SimulatedService

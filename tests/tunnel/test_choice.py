@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.tunnel.choice import local_url, tunnel_provider
 from walletpass_tui.tunnel.cloudflared import Cloudflared
 from walletpass_tui.tunnel.ngrok_sdk import Ngrok

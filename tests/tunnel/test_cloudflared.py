@@ -13,6 +13,7 @@ import httpx
 import pytest
 from tunnel_helpers import FakeCloudflared, install_fake
 
+from walletpass_tui.tunnel import cloudflared as cloudflared_module
 from walletpass_tui.tunnel import output as output_module
 from walletpass_tui.tunnel.cloudflared import Cloudflared, CloudflaredOptions
 from walletpass_tui.tunnel.provider import TunnelFailed, TunnelUnavailable
@@ -243,6 +244,31 @@ async def test_a_program_that_hands_off_to_a_child_is_down_and_the_child_stopped
         assert why.startswith("cloudflared exited (status 0: ")
         assert "the tunnel runs in the background now" in why
         assert fake.in_group(tunnel.pid)  # its child: left until the tunnel is closed
+    finally:
+        await tunnel.close()
+    assert await gone(fake)
+
+
+async def test_stopping_the_watch_while_a_handed_off_tunnel_is_read_for_its_last_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the program has exited and its child still holds the output open: the wait
+    for its last words gives way to the stop (the receiver stops, the tunnel is not started
+    again), however long that wait would be."""
+    monkeypatch.setattr(cloudflared_module, "PIPE_CLOSE_S", 3600.0)
+    fake = install_fake(tmp_path, monkeypatch, "hands-off")
+    tunnel = await asyncio.wait_for(Cloudflared().open("http://127.0.0.1:9"), DEADLINE_S)
+    try:
+        watching = asyncio.create_task(tunnel.closed())
+        for _ in range(int(DEADLINE_S / 0.05)):
+            if tunnel.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert tunnel.proc.returncode == 0  # the program is gone, its child is not
+        await asyncio.sleep(1)  # this loop's turns: closed() goes on to wait for the pipe
+        watching.cancel()
+        await asyncio.wait({watching}, timeout=DEADLINE_S)
+        assert watching.cancelled()
     finally:
         await tunnel.close()
     assert await gone(fake)

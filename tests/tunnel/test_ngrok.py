@@ -17,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.tunnel.ngrok_config import (

@@ -16,7 +16,8 @@ import pytest
 from ui_helpers import API_KEY, ENDPOINT_ID, SECRET
 
 from walletpass_tui.api.client import WalletPassClient
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.ui.app import WalletPassApp, build_app

@@ -16,7 +16,8 @@ from ui_helpers import API_KEY, BASE_MS, attempt, scene
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.models import WebhookEndpoint
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.ui.app import WalletPassApp, build_app
 from walletpass_tui.ui.panes.event_log import EventLogPane

@@ -9,7 +9,8 @@ from typing import Any
 from ui_helpers import SIZE, TEMPLATES_PATH, wait_for
 
 from walletpass_tui.api.client import WalletPassClient
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.panes.templates import TemplatesPane
 from walletpass_tui.ui.screens.template_json import TemplateScreen

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.webhooks import home_secret
 from walletpass_tui.webhooks.verify import parse_secret
 

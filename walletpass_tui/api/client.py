@@ -28,7 +28,8 @@ from walletpass_tui.api.models import (
     validate_topics,
 )
 from walletpass_tui.api.urls import UrlError, check_url, url_problem
-from walletpass_tui.config import ENV_API_KEY, Secret, Settings
+from walletpass_tui.config import ENV_API_KEY, Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.text import format_duration, format_size, parse_ascii_int
 
 USER_AGENT = f"walletpass-tui/{__version__} (+https://pypi.org/project/walletpass-tui/)"

@@ -9,7 +9,7 @@ from typing import Any
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.topics import TopicError, parse_topics
-from walletpass_tui.config import Secret
+from walletpass_tui.config.secrets import Secret
 
 _LIST_KEYS = ("data", "items", "templates", "passTemplates", "results")
 

@@ -26,7 +26,7 @@ from walletpass_tui.check.judge import (
     judge,
 )
 from walletpass_tui.check.send import new_client, post, sent_headers
-from walletpass_tui.config import mask_secret
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.attempts import attempt_of
 from walletpass_tui.webhooks.intake import IntakeRequest

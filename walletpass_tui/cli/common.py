@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from walletpass_tui import logs
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
+from walletpass_tui.config import blank_path
 from walletpass_tui.errors import UsageError, WalletpassError
 from walletpass_tui.text import parse_ascii_int, printable
 
@@ -31,6 +32,7 @@ __all__ = [
     "bounded_int",
     "forward_to_arg",
     "lazy_handler",
+    "path_arg",
     "print_json",
     "print_table",
     "read_bounded_file",
@@ -68,6 +70,21 @@ def url_arg(text: str) -> str:
 
 
 target_url_arg = url_arg
+
+
+def path_arg(flag: str, what: str, default: str) -> Callable[[str], str]:
+    """The type of a flag naming a file or directory: an empty value (``--home "$DIR"`` with DIR
+    unset) or one of white space only is refused, never read as leaving the flag out."""
+
+    def check(text: str) -> str:
+        problem = blank_path(text)
+        if problem:
+            raise argparse.ArgumentTypeError(
+                f"the value {problem}; give {what}, or leave {flag} out to {default}"
+            )
+        return text
+
+    return check
 
 
 def forward_to_arg(text: str) -> str:
@@ -156,11 +173,16 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(SETTINGS_TITLE)
     s = argparse.SUPPRESS
     group.add_argument(
-        "--config", metavar="PATH", default=s, help="read settings from this TOML file"
+        "--config",
+        metavar="PATH",
+        type=path_arg("--config", "a TOML file", "use config.toml in the home"),
+        default=s,
+        help="read settings from this TOML file",
     )
     group.add_argument(
         "--home",
         metavar="DIR",
+        type=path_arg("--home", "a directory", "use the default home"),
         default=s,
         help="data and config directory (env WALLETPASS_HOME): history database, endpoint secrets",
     )
@@ -187,6 +209,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--log-file",
         metavar="PATH",
+        type=path_arg("--log-file", "a file", "write no log"),
         default=s,
         help=f"append a debug log to PATH (env {logs.ENV_LOG}), private (0600), secrets removed: "
         "attach it to a bug report",
@@ -220,7 +243,8 @@ _FLAG_TO_SETTING = {
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """The effective settings for this command; URLs checked by the one URL rule (a bad one from
     a flag is a usage error, exit 2; from the environment or the file, a failure, exit 1)."""
-    from walletpass_tui.config import ConfigError, load_settings
+    from walletpass_tui.config import load_settings
+    from walletpass_tui.config.errors import ConfigError
 
     flags = {
         setting: getattr(args, flag)

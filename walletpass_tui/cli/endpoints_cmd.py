@@ -19,7 +19,8 @@ from walletpass_tui.cli.common import (
 )
 from walletpass_tui.cli.secret_flags import add_secret_flags, one_secret
 from walletpass_tui.cli.service_errors import api_failure
-from walletpass_tui.config import ConfigError, Settings, check_writable
+from walletpass_tui.config import Settings, check_writable
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 

@@ -15,6 +15,7 @@ from walletpass_tui.cli.common import (
     CommandError,
     bounded_float,
     bounded_int,
+    path_arg,
     print_json,
     print_table,
     settings_from_args,
@@ -51,6 +52,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--database",
         dest="relay_database",
         metavar="URL",
+        type=path_arg(
+            "--database", "a PostgreSQL URL or a SQLite file", "use relay.sqlite3 in the home"
+        ),
         help="postgresql://user@host:5432/db, or a SQLite file (default: relay.sqlite3 in the "
         f"data directory); prefer {ENV_RELAY_DATABASE} or [relay] database in the config file, "
         "and ~/.pgpass for the password: a flag shows in ps",

@@ -27,7 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.config import ENV_SECRET, ConfigError, mask_secret
+from walletpass_tui.config import ENV_SECRET
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 

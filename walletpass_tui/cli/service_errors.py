@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError
-from walletpass_tui.config import Settings, mask_secret
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.private_files import write_private_file
 from walletpass_tui.text import printable
 

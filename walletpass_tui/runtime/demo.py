@@ -27,7 +27,8 @@ import httpx
 
 from walletpass_tui.api.client import WalletPassClient
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.config import Secret, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.private_files import open_regular
 from walletpass_tui.runtime.local import DeliveryRuntime, Feed

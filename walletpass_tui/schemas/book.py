@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.schemas import storage
-from walletpass_tui.schemas.catalog import Catalog, Delivery
+from walletpass_tui.schemas.catalog import MAX_GROUPS, Catalog, Delivery
 from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import Finding, GroupKey
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.models import VERIFIED, now_ms
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Book:
         self._history_id: tuple[int, int] | None = None
         self._skip: dict[int, str] = {}  # rows to pass over in the step being made again
         self.skipped = 0  # deliveries skipped by this book (the warnings logged)
+        self._said_topics_not_learned = False
 
     # -- the file ----------------------------------------------------------------------------
 
@@ -240,6 +242,7 @@ class Book:
                 self._skip[exc.attempt_id] = exc.why
                 continue
             self._skip = {a: w for a, w in self._skip.items() if a > step.upto}
+            self._say_topics_not_learned()
             for webhook_id, attempt_id, why in step.passed:  # said once it is stored
                 self.skipped += 1
                 log.log(
@@ -294,6 +297,20 @@ class Book:
         if step.rows:
             storage.set_meta_text(db, "learned_mark", _mark(*last))
         return step
+
+    def _say_topics_not_learned(self) -> None:
+        """Once per book: a topic from the wire was not learned (MAX_GROUPS were already)."""
+        topic = self.catalog.first_not_learned
+        if topic is None or self._said_topics_not_learned:
+            return
+        self._said_topics_not_learned = True
+        log.warning(
+            "Payload schemas are learned for at most %d topics from the wire (the service's own "
+            "topics always); deliveries of %s and of any other new topic are stored, but their "
+            "schemas are not learned ('walletpass-tui schema list' counts them).",
+            MAX_GROUPS,
+            printable(topic, 60),
+        )
 
     def catch_up(self, limit: int = CHUNK) -> Step:
         """Learn every row committed so far."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.schemas import drift
 from walletpass_tui.schemas.learn import (
     UNPARSED,
@@ -28,13 +29,22 @@ from walletpass_tui.webhooks.models import VERIFIED
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.models import Attempt
 
-MAX_GROUPS = 100  # topics learned; deliveries of further topics are counted, not learned
+# Topics from the wire learned (the service's own topics, deliveries without one and the
+# templates are always learned, whatever the wire sent first); deliveries of further topics
+# are counted, not learned.
+MAX_GROUPS = 100
 MAX_TEMPLATE_DIGESTS = 10_000  # templates remembered, so listing them again teaches nothing new
 # Shapes are compared over SHAPE_TRIES samples; when fewer than one in SHAPE_HIT_SHARE was the
 # last one's, the next SHAPE_PAUSE samples are walked without working out their shape.
 SHAPE_TRIES = 64
 SHAPE_HIT_SHARE = 8
 SHAPE_PAUSE = 512
+
+
+def from_the_wire(key: GroupKey) -> bool:
+    """Whether the group is a topic only the wire names (not one of the service's topics, not
+    the deliveries without a topic, not the templates): MAX_GROUPS of them are learned."""
+    return not key.templates and key.topic is not None and key.topic not in TOPICS
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class Catalog:
         self.scan_all = scan_all
         self.groups: dict[GroupKey, GroupSchema] = {}
         self.topics_not_learned = 0  # deliveries of topics beyond MAX_GROUPS
+        self.first_not_learned: str | None = None  # the first of those topics (not stored)
         self.template_digests: set[bytes] = set()
         self.new_template_digests: list[bytes] = []
         self._batching = False
@@ -112,8 +123,7 @@ class Catalog:
     def group(self, key: GroupKey) -> GroupSchema | None:
         found = self.groups.get(key)
         if found is None:
-            topics = sum(1 for k in self.groups if not k.templates)
-            if not key.templates and topics >= MAX_GROUPS:
+            if from_the_wire(key) and sum(map(from_the_wire, self.groups)) >= MAX_GROUPS:
                 return None
             found = self.groups[key] = GroupSchema(key)
         return found
@@ -126,6 +136,7 @@ class Catalog:
         group = self.group(GroupKey.of_topic(delivery.topic))
         if group is None:
             self.topics_not_learned += 1
+            self.first_not_learned = self.first_not_learned or delivery.topic
             return []
         source = Source(delivery.seen_at_ms, delivery.webhook_id, delivery.attempt_id)
         return self._sample(group, delivery.body, source)
@@ -136,6 +147,7 @@ class Catalog:
         group = self.group(GroupKey.of_topic(topic))
         if group is None:
             self.topics_not_learned += 1
+            self.first_not_learned = self.first_not_learned or topic
             return None
         group.skipped += 1
         group.changed = True

@@ -106,6 +106,20 @@ class SchemaReader:
                 )
             return out
 
+    def topics_not_learned(self) -> int:
+        """Verified deliveries not learned because MAX_GROUPS topics from the wire were already
+        (the service's own topics always are)."""
+        with self._db() as db:
+            if db is None:
+                return 0
+            row = db.execute("SELECT value FROM meta WHERE key = 'topics_not_learned'").fetchone()
+            if row is None:  # a file being made
+                return 0
+            value = row[0]
+            if type(value) is str and value.isascii() and value.isdigit():
+                return int(value)
+            raise sqlite3.DatabaseError("the schema file is malformed: not a count of topics")
+
     def group(self, key: GroupKey) -> GroupSchema | None:
         """Everything learned about one group (None: nothing yet)."""
         with self._db() as db:

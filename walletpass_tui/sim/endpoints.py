@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from walletpass_tui.config import mask_secret
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.sim.events import TOPICS
 

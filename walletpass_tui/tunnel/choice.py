@@ -14,7 +14,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from walletpass_tui.config import ConfigError, Settings
+from walletpass_tui.config import Settings
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.text import printable
 from walletpass_tui.tunnel.cloudflared import Cloudflared, CloudflaredOptions
 from walletpass_tui.tunnel.ngrok_sdk import Ngrok

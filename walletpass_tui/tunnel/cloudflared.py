@@ -247,10 +247,10 @@ class CloudflaredTunnel:
         status = await self.wait()
         # Its last lines are read to the end of its pipe, unless something it started still
         # holds the pipe open: the tunnel is down all the same, said with what was read.
-        if self._drain is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                # still open after a moment (close() stops the rest), or cancelled by close()
-                await asyncio.wait_for(asyncio.shield(self._drain), PIPE_CLOSE_S)
+        # Waited for, never cancelled or shielded: a stop asked of the task waiting here (the
+        # watcher's, on Ctrl-C) goes through instead of being taken for the drain's end.
+        if self._drain is not None:  # still open after a moment: close() stops the rest
+            await asyncio.wait({self._drain}, timeout=PIPE_CLOSE_S)
         return f"cloudflared exited (status {status}: {self.lines.last_words()})"
 
     def _group_left(self) -> bool:

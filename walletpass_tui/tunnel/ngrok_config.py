@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from walletpass_tui.config import Secret
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.private_files import read_private_file
 from walletpass_tui.tunnel.provider import TunnelUnavailable
 

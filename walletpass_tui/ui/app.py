@@ -23,7 +23,8 @@ from textual.binding import Binding
 from textual.driver import Driver
 from textual.theme import Theme
 
-from walletpass_tui.config import ConfigError, UiPrefs, load_ui_prefs, save_ui_theme
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.ui_prefs import UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.text import printable

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from walletpass_tui.api.urls import ENDPOINT_SCHEMES, UrlError, check_url
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.private_files import write_private_file
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry, LocalEndpoint
 

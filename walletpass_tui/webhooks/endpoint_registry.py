@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint, format_created_at, validate_topics
-from walletpass_tui.config import ConfigError, Secret
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.secrets import Secret
 from walletpass_tui.private_files import read_private_file, write_private_file
 
 if TYPE_CHECKING:  # verify (HMAC, standardwebhooks) is loaded when a secret is first checked

@@ -20,7 +20,7 @@ import os
 import secrets
 from pathlib import Path
 
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.private_files import ensure_private_dir, read_private_file
 
 __all__ = ["FILE_NAME", "LABEL", "load", "load_or_create", "path_of"]

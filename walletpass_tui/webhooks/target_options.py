@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from walletpass_tui.config import mask_secret
+from walletpass_tui.config.secrets import mask_secret
 from walletpass_tui.errors import UsageError, WalletpassError
 from walletpass_tui.text import printable
 

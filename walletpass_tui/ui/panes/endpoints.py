@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.text import one_line, visible
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.view.endpoints_text import created_text, topics_text

@@ -22,7 +22,7 @@ from walletpass_tui.api.errors import ApiError
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.api.topics import TOPICS
 from walletpass_tui.api.urls import url_problem
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.ui.screens.worker_form import WorkerForm
 from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.widgets.notice import Notice, NoticeText, notice_for_error

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static, Switch
 
 from walletpass_tui.api.topics import TOPICS
-from walletpass_tui.config import ConfigError
+from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.webhooks.endpoint_import import import_endpoint
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 

@@ -211,8 +211,8 @@ class Reader:
     async def _count_in_slices(self, flt: LogFilter) -> int:
         """A condition's count, one slice of row ids at a time, each statement about
         COUNT_SLICE_S long: a reader holds back the write-ahead log's frames for as long as its
-        statement runs, and past its bound the writer waits for readers before it answers
-        deliveries. Short statements keep that wait short, however long the whole count."""
+        statement runs, and the log cannot start over meanwhile (the writer goes on, the log
+        grows). Short statements keep that short, however long the whole count."""
         top = int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
         total, low, size = 0, 0, COUNT_SLICE_IDS
         while low < top:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from walletpass_tui.config import conninfo_url, is_postgres_url, mask_database_url
+from walletpass_tui.config.database_url import conninfo_url, is_postgres_url, mask_database_url
 from walletpass_tui.relay.server.storage.errors import RelayStoreError
 from walletpass_tui.text import parse_ascii_int
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from walletpass_tui.config import database_url_secrets
+from walletpass_tui.config.database_url import database_url_secrets
 from walletpass_tui.relay.server.channels import ChannelError
 from walletpass_tui.relay.server.storage.errors import DatabaseUnavailable, RelayStoreError
 from walletpass_tui.relay.server.storage.postgres.schema import (

@@ -8,15 +8,16 @@ where it came from so ``config show`` can say so.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from walletpass_tui.errors import WalletpassError
-from walletpass_tui.private_files import ensure_private_dir, read_private_file, write_private_file
+from walletpass_tui.config.database_url import conninfo_url, mask_database_url
+from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.secrets import Secret
+from walletpass_tui.private_files import ensure_private_dir, read_private_file
 from walletpass_tui.text import printable
 
 APP_NAME = "walletpass-tui"
@@ -41,245 +42,6 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
 MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KiB; a larger one is not read
 TUNNEL_PROVIDERS = ("cloudflared", "ngrok")  # --tunnel / [tunnel] provider; "none": no tunnel
-
-
-class ConfigError(WalletpassError):
-    """A setting is missing or invalid; the message says what to do."""
-
-
-_LABEL_PREFIX = re.compile(r"^([A-Za-z]{1,8}_){1,3}")
-_LABEL_MAX = 12
-
-
-def mask_secret(value: str | None) -> str:
-    """Show at most a label-like prefix (``wp_live_``, ``whsec_``) and the last 4 characters."""
-    if not value:
-        return "(not set)"
-    prefix_match = _LABEL_PREFIX.match(value)
-    prefix = prefix_match.group(0) if prefix_match else ""
-    if len(prefix) > _LABEL_MAX:
-        prefix = ""  # too long to be a label: it may be part of the secret
-    rest = value[len(prefix) :]
-    if len(rest) < 12:
-        # Too short to reveal anything of it safely; the label too unless most of it stays hidden.
-        return f"{prefix}…" if len(rest) >= max(8, len(prefix)) else "…"
-    return f"{prefix}…{rest[-4:]}"
-
-
-_DSN_SECRET_KEYS = frozenset({"password", "sslpassword"})
-
-
-# libpq's keyword/value form (``host=db port=5432 dbname=relay password=...``), as taken: the
-# keywords the relay's driver understands, each written as the same parameter of a URL.
-_CONNINFO_KEYS = frozenset(
-    {
-        "host",
-        "port",
-        "dbname",
-        "user",
-        "password",
-        "passfile",
-        "sslmode",
-        "sslcert",
-        "sslkey",
-        "sslrootcert",
-        "sslcrl",
-        "sslpassword",
-        "target_session_attrs",
-    }
-)
-_CONNINFO_START = re.compile(r"\s*([A-Za-z_]+)\s*=")
-# libpq's other keywords: a setting that starts with one is that form too (and refused), not a
-# file name.
-_LIBPQ_KEYS = _CONNINFO_KEYS | {
-    "hostaddr",
-    "connect_timeout",
-    "client_encoding",
-    "options",
-    "application_name",
-    "fallback_application_name",
-    "keepalives",
-    "keepalives_idle",
-    "keepalives_interval",
-    "keepalives_count",
-    "tcp_user_timeout",
-    "replication",
-    "gssencmode",
-    "sslcompression",
-    "sslcertmode",
-    "sslnegotiation",
-    "sslsni",
-    "requirepeer",
-    "ssl_min_protocol_version",
-    "ssl_max_protocol_version",
-    "krbsrvname",
-    "gsslib",
-    "gssdelegation",
-    "service",
-    "load_balance_hosts",
-    "channel_binding",
-    "require_auth",
-}
-
-
-def conninfo_url(value: str) -> str:
-    """A relay database setting as the relay takes it: libpq's keyword/value form
-    (``host=db port=5432 dbname=relay user=relay password=...``, quoted values and backslash
-    escapes as libpq reads them) becomes the same ``postgresql://`` URL, so it is PostgreSQL and
-    its password is masked wherever it is shown; anything else is returned as it is. A setting
-    in that form the relay cannot take raises ConfigError, which never quotes a value."""
-    text = value.strip()
-    if is_postgres_url(text) or "://" in text:
-        return text
-    first = _CONNINFO_START.match(text)
-    if first is None or first.group(1).lower() not in _LIBPQ_KEYS:
-        if re.search(r"(^|\s)(ssl)?password\s*=", text):
-            raise ConfigError(
-                "The relay database setting holds 'password=' but is not a postgresql:// URL "
-                "nor libpq's keyword=value form; write it as postgresql://user@host:5432/db "
-                "and keep the password in ~/.pgpass."
-            )
-        return text
-    pairs = _conninfo_pairs(text)
-    unknown = sorted({key for key, _ in pairs} - _CONNINFO_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"The relay database setting (libpq's keyword=value form) has {', '.join(unknown)}, "
-            "which the relay does not take; write it as a postgresql:// URL."
-        )
-    query = "&".join(f"{key}={quote(val, safe='')}" for key, val in pairs)
-    return f"postgresql://?{query}"
-
-
-def _conninfo_pairs(text: str) -> list[tuple[str, str]]:
-    """``key = value`` pairs as libpq reads them; ConfigError (without the text) otherwise."""
-    pairs: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while True:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            return pairs
-        found = _CONNINFO_START.match(text, i)
-        if found is None:
-            raise ConfigError(
-                "The relay database setting is not libpq's keyword=value form as written (each "
-                "part is key=value, a value with spaces in single quotes); check it, or write "
-                "it as a postgresql:// URL."
-            )
-        key, i = found.group(1).lower(), found.end()
-        while i < n and text[i].isspace():
-            i += 1
-        chars: list[str] = []
-        quoted = i < n and text[i] == "'"
-        i += quoted
-        while i < n:
-            ch = text[i]
-            if ch == "\\" and i + 1 < n:
-                chars.append(text[i + 1])
-                i += 2
-                continue
-            if (quoted and ch == "'") or (not quoted and ch.isspace()):
-                break
-            chars.append(ch)
-            i += 1
-        if quoted:
-            if i >= n:
-                raise ConfigError(
-                    "The relay database setting has a quoted value that does not end; check "
-                    "its single quotes."
-                )
-            i += 1
-        pairs.append((key, "".join(chars)))
-
-
-def is_postgres_url(value: str | None) -> bool:
-    """Whether a relay database setting names PostgreSQL (else it is a SQLite file's path)."""
-    return bool(value) and str(value).strip().lower().startswith(("postgresql://", "postgres://"))
-
-
-def mask_database_url(value: str | None) -> str:
-    """A relay database setting fit to print: a PostgreSQL URL without its password (in the
-    user part or a ``password=`` parameter); a SQLite path as it is."""
-    if not value:
-        return "(not set)"
-    if not is_postgres_url(value):
-        return value
-    scheme, _, rest = value.strip().partition("://")
-    rest, hash_mark, _fragment = rest.partition("#")
-    rest, question, query = rest.partition("?")
-    slash = rest.find("/")
-    netloc, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        user, colon, _password = userinfo.partition(":")
-        netloc = f"{user}{':…' if colon else ''}@{hosts}"
-    if question:
-        parts = []
-        for item in query.split("&"):
-            key, _, _ = item.partition("=")
-            if key.lower() in _DSN_SECRET_KEYS:
-                parts.append(f"{key}=…")
-            else:
-                parts.append(item)
-        query = "&".join(parts)
-    return f"{scheme}://{netloc}{path}{question}{query}" + ("#…" if hash_mark else "")
-
-
-def database_url_secrets(value: str | None) -> list[str]:
-    """Every secret a PostgreSQL URL holds (the user part's password, each ``password=`` and
-    ``sslpassword=`` parameter), as written and percent-decoded, the longest first: to scrub
-    from a driver's message, which may echo any of them."""
-    if not is_postgres_url(value):
-        return []
-    from urllib.parse import unquote
-
-    rest = str(value).strip().partition("://")[2].partition("#")[0]
-    rest, _, query = rest.partition("?")
-    netloc = rest.split("/", 1)[0]
-    found: set[str] = set()
-    userinfo, at, _hosts = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        found.add(userinfo.partition(":")[2])
-    for item in query.split("&"):
-        key, _, secret = item.partition("=")
-        if key.lower() in _DSN_SECRET_KEYS:
-            found.add(secret)
-    found |= {unquote(secret) for secret in found}
-    return sorted((s for s in found if s), key=len, reverse=True)
-
-
-class Secret:
-    """A string that never shows itself in ``str``, ``repr`` or f-strings."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    @property
-    def masked(self) -> str:
-        return mask_secret(self._value)
-
-    def __repr__(self) -> str:
-        return f"Secret({self.masked!r})"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        return repr(self)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
 
 
 @dataclass(frozen=True)
@@ -627,6 +389,34 @@ def _validate(values: dict[str, Any]) -> None:
     # command line runs it on every Settings it builds); config sits below api and cannot.
 
 
+# Settings that name a file or directory, with what to give and what leaving them out means.
+PATH_SETTINGS: dict[str, tuple[str, str]] = {
+    "home": ("a directory", "the default home"),
+    "relay_database": ("a PostgreSQL URL or a SQLite file", "relay.sqlite3 in the home"),
+}
+
+
+def blank_path(value: str, *, shell: bool = True) -> str | None:
+    """What is wrong with a path as given, or None: an empty one (what an unset shell variable
+    gives: ``--home "$DIR"``; ``shell``: say so) or one of white space only (a directory named
+    ``" "``). Neither is ever read as "the default", which would have a command act on another
+    home than meant."""
+    if not value:
+        return "is empty (an unset shell variable?)" if shell else "is empty"
+    if not value.strip():
+        return "is only white space"
+    return None
+
+
+def _check_path_setting(
+    name: str, value: Any, origin: str, leave_out: str, *, shell: bool = True
+) -> None:
+    problem = blank_path(value, shell=shell) if isinstance(value, str) else None
+    if problem and name in PATH_SETTINGS:
+        what, default = PATH_SETTINGS[name]
+        raise ConfigError(f"{origin} {problem}; give {what}, or {leave_out} to use {default}.")
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -635,6 +425,11 @@ def load_settings(
     """Build the effective settings. ``flags`` holds only values the user actually passed."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    for var, key in ((ENV_HOME, "home"), (ENV_RELAY_DATABASE, "relay_database")):
+        if var in env:  # set, even to nothing: never the default
+            _check_path_setting(key, env[var], f"${var}", "unset it")
+    for key, value in flags.items():
+        _check_path_setting(key, value, f"The setting {key} from the command line", "leave it out")
     config_path = config_file or default_config_file(env, flags.get("home"))
     explicit_config = config_file is not None
     if explicit_config and not config_path.exists():
@@ -645,6 +440,9 @@ def load_settings(
 
     for key, value in _read_toml(config_path).items():
         values[key] = _coerce(key, value, f"config file {config_path}", strict=True)
+        _check_path_setting(
+            key, value, f"{key} in the config file {config_path}", "remove it", shell=False
+        )
         sources[key] = f"file {config_path}"
 
     env_map = {
@@ -687,87 +485,6 @@ def load_settings(
         config_file=config_path,
         sources=sources,
     )
-
-
-# -- the dashboard's preferences: [ui] and [keys] in the same file ------------------------------
-
-
-@dataclass(frozen=True)
-class UiPrefs:
-    """What the dashboard remembers between runs: its theme (``[ui] theme``) and keys remapped by
-    binding id (``[keys]``, checked by the dashboard, which knows the ids)."""
-
-    theme: str | None = None
-    keys: Mapping[str, Any] = field(default_factory=dict)
-
-
-def load_ui_prefs(path: Path | None) -> UiPrefs:
-    """The preferences in the config file at ``path`` (none when there is no file); ConfigError,
-    one sentence naming the file, when they are not of the right shape."""
-    if path is None:
-        return UiPrefs()
-    import tomllib
-
-    try:
-        raw = tomllib.loads(config_text(path))
-    except FileNotFoundError:  # no config file: no preferences
-        return UiPrefs()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(
-            f"The config file {path} cannot be read ({printable(why, 200)}); fix or remove it."
-        ) from None
-    ui = raw.get("ui", {})
-    keys = raw.get("keys", {})
-    if not isinstance(ui, dict) or not isinstance(keys, dict):
-        raise ConfigError(f"In the config file {path}, [ui] and [keys] must be tables.")
-    unknown = sorted(set(ui) - {"theme"})
-    if unknown:
-        raise ConfigError(
-            f"The config file {path} has unknown [ui] setting(s): {', '.join(unknown)}; "
-            "the known one is theme."
-        )
-    theme = ui.get("theme")
-    if theme is not None and not isinstance(theme, str):
-        raise ConfigError(f"In the config file {path}, [ui] theme must be a string (a name).")
-    return UiPrefs(theme=theme, keys=keys)
-
-
-def save_ui_theme(path: Path, theme: str) -> None:
-    """Write ``[ui] theme = "..."`` into the config file at ``path`` (created if need be), keeping
-    everything else in it as it was, comments included; the file stays 0600. A config file that
-    is a symlink is written through (the link stays); when that fails, the error says where the
-    link leads."""
-    import tomlkit
-
-    try:
-        try:
-            text = config_text(path)
-        except FileNotFoundError:  # made now
-            text = ""
-        document = tomlkit.parse(text)
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(
-            f"Cannot save the theme in {path} ({printable(why, 200)}); fix or remove the file."
-        ) from None
-    ui = document.get("ui")
-    if ui is None:
-        ui = tomlkit.table()
-        document["ui"] = ui
-    elif not isinstance(ui, dict):
-        raise ConfigError(f"Cannot save the theme in {path}: its ui key is not a table.")
-    ui["theme"] = theme
-    try:
-        write_private_file(path, tomlkit.dumps(document).encode("utf-8"))
-    except OSError as exc:
-        where = str(path)
-        if path.is_symlink():  # written through: say where the link leads
-            where += f", a link to {os.path.realpath(path)}"
-        raise ConfigError(
-            f"Cannot save the theme in {printable(where, 400)} ({exc.strerror or exc}); set "
-            "[ui] theme there yourself, or choose one per run with --theme."
-        ) from None
 
 
 def check_writable(path: Path) -> None:
