@@ -231,7 +231,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         '  walletpass-tui events replay msg_2KWP... --to http://localhost:3000/webhooks --header "Authorization: Bearer $APP_TOKEN"',
         formatter_class=raw,
     )
-    rp.add_argument("webhook_id", metavar="MESSAGE", help=MESSAGE_HELP)
+    rp.add_argument(
+        "webhook_id",
+        metavar="MESSAGE",
+        help="a webhook-id, the start of one (msg_2KWP), or last: the newest verified delivery "
+        "(a newer rejected post is named, not sent)",
+    )
     rp.add_argument(
         "--to",
         metavar="URL",
