@@ -342,6 +342,18 @@ class Reader:
         )
         return found[0] if found else None
 
+    async def last_verified_message(self) -> str | None:
+        """The webhook-id of the newest verified attempt a sender posted (the check's requests
+        left out), or None: walked back on the verdict's index, so the rejected posts after it
+        (a flood of forgeries) cost nothing."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.verdict = '{VERIFIED}' "
+            f"AND a.webhook_id IS NOT NULL AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
     async def messages_starting_with(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` webhook-ids that start with ``prefix``, in order (so a whole id equal
         to it comes first), found by a range on the messages' key: no scan."""
