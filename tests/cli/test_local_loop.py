@@ -255,3 +255,67 @@ def test_with_no_app_a_replay_is_a_redelivery_to_the_receiver(
     second = json.loads(receiver.out.next())
     assert second["webhook_id"] == first["webhook_id"]
     assert (second["attempt"], second["verdict"]) == (2, "verified")
+
+
+def forge(url: str, msg_id: str) -> int:
+    """What anyone who can reach the receiver can post: a signature no secret made."""
+    import time
+
+    import httpx
+
+    headers = {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(time.time())),
+        "webhook-signature": "v1,AAAA",
+    }
+    return httpx.post(url, headers=headers, content=b'{"type":"pass.activated"}').status_code
+
+
+def test_a_forgery_posted_after_a_delivery_is_not_what_replay_last_sends(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """``events show last`` shows the newest post whatever its verdict; ``events replay last``
+    sends the newest verified delivery again and says which newer post it left out and why; the
+    forgery named by its id is refused in one sentence saying it was rejected."""
+    receiver = listening()  # type: ignore[operator]
+    assert run(fresh_env, "trigger", "activated", "--id", "msg_good").returncode == 0
+    assert json.loads(receiver.out.next())["verdict"] == "verified"
+    assert forge(receiver_url(fresh_env), "msg_forged") == 401
+    assert json.loads(receiver.out.next())["verdict"] == "rejected"
+
+    shown = run(fresh_env, "events", "show", "last", "--json")
+    assert json.loads(shown.stdout)["webhook_id"] == "msg_forged"
+
+    replayed = run(fresh_env, "events", "replay", "last")
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stderr == (
+        "Replaying msg_good, the newest verified delivery; a newer post, msg_forged, was "
+        "rejected (no signature matches): give its webhook-id to replay that one.\n"
+    )
+    assert "Replayed msg_good #1 (resign)" in replayed.stdout
+    redelivered = json.loads(receiver.out.next())
+    assert (redelivered["webhook_id"], redelivered["verdict"]) == ("msg_good", "verified")
+
+    named = run(fresh_env, "events", "replay", "msg_forged")
+    assert named.returncode == 1
+    assert named.stderr == (
+        "walletpass-tui: error: msg_forged #1 was rejected (no signature matches) and no secret "
+        "known here made its signature, so there is none to re-sign it with: give one "
+        "(WALLETPASS_SECRET, --secret-file or --secret -), or use --mode original to send it "
+        "exactly as it came.\n"
+    )
+
+
+def test_replay_last_with_only_forgeries_in_the_history_names_the_newest(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    receiver = listening()  # type: ignore[operator]
+    assert forge(receiver_url(fresh_env), "msg_forged") == 401
+    assert json.loads(receiver.out.next())["verdict"] == "rejected"
+    replayed = run(fresh_env, "events", "replay", "last")
+    assert replayed.returncode == 1 and replayed.stderr.count("\n") == 1
+    assert replayed.stderr.startswith(
+        "walletpass-tui: error: Nothing in the history was verified, so there is no last "
+        "delivery to replay: the newest post, msg_forged, was rejected (no signature matches);"
+    )
+    assert "--mode original" in replayed.stderr

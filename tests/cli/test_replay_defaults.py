@@ -170,5 +170,5 @@ async def test_no_known_secret_made_its_signature(
     await seed(clean_env, (delivery("msg_x", "pass.activated", ONE), ("http://127.0.0.1:9/a",)))
     code, _, err = await run(capsys, "events", "replay", "last")
     assert code == 1
-    assert "Re-signing needs the secret that verified this delivery" in err
+    assert "Re-signing msg_x #1 needs the secret that verified it" in err
     assert "--mode original" in err

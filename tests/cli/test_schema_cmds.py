@@ -265,6 +265,30 @@ async def test_topics_from_the_wire_never_collide_with_our_names(
     assert code == 0 and out.startswith("Nothing learned for templates yet")
 
 
+async def test_a_topic_of_control_characters_is_reached_by_the_name_schema_list_shows(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = ["\x1b[31mevil\x1b[0m", "bidi\u202egnp.exe", "nl\nline"]
+    await seed(
+        clean_env, [attempt(n, {"type": t, "data": {f"f{n}": n}}, t) for n, t in enumerate(wire)]
+    )
+    assert (await asyncio.to_thread(run, capsys, "schema", "rebuild"))[0] == 0
+    code, out, _ = await asyncio.to_thread(run, capsys, "schema", "list")
+    shown = [line.split()[0] for line in out.splitlines()[1:]]
+    assert "\x1b" not in out and len(shown) == len(wire)
+    for name in shown:  # each typed as schema list shows it, alone or after topic:
+        for typed in (name, "topic:" + name):
+            code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", typed, "--json")
+            assert code == 0, err
+            doc = json.loads(out)
+            n = wire.index(doc["topic"])
+            assert [f["path"] for f in doc["fields"]][-1] == f"data.f{n}"
+    # A name that reaches none is refused with the names as they can be typed.
+    code, out, err = await asyncio.to_thread(run, capsys, "schema", "show", "\\x1b[31mgood")
+    assert code == 2 and "Unknown topic '\\x1b[31mgood'" in err
+    assert "\\x1b[31mevil\\x1b[0m" in err and "\\\\x1b" not in err
+
+
 async def test_topics_beyond_the_bound_are_said_where_one_looks(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

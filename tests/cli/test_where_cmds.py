@@ -11,8 +11,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import factories
 import pytest
 from process_helpers import DEADLINE_S, Proc, post, start_listen
+
+from walletpass_tui.webhooks.store import Store
 
 GOOGLE = b'{"type": "pass.activated", "data": {"platform": "google", "balance": 15}}'
 APPLE = b'{"type": "pass.activated", "data": {"platform": "apple", "balance": 3}}'
@@ -86,3 +89,26 @@ def test_where_finds_fields_of_what_listen_stored_and_tail_prints_only_matches(
     ]
     assert "Traceback" not in wrong.stderr
     assert tail.interrupt() == 0
+
+
+# Keys the schema prints with escapes (none with a space: the path is the first column).
+ODD_KEYS = ["nl\nline", "ls\u2028sep", "pass\x1b[2Jid", 'q"uote', "back\\slash", "del\x7f"]
+ODD_KEYS += ["\udc81", "\\u2028", "tab\tkey", "bidi\u202egnp.exe", "a.b"]
+
+
+async def test_every_path_schema_show_prints_is_read_by_where(clean_env: Path) -> None:
+    """Copied from ``schema show``, each path is the field it names: the command finds it (not
+    "no delivery has shown a field"), with no other path standing in for it."""
+    odd = json.dumps({"type": "pass.activated", "data": {k: n for n, k in enumerate(ODD_KEYS)}})
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        await store.record(factories.attempt("msg_odd", odd.encode(), topic="pass.activated"))
+        plain = b'{"type": "pass.activated", "data": {"n": 1}}'
+        await store.record(factories.attempt("msg_plain", plain, topic="pass.activated"))
+    assert run("schema", "rebuild").returncode == 0
+    shown = run("schema", "show", "activated")
+    assert shown.returncode == 0, shown.stderr
+    # Each with its example (the value seen, the key's own number), all at once.
+    rows = [line.split() for line in shown.stdout.splitlines()]
+    odd_terms = [f"{r[0]}:{r[3]}" for r in rows if r and r[0].startswith("data[")]
+    assert sorted(int(t.rsplit(":", 1)[1]) for t in odd_terms) == list(range(len(ODD_KEYS)))
+    assert listed(" ".join(odd_terms)) == ["msg_odd"]

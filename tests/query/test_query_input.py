@@ -14,6 +14,10 @@ from query_helpers import index_all, record
 from walletpass_tui.cli import main
 from walletpass_tui.query.filters import parse_filter
 from walletpass_tui.query.language import MAX_NESTING, MAX_QUERY_CHARS, MAX_TERMS, parse
+from walletpass_tui.query.path_reading import parse_path
+from walletpass_tui.query.tree import QueryProblem
+from walletpass_tui.schemas.paths import ROOT, Segment, child
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.store import Store
 
 BODIES = [
@@ -119,3 +123,69 @@ def test_any_text_parses_into_a_query_or_problems(text: str) -> None:
 
     again, problems = parse_filter(filter_text(flt))
     assert again == flt or problems.problems, (text, filter_text(flt))
+
+
+# Keys whose paths the schema prints with escapes: JSON's (a quoted key is a JSON string) and
+# text.visible's (a character it does not show).
+ODD_KEYS = [
+    "nl\nline",
+    "ls\u2028sep",
+    "pass\x1b[2Jid",
+    "bidi\u202egnp.exe",
+    "\udc81",
+    "\ud83d",
+    "\ud83d\ude00",  # two lone surrogates (a pair in JSON reads as one character: 😀)
+    'q"uote',
+    "back\\slash",
+    "\\u2028",
+    "\\",
+    "del\x7f",
+    "c1\x85",
+    "\U000f0000",
+    "tab\there",
+    "\b\f\r",
+    "🎫",
+    "a.b",
+    "",
+]
+
+
+@pytest.mark.parametrize("key", ODD_KEYS)
+def test_a_path_reads_as_the_schema_prints_it(key: str) -> None:
+    path = child(child(ROOT, Segment.KEY, "data"), Segment.KEY, key)
+    assert parse_path(printable(path)).text == path  # as schema show and the drift line print it
+    assert parse_path(path).text == path  # as the filter box's completion writes it
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(st.characters(exclude_categories=()), max_size=12),  # lone surrogates too
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_any_key_reads_back_from_its_printed_path(keys: list[str]) -> None:
+    path = ROOT
+    for key in keys:
+        path = child(path, Segment.KEY, key)
+    assert parse_path(printable(path)).text == path
+    assert parse_path(path).text == path
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('data["a\\u20"]', "\\u is followed by 4 hex digits"),
+        ('data["a\\x7"]', "\\x is followed by 2 hex digits"),
+        ('data["a\\U00110000"]', "\\U is followed by 8 hex digits (a character up to U+10FFFF)"),
+        ('data.note:"\\uzzzz"', "\\u is followed by 4 hex digits"),
+    ],
+)
+def test_an_escape_that_is_not_whole_says_how_to_write_it(text: str, said: str) -> None:
+    if text.startswith("data["):
+        with pytest.raises(QueryProblem, match="a backslash itself is written"):
+            parse_path(text)
+    parsed = parse(text)
+    assert parsed.node is None and len(parsed.problems) == 1
+    assert said in parsed.problems[0] and "a backslash itself is written \\\\" in parsed.problems[0]

@@ -5,6 +5,7 @@ reaches the receiver first), so it never hears the terminal close: the receiver 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -113,5 +114,11 @@ def test_closing_the_terminal_stops_the_tunnel(
         assert fake.running() == []  # stopped by the receiver before it ended
         assert not (clean_env / "run" / "receiver.json").exists()  # and its state withdrawn
     finally:
-        if not gone(pid):
+        if not gone(pid):  # a receiver that froze is not left behind by a failing run
             os.kill(pid, 15)
+            if not until(lambda: gone(pid)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+        for left in fake.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(left, 9)

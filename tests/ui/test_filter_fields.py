@@ -123,3 +123,44 @@ async def test_an_unknown_path_is_named_beside_a_term_that_does_not_parse(
         )
         assert "array items are written" in str(log.filter_problem)
         assert str(log.border_subtitle).startswith("⚠ No delivery has shown a field data[")
+
+
+async def test_a_path_the_completion_writes_with_escapes_filters(
+    make_app: Callable[..., WalletPassApp], store: Store
+) -> None:
+    """Keys whose paths are written with escapes (JSON's \\u001b, a raw line separator): Tab takes
+    one and the filter reads it as that field, never "no delivery has shown" it."""
+    rows = history()
+    odd = {"pass\x1b[2Jid": "x", "ls\u2028sep": 5}
+    rows[0] = attempt(1, body=body_for("pass.activated", "pass_0001", **odd))
+    rows[1] = attempt(2, body=body_for("pass.activated", "pass_0002", **{"pass\x1b[2Jid": "y"}))
+    await record_all(store, rows)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        log = await ready(app)
+        await pilot.press("slash")
+        field = log.query_one("#log-filter", Input)
+        completions = log.query_one(FilterCompletions)
+        for chosen, value, total in (
+            ('data["pass\\u001b[2Jid"]', "x", 1),
+            ('data["ls\u2028sep"]', "5", 1),  # the schema prints it data["ls\u2028sep"]
+        ):
+            await type_into(pilot, field, "data[")
+            await wait_for(lambda: completions.display)
+            assert completions.completion is not None
+            labels = [c.label for c in completions.completion.choices]
+            assert chosen in labels, labels
+            for _ in range(labels.index(chosen)):  # the first is highlighted
+                await pilot.press("down")
+            await pilot.press("tab")
+            assert field.value == chosen
+            await pilot.press(":", *value)
+            await pilot.press("enter")
+            await wait_for(lambda t=total: log.total == t)  # type: ignore[misc]
+            assert log.filter_problem is None
+        # Typed as the schema prints it (escaped), it is the same field.
+        await pilot.press("slash")
+        await type_into(pilot, field, 'data["ls\\u2028sep"]:5 data["pass\\u001b[2Jid"]:x')
+        await pilot.press("enter")
+        await wait_for(lambda: log.total == 1)
+        assert log.filter_problem is None

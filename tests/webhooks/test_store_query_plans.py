@@ -182,6 +182,7 @@ READS: dict[str, tuple[Callable[[Store], Awaitable[object]], str]] = {
         "sqlite_autoindex_messages_1",
     ),
     "the newest message a sender posted": (lambda s: s.last_received_message(), "SCAN a"),
+    "the newest verified delivery": (lambda s: s.last_verified_message(), "attempts_by_verdict"),
     "a message's forwards": (
         lambda s: s.forwards_for_message(webhook_id(1_500)),
         "forwards_by_message",

@@ -147,7 +147,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def _start_log(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """``--log-file`` / WALLETPASS_LOG: the debug log, before the command runs."""
-    path = logs.log_path(getattr(args, "log_file", None))
+    flag = getattr(args, "log_file", None)
+    if flag is None and logs.ENV_LOG in os.environ:
+        from walletpass_tui.config import blank_path
+
+        problem = blank_path(os.environ[logs.ENV_LOG])
+        if problem:  # set, even to nothing: a log file meant, whose name went missing
+            raise UsageError(f"${logs.ENV_LOG} {problem}; give a file, or unset it to log nothing.")
+    path = logs.log_path(flag)
     if path is None:
         return
     for name in ("api_key", "relay_token"):  # flags whose values have no recognisable shape

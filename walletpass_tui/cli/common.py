@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from walletpass_tui import logs
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_settings_urls, check_url
+from walletpass_tui.config import blank_path
 from walletpass_tui.errors import UsageError, WalletpassError
 from walletpass_tui.text import parse_ascii_int, printable
 
@@ -31,6 +32,7 @@ __all__ = [
     "bounded_int",
     "forward_to_arg",
     "lazy_handler",
+    "path_arg",
     "print_json",
     "print_table",
     "read_bounded_file",
@@ -59,6 +61,13 @@ def topic_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def schema_topic_arg(text: str) -> str:
+    """A schema command's TOPIC, kept as typed: it is read against the topics learned when the
+    command runs (``schema_cmd.actions.group_key``); as a type it tells completion what to
+    offer."""
+    return text
+
+
 def url_arg(text: str) -> str:
     """An http(s) URL (settings, targets): malformed ones refused with the reason."""
     try:
@@ -68,6 +77,21 @@ def url_arg(text: str) -> str:
 
 
 target_url_arg = url_arg
+
+
+def path_arg(flag: str, what: str, default: str) -> Callable[[str], str]:
+    """The type of a flag naming a file or directory: an empty value (``--home "$DIR"`` with DIR
+    unset) or one of white space only is refused, never read as leaving the flag out."""
+
+    def check(text: str) -> str:
+        problem = blank_path(text)
+        if problem:
+            raise argparse.ArgumentTypeError(
+                f"the value {problem}; give {what}, or leave {flag} out to {default}"
+            )
+        return text
+
+    return check
 
 
 def forward_to_arg(text: str) -> str:
@@ -156,11 +180,16 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(SETTINGS_TITLE)
     s = argparse.SUPPRESS
     group.add_argument(
-        "--config", metavar="PATH", default=s, help="read settings from this TOML file"
+        "--config",
+        metavar="PATH",
+        type=path_arg("--config", "a TOML file", "use config.toml in the home"),
+        default=s,
+        help="read settings from this TOML file",
     )
     group.add_argument(
         "--home",
         metavar="DIR",
+        type=path_arg("--home", "a directory", "use the default home"),
         default=s,
         help="data and config directory (env WALLETPASS_HOME): history database, endpoint secrets",
     )
@@ -187,6 +216,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--log-file",
         metavar="PATH",
+        type=path_arg("--log-file", "a file", "write no log"),
         default=s,
         help=f"append a debug log to PATH (env {logs.ENV_LOG}), private (0600), secrets removed: "
         "attach it to a bug report",

@@ -389,6 +389,34 @@ def _validate(values: dict[str, Any]) -> None:
     # command line runs it on every Settings it builds); config sits below api and cannot.
 
 
+# Settings that name a file or directory, with what to give and what leaving them out means.
+PATH_SETTINGS: dict[str, tuple[str, str]] = {
+    "home": ("a directory", "the default home"),
+    "relay_database": ("a PostgreSQL URL or a SQLite file", "relay.sqlite3 in the home"),
+}
+
+
+def blank_path(value: str, *, shell: bool = True) -> str | None:
+    """What is wrong with a path as given, or None: an empty one (what an unset shell variable
+    gives: ``--home "$DIR"``; ``shell``: say so) or one of white space only (a directory named
+    ``" "``). Neither is ever read as "the default", which would have a command act on another
+    home than meant."""
+    if not value:
+        return "is empty (an unset shell variable?)" if shell else "is empty"
+    if not value.strip():
+        return "is only white space"
+    return None
+
+
+def _check_path_setting(
+    name: str, value: Any, origin: str, leave_out: str, *, shell: bool = True
+) -> None:
+    problem = blank_path(value, shell=shell) if isinstance(value, str) else None
+    if problem and name in PATH_SETTINGS:
+        what, default = PATH_SETTINGS[name]
+        raise ConfigError(f"{origin} {problem}; give {what}, or {leave_out} to use {default}.")
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -397,6 +425,11 @@ def load_settings(
     """Build the effective settings. ``flags`` holds only values the user actually passed."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    for var, key in ((ENV_HOME, "home"), (ENV_RELAY_DATABASE, "relay_database")):
+        if var in env:  # set, even to nothing: never the default
+            _check_path_setting(key, env[var], f"${var}", "unset it")
+    for key, value in flags.items():
+        _check_path_setting(key, value, f"The setting {key} from the command line", "leave it out")
     config_path = config_file or default_config_file(env, flags.get("home"))
     explicit_config = config_file is not None
     if explicit_config and not config_path.exists():
@@ -407,6 +440,9 @@ def load_settings(
 
     for key, value in _read_toml(config_path).items():
         values[key] = _coerce(key, value, f"config file {config_path}", strict=True)
+        _check_path_setting(
+            key, value, f"{key} in the config file {config_path}", "remove it", shell=False
+        )
         sources[key] = f"file {config_path}"
 
     env_map = {

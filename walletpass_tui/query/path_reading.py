@@ -74,23 +74,55 @@ def parse_path(text: str) -> FieldPath:
     return found[0]
 
 
+# What a backslash and the letter after it stand for: JSON's escapes (a learned path's quoted key
+# is a JSON string) and what ``text.visible`` writes for a character it does not show (``\x7f``,
+# ``\u2028``, ``\U000f0000``), so a path is typed as the schema and the dashboard print it.
+_SHORT = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+
+
 def quoted(text: str, pos: int) -> tuple[str, int]:
-    """The string starting with the quote at ``pos`` (backslash escapes a quote or a
-    backslash) and where it ends; QueryProblem when it is not closed."""
+    r"""The string starting with the quote at ``pos`` and where it ends; QueryProblem when it is
+    not closed or an escape is not whole. A backslash escapes a quote or a backslash, and
+    reads ``\n``, ``\t``, ``\r``, ``\b``, ``\f``, ``\xNN``, ``\uNNNN`` and ``\UNNNNNNNN``
+    as one character each (``\udc80``, a lone surrogate, is how the schema prints one: a
+    character outside the Basic Plane is printed as itself, or as ``\U...``); before any other
+    character it stands for that character."""
     out: list[str] = []
     i = pos + 1
     end = len(text)
     while i < end:
         c = text[i]
         if c == "\\" and i + 1 < end:
-            out.append(text[i + 1])
-            i += 2
+            letter = text[i + 1]
+            digits = _HEX_DIGITS.get(letter)
+            if digits is None:
+                out.append(_SHORT.get(letter, letter))
+                i += 2
+                continue
+            out.append(chr(_code_point(text, i, digits)))
+            i += 2 + digits
             continue
         if c == '"':
             return "".join(out), i + 1
         out.append(c)
         i += 1
     raise QueryProblem(f"{shown(text[pos:])}: a quote is not closed")
+
+
+def _code_point(text: str, at: int, digits: int) -> int:
+    """The code point of the escape at ``at`` (a backslash, a letter, ``digits`` hex digits)."""
+    found = _HEX.match(text, at + 2, at + 2 + digits)
+    code = int(found.group(), 16) if found and len(found.group()) == digits else None
+    if code is None or code > 0x10FFFF:
+        escape = text[at : at + 2]
+        example = {"\\x": "\\x7f", "\\u": "\\u2028", "\\U": "\\U0001f600"}[escape]
+        raise QueryProblem(
+            f"{shown(text[at : at + 2 + digits])}: {escape} is followed by {digits} hex digits "
+            f"(a character up to U+10FFFF), e.g. {example}; a backslash itself is written \\\\"
+        )
+    return code
 
 
 def shown(text: str) -> str:

@@ -56,6 +56,13 @@ log = logging.getLogger(__name__)
 PROTOCOL = 1
 MAX_MESSAGE = 4096
 OPS = ("pause", "fail_first", "respond", "delay")
+# The field of the receiver's Injection each request changes (webhooks/injection.py).
+CHANGES = {
+    "pause": "paused",
+    "fail_first": "fail_first",
+    "respond": "respond_status",
+    "delay": "delay_s",
+}
 MAX_TEXT = 300  # characters of any text field
 MAX_DEPTH = 8  # arrays and objects inside one another in a message (the protocol's go 3 deep)
 MAX_TARGETS = 16

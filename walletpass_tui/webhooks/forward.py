@@ -37,6 +37,7 @@ from walletpass_tui.api.http_failures import (
 )
 from walletpass_tui.api.urls import UrlError, check_url
 from walletpass_tui.errors import WalletpassError
+from walletpass_tui.text import printable
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.models import (
     ORIGINAL,
@@ -197,11 +198,7 @@ def replay_request(
             "This attempt has no webhook-id to re-sign; replay it with --mode original."
         )
     if not secret:
-        raise ForwardError(
-            "Re-signing needs the secret that verified this delivery, and no secret known here "
-            "made its signature: give it (WALLETPASS_SECRET, --secret-file or --secret -), "
-            "import its endpoint, or use --mode original."
-        )
+        raise ForwardError(no_secret_to_resign(attempt))
     payload = attempt.body if body is None else body
     headers = original_headers(attempt)
     for key in list(headers):
@@ -213,6 +210,24 @@ def replay_request(
         # second spelling would send the header twice, which apps refuse.
         headers["Content-Type"] = "application/json"
     return payload, headers, mode if mode == "edited" else RESIGN
+
+
+def no_secret_to_resign(attempt: Attempt) -> str:
+    """Why ``attempt`` cannot be re-signed, naming it: a verified one needs the secret that
+    verified it given again; a rejected one was verified by none, so it takes a secret to sign
+    it with, or is sent as it came."""
+    shown = f"{printable(attempt.webhook_id or '-', 80)} #{attempt.attempt_no}"
+    if attempt.verified:
+        return (
+            f"Re-signing {shown} needs the secret that verified it, and no secret known here "
+            "made its signature: give it (WALLETPASS_SECRET, --secret-file or --secret -), "
+            "import its endpoint, or use --mode original."
+        )
+    return (
+        f"{shown} was rejected ({printable(attempt.reason, 80)}) and no secret known here made "
+        "its signature, so there is none to re-sign it with: give one (WALLETPASS_SECRET, "
+        "--secret-file or --secret -), or use --mode original to send it exactly as it came."
+    )
 
 
 async def replay(

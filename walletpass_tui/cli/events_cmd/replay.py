@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING
 
 from walletpass_tui.api.urls import TARGET_SCHEMES, UrlError, check_url
 from walletpass_tui.cli.common import (
+    CommandError,
     print_json,
     read_bounded_file,
     settings_from_args,
 )
-from walletpass_tui.cli.events_cmd.shared import pick_attempt, resolve_message, with_store
+from walletpass_tui.cli.events_cmd.shared import (
+    LAST,
+    no_delivery_yet,
+    pick_attempt,
+    resolve_message,
+    with_store,
+)
 from walletpass_tui.cli.secret_flags import given_secrets, one_secret, stdin_conflict
 from walletpass_tui.cli.target_flags import target_options
 from walletpass_tui.config import Settings
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
     from walletpass_tui.webhooks.forward import SecretLookup
     from walletpass_tui.webhooks.models import Attempt, ForwardResult
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.reading import History
 
 RESIGN = "resign"
 
@@ -50,7 +58,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     pick_secret = secret_picker(args, settings)
 
     async def work(store: Store) -> Planned:
-        webhook_id = await resolve_message(store, args.webhook_id)
+        webhook_id = await message_to_replay(store, args.webhook_id)
         attempt = pick_attempt(await store.message_attempts(webhook_id), args.attempt, webhook_id)
         targets = await store.replay_targets(attempt)
         target = args.to or default_target(attempt, targets, own_receiver(settings))
@@ -100,6 +108,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0 if result.ok else 1
+
+
+async def message_to_replay(history: History, ref: str) -> str:
+    """The webhook-id a replay sends again: ``last`` is the newest *verified* delivery a sender
+    posted (a forgery posted after it is no message to re-sign, and the user is told it was left
+    out); anything else as ``resolve_message`` reads it."""
+    if ref.strip().lower() != LAST:
+        return await resolve_message(history, ref)
+    verified = await history.last_verified_message()
+    newest = await history.last_received_message()
+    if newest is None:
+        raise no_delivery_yet()
+    if verified == newest:
+        return newest
+    rejected = await history.message_attempts_without_bodies(newest)
+    why = f"{printable(newest, 80)}, was rejected ({printable(rejected[-1].reason, 80)})"
+    if verified is None:
+        raise CommandError(
+            f"Nothing in the history was verified, so there is no last delivery to replay: the "
+            f"newest post, {why}; replay it by its webhook-id with a secret to sign it "
+            "(WALLETPASS_SECRET, --secret-file or --secret -) or --mode original."
+        )
+    print(
+        f"Replaying {printable(verified, 80)}, the newest verified delivery; a newer post, "
+        f"{why}: give its webhook-id to replay that one.",
+        file=sys.stderr,
+        flush=True,
+    )
+    return verified
 
 
 def own_receiver(settings: Settings) -> str | None:

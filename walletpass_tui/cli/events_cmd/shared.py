@@ -65,7 +65,9 @@ def with_history(settings: Settings, work: Callable[[History], Awaitable[T]]) ->
     return asyncio.run(run())
 
 
-LAST = "last"  # the message a sender posted last, wherever a webhook-id is asked for
+LAST = (
+    "last"  # the message a sender posted last (replay: the last verified), wherever an id is asked
+)
 CANDIDATES_SHOWN = 10
 
 
@@ -77,10 +79,7 @@ async def resolve_message(history: History, ref: str) -> str:
     if text.lower() == LAST:
         found = await history.last_received_message()
         if found is None:
-            raise CommandError(
-                "No delivery in the history yet; run 'walletpass-tui listen' and send one "
-                "('walletpass-tui trigger activated' in another shell)."
-            )
+            raise no_delivery_yet()
         return found
     if not text:
         raise UsageError("Give a webhook-id, the start of one, or last.")
@@ -96,6 +95,13 @@ async def resolve_message(history: History, ref: str) -> str:
         f"{printable(text, 80)!r} starts {count} webhook-ids; give more of the one you mean:\n"
         + "\n".join("  " + printable(i, 80) for i in shown)
         + more
+    )
+
+
+def no_delivery_yet() -> CommandError:
+    return CommandError(
+        "No delivery in the history yet; run 'walletpass-tui listen' and send one "
+        "('walletpass-tui trigger activated' in another shell)."
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from walletpass_tui.cli.common import bounded_float, bounded_int, lazy_handler
+from walletpass_tui.cli.common import bounded_float, bounded_int, lazy_handler, path_arg
 from walletpass_tui.cli.receiver_flags import MAX_BODY_LIMIT, MAX_TOLERANCE_S
 from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.config import ENV_RELAY_DATABASE, ENV_RELAY_TOKEN
@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--database",
         dest="relay_database",
         metavar="URL",
+        type=path_arg(
+            "--database", "a PostgreSQL URL or a SQLite file", "use relay.sqlite3 in the home"
+        ),
         help="postgresql://user@host:5432/db, or a SQLite file (default: relay.sqlite3 in the "
         f"data directory); prefer {ENV_RELAY_DATABASE} or [relay] database in the config file, "
         "and ~/.pgpass for the password: a flag shows in ps",

@@ -66,19 +66,27 @@ def _reader(settings: Settings) -> SchemaReader | None:
 def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
     """TOPIC as a person types it: a topic of the service (full or short name), ``templates``,
     ``unknown`` (deliveries without a topic), ``topic:NAME`` (the topic NAME exactly), or any
-    other topic learned from the wire (as ``schema list`` names it). Anything else is a usage
-    error (exit 2) naming what there is."""
-    from walletpass_tui.schemas.model import GroupKey, builtin_group
+    other topic learned from the wire (as ``schema list`` names it: a topic holding control
+    characters is typed as it is shown there, escaped). Anything else is a usage error (exit 2)
+    naming what there is."""
+    from walletpass_tui.schemas.model import TOPIC_PREFIX, GroupKey, builtin_group
 
     found = builtin_group(text)
-    if found is not None:
+    if found is not None and not text.startswith(TOPIC_PREFIX):
         return found
-    name = text.strip()
     learned = [] if reader is None else _reading(reader.groups)
     topics = [g.group.topic for g in learned if not g.group.templates and g.group.topic]
+    if found is not None:  # topic:NAME, NAME exactly or as 'schema list' shows it
+        if found.topic in topics:
+            return found
+        return _shown_as(found.topic or "", topics) or found
+    name = text.strip()
     for candidate in (name, "pass." + name):
         if candidate in topics:
             return GroupKey.of_topic(candidate)
+    shown = _shown_as(text, topics) or _shown_as(name, topics)
+    if shown is not None:
+        return shown
     others = [g.label for g in learned if g.group.topic and g.group.topic not in TOPICS]
     named = ", ".join(printable(t, 40) for t in others[:CHOICES_NAMED])
     if len(others) > CHOICES_NAMED:
@@ -86,7 +94,7 @@ def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
     also = f", or one learned from the wire: {named}" if others else ""
     not_learned = 0 if reader is None else _reading(reader.topics_not_learned)
     raise UsageError(
-        f"Unknown topic {printable(text, 60)!r}: give pass.activated or pass.deactivated "
+        f"Unknown topic '{printable(text, 60)}': give pass.activated or pass.deactivated "
         "(activated, deactivated), templates, or unknown (deliveries without a topic)"
         + also
         + "."
@@ -95,6 +103,14 @@ def group_key(text: str, reader: SchemaReader | None) -> GroupKey:
 
 
 CHOICES_NAMED = 10  # topics from the wire an unknown topic's error names
+
+
+def _shown_as(typed: str, topics: list[str]) -> GroupKey | None:
+    """The one learned topic that is shown escaped as ``typed`` (``\\x1b[31mevil``)."""
+    from walletpass_tui.schemas.model import GroupKey
+
+    matches = [topic for topic in topics if printable(topic) == typed]
+    return GroupKey.of_topic(matches[0]) if len(matches) == 1 else None
 
 
 def _not_learned(count: int) -> str:

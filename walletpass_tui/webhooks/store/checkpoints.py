@@ -12,11 +12,16 @@ coming (141 MB after four saturated minutes). So the writer bounds it itself (``
 after each batch, deliveries waiting or not, once the log file is larger than ``bound`` it has a
 bulk copy run at once, and when that has finished it copies what was committed meanwhile (a
 PASSIVE checkpoint on its own connection: a few ms), and the next commit starts the log over and
-cuts it back to ``bound / 2`` (``journal_size_limit``). A reader in the middle of a read pins the
-frames it may need and so keeps the log from starting over: past twice the bound the writer
-waits for readers, at most RESTART_WAIT_MS (a RESTART checkpoint), and if one still holds on it
-waits again only once the log has grown by another ``bound``. The log file so stays under about
-``2 * bound`` plus a batch.
+cuts it back to ``bound / 2`` (``journal_size_limit``).
+
+A reader in the middle of a read pins the frames it may need and so keeps the log from starting
+over. The writer never waits for one (a commit waiting for a reader is a delivery waiting for a
+query): while a reader holds the log, the log grows past the bound, and the writer tops up again
+only after a regular bulk run that found no reader in the way, or, past twice the bound, after
+every batch (a PASSIVE checkpoint: it copies what readers allow and returns), so the log starts
+over at the first commit after the last reader let go. Without readers the log file so stays
+under about ``2 * bound`` plus a batch; a reader that never ends its read keeps it growing, which
+is why readers of this project read in short statements (a count runs in slices: queries.py).
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 64  # commits between PASSIVE checkpoints (or 2,000 rows)
 CHECKPOINT_ROWS = 2000
 LOG_BOUND_BYTES = 8 * 1024 * 1024  # a log file this large is finished by the writer, started over
-RESTART_WAIT_MS = 1000  # past twice the bound, the writer waits this long for readers, at most
 
 
 def top_up_checkpoint(db: sqlite3.Connection) -> bool:
@@ -44,17 +48,6 @@ def top_up_checkpoint(db: sqlite3.Connection) -> bool:
     log is complete in the file and the next commit starts it over. Whether it is complete (a
     reader may hold frames back)."""
     busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    return bool(busy == 0 and frames == copied)
-
-
-def restart_log(db: sqlite3.Connection, wait_ms: int, busy_timeout_ms: int) -> bool:
-    """On the writer's thread: copy the whole log and wait (``wait_ms`` at most) until no reader
-    uses it, so the next commit starts it over. Whether that worked."""
-    db.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
-    try:
-        busy, frames, copied = db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-    finally:
-        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     return bool(busy == 0 and frames == copied)
 
 
@@ -70,39 +63,43 @@ class LogBound:
 
     Past the bound it first has the bulk checkpoint run at once (on its own thread: the writer
     goes on committing), and tops up only once a bulk run begun after that has finished, so the
-    writer copies only the frames committed meanwhile; past twice the bound it waits for
-    readers (RESTART) whatever the bulk copy is doing.
+    writer copies only the frames committed meanwhile. A top-up a reader kept from finishing is
+    tried again only after a regular bulk run that copied the whole log it saw (no reader was in
+    its way any longer). Past twice the bound it tops up after every batch, whatever the bulk
+    copy is doing. The writer never waits for a reader.
     """
 
     TOP_UP = "top up"
-    RESTART = "restart"
 
     def __init__(self, bound_bytes: int = LOG_BOUND_BYTES) -> None:
         self.bound = max(1, bound_bytes)
-        self._restart_above = 2 * self.bound
-        self._bulk: int | None = None  # the bulk run the top-up waits for
+        self._bulk: int | None = None  # the bulk run the next top-up waits for
+        self._held = False  # the last top-up found a reader in the way
         self.top_ups = 0
-        self.restarts = 0
+        self.held = 0  # top-ups a reader kept from finishing
 
     def step(self, log_bytes: int, checkpoints: Checkpointer) -> str | None:
         if log_bytes <= self.bound:
-            self._restart_above = 2 * self.bound
             self._bulk = None
+            self._held = False
             return None
-        if log_bytes > self._restart_above:
-            return self.RESTART
+        if log_bytes > 2 * self.bound:
+            return self.TOP_UP
         if self._bulk is None:
             self._bulk = checkpoints.run_soon()
             return None
-        return self.TOP_UP if checkpoints.finished >= self._bulk else None
+        if checkpoints.finished < self._bulk:
+            return None
+        if self._held and not checkpoints.complete:  # a reader is still in the way
+            self._bulk = checkpoints.started + 1  # the next regular run
+            return None
+        return self.TOP_UP
 
-    def done(self, step: str, complete: bool, log_bytes: int) -> None:
-        if step == self.RESTART:
-            self.restarts += 1
-            if not complete:  # a reader holds on: wait for readers again a bound later
-                self._restart_above = log_bytes + self.bound
-        else:
-            self.top_ups += 1
+    def done(self, complete: bool) -> None:
+        self.top_ups += 1
+        self._held = not complete
+        if not complete:
+            self.held += 1
 
 
 class Checkpointer:
@@ -121,6 +118,7 @@ class Checkpointer:
         self.started = 0  # runs begun
         self.finished = 0  # runs ended (the number of the last one)
         self.runs = 0  # runs that succeeded
+        self.complete = False  # the last run copied the whole log it found (no reader in the way)
 
     def note(self, rows: int) -> None:
         self._commits += 1
@@ -160,10 +158,11 @@ class Checkpointer:
                 self._db = sqlite3.connect(
                     address, uri=True, isolation_level=None, check_same_thread=False
                 )
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            busy, frames, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            self.complete = busy == 0 and frames == copied
             self.runs += 1
         except (sqlite3.Error, OSError):
-            pass  # a reader or another program in the way: the next one catches up
+            self.complete = False  # a reader or another program in the way: the next one catches up
 
     async def disconnect(self) -> None:
         """Close the connection after the checkpoint under way (the history is started over);

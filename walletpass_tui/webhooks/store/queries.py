@@ -211,8 +211,8 @@ class Reader:
     async def _count_in_slices(self, flt: LogFilter) -> int:
         """A condition's count, one slice of row ids at a time, each statement about
         COUNT_SLICE_S long: a reader holds back the write-ahead log's frames for as long as its
-        statement runs, and past its bound the writer waits for readers before it answers
-        deliveries. Short statements keep that wait short, however long the whole count."""
+        statement runs, and the log cannot start over meanwhile (the writer goes on, the log
+        grows). Short statements keep that short, however long the whole count."""
         top = int(await self.one("SELECT COALESCE(MAX(id), 0) FROM attempts"))
         total, low, size = 0, 0, COUNT_SLICE_IDS
         while low < top:
@@ -337,6 +337,18 @@ class Reader:
         found = await self.fetch(
             f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
             f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            list(CHECK_NOTE_PREFIXES),
+            lambda r: str(r[0]),
+        )
+        return found[0] if found else None
+
+    async def last_verified_message(self) -> str | None:
+        """The webhook-id of the newest verified attempt a sender posted (the check's requests
+        left out), or None: walked back on the verdict's index, so the rejected posts after it
+        (a flood of forgeries) cost nothing."""
+        found = await self.fetch(
+            f"SELECT a.webhook_id FROM attempts a WHERE a.verdict = '{VERIFIED}' "
+            f"AND a.webhook_id IS NOT NULL AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
             list(CHECK_NOTE_PREFIXES),
             lambda r: str(r[0]),
         )

@@ -106,6 +106,11 @@ class History:
         """The webhook-id of the newest attempt a sender posted (not the check's), or None."""
         return await self._reader.last_received_message()
 
+    async def last_verified_message(self) -> str | None:
+        """The webhook-id of the newest verified attempt a sender posted (not the check's), or
+        None: what ``events replay last`` sends again."""
+        return await self._reader.last_verified_message()
+
     async def messages_starting_with(self, prefix: str, limit: int = 11) -> list[str]:
         """Up to ``limit`` webhook-ids starting with ``prefix``, a whole id equal to it first."""
         return await self._reader.messages_starting_with(prefix, limit)

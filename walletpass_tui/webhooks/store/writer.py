@@ -38,10 +38,8 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.store import activity, forwards, prune, rows, tables
 from walletpass_tui.webhooks.store.checkpoints import (
     LOG_BOUND_BYTES,
-    RESTART_WAIT_MS,
     Checkpointer,
     LogBound,
-    restart_log,
     top_up_checkpoint,
 )
 from walletpass_tui.webhooks.store.files import DELETED, FilesMoved, HistoryFiles
@@ -439,23 +437,18 @@ class GroupCommit:
 
     async def _bound_log(self) -> None:
         """Between two batches, deliveries waiting or not: once the log file passed its bound,
-        finish the checkpoint so the next commit starts the log over (see checkpoints.py). The
-        size is the one the batch's commit found (files.py stats the log anyway)."""
-        size = self.thread.files.log_bytes
-        step = self.log.step(size, self.checkpoints)
+        finish the checkpoint so the next commit starts the log over (see checkpoints.py); never
+        waiting for a reader. The size is the one the batch's commit found (files.py stats the
+        log anyway)."""
+        step = self.log.step(self.thread.files.log_bytes, self.checkpoints)
         if step is None or self.thread.disconnected:
             return
         try:
-            if step == LogBound.RESTART:
-                complete = await self.thread.run(
-                    restart_log, RESTART_WAIT_MS, self.thread.busy_timeout_ms
-                )
-            else:
-                complete = await self.thread.run(top_up_checkpoint)
+            complete = await self.thread.run(top_up_checkpoint)
         except Exception as exc:  # nothing stored is at stake: tried again after the next batch
             self.health.failed(tables.explain(exc, self.thread.path))
             return
-        self.log.done(step, complete, size)
+        self.log.done(complete)
 
     async def _commit(self, batch: list[Pending], again: bool = True) -> None:
         """Commit the batch in one transaction; attempts whose numbers another program changed
