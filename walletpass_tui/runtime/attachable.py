@@ -18,7 +18,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
-from walletpass_tui.runtime.control import ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control import MAX_TARGETS, ForwardNote, ReceiverStatus, TargetNote
 from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from walletpass_tui.config import Settings
     from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 
 class Served(Protocol):
@@ -62,6 +63,8 @@ class Served(Protocol):
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]: ...
 
     def control(self, op: str, message: Mapping[str, Any]) -> None: ...
+
+    def target_options(self, target: str) -> TargetOptions: ...
 
 
 class Attachable:
@@ -205,6 +208,21 @@ class Attachable:
             "state": self._status.to_wire(),
             "upto": self.upto,
         }
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        """Each forward target's options (listen's --header, --insecure, --ca-bundle's path), so
+        an attached dashboard's replays and checks to it carry the same."""
+        told: list[dict[str, Any]] = []
+        for target in self.runtime.status.forward_targets[:MAX_TARGETS]:
+            options = self.runtime.target_options(target)
+            note = TargetNote(
+                target,
+                headers=options.headers,
+                insecure=options.trust.insecure,
+                ca_file=options.trust.ca_file,
+            )
+            told.extend(note.to_wire())
+        return told
 
     def request(self, op: str, message: Mapping[str, Any]) -> None:
         """A viewer's request, checked and done by the runtime (which tells every viewer the new

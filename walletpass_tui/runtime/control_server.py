@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from walletpass_tui.runtime.control import (
     MAX_MESSAGE,
     MAX_TEXT,
+    MAX_TOLD,
     OPS,
     PROTOCOL,
     decode,
@@ -41,6 +42,10 @@ class Handler(Protocol):
 
     def request(self, op: str, message: Mapping[str, Any]) -> None:
         """Do ``op``; ValueError or RuntimeError saying why it cannot be done."""
+        ...
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        """What a viewer is told once, right after the hello (the forward targets' options)."""
         ...
 
 
@@ -177,6 +182,8 @@ class _Viewer(asyncio.Protocol):
         try:
             hello = {"type": "hello", "protocol": PROTOCOL, **self.server.handler.hello()}
             self.send(encode(hello))
+            for message in self.server.handler.after_hello():
+                self.send(encode(message, MAX_TOLD))
         except Exception:  # a bug of the receiver's side must not stop it
             log.exception("control channel: the hello could not be made")
             self.transport.abort()
