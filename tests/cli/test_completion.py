@@ -20,6 +20,7 @@ from walletpass_tui.cli import build_parser
 
 BIN = Path(sys.executable).parent
 TOPIC_WORDS = ["pass.activated", "pass.deactivated", "activated", "deactivated"]
+SCHEMA_TOPIC_WORDS = [*TOPIC_WORDS, "templates", "unknown"]  # the schema commands' groups too
 
 
 def env() -> dict[str, str]:
@@ -103,6 +104,10 @@ def test_bash_completes_commands_actions_and_choices() -> None:
         "walletpass-tui events list --topic ''": TOPIC_WORDS,
         "walletpass-tui events list --topic pass.d": ["pass.deactivated"],
         "walletpass-tui trigger ''": TOPIC_WORDS,  # a positional topic
+        "walletpass-tui schema show ''": SCHEMA_TOPIC_WORDS,
+        "walletpass-tui schema show t": ["templates"],
+        "walletpass-tui schema export ''": SCHEMA_TOPIC_WORDS,
+        "walletpass-tui schema drift --topic ''": SCHEMA_TOPIC_WORDS,
         "walletpass-tui events export --format ''": ["jsonl", "curl"],
         "walletpass-tui events replay msg_1 --mode ''": ["resign", "original"],
         "walletpass-tui events tail --verdict ''": ["verified", "rejected"],
@@ -178,6 +183,9 @@ def test_fish_script_parses_and_completes(tmp_path: Path) -> None:
         "complete -C 'walletpass-tui events l'; echo '<end>'\n"
         "complete -C 'walletpass-tui events list --topic '; echo '<end>'\n"
         "complete -C 'walletpass-tui events export --format '; echo '<end>'\n"
+        "complete -C 'walletpass-tui schema show '; echo '<end>'\n"
+        "complete -C 'walletpass-tui schema export '; echo '<end>'\n"
+        "complete -C 'walletpass-tui schema drift --topic '; echo '<end>'\n"
     )
     done = subprocess.run(
         ["fish", "--no-config", "-c", program],
@@ -197,6 +205,7 @@ def test_fish_script_parses_and_completes(tmp_path: Path) -> None:
         ["list"],
         sorted(TOPIC_WORDS),
         ["curl", "jsonl"],
+        *[sorted(SCHEMA_TOPIC_WORDS)] * 3,
     ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import factories
@@ -88,6 +90,46 @@ async def test_events_diff_on_the_command_line(
     assert code == 1 and "msg_redo has no attempt #9 (it has 2)." in err
     code, _, err = await run(capsys, "events", "diff", "msg_redo@0", "last")
     assert code == 2 and "attempts are numbered from 1" in err
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """A real ``walletpass-tui`` process (the home: WALLETPASS_HOME, from clean_env)."""
+    return subprocess.run(
+        [sys.executable, "-m", "walletpass_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,  # "did not hang" only
+    )
+
+
+async def test_a_webhook_id_holding_an_at_sign_is_that_message(clean_env: Path) -> None:
+    """A sender picks its webhook-ids: ``x@1`` is the message x@1, not attempt 1 of x; its
+    attempt N is ``x@1@N``, and ``@N`` after an id no message has still names an attempt."""
+    await asyncio.to_thread(clean_env.mkdir, parents=True, exist_ok=True)
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        for webhook_id, first, again in (("x@1", 1, 2), ("x", 3, 4)):
+            for n in (first, again):
+                raw = body({"type": "pass.activated", "data": {"a": n}})
+                await store.record(factories.attempt(webhook_id, raw))
+        await store.settled()
+
+    alone = cli("events", "diff", "x@1")  # its first attempt against its last
+    assert alone.returncode == 0, alone.stderr
+    lines = alone.stdout.splitlines()
+    assert lines[0].startswith("--- x@1 #1 ") and lines[1].startswith("+++ x@1 #2 ")
+    assert "  ~ data.a: 1 -> 2" in lines
+
+    both = cli("events", "diff", "x@1@2", "x@2", "--json")
+    assert both.returncode == 0, both.stderr
+    doc = json.loads(both.stdout)
+    assert (doc["a"]["webhook_id"], doc["a"]["attempt"]) == ("x@1", 2)
+    assert (doc["b"]["webhook_id"], doc["b"]["attempt"]) == ("x", 2)
+    assert doc["body"]["changes"] == [
+        {"kind": "changed", "name": "data.a", "was": ["2"], "now": ["4"]}
+    ]
+
+    missing = cli("events", "diff", "x@1@3")
+    assert missing.returncode == 1 and "x@1 has no attempt #3 (it has 2)." in missing.stderr
 
 
 def _body_lines(a: bytes, b: bytes) -> list[str]:

@@ -61,6 +61,13 @@ def topic_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def schema_topic_arg(text: str) -> str:
+    """A schema command's TOPIC, kept as typed: it is read against the topics learned when the
+    command runs (``schema_cmd.actions.group_key``); as a type it tells completion what to
+    offer."""
+    return text
+
+
 def url_arg(text: str) -> str:
     """An http(s) URL (settings, targets): malformed ones refused with the reason."""
     try:

@@ -3,7 +3,8 @@
 Every command, action, option and choice comes from the parser itself, built whole here (the
 other commands build only their own part, to start fast): nothing is listed by hand. What argparse
 cannot say on its own is added by rule, never per command: an argument typed as a topic completes
-to the topic names, one whose value is a file (``FILE``, ``PATH``) or a directory (``DIR``) to
+to the topic names (a schema command's TOPIC also to ``templates`` and ``unknown``), one whose
+value is a file (``FILE``, ``PATH``) or a directory (``DIR``) to
 names on disk. shtab is imported by this command only.
 """
 
@@ -14,10 +15,11 @@ import sys
 from collections.abc import Iterator
 
 from walletpass_tui.api.topics import TOPICS, short_topic
-from walletpass_tui.cli.common import topic_arg
+from walletpass_tui.cli.common import schema_topic_arg, topic_arg
 
 SHELLS = ("bash", "zsh", "fish")
 TOPIC_WORDS: tuple[str, ...] = (*TOPICS, *(short_topic(t) for t in TOPICS))
+SCHEMA_TOPIC_WORDS: tuple[str, ...] = (*TOPIC_WORDS, "templates", "unknown")
 FILE_METAVARS = frozenset({"FILE", "PATH"})
 DIR_METAVARS = frozenset({"DIR"})
 
@@ -68,6 +70,8 @@ def completable(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             if action.type is topic_arg and not action.choices:
                 # The parser is built for this script only; type conversion still runs first.
                 action.choices = TOPIC_WORDS
+            elif action.type is schema_topic_arg and not action.choices:
+                action.choices = SCHEMA_TOPIC_WORDS  # as above; any learned topic is taken too
             elif action.metavar in FILE_METAVARS:
                 # shtab reads an attribute argparse's Action does not declare.
                 action.complete = shtab.FILE  # type: ignore[attr-defined]

@@ -63,6 +63,13 @@ PROTOCOL = 1
 MAX_MESSAGE = 4096  # a message a viewer sends
 MAX_TOLD = 16 * 1024  # a message the receiver sends: room for one header value, escaped
 OPS = ("pause", "fail_first", "respond", "delay")
+# The field of the receiver's Injection each request changes (webhooks/injection.py).
+CHANGES = {
+    "pause": "paused",
+    "fail_first": "fail_first",
+    "respond": "respond_status",
+    "delay": "delay_s",
+}
 MAX_TEXT = 300  # characters of any text field
 MAX_DEPTH = 8  # arrays and objects inside one another in a message (the protocol's go 3 deep)
 MAX_TARGETS = 16

@@ -602,13 +602,15 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         if exc is not None:
             raise exc
         self._show_receiver()
-        self._said_paused(runtime.paused)
+        self._said_paused(runtime.paused, attached=runtime.describe() is not None)
 
-    def _said_paused(self, paused: bool) -> None:
+    def _said_paused(self, paused: bool, *, attached: bool) -> None:
         if paused:
+            # An attached dashboard's pause is lifted when it closes (runtime/attachable.py).
+            also = " (closing this dashboard resumes them too)" if attached else ""
             self.notify(
                 "Acknowledgements paused: verified deliveries are stored but answered 503, so "
-                "the service retries them. Press p to resume.",
+                f"the service retries them. Press p to resume{also}.",
                 severity="warning",
                 markup=False,
             )

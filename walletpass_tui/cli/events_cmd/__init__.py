@@ -132,8 +132,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description="Compare two stored attempts: the body's paths added, removed and changed "
         "(the learned schema's paths, values as written) and the headers that differ. A side is "
         "a message (a webhook-id, the start of one, or last) with @N for its attempt N (default: "
-        "its last). With one side, its first attempt is compared with its last: a redelivery "
-        "against its first attempt.",
+        "its last). A webhook-id stored as typed is that message even when it holds @ (x@1 is "
+        "the message x@1 if there is one; its attempt 1 is x@1@1). With one side, its first "
+        "attempt is compared with its last: a redelivery against its first attempt.",
         epilog="examples:\n"
         "  walletpass-tui events diff msg_2KWP... last\n"
         "  walletpass-tui events diff last@1 msg_2KWP...@1 --json",

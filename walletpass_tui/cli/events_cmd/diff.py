@@ -2,7 +2,9 @@
 removed and changed (the learned schema's paths), and the headers that differ.
 
 A side is a message (a webhook-id, the start of one, or ``last``) with ``@N`` for its attempt N
-(default: its last attempt). With one side only, its first attempt is compared with its last (a
+(default: its last attempt). A webhook-id stored as typed is that message, whatever it holds: a
+sender may put ``@`` in its ids, and ``x@1`` is then the message ``x@1`` (its attempt 1 is
+``x@1@1``), never attempt 1 of ``x``. With one side only, its first attempt is compared with its last (a
 redelivery against its first attempt).
 """
 
@@ -34,8 +36,18 @@ def split_ref(text: str) -> tuple[str, int | None]:
     return ref, value
 
 
+async def side(history: History, text: str) -> tuple[str, int | None]:
+    """The message a side names and its attempt number (None: not given). A webhook-id stored
+    exactly as typed wins over reading a trailing ``@N`` as an attempt."""
+    if "@" in text:
+        whole = text.strip()
+        if await history.messages_starting_with(whole, 1) == [whole]:
+            return whole, None
+    return split_ref(text)
+
+
 async def _attempt(history: History, text: str) -> tuple[Attempt, list[Attempt]]:
-    ref, number = split_ref(text)
+    ref, number = await side(history, text)
     webhook_id = await resolve_message(history, ref)
     attempts = await history.message_attempts(webhook_id)
     if not attempts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from walletpass_tui.cli.common import lazy_handler
+from walletpass_tui.cli.common import lazy_handler, schema_topic_arg
 from walletpass_tui.cli.time_args import when_arg
 
 _HANDLERS = "walletpass_tui.cli.schema_cmd.actions"
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui schema show pass.activated --json | jq .samples",
         formatter_class=raw,
     )
-    show.add_argument("topic", metavar="TOPIC", help=TOPIC_HELP)
+    show.add_argument("topic", metavar="TOPIC", type=schema_topic_arg, help=TOPIC_HELP)
     show.add_argument("--json", action="store_true", help="print a JSON document")
     show.set_defaults(handler=lazy_handler(_HANDLERS, "cmd_show"))
 
@@ -80,7 +80,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "  walletpass-tui schema drift --topic activated --since 2026-11-01T00:00:00Z --json",
         formatter_class=raw,
     )
-    drift.add_argument("--topic", metavar="TOPIC", help="only this topic's (" + TOPIC_HELP + ")")
+    drift.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        type=schema_topic_arg,
+        help="only this topic's (" + TOPIC_HELP + ")",
+    )
     drift.add_argument(
         "--since",
         metavar="WHEN",
@@ -120,7 +125,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         formatter_class=raw,
     )
     export.add_argument(
-        "topic", metavar="TOPIC", nargs="?", help=TOPIC_HELP + "; without it, every topic"
+        "topic",
+        metavar="TOPIC",
+        nargs="?",
+        type=schema_topic_arg,
+        help=TOPIC_HELP + "; without it, every topic",
     )
     export.add_argument(
         "--format", choices=FORMATS, default="jsonschema", help="default: jsonschema"
