@@ -23,7 +23,7 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import home_flag
 
-__all__ = ["receiver_url", "running_url", "signing_secret"]
+__all__ = ["is_home_receiver", "receiver_url", "running_url", "signing_secret"]
 
 # A receiver bound to every address (not a bind here: a name to recognise) is reached on loopback.
 _ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104

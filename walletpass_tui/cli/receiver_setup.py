@@ -90,6 +90,7 @@ def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetu
     options = build_receiver_options(
         args, settings, [*secrets, GivenSecret(test_secret, home_secret.LABEL)]
     )
+    options = replace(options, check_token=home_secret.check_token(test_secret))
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
         from walletpass_tui.cli.target_flags import target_options

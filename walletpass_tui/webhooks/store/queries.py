@@ -22,6 +22,7 @@ from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_MODE,
     CHECK_NOTE_PREFIXES,
+    CHECK_NOTE_SQL,
     FORWARD,
     PENDING,
     RECEIVED,
@@ -523,8 +524,7 @@ RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
-_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
-assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
+_CHECK_ROW = CHECK_NOTE_SQL.format(note="a.note")
 
 
 @dataclass(frozen=True)
