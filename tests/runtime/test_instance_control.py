@@ -363,7 +363,7 @@ async def test_the_client_refuses_a_receiver_that_breaks_the_rules(tmp_path: Pat
         finally:
             server.close()
 
-    assert "larger than 4096" in await serve(b"{" + b" " * 9000 + b"}\n")
+    assert "larger than 16384" in await serve(b"{" + b" " * 20_000 + b"}\n")
     assert "not ASCII JSON" in await serve(b"garbage\n")
     assert "nested deeper than 8 levels" in await serve(b"[" * 3000 + b"\n")
     assert "another version" in await serve(b'{"type": "hello", "protocol": 99}\n')
@@ -481,6 +481,9 @@ def test_a_process_of_another_uid_that_gets_through_is_closed_unheard() -> None:
 
         def request(self, op: str, message: Any, viewer: object) -> None:
             raise AssertionError("never asked")
+
+        def after_hello(self) -> list[dict[str, Any]]:
+            return []
 
         def left(self, viewer: object) -> None:
             pass

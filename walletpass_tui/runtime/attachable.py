@@ -18,7 +18,13 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
-from walletpass_tui.runtime.control import CHANGES, ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control import (
+    CHANGES,
+    MAX_TARGETS,
+    ForwardNote,
+    ReceiverStatus,
+    TargetNote,
+)
 from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
@@ -30,6 +36,7 @@ if TYPE_CHECKING:
     from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.injection import Injection
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.target_options import TargetOptions
 
 # Why the failures injected changed (``DeliveryRuntime.injection_why``), as listen says it.
 ASKED = "as an attached dashboard asked"
@@ -72,6 +79,8 @@ class Served(Protocol):
     def control(self, op: str, message: Mapping[str, Any], why: str = "") -> None: ...
 
     def set_injection(self, injection: Injection, why: str = "") -> None: ...
+
+    def target_options(self, target: str) -> TargetOptions: ...
 
 
 class Attachable:
@@ -222,6 +231,21 @@ class Attachable:
             "state": self._status.to_wire(),
             "upto": self.upto,
         }
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        """Each forward target's options (listen's --header, --insecure, --ca-bundle's path), so
+        an attached dashboard's replays and checks to it carry the same."""
+        told: list[dict[str, Any]] = []
+        for target in self.runtime.status.forward_targets[:MAX_TARGETS]:
+            options = self.runtime.target_options(target)
+            note = TargetNote(
+                target,
+                headers=options.headers,
+                insecure=options.trust.insecure,
+                ca_file=options.trust.ca_file,
+            )
+            told.extend(note.to_wire())
+        return told
 
     def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
         """A viewer's request, checked and done by the runtime (which tells every viewer the new

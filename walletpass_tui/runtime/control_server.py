@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from walletpass_tui.runtime.control import (
     MAX_MESSAGE,
     MAX_TEXT,
+    MAX_TOLD,
     OPS,
     PROTOCOL,
     decode,
@@ -47,6 +48,10 @@ class Handler(Protocol):
     def left(self, viewer: object) -> None:
         """``viewer``'s connection is gone (it closed, or was dropped): what it asked for may end
         with it."""
+        ...
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        """What a viewer is told once, right after the hello (the forward targets' options)."""
         ...
 
 
@@ -183,6 +188,8 @@ class _Viewer(asyncio.Protocol):
         try:
             hello = {"type": "hello", "protocol": PROTOCOL, **self.server.handler.hello()}
             self.send(encode(hello))
+            for message in self.server.handler.after_hello():
+                self.send(encode(message, MAX_TOLD))
         except Exception:  # a bug of the receiver's side must not stop it
             log.exception("control channel: the hello could not be made")
             self.transport.abort()
