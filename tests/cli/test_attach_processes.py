@@ -136,6 +136,55 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
         listen.kill()
 
 
+def trigger() -> tuple[int, list[str]]:
+    """``walletpass-tui trigger activated`` to this home's receiver: its status and stderr."""
+    proc = Proc("trigger", "activated")
+    status = proc.proc.wait(timeout=DEADLINE_S)
+    return status, proc.err.rest()
+
+
+def test_a_pause_made_in_an_attached_dashboard_ends_when_it_closes(
+    clean_env: Path, terminal: Terminal
+) -> None:
+    """With nobody looking, a pause left behind would answer every delivery 503: it is the
+    dashboard's, said by listen while it lasts, named by trigger's error with how to lift it."""
+    listen, url = start_listen()
+    try:
+        terminal.start("one", ["attach"], clean_env)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        terminal.keys("one", "p")
+        terminal.wait_for("one", "ACKS PAUSED")
+        listen.err.until(
+            lambda line: line.startswith(
+                "Injecting failures as an attached dashboard asked, until it changes them back "
+                "or closes: Verified deliveries are answered 503 (acknowledgements paused)."
+            )
+        )
+        status, err = trigger()
+        assert status == 1 and err == [
+            "walletpass-tui: error: The receiver answered 503 because a dashboard paused its "
+            "acknowledgements: press p in that dashboard to resume them (or close it); the "
+            "service would count this as a failed attempt and retry in 5 s."
+        ]
+
+        terminal.keys("one", "C-q")
+        deadline = time.monotonic() + DEADLINE_S
+        while not terminal.ended("one"):
+            assert time.monotonic() < deadline, "the dashboard did not quit"
+            time.sleep(0.1)
+        listen.err.until(
+            lambda line: (
+                line == "The dashboard that injected failures closed: deliveries are "
+                "answered as usual again."
+            )
+        )
+        assert trigger() == (0, [])
+        assert post(url, "msg_after", BODY) == 200
+        assert listen.interrupt() == 0
+    finally:
+        listen.kill()
+
+
 def test_attach_exits_1_with_one_line_when_nothing_runs(clean_env: Path) -> None:
     proc = Proc("attach")
     assert proc.proc.wait(timeout=DEADLINE_S) == 1

@@ -144,6 +144,49 @@ async def test_a_pause_made_by_the_receivers_own_dashboard_reaches_every_viewer(
         await reading
 
 
+async def test_what_viewers_asked_ends_when_the_last_of_them_leaves(
+    running: DeliveryRuntime,
+) -> None:
+    """A pause outlives no dashboard that made it: with nobody looking, every delivery would be
+    answered 503. What the receiver itself was told (its flags, its own dashboard) stays."""
+    assert running.url is not None
+    running.delay(0.01)  # as listen --delay, or `p`'s neighbours in its own dashboard
+    first = await ControlClient.connect(sock_path(running))
+    second = await ControlClient.connect(sock_path(running))
+    onlooker = await ControlClient.connect(sock_path(running))
+    heard: list[dict[str, Any]] = []
+    reading = [
+        asyncio.create_task(first.run(lambda _: None)),
+        asyncio.create_task(second.run(lambda _: None)),
+        asyncio.create_task(onlooker.run(heard.append)),
+    ]
+    try:
+        await first.request("pause", paused=True)
+        await second.request("fail_first", attempts=3)
+        assert await post(running.url, "msg_paused") == 503
+        viewers = attachable_of(running).server.viewers
+        first.close()
+        await reading[0]
+        await until(lambda: len(viewers) == 2)  # its leaving is heard: the other still holds
+        assert running.paused and running.injection.fail_first == 3
+        second.close()
+        await reading[1]
+        await until(lambda: not running.paused)
+        assert running.injection.fail_first == 0 and running.injection.delay_s == 0.01
+        assert heard[-1]["type"] == "state" and heard[-1]["state"]["paused"] is False
+        assert await post(running.url, "msg_resumed") == 200
+        # A viewer that only looked leaves nothing undone.
+        running.pause_acks(True)
+        onlooker.close()
+        await reading[2]
+        await until(lambda: not viewers)
+        assert running.paused
+    finally:
+        for client in (first, second, onlooker):
+            client.close()
+        await asyncio.gather(*reading)
+
+
 async def test_viewers_see_the_receiver_go_and_the_home_freed(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with receiver(home) as runtime:
@@ -320,7 +363,7 @@ async def test_the_client_refuses_a_receiver_that_breaks_the_rules(tmp_path: Pat
         finally:
             server.close()
 
-    assert "larger than 4096" in await serve(b"{" + b" " * 9000 + b"}\n")
+    assert "larger than 16384" in await serve(b"{" + b" " * 20_000 + b"}\n")
     assert "not ASCII JSON" in await serve(b"garbage\n")
     assert "nested deeper than 8 levels" in await serve(b"[" * 3000 + b"\n")
     assert "another version" in await serve(b'{"type": "hello", "protocol": 99}\n')
@@ -436,8 +479,14 @@ def test_a_process_of_another_uid_that_gets_through_is_closed_unheard() -> None:
             hellos.append("sent")
             return {"instance": {}, "state": {}, "upto": 0}
 
-        def request(self, op: str, message: Any) -> None:
+        def request(self, op: str, message: Any, viewer: object) -> None:
             raise AssertionError("never asked")
+
+        def after_hello(self) -> list[dict[str, Any]]:
+            return []
+
+        def left(self, viewer: object) -> None:
+            pass
 
     async def check() -> None:
         server = ControlServer(path, Handler())

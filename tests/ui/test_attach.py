@@ -48,11 +48,11 @@ def free_port() -> int:
 class Listen:
     """``walletpass-tui listen`` as a process on ``home``, ready once it printed its History line."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *more: str) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
         env["WALLETPASS_HOME"] = str(home)
-        argv = ["listen", "--port", str(self.port), "--secret", SECRET]
+        argv = ["listen", "--port", str(self.port), "--secret", SECRET, *more]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "walletpass_tui", *argv],
             env=env,
@@ -96,8 +96,8 @@ def processes() -> Iterator[list[Listen]]:
             listen.proc.wait()
 
 
-async def start_listen(home: Path, processes: list[Listen]) -> Listen:
-    listen = Listen(home)
+async def start_listen(home: Path, processes: list[Listen], *more: str) -> Listen:
+    listen = Listen(home, *more)
     processes.append(listen)
     return await asyncio.to_thread(listen.ready)
 
@@ -267,3 +267,40 @@ async def test_a_replay_from_an_attached_dashboard_takes_the_default_target_opti
     async with attached(home) as (app, _):
         options = app.context.target_options("http://127.0.0.1:9/hooks")
         assert options == TargetOptions()
+
+
+async def test_check_my_app_in_an_attached_dashboard_carries_listens_headers(
+    home: Path, processes: list[Listen], start_server: Any
+) -> None:
+    """check.md: sent to a --forward-to target, the cases carry its --header headers. listen
+    runs in its own process: it tells them to the attached dashboard over its control channel,
+    so an app behind authentication gets them from the dashboard's check as from listen's
+    forwards; nothing the dashboard shows holds a value in full."""
+    from walletpass_tui.ui.screens.check import CheckScreen
+    from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
+
+    token = "apptoken-0123456789abcdef"
+    app_server = await start_server()
+    app_server.answer("POST", "/hook", status=200)
+    target = app_server.url + "/hook"
+    EndpointRegistry(Settings(home=home).endpoints_path).import_endpoint(
+        "ep_app", "https://example.com/wh", ["pass.activated"], SECRET
+    )
+    await start_listen(
+        home, processes, "--forward-to", target, "-H", f"Authorization: Bearer {token}",
+        "-H", "X-Env: staging",
+    )  # fmt: skip
+    async with attached(home) as (app, pilot):
+        await until(lambda: app.context.target_options(target).headers)
+        await pilot.press("c")
+        await until(lambda: isinstance(app.screen, CheckScreen))
+        screen = app.screen
+        assert isinstance(screen, CheckScreen)
+        await pilot.press("ctrl+r")
+        await wait_for(lambda: screen.results and not screen.running, timeout=DEADLINE_S)
+        sent = app_server.requests_to("POST", "/hook")
+        assert len(sent) == len(screen.cases) > 0
+        assert {r.headers.get("Authorization") for r in sent} == {f"Bearer {token}"}
+        assert {r.headers.get("X-Env") for r in sent} == {"staging"}
+        assert token not in app.export_screenshot()
+        assert app.context.target_options(app_server.url + "/other") == TargetOptions()

@@ -18,7 +18,13 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from walletpass_tui.runtime import instance
-from walletpass_tui.runtime.control import ForwardNote, ReceiverStatus
+from walletpass_tui.runtime.control import (
+    CHANGES,
+    MAX_TARGETS,
+    ForwardNote,
+    ReceiverStatus,
+    TargetNote,
+)
 from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
@@ -28,7 +34,13 @@ ROWS_EVERY_S = 0.05
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
     from walletpass_tui.tunnel.watch import TunnelWatcher
+    from walletpass_tui.webhooks.injection import Injection
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.target_options import TargetOptions
+
+# Why the failures injected changed (``DeliveryRuntime.injection_why``), as listen says it.
+ASKED = "as an attached dashboard asked"
+UNDONE = "since the dashboard that asked for them closed"
 
 
 class Served(Protocol):
@@ -61,7 +73,14 @@ class Served(Protocol):
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]: ...
 
-    def control(self, op: str, message: Mapping[str, Any]) -> None: ...
+    @property
+    def injection(self) -> Injection: ...
+
+    def control(self, op: str, message: Mapping[str, Any], why: str = "") -> None: ...
+
+    def set_injection(self, injection: Injection, why: str = "") -> None: ...
+
+    def target_options(self, target: str) -> TargetOptions: ...
 
 
 class Attachable:
@@ -81,6 +100,12 @@ class Attachable:
         self._unsubscribe: list[Callable[[], None]] = []
         self._status: ReceiverStatus | None = None
         self._feed = runtime.status_feed
+        # What viewers asked of the receiver lasts as long as they do: the viewers that asked
+        # (holders), which fields of the injection they changed, and what those were before.
+        self._holders: set[object] = set()
+        self._changed: set[str] = set()
+        self._before: Injection | None = None
+        self._withdrawn = False
 
     @property
     def previous(self) -> instance.InstanceRecord | None:
@@ -117,6 +142,7 @@ class Attachable:
     async def withdraw(self) -> None:
         """Remove the state file, stop listening to the runtime and close the channel: a viewer
         that sees it close and looks again finds no receiver."""
+        self._withdrawn = True  # viewers closed from now on are the receiver's going, not theirs
         self.claim.withdraw()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
@@ -206,7 +232,43 @@ class Attachable:
             "upto": self.upto,
         }
 
-    def request(self, op: str, message: Mapping[str, Any]) -> None:
+    def after_hello(self) -> list[dict[str, Any]]:
+        """Each forward target's options (listen's --header, --insecure, --ca-bundle's path), so
+        an attached dashboard's replays and checks to it carry the same."""
+        told: list[dict[str, Any]] = []
+        for target in self.runtime.status.forward_targets[:MAX_TARGETS]:
+            options = self.runtime.target_options(target)
+            note = TargetNote(
+                target,
+                headers=options.headers,
+                insecure=options.trust.insecure,
+                ca_file=options.trust.ca_file,
+            )
+            told.extend(note.to_wire())
+        return told
+
+    def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
         """A viewer's request, checked and done by the runtime (which tells every viewer the new
-        state)."""
-        self.runtime.control(op, message)
+        state). It holds until the last viewer that asked for anything leaves (``left``)."""
+        before = self.runtime.injection
+        self.runtime.control(op, message, ASKED)
+        if not self._holders:
+            self._before, self._changed = before, set()
+        self._holders.add(viewer)
+        self._changed.add(CHANGES[op])
+
+    def left(self, viewer: object) -> None:
+        """A viewer is gone. Once no viewer that asked for something remains, what they changed
+        goes back to what it was before (a pause never outlives the dashboards that made it:
+        with nobody looking, every delivery would be answered 503)."""
+        if viewer not in self._holders:
+            return
+        self._holders.discard(viewer)
+        if self._holders or self._withdrawn or self._before is None:
+            return
+        before, changed = self._before, self._changed
+        self._before, self._changed = None, set()
+        now = self.runtime.injection
+        undone = replace(now, **{name: getattr(before, name) for name in changed})
+        if undone != now:
+            self.runtime.set_injection(undone, UNDONE)

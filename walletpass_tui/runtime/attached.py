@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.attached_rows import Found, RowReader
+from walletpass_tui.runtime.attached_targets import TargetsHeard
 from walletpass_tui.runtime.control import (
     ControlError,
     ForwardNote,
@@ -119,6 +120,7 @@ class AttachedRuntime:
         self._read_every_s = read_every_s
         self._store: Store | None = None
         self._client: ControlClient | None = None
+        self._targets = TargetsHeard()  # what listen adds to requests to its forward targets
         self._heard = Subscriptions(__name__)  # subscribe() and watch()
         self._cursor = 0  # the newest attempt id handed on
         self._pushed = 0  # the newest the receiver announced
@@ -217,12 +219,10 @@ class AttachedRuntime:
         return False
 
     def target_options(self, target: str) -> TargetOptions:
-        """Nothing: the receiver's forwarder runs in its own process, so a replay or check from
-        an attached dashboard adds no --header and trusts no --ca-bundle of the
-        receiver's."""
-        from walletpass_tui.webhooks.target_options import TargetOptions
-
-        return TargetOptions()
+        """A --forward-to target's added headers and trusted certificates, as the receiver told
+        them over its control channel (so a replay or check sent there from this dashboard
+        carries what listen's forwards do); nothing to another URL."""
+        return self._targets.options(target)
 
     async def learn_templates(self, templates: Sequence[Any]) -> list[DriftRecord]:
         """Learn the templates into the schema file beside the history, on a thread, as the
@@ -336,6 +336,7 @@ class AttachedRuntime:
             # a record this version does not read: the one found is kept
             self.record = instance.InstanceRecord.from_dict(hello.instance)
         self._client = client
+        self._targets.clear()  # this receiver tells its own, after the hello
         self.status, self.connected, self.gone, self.problem = hello.state, True, False, None
         self._changed()
         self._announced(hello.upto)
@@ -361,6 +362,8 @@ class AttachedRuntime:
             except ValueError:  # a state this version does not know: ignored
                 return
             self._changed()
+        elif kind in ("target", "header"):
+            self._targets.take(message)
         elif kind == "forward":
             try:
                 note = ForwardNote.from_wire(message)

@@ -9,7 +9,8 @@ Linux) each side checks the other's uid as well, and a peer of another uid is cl
 sent a byte.
 
 Wire format: one JSON object per line, ASCII, at most ``MAX_MESSAGE`` bytes with its newline
-and ``MAX_DEPTH`` levels of arrays and objects, both ways::
+and ``MAX_DEPTH`` levels of arrays and objects, both ways (what the receiver sends, at most
+``MAX_TOLD``: one header of ``listen --header`` takes up to 4,096 characters)::
 
     receiver -> viewer
       {"type": "hello", "protocol": 1, "instance": {...}, "state": {...}, "upto": N}   at once
@@ -17,6 +18,11 @@ and ``MAX_DEPTH`` levels of arrays and objects, both ways::
                                          history (the message never carries a delivery)
       {"type": "forward", ...}           a forward or replay was answered (ForwardNote)
       {"type": "state", "state": {...}}  paused, failures injected, relay link... (ReceiverStatus)
+      {"type": "target", "target": URL, "insecure": false, "ca_file": PATH}   after the hello, one
+      {"type": "header", "target": URL, "name": N, "value": V}               per --forward-to
+                                         target and one per header listen adds to it (TargetNote):
+                                         an attached dashboard's replays and checks to that target
+                                         carry them too; values never shown but masked
       {"type": "reply", "id": K, "ok": true} or {..., "ok": false, "reason": "..."}
       {"type": "error", "reason": "..."} and the connection is closed
 
@@ -54,8 +60,16 @@ from walletpass_tui.webhooks.injection import RESPOND_RANGE
 log = logging.getLogger(__name__)
 
 PROTOCOL = 1
-MAX_MESSAGE = 4096
+MAX_MESSAGE = 4096  # a message a viewer sends
+MAX_TOLD = 16 * 1024  # a message the receiver sends: room for one header value, escaped
 OPS = ("pause", "fail_first", "respond", "delay")
+# The field of the receiver's Injection each request changes (webhooks/injection.py).
+CHANGES = {
+    "pause": "paused",
+    "fail_first": "fail_first",
+    "respond": "respond_status",
+    "delay": "delay_s",
+}
 MAX_TEXT = 300  # characters of any text field
 MAX_DEPTH = 8  # arrays and objects inside one another in a message (the protocol's go 3 deep)
 MAX_TARGETS = 16
@@ -69,19 +83,20 @@ class ControlError(WalletpassError):
 # -- the wire ------------------------------------------------------------------------------------
 
 
-def encode(message: Mapping[str, Any]) -> bytes:
+def encode(message: Mapping[str, Any], limit: int = MAX_MESSAGE) -> bytes:
     """One line: compact ASCII JSON (every other character escaped) and a newline."""
     line = json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-    if len(line) > MAX_MESSAGE:
-        raise ValueError(f"a control message of {len(line)} bytes (at most {MAX_MESSAGE})")
+    if len(line) > limit:
+        raise ValueError(f"a control message of {len(line)} bytes (at most {limit})")
     return line
 
 
-def decode(line: bytes) -> dict[str, Any]:
+def decode(line: bytes, limit: int = MAX_MESSAGE) -> dict[str, Any]:
     """The JSON object in one line (without its newline); ValueError saying what is wrong. Both
-    sides read through it: the receiver what a viewer sends, a viewer what the receiver sends."""
-    if len(line) >= MAX_MESSAGE:
-        raise ValueError(f"a message larger than {MAX_MESSAGE} bytes")
+    sides read through it: the receiver what a viewer sends (``MAX_MESSAGE``), a viewer what the
+    receiver sends (``MAX_TOLD``)."""
+    if len(line) >= limit:
+        raise ValueError(f"a message larger than {limit} bytes")
     if _nested_too_deep(line):  # before the parser, which would recurse once a level
         raise ValueError(f"a message nested deeper than {MAX_DEPTH} levels")
     try:
@@ -176,6 +191,32 @@ class ReceiverStatus:
             history_problem=bounded_text(raw.get("history_problem")),
             controls=tuple(op for op in OPS if isinstance(controls, list) and op in controls),
         )
+
+
+@dataclass(frozen=True)
+class TargetNote:
+    """What listen adds to the requests to one ``--forward-to`` target (its ``--header``s,
+    ``--insecure``, where its ``--ca-bundle`` is), told to attached dashboards so that a replay
+    or check they send there carries the same, as the plain dashboard's does. Only a viewer of
+    this user hears it (the socket is 0600, its peer's uid checked)."""
+
+    target: str
+    headers: tuple[tuple[str, str], ...] = ()
+    insecure: bool = False
+    ca_file: str | None = None
+
+    def to_wire(self) -> list[dict[str, Any]]:
+        """The ``target`` message, then one ``header`` message each."""
+        target = bounded_text(self.target)  # as the state's forward_targets are cut
+        told: list[dict[str, Any]] = [
+            {"type": "target", "target": target, "insecure": self.insecure}
+            | ({"ca_file": self.ca_file} if self.ca_file else {})
+        ]
+        told.extend(
+            {"type": "header", "target": target, "name": name, "value": value}
+            for name, value in self.headers
+        )
+        return told
 
 
 @dataclass(frozen=True)

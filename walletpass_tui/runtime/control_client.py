@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.runtime.control import (
-    MAX_MESSAGE,
+    MAX_TOLD,
     PROTOCOL,
     ControlError,
     ReceiverStatus,
@@ -53,7 +53,7 @@ class ControlClient:
         """Connect and read the hello; ControlError (or OSError) when that cannot be done."""
         async with asyncio.timeout(timeout):
             with reachable_path(path) as where:
-                reader, writer = await asyncio.open_unix_connection(where, limit=MAX_MESSAGE)
+                reader, writer = await asyncio.open_unix_connection(where, limit=MAX_TOLD)
             try:
                 sock = writer.get_extra_info("socket")
                 uid = peer_uid(sock) if sock is not None else None
@@ -141,14 +141,12 @@ async def _read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     try:
         line = await reader.readline()
     except ValueError:  # the line went past the reader's limit
-        raise ControlError(
-            f"The receiver sent a message larger than {MAX_MESSAGE} bytes."
-        ) from None
+        raise ControlError(f"The receiver sent a message larger than {MAX_TOLD} bytes.") from None
     if not line:
         return None
     if not line.endswith(b"\n"):
         return None  # cut off by the end of the connection
     try:
-        return decode(line[:-1])
+        return decode(line[:-1], MAX_TOLD)
     except ValueError as exc:
         raise ControlError(f"The receiver sent {exc}.") from None

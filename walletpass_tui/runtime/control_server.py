@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from walletpass_tui.runtime.control import (
     MAX_MESSAGE,
     MAX_TEXT,
+    MAX_TOLD,
     OPS,
     PROTOCOL,
     decode,
@@ -39,8 +40,18 @@ class Handler(Protocol):
         """``instance``, ``state`` and ``upto`` for a viewer that just connected."""
         ...
 
-    def request(self, op: str, message: Mapping[str, Any]) -> None:
-        """Do ``op``; ValueError or RuntimeError saying why it cannot be done."""
+    def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
+        """Do ``op``, asked by ``viewer`` (the same object for every request of one connection);
+        ValueError or RuntimeError saying why it cannot be done."""
+        ...
+
+    def left(self, viewer: object) -> None:
+        """``viewer``'s connection is gone (it closed, or was dropped): what it asked for may end
+        with it."""
+        ...
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        """What a viewer is told once, right after the hello (the forward targets' options)."""
         ...
 
 
@@ -177,6 +188,8 @@ class _Viewer(asyncio.Protocol):
         try:
             hello = {"type": "hello", "protocol": PROTOCOL, **self.server.handler.hello()}
             self.send(encode(hello))
+            for message in self.server.handler.after_hello():
+                self.send(encode(message, MAX_TOLD))
         except Exception:  # a bug of the receiver's side must not stop it
             log.exception("control channel: the hello could not be made")
             self.transport.abort()
@@ -234,7 +247,7 @@ class _Viewer(asyncio.Protocol):
             self._reply(rid, f"no such request ({', '.join(OPS)} are known)")
             return
         try:
-            self.server.handler.request(str(op), message)
+            self.server.handler.request(str(op), message, self)
         except (ValueError, RuntimeError) as exc:  # answered to the peer with its reason
             self._reply(rid, str(exc)[:MAX_TEXT] or "refused")
         else:
@@ -269,3 +282,7 @@ class _Viewer(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        try:
+            self.server.handler.left(self)
+        except Exception:  # a bug of the receiver's side must not stop it
+            log.exception("control channel: a viewer's leaving could not be handled")

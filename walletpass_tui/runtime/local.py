@@ -33,7 +33,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -118,6 +118,7 @@ class DeliveryRuntime:
         self._socket: socket.socket | None = None
         self._bound: tuple[str, int] | None = None
         self._injection = self.setup.options.injection if self.setup.options else Injection()
+        self._why = ""  # why the injection last changed (injection_why)
         self.forwarder: Forwarder | None = None
         self._store = store
         self._owns_store = store is None
@@ -509,10 +510,31 @@ class DeliveryRuntime:
             answer.set_result(None)
         return answer
 
-    def control(self, op: str, message: Mapping[str, Any]) -> None:
+    def control(self, op: str, message: Mapping[str, Any], why: str = "") -> None:
         """A request (a dashboard's, or a viewer's over the control channel), checked field by
-        field (ValueError naming the rule it broke) and done through the methods above."""
-        apply_request(self, op, message)
+        field (ValueError naming the rule it broke) and done through the methods above; ``why``:
+        who asked, in words (``injection_why``)."""
+        self._why = why
+        try:
+            apply_request(self, op, message)
+        finally:
+            self._why = ""
+
+    @property
+    def injection_why(self) -> str:
+        """Why the failures injected last changed, in words ("" : the receiver's own settings
+        or its own dashboard), for a watcher that says so (listen)."""
+        return self._why
+
+    def set_injection(self, injection: Injection, why: str = "") -> None:
+        """Inject ``injection`` from now on, for the reason ``why`` (``injection_why``)."""
+        self._why = why
+        try:
+            self._inject(
+                **{field.name: getattr(injection, field.name) for field in fields(injection)}
+            )
+        finally:
+            self._why = ""
 
     def _inject(self, **changes: object) -> None:
         if self.setup.options is None:

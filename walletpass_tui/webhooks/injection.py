@@ -9,6 +9,12 @@ from walletpass_tui.webhooks.models import Attempt
 from walletpass_tui.webhooks.statuses import FINAL_STATUSES
 
 RESPOND_RANGE = f"from {FINAL_STATUSES.start} to {FINAL_STATUSES.stop - 1}"
+PAUSED_NOTE = "injected: acknowledgements paused"
+# What a paused receiver answers: a pause is made with p in a dashboard, and ends with p again or
+# when that dashboard closes (``trigger`` reads it to say so).
+PAUSED_ANSWER = (
+    "Refused: acknowledgements paused by a dashboard; press p in it to resume them, or close it\n"
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class Injection:
         if not attempt.verified:
             return attempt
         if self.paused:
-            return replace(attempt, status=503, note="injected: acknowledgements paused")
+            return replace(attempt, status=503, note=PAUSED_NOTE)
         if self.fail_first and attempt.attempt_no <= self.fail_first:
             return replace(
                 attempt,

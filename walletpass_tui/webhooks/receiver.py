@@ -23,7 +23,7 @@ from walletpass_tui.webhooks.attempts import attempt_of
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import ACK_TARGET_BUDGET_S, Forwarder, ack_status
 from walletpass_tui.webhooks.http_server import HttpServer, Request, Response
-from walletpass_tui.webhooks.injection import Injection
+from walletpass_tui.webhooks.injection import PAUSED_ANSWER, PAUSED_NOTE, Injection
 from walletpass_tui.webhooks.intake import Intake, IntakeRequest
 from walletpass_tui.webhooks.listening import (
     ReceiverError,
@@ -275,6 +275,8 @@ class Receiver:
             await asyncio.sleep(injection.delay_s)
         if 200 <= stored.status < 300:
             return Response(stored.status, "OK: stored\n")
+        if stored.note == PAUSED_NOTE:
+            return Response(stored.status, PAUSED_ANSWER)
         return Response(stored.status, f"Refused: {stored.note or 'refused'}\n")
 
     def _verify(self, request: IntakeRequest, body: bytes, endpoint_id: str | None) -> Verdict:

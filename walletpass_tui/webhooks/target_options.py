@@ -5,7 +5,8 @@ Forwards (``listen --header``), replays and the check (``--header``) add headers
 way, and trust certificates the same way (``--ca-bundle FILE``, ``--insecure``):
 
 * An added header goes out after the request's own headers; one given twice goes out twice. A name
-  must be an HTTP token; a value holds no CR, LF, NUL or other control character and is ASCII. The
+  must be an HTTP token; a value is ASCII and holds no CR, LF, NUL or other control character but
+  the tab, which RFC 9110 allows inside a field value. The
   delivery's ``webhook-*`` headers (its signature covers them), its ``Content-Type`` and
   ``Content-Encoding``, and what the HTTP client writes from the URL and the body (``Host``,
   ``Content-Length``, ``Transfer-Encoding``, ``Connection`` and the other hop-by-hop headers) are
@@ -35,11 +36,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ADDED_HEADERS_MAX",
     "CA_BUNDLE_MAX",
+    "HEADER_NAME_MAX",
     "HEADER_VALUE_MAX",
     "HeaderError",
     "TargetOptions",
     "Trust",
     "added_headers",
+    "ca_bundle_trust",
     "insecure_warning",
     "masked_value",
     "parse_header",
@@ -50,6 +53,7 @@ __all__ = [
 
 ADDED_HEADERS_MAX = 32
 HEADER_VALUE_MAX = 4096
+HEADER_NAME_MAX = 256
 CA_BUNDLE_MAX = 4 * 1024 * 1024  # a whole public root store is under half a MiB
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -87,6 +91,8 @@ def parse_header(text: str) -> tuple[str, str]:
         raise HeaderError("a header is given as 'Name: value' (no ':' found).")
     name = name.strip(" \t")
     shown_name = printable(name, 60)
+    if len(name) > HEADER_NAME_MAX:
+        raise HeaderError(f"a header name is longer than {HEADER_NAME_MAX} characters.")
     if not name or not _TOKEN.fullmatch(name):
         raise HeaderError(
             f"{shown_name!r} is not a header name: use letters, digits and !#$%&'*+-.^_`|~ only."
@@ -203,8 +209,6 @@ def read_ca_bundle(path: str, flag: str = "--ca-bundle") -> Trust:
     UsageError (exit 2) for a file that is missing, too large or holds no certificate; a failure
     (exit 1) for one that exists but cannot be read.
     """
-    import ssl
-
     where = printable(path, 200)
     try:
         with open(path, "rb") as fh:
@@ -220,6 +224,15 @@ def read_ca_bundle(path: str, flag: str = "--ca-bundle") -> Trust:
         raise WalletpassError(f"Cannot read {flag} {where} ({exc.strerror or exc}).") from None
     if len(data) > CA_BUNDLE_MAX:
         raise UsageError(f"{flag} {where} is larger than {CA_BUNDLE_MAX // (1024 * 1024)} MiB.")
+    return ca_bundle_trust(data, path, flag)
+
+
+def ca_bundle_trust(data: bytes, path: str, flag: str = "--ca-bundle") -> Trust:
+    """The PEM certificates in ``data`` (read from ``path``) as a Trust; UsageError for none, or
+    one that cannot be read."""
+    import ssl
+
+    where = printable(path, 200)
     blocks = _PEM_CERT.findall(data)
     if not blocks:
         raise UsageError(

@@ -18,6 +18,7 @@ from walletpass_tui.cli.receiver_setup import delivery_setup, relay_link
 from walletpass_tui.cli.signals import last_words, stop_on_signals
 from walletpass_tui.cli.upgrade import upgrade_history
 from walletpass_tui.config import Settings
+from walletpass_tui.runtime.attachable import ASKED, UNDONE
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup
@@ -106,6 +107,38 @@ class RelayStatePrinter:
             self.out.flush()
 
 
+class InjectionPrinter:
+    """One line each time the failures injected change (an attached dashboard's p, say): with
+    nobody looking at a dashboard, listen's output is where a pause shows."""
+
+    def __init__(self, out: TextIO, runtime: DeliveryRuntime) -> None:
+        self.out = out
+        self.runtime = runtime
+        self.shown = runtime.injection
+
+    def __call__(self) -> None:
+        injection = self.runtime.injection
+        if injection == self.shown:
+            return  # the tunnel's state changed, or the same request came again
+        self.shown = injection
+        why = self.runtime.injection_why
+        text = injection.describe()
+        if why == UNDONE:
+            line = (
+                f"The dashboard that injected failures closed; injecting listen's own again: {text}"
+                if text
+                else "The dashboard that injected failures closed: deliveries are answered as "
+                "usual again."
+            )
+        elif text:
+            until = ", until it changes them back or closes" if why == ASKED else ""
+            line = f"Injecting failures{' ' + why if why else ''}{until}: {text}"
+        else:
+            line = f"Injecting no failures{' ' + why if why else ''}: deliveries are answered as usual."
+        self.out.write(line + "\n")
+        self.out.flush()
+
+
 ANSWER_SHOWN = 200  # characters of your app's answer on the line below a forward
 
 
@@ -178,6 +211,7 @@ async def _listen(
         async with DeliveryRuntime(settings, setup, feeds=feeds) as runtime:
             # The one receiver `attach` finds on this home (AlreadyRunning: one line, exit 1).
             stale = await runtime.start_instance("listen")
+            runtime.watch(InjectionPrinter(info, runtime))
             runtime.subscribe(
                 printer.deliveries,
                 ForwardPrinter(printer.forwards, as_json),

@@ -36,6 +36,7 @@ from walletpass_tui.sim.engine import (
 )
 from walletpass_tui.sim.events import message_id
 from walletpass_tui.text import printable
+from walletpass_tui.webhooks.injection import PAUSED_ANSWER
 from walletpass_tui.webhooks.verify import sign
 
 
@@ -80,6 +81,17 @@ def signed_with(given: GivenSecret) -> str:
     return f"signed with {given.masked} ({given.source})"
 
 
+PAUSED = (
+    "a dashboard paused its acknowledgements: press p in that dashboard to resume them (or close "
+    "it)"
+)
+
+
+def paused_answer(status: int, answer: bytes) -> bool:
+    """Whether the receiver's answer says its acknowledgements are paused (``PAUSED_ANSWER``)."""
+    return status == 503 and answer.strip() == PAUSED_ANSWER.strip().encode()
+
+
 ANOTHER_SECRET = (
     f"if it verifies with another secret, give that one (${ENV_SECRET}, --secret-file PATH or "
     "--secret -)"
@@ -96,7 +108,9 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     with httpx.Client(timeout=args.timeout, trust_env=False, follow_redirects=False) as client:
         if events is None:
             msg_id = checked_message_id(args.message_id)
-            status = _post(client, url, secret, msg_id, args.topic, body_for(args, args.topic))
+            status, answer = _post(
+                client, url, secret, msg_id, args.topic, body_for(args, args.topic)
+            )
             if 200 <= status <= 299:
                 return 0
             retry = (
@@ -108,18 +122,25 @@ def cmd_trigger(args: argparse.Namespace) -> int:
                     f"The receiver answered 401 to a delivery {signed_with(given)}: "
                     f"{ANOTHER_SECRET}; {retry}."
                 )
+            if paused_answer(status, answer):
+                raise CommandError(f"The receiver answered 503 because {PAUSED}; {retry}.")
             raise CommandError(f"The receiver answered {status}, not 2xx: {retry}.")
-        refused = unauthorized = 0
+        refused = unauthorized = paused = 0
         for index, event in enumerate(events):
             body = event.render(datetime.now(UTC))
-            status = _post(client, url, secret, message_id(), event.topic, body, index=index)
+            status, answer = _post(
+                client, url, secret, message_id(), event.topic, body, index=index
+            )
             refused += not 200 <= status <= 299
             unauthorized += status == 401
+            paused += paused_answer(status, answer)
     print(f"Sent {len(events)} event(s) in order: {len(events) - refused} answered 2xx.")
     if refused:
         why = ""
         if unauthorized:
             why = f"; {unauthorized} answered 401 to deliveries {signed_with(given)}: {ANOTHER_SECRET}"
+        if paused:
+            why += f"; {paused} answered 503 because {PAUSED}"
         raise CommandError(
             f"{refused} of {len(events)} event(s) got no 2xx answer: the service would count "
             f"each as a failed attempt and retry it{why}."
@@ -136,8 +157,9 @@ def _post(
     body: bytes,
     *,
     index: int | None = None,
-) -> int:
-    """Sign and POST one body; print what was sent and the answer; return its status."""
+) -> tuple[int, bytes]:
+    """Sign and POST one body; print what was sent and the answer; return its status and the
+    start of the answer."""
     headers = sign(secret, msg_id, body, datetime.now(UTC))
     headers["Content-Type"] = "application/json"
     headers["User-Agent"] = USER_AGENT
@@ -158,7 +180,8 @@ def _post(
     elapsed_ms = (time.perf_counter() - started) * 1000
     print(f"POST {url}  webhook-id {msg_id}  ({topic_label(topic)}, {len(body)} bytes)")
     print(f"-> {response.status_code} {response.reason_phrase} in {elapsed_ms:.0f} ms", flush=True)
-    text = response.content[:4096].decode("utf-8", errors="replace")
+    answer = response.content[:4096]
+    text = answer.decode("utf-8", errors="replace")
     if text.strip():
         print(f"   answer: {printable(text, EXCERPT_CHARS)}", flush=True)
-    return response.status_code
+    return response.status_code, answer
