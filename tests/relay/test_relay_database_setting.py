@@ -140,7 +140,7 @@ def test_serve_names_the_database_without_its_password(
 PROBE = """
 import asyncio, json, sys, threading, urllib.request
 from walletpass_tui.cli import main
-from walletpass_tui.cli import relay_cmd
+from walletpass_tui.cli.relay_cmd import serve as relay_serve
 
 async def serve_once(server):
     await server.start()
@@ -150,7 +150,7 @@ async def serve_once(server):
     await server.stop()
     return 0
 
-relay_cmd._serve = serve_once
+relay_serve._serve = serve_once
 code = main(sys.argv[2:])
 with open(sys.argv[1], "w") as fh:
     json.dump({"code": code, "asyncpg": "asyncpg" in sys.modules}, fh)

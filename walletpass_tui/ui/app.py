@@ -21,13 +21,9 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
-from textual.theme import Theme
 
-from walletpass_tui.config.errors import ConfigError
-from walletpass_tui.config.ui_prefs import UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
-from walletpass_tui.text import printable
 from walletpass_tui.tunnel.ngrok_agent import FOUND_FROM_AGENT, NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
 from walletpass_tui.ui.live_rows import LiveRows
@@ -40,6 +36,7 @@ from walletpass_tui.ui.messages import (
     ReplayRequested,
 )
 from walletpass_tui.ui.panes.event_log import EventLogPane
+from walletpass_tui.ui.preferences import Preferences
 from walletpass_tui.ui.screens.main import MainScreen
 from walletpass_tui.ui.terminal_driver import hangup_safe
 from walletpass_tui.ui.view.context import DashboardContext, ServiceClient
@@ -64,8 +61,6 @@ if TYPE_CHECKING:  # the relay (aiohttp) and the replay form (httpx) load when f
     from walletpass_tui.ui.screens.replay import Replayed
     from walletpass_tui.ui.view.traffic import Traffic
 
-DARK_THEME = "textual-dark"
-LIGHT_THEME = "textual-light"
 RECEIVE_AFTER_S = 1.0  # deliveries are accepted once the log is on screen, or after this at most
 FORWARDS_EVERY_S = 1.0  # the traffic's forwards are read again at most this often
 
@@ -125,11 +120,6 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
     def __init__(self, parts: AppParts, *, theme: str | None = None) -> None:
         super().__init__()
         self.parts = parts
-        self.theme_given = theme is not None  # --theme: the saved theme does not apply
-        self.config_file: Path | None = None
-        self._saved_theme: str | None = None
-        self._keys_unchecked: dict[str, str] = {}
-        theme = theme or DARK_THEME
         self.pending_forwards = 0
         self.ngrok_api = NGROK_API
         self._receiver_problem: str | None = None
@@ -140,9 +130,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         self.stats = Stats()
         self._totals = Totals()
         self._forwards_from: int | None = None  # the forwards to read again, from this minute
-        self.theme = theme
-        chosen = self.get_theme(theme)
-        self._dark_theme = theme if chosen is not None and chosen.dark else DARK_THEME
+        self.preferences = Preferences(self, theme)
 
     def get_driver_class(self) -> type[Driver]:
         # A closed terminal must not freeze the app while it stops (and stops its tunnel).
@@ -172,7 +160,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         )
         if settings.public_url:
             self.context.public_url = settings.public_url.rstrip("/") + settings.receiver_path
-        self._load_preferences(parts.config_file or settings.config_file)
+        self.preferences.load(parts.config_file or settings.config_file)
         # The runtime's subscribe() is the store's; the log's new rows are posted without a wait.
         self._live_rows = LiveRows(runtime, self, shown=self.live.shown)
         self._live_rows.start()
@@ -201,72 +189,6 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         # is pushed after it, so its first frame goes out as soon as it is drawn, and what is
         # mounted after that frame (MountLater) comes after it on the terminal too.
         self.call_later(self._open_main_screen)
-
-    # -- preferences: the theme and the keys, from the config file -------------------------------
-
-    def _load_preferences(self, path: Path | None) -> None:
-        """The saved theme (unless --theme chose one) and the keys remapped in ``[keys]``; a
-        problem with either is said in one line and the defaults stay."""
-        self.config_file = path
-        try:
-            prefs = load_ui_prefs(path)
-        except ConfigError as exc:  # shown as a notification
-            self.notify(str(exc), title="Preferences not read", severity="error", markup=False)
-            prefs = UiPrefs()
-        if prefs.theme and not self.theme_given:
-            if self.get_theme(prefs.theme) is not None:
-                self.theme = prefs.theme
-                chosen = self.get_theme(prefs.theme)
-                if chosen is not None and chosen.dark:
-                    self._dark_theme = prefs.theme
-            else:
-                self.notify(
-                    f"The config file {path} names the theme {printable(prefs.theme, 40)!r}, "
-                    "which is not one of this version's (ctrl+p, then Theme, lists them).",
-                    severity="warning",
-                    markup=False,
-                )
-        # Only a theme chosen from now on is saved (not one given with --theme).
-        self._saved_theme = self.theme
-        if prefs.keys:
-            from walletpass_tui.ui.keymap import check_keymap
-
-            # Applied now; whether each id names a binding is checked after the first frame (the
-            # screens that hold the bindings load then), see _check_key_ids.
-            checked = check_keymap(prefs.keys, prefs.keys, path)
-            for problem in checked.problems:
-                self.notify(problem, title="Keys", severity="error", timeout=20, markup=False)
-            self._keys_unchecked = checked.keymap
-            self.set_keymap(checked.keymap)
-        self.theme_changed_signal.subscribe(self, self._theme_changed)
-
-    def _check_key_ids(self) -> None:
-        """Entries of [keys] naming no binding are said (they do nothing)."""
-        keys, self._keys_unchecked = self._keys_unchecked, {}
-        if not keys:
-            return
-        from walletpass_tui.ui.keymap import binding_ids, check_keymap
-
-        checked = check_keymap(keys, binding_ids(self.key_groups()), self.config_file)
-        for problem in checked.problems:
-            self.notify(problem, title="Keys", severity="error", timeout=20, markup=False)
-        if len(checked.keymap) != len(keys):
-            self.set_keymap(checked.keymap)
-
-    def _theme_changed(self, theme: Theme) -> None:
-        """A theme chosen (the palette's picker, or d) is saved for the next run."""
-        path = self.config_file
-        if path is None or theme.name == self._saved_theme:
-            return
-        self._saved_theme = theme.name
-
-        async def save() -> None:
-            try:
-                await asyncio.to_thread(save_ui_theme, path, theme.name)
-            except ConfigError as exc:  # shown as a notification
-                self.notify(str(exc), title="Theme not saved", severity="error", markup=False)
-
-        self.run_worker(save(), group="save-theme", exclusive=True, exit_on_error=False)
 
     async def _open_main_screen(self) -> None:
         assert self.context is not None  # made by on_mount, which schedules this
@@ -301,7 +223,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         """The log shows its first page: only now is a tunnel looked for (its HTTP client takes
         a moment the first paint should not wait for)."""
         self._start_receiving()
-        if self._keys_unchecked:
+        if self.preferences.keys_unchecked:
             self.call_after_refresh(self._check_key_ids)
         runtime = self._runtime
         if self._tunnel_sought or runtime is None or runtime.bound is None:
@@ -684,12 +606,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.run_worker(give_up(), group="give-up", exclusive=True, exit_on_error=False)
 
     def action_toggle_theme(self) -> None:
-        current = self.get_theme(self.theme)
-        if current is not None and current.dark:
-            self._dark_theme = self.theme
-            self.theme = LIGHT_THEME
-        else:
-            self.theme = self._dark_theme
+        self.preferences.toggle_theme()
 
     def action_stats(self) -> None:
         """The Stats screen: the last hour as charts (its module loads when first opened)."""
@@ -723,6 +640,12 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_groups()))
+
+    def _check_key_ids(self) -> None:
+        """Entries of [keys] naming no binding of the dashboard are said (they do nothing)."""
+        from walletpass_tui.ui.keymap import binding_ids
+
+        self.preferences.check_key_ids(lambda: binding_ids(self.key_groups()))
 
     def key_groups(self) -> list[KeyGroup]:
         """Every binding of the dashboard, by where it works (the help screen's sections)."""
