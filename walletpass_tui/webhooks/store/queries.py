@@ -40,7 +40,7 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.files import FileId, file_id
-from walletpass_tui.webhooks.store.indexer import index_path
+from walletpass_tui.webhooks.store.indexer import INDEXED_UPTO_SQL, index_path
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class Reader:
         query = search.index_query(text or "", self._index)
         text_upto = None
         if query is not None:
-            found = await self.one(search.INDEXED_UPTO_SQL)
+            found = await self.one(INDEXED_UPTO_SQL)  # None: of another history
             text_upto = int(found or 0)
         return _plans(
             flt,
