@@ -30,18 +30,24 @@ _ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104
 _ANY = (_ANY_V4, _ANY_V6)
 
 
-def running_url(settings: Settings) -> str | None:
-    """The URL of the receiver running on this home, or None."""
+def running_url(settings: Settings, *, unreadable: str | None = None) -> str | None:
+    """The URL of the receiver running on this home, or None. ``unreadable``: a receiver that
+    holds the home but whose state file cannot be read (removed, damaged) is a failure saying so
+    in the sentence every command uses (``instance.Running.unreadable``, with this way out),
+    never "no receiver runs", whose advice to start one would be refused."""
     found = instance.find(settings.home)
-    if isinstance(found, instance.Running) and found.record is not None:
-        return found.record.url
+    if isinstance(found, instance.Running):
+        if found.record is not None:
+            return found.record.url
+        if unreadable is not None:
+            raise CommandError(found.unreadable(settings.home, unreadable))
     return None
 
 
 def receiver_url(settings: Settings, flag: str = "--to") -> str:
     """Where to send when no URL is given: this home's receiver; a failure saying how to start
     one (or name a URL) when none runs."""
-    url = running_url(settings)
+    url = running_url(settings, unreadable=f"give {flag} URL")
     if url is None:
         raise CommandError(
             f"No receiver runs on this home ({settings.home}): start one with 'walletpass-tui "
