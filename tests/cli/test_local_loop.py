@@ -125,6 +125,33 @@ def test_the_test_secret_is_made_once_and_printed_on_request(
     assert any(mask_secret(secret) in line for line in receiver.announced)
 
 
+def test_a_removed_test_secret_is_never_made_anew_under_a_running_receiver(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """The receiver verifies with the secret it read at its start: a new one printed for an app,
+    or signed with by trigger, would only get 401s. Restarting it makes the new one."""
+    receiver = listening()  # type: ignore[operator]
+    secret_file = data_dir(fresh_env) / "test-secret"
+    secret_file.unlink()
+    pid = receiver.proc.pid
+    for argv in (("listen", "--print-secret"), ("listen", "--port", "0")):
+        refused = run(fresh_env, *argv)
+        assert refused.returncode == 1 and refused.stdout == "", (argv, refused.stderr)
+        assert refused.stderr.startswith(
+            f"walletpass-tui: error: The receiver running on this home (listen, pid {pid}, "
+        )
+        assert refused.stderr.endswith(
+            f"verifies with a test secret whose file {secret_file} was removed; stop it and "
+            "start it again to make a new one.\n"
+        )
+        assert not secret_file.exists()
+    sent = run(fresh_env, "trigger", "activated")
+    assert sent.returncode == 2 and "restart its receiver to make one" in sent.stderr
+    receiver.stop()
+    printed = run(fresh_env, "listen", "--print-secret")
+    assert printed.returncode == 0 and printed.stdout.strip() == secret_file.read_text().strip()
+
+
 def test_trigger_and_check_use_it_only_for_this_homes_receiver(
     fresh_env: dict[str, str], listening: object
 ) -> None:

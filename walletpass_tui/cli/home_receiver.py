@@ -23,7 +23,13 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import home_flag
 
-__all__ = ["is_home_receiver", "receiver_url", "running_url", "signing_secret"]
+__all__ = [
+    "home_test_secret",
+    "is_home_receiver",
+    "receiver_url",
+    "running_url",
+    "signing_secret",
+]
 
 # A receiver bound to every address (not a bind here: a name to recognise) is reached on loopback.
 _ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104
@@ -112,3 +118,24 @@ def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> Gi
     if exported:
         source += f"; ${ENV_SECRET} is for other receivers"
     return GivenSecret(secret, source)
+
+
+def home_test_secret(settings: Settings) -> str:
+    """This home's test secret, made now when it has none (``listen --print-secret``, a receiver
+    starting), unless a receiver runs on the home: it verifies with the secret it read when it
+    started, and a new one it does not know would be printed to an app, and signed with by
+    trigger, only to get 401s. A failure saying to restart that receiver instead."""
+    from walletpass_tui.webhooks import home_secret
+
+    secret = home_secret.load(settings.home)
+    if secret is not None:
+        return secret
+    found = instance.find(settings.home)
+    if isinstance(found, instance.Running):
+        which = f" ({found.record.describe()})" if found.record is not None else ""
+        raise CommandError(
+            f"The receiver running on this home{which} verifies with a test secret whose file "
+            f"{home_secret.path_of(settings.home)} was removed; stop it and start it again to "
+            "make a new one."
+        )
+    return home_secret.load_or_create(settings.home)
