@@ -249,6 +249,33 @@ async def test_two_learners_on_one_history_work_side_by_side(store: Store) -> No
             await running.aclose()
 
 
+async def test_the_learner_stops_when_asked_while_commits_keep_waking_it(store: Store) -> None:
+    """A wake-up at the moment of the stop never keeps the learner running: the stop returns,
+    the file's thread ends, and work asked for afterwards is refused."""
+    for n in range(30):
+        await store.record(attempt(n, activated(n)))
+    loop = asyncio.get_running_loop()
+    for _ in range(20):
+        running = SchemaLearner(store.path, coalesce_s=0.001, poll_s=0.001).start()
+        await running.asettled()
+        waking = [True]
+
+        def keep_waking(learner: SchemaLearner = running, waking: list[bool] = waking) -> None:
+            if waking[0]:
+                learner.wake()
+                loop.call_soon(keep_waking)
+
+        keep_waking()
+        try:
+            async with asyncio.timeout(DEADLINE_S):  # "did not hang" only
+                await running.aclose()
+        finally:
+            waking[0] = False
+        with pytest.raises(RuntimeError, match="not running"):
+            running.settled(timeout=DEADLINE_S)
+    assert SchemaReader(store.path).groups()[0].samples == 30
+
+
 async def test_templates_are_a_group_of_their_own(store: Store, learner: SchemaLearner) -> None:
     templates = [{"id": f"tpl_{n}", "name": "Gold", "passType": "storeCard"} for n in range(3)]
     await asyncio.wrap_future(learner.learn_templates(templates))

@@ -16,7 +16,7 @@ Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
     unfollow = learner.follow(store)              # wake after each commit (store.subscribe)
     learner.on_drift(lambda attempt_id, findings: ...)   # DriftRecord-able Findings, see below
     ...
-    unfollow(); await learner.aclose()            # or learner.stop() from plain code
+    unfollow(); await learner.aclose()            # the step under way finishes first
 
 ``on_drift`` listeners get ``(attempt_id, findings)`` for each new delivery that showed drift
 first, right after its batch is learned (within ``COALESCE_S`` + one step of the commit); turn a

@@ -1,10 +1,12 @@
-"""``SchemaLearner``: follows the history by row id on a thread of its own, off the commit path.
+"""``SchemaLearner``: follows the history by row id off the commit path, the schema file's
+connection on a ``SqliteThread`` of its own (``sqlite_thread.py``), paced from the event loop.
 
 After a commit (``wake()``, a listener of the store) the learner waits COALESCE_S for more
-commits, then learns every new row in one transaction of the schema file, and tells its drift
-subscribers what the rows showed first. Without a wake-up it looks for new rows every POLL_S (a
-history written by another program). Everything touching the file runs on its thread; the public
-methods hand work to it and are safe to call from any thread or from the event loop.
+commits, then learns every new row in one transaction of the schema file (``Book.step``, on the
+file's thread), and tells its drift subscribers what the rows showed first. Without a wake-up it
+looks for new rows every POLL_S (a history written by another program). Everything touching the
+file runs on its thread, in the order it was asked for: a step, ``settled()``, ``rebuild()`` and
+``learn_templates()`` never overlap, and each runs after the step under way.
 
 A backlog with nothing arriving (the first start on a long history, the end of a rush) is
 learned in chunks that leave the interpreter to others a tenth of the time (BACKLOG_SHARE). While
@@ -21,7 +23,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence, Sized
@@ -32,6 +33,7 @@ from walletpass_tui.listeners import Listeners
 from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
 from walletpass_tui.schemas.model import Finding, GroupKey
+from walletpass_tui.sqlite_thread import SqliteThread
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -56,12 +58,12 @@ ProgressListener = Callable[[int], None]
 class SchemaLearner:
     """Learn the schema of every topic from the history at ``history_path``.
 
-    ``start()`` opens the schema file on the learner's thread and begins following the history;
-    ``stop()`` ends it (safe to call twice). Listeners registered with ``on_drift`` are called
-    with ``(attempt_id, findings)`` for each delivery that showed a drift first, on the event
-    loop that was running when ``start()`` was called (on the learner's thread when none was).
-    Only rows committed after ``start()`` are announced; drift found while catching up with
-    older rows, or while rebuilding, is stored and queryable but not announced.
+    ``start()``, on the event loop, opens the schema file on the learner's thread and begins
+    following the history; ``await aclose()`` ends it (safe to call twice). Listeners registered
+    with ``on_drift`` are called with ``(attempt_id, findings)`` for each delivery that showed a
+    drift first, on the event loop ``start()`` was called on. Only rows committed after
+    ``start()`` are announced; drift found while catching up with older rows, or while
+    rebuilding, is stored and queryable but not announced.
     """
 
     def __init__(
@@ -76,18 +78,19 @@ class SchemaLearner:
         self._book = Book(self.history_path, busy_timeout_ms)
         self._coalesce_s = coalesce_s
         self._poll_s = poll_s
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
-        self._jobs = queue.SimpleQueue()
-        self._wake = threading.Event()
+        self._thread: SqliteThread | None = None  # the schema file's: every Book call runs there
+        self._task: asyncio.Task[None] | None = None  # the pacing, on the event loop
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._wake = asyncio.Event()
+        self._opened = False  # the file was opened once (set on its thread)
+        self._stopping = False
         self._commits = 0  # wake-ups by the store's commits (deliveries arriving)
         self._arrived = 0  # rows those commits held
         self._rate = 0.0  # rows arriving a second, smoothed
         self._rate_at = time.perf_counter()
         self._rate_rows = 0
         self._cost = 0.0  # seconds a row takes to learn, smoothed
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._drift: Listeners[[int | None, Sequence[Finding]]] = Listeners(__name__, "drift")
         self._learned: Listeners[[Step]] = Listeners(__name__, "schema learned")
         self._progress: Listeners[[int]] = Listeners(__name__, "learning progress")
@@ -99,7 +102,8 @@ class SchemaLearner:
     # -- life --------------------------------------------------------------------------------
 
     def start(self, announce_after: int | None = None) -> SchemaLearner:
-        """Start following the history (returns at once; the file is opened on the thread).
+        """Start following the history (returns at once; the file is opened on its thread).
+        Call it on the event loop: the pacing runs there, and listeners are called there.
 
         Drift is announced for rows past ``announce_after`` (by default the history's last row
         when the thread opens the file); a runtime passes the last row it knows was committed
@@ -107,30 +111,41 @@ class SchemaLearner:
         """
         if self._thread is not None:
             raise RuntimeError("This SchemaLearner was already started.")
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._announce_after = announce_after
-        with contextlib.suppress(RuntimeError):  # no loop: nothing to announce to
-            self._loop = asyncio.get_running_loop()
-        self._thread = threading.Thread(target=self._run, name="schema-learner", daemon=True)
-        self._thread.start()
+        thread = self._thread = SqliteThread("schema-learner")
+        opened = thread.run(self._open_book)  # first on the thread: before any job
+        self._task = asyncio.create_task(self._run(thread, opened), name="schema-learner")
         self.wake()
         return self
 
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Finish the step under way and close the file."""
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
     async def aclose(self) -> None:
-        await asyncio.to_thread(self.stop)
+        """Finish the step under way and close the file; jobs asked for before still run, later
+        ones are refused."""
+        self._stopping = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
+                await task
+        thread = self._thread
+        if thread is not None and not thread.closed:
+            with suppressed(log, "closing the schema file"):
+                await thread.run(self._book.close)  # after the step and jobs under way
+            thread.close()
 
     def wake(self, batch: object = None) -> None:
-        """New rows were committed: learn them soon. A store listener (``store.subscribe``)."""
+        """New rows were committed: learn them soon. A store listener (``store.subscribe``);
+        safe to call from any thread."""
         self._commits += 1
         if isinstance(batch, Sized):
             self._arrived += len(batch)
-        self._wake.set()
+        if self._loop_thread == threading.get_ident() or self._loop is None:
+            self._wake.set()
+        elif not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to wake
+                self._loop.call_soon_threadsafe(self._wake.set)
 
     def follow(self, store: Store) -> Callable[[], None]:
         """Wake after each of ``store``'s commits; returns a function that stops that."""
@@ -162,27 +177,29 @@ class SchemaLearner:
         schemas can refresh then); returns a function that unsubscribes."""
         return self._learned.subscribe(listener)
 
-    # -- work handed to the thread -----------------------------------------------------------
+    # -- work handed to the file's thread ----------------------------------------------------
 
     def _submit(self, job: Callable[[], T]) -> concurrent.futures.Future[T]:
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        if self._thread is None or self._stopping.is_set():
+        """``job()`` on the file's thread, after the work asked for before it."""
+        thread = self._thread
+        if thread is None or self._stopping or thread.closed:
+            future: concurrent.futures.Future[T] = concurrent.futures.Future()
             future.set_exception(RuntimeError("The schema learner is not running."))
             return future
-        self._jobs.put((job, future))
-        self._wake.set()
-        return future
+        return thread.submit(self._job, job)
 
     def settled(self, timeout: float | None = None) -> Step:
-        """Block until every row committed before this call is learned; returns what that took."""
+        """Block until every row committed before this call is learned; returns what that took
+        (from any thread; from the event loop, ``await asettled()``)."""
         return self._submit(self._book.catch_up).result(timeout)
 
     async def asettled(self) -> Step:
         return await asyncio.wrap_future(self._submit(self._book.catch_up))
 
     def rebuild(self, progress: Progress | None = None) -> int:
-        """Forget every topic and learn the whole stored history again (blocks; ``progress(done,
-        total)`` is called on the learner's thread). Returns the deliveries learned."""
+        """Forget every topic and learn the whole stored history again (blocks: call it off the
+        event loop; ``progress(done, total)`` is called on the learner's thread). Returns the
+        deliveries learned."""
 
         def job() -> int:
             learned = self._book.rebuild(progress)
@@ -200,79 +217,43 @@ class SchemaLearner:
         items = list(templates)
         return self._submit(lambda: self._book.learn_templates(items, seen_at_ms))
 
-    # -- the thread --------------------------------------------------------------------------
+    # -- the pacing, on the event loop -------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            self._open()
-            while not self._stopping.is_set():
-                woken = self._wake.wait(self._poll_s)
-                if self._stopping.is_set():
-                    break
-                if woken and self._jobs.empty():
-                    time.sleep(self._coalesce_s)  # gather the commits that follow
-                self._wake.clear()
-                self._run_jobs()
-                self._follow()
-        finally:
-            self._run_jobs(refuse=True)
-            self._book.close()
-
-    def _open(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self._book.open()
-                if self._announce_after is None:
-                    self._announce_after = self._book.top()
-                self.problem = None
-                return
-            except Exception as exc:  # _failed logs it and shows the problem
-                self._failed(exc)
-                self._stopping.wait(RETRY_S)
-
-    def _run_jobs(self, *, refuse: bool = False) -> None:
+    async def _run(self, thread: SqliteThread, opened: asyncio.Future[bool]) -> None:
+        while not await opened:
+            await asyncio.sleep(RETRY_S)
+            opened = thread.run(self._open_book)
         while True:
-            try:
-                job, future = self._jobs.get_nowait()
-            except queue.Empty:  # no more jobs
-                return
-            if not future.set_running_or_notify_cancel():
-                continue
-            if refuse:
-                future.set_exception(RuntimeError("The schema learner stopped."))
-                continue
-            try:
-                result = job()
-            except BaseException as exc:  # _failed logs it; the caller gets the exception
-                self._failed(exc)
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-                if isinstance(result, Step):
-                    self._tell(result)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the cancel
+            # aclose() sends when a wake-up comes at the same moment, and it would wait forever.
+            with contextlib.suppress(TimeoutError):  # no wake-up: look for new rows anyway
+                async with asyncio.timeout(self._poll_s):
+                    await self._wake.wait()
+            if self._wake.is_set():
+                await asyncio.sleep(self._coalesce_s)  # gather the commits that follow
+            self._wake.clear()
+            await self._follow(thread)
 
-    def _follow(self) -> None:
+    async def _follow(self, thread: SqliteThread) -> None:
         """Learn every new row: one step after a commit; a backlog in chunks, yielding."""
-        while not self._stopping.is_set():
-            started = time.perf_counter()
+        while True:
             commits = self._commits
-            try:
-                step = self._book.step(CHUNK)
-            except Exception as exc:  # _failed logs it and shows the problem
-                self._failed(exc)
-                self._stopping.wait(RETRY_S)
+            asked = time.perf_counter()
+            done = await thread.run(self._timed_step)
+            if done is None:  # failed: _failed logged it and shows the problem
+                await asyncio.sleep(RETRY_S)
                 self._wake.set()
                 return
-            self.problem = None
-            self._tell(step)
-            self._measure(step, time.perf_counter() - started)
+            step, spent = done
+            # The trip to the thread and back to a busy event loop left the time to others too.
+            away = time.perf_counter() - asked - spent
+            self._measure(step, spent)
             busy = self._commits != commits  # deliveries arrived while it learned
             if step.rows < CHUNK:
                 if busy:  # the next step waits COALESCE_S anyway: the rest of its turn is paused
-                    self._pause(started, self.busy_share(), self._coalesce_s)
+                    await self._pause(spent, self.busy_share(), away + self._coalesce_s)
                 return
-            self._run_jobs()
-            self._pause(started, self.busy_share() if busy else BACKLOG_SHARE)
+            await self._pause(spent, self.busy_share() if busy else BACKLOG_SHARE, away)
 
     def _measure(self, step: Step, spent: float) -> None:
         """What a row costs to learn, and how fast rows arrive (both smoothed)."""
@@ -292,13 +273,57 @@ class SchemaLearner:
         needed = 1.25 * self._rate * self._cost
         return min(MAX_BUSY_SHARE, max(BUSY_SHARE, needed))
 
-    def _pause(self, started: float, share: float, waited: float = 0.0) -> None:
-        """Pause so that the work begun at ``started`` took at most ``share`` of the time since
-        (``waited``: a wait that follows anyway); a stop ends the pause."""
-        spent = time.perf_counter() - started
+    @staticmethod
+    async def _pause(spent: float, share: float, waited: float = 0.0) -> None:
+        """Pause so that ``spent`` seconds of work took at most ``share`` of the time since it
+        began (``waited``: time left to others anyway, before or after); a stop ends the pause."""
         pause = spent * (1 - share) / share - waited
         if pause > 0:
-            self._stopping.wait(pause)
+            await asyncio.sleep(pause)
+
+    # -- on the file's thread ----------------------------------------------------------------
+
+    def _open_book(self) -> bool:
+        """Open the file (False: it failed, logged and shown; tried again after RETRY_S)."""
+        try:
+            self._open_once()
+        except Exception as exc:  # _failed logs it and shows the problem
+            self._failed(exc)
+            return False
+        return True
+
+    def _open_once(self) -> None:
+        self._book.open()
+        if self._announce_after is None:
+            self._announce_after = self._book.top()
+        self._opened = True
+        self.problem = None
+
+    def _timed_step(self) -> tuple[Step, float] | None:
+        """One chunk, and how long it took (None: it failed, logged and shown)."""
+        started = time.perf_counter()
+        try:
+            step = self._book.step(CHUNK)
+        except Exception as exc:  # _failed logs it and shows the problem
+            self._failed(exc)
+            return None
+        self.problem = None
+        self._tell(step)
+        return step, time.perf_counter() - started
+
+    def _job(self, job: Callable[[], T]) -> T:
+        """A job asked for by a caller: the file opened first if it never was; a failure is
+        logged and shown, and raised to the caller."""
+        try:
+            if not self._opened:
+                self._open_once()
+            result = job()
+        except Exception as exc:  # _failed logs it; the caller gets the exception
+            self._failed(exc)
+            raise
+        if isinstance(result, Step):
+            self._tell(result)
+        return result
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
@@ -326,13 +351,13 @@ class SchemaLearner:
             self._call(self._progress.notify, step.upto)
 
     def _call(self, notify: Callable[..., None], *args: Any) -> None:
-        """Tell the listeners on the event loop the learner was started on (on this thread
-        without one); ``notify`` logs a listener that fails and goes on."""
+        """Tell the listeners on the event loop the learner was started on; ``notify`` logs a
+        listener that fails and goes on."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(notify, *args)
-            except RuntimeError:  # the loop closed meanwhile: nobody is left on it to tell
-                log.debug("The event loop closed; a schema notice was not delivered")
+        if loop is None or loop.is_closed():
+            log.debug("The event loop closed; a schema notice was not delivered")
             return
-        notify(*args)
+        try:
+            loop.call_soon_threadsafe(notify, *args)
+        except RuntimeError:  # the loop closed meanwhile: nobody is left on it to tell
+            log.debug("The event loop closed; a schema notice was not delivered")
