@@ -404,8 +404,12 @@ class Forwarder:
                 continue
             delay = (row.next_try_at_ms - int(time.time() * 1000)) / 1000
             if delay > 0:
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows the cancel
+                # stop() sends when a delivery wakes the worker at the same moment (stop() would
+                # then wait forever).
                 with contextlib.suppress(TimeoutError):  # the retry's time came
-                    await asyncio.wait_for(wake.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await wake.wait()
                 wake.clear()
                 continue
             await self._try(row)
