@@ -138,6 +138,30 @@ def test_commands_that_look_for_the_receiver_report_a_fifo_state_file_and_never_
     assert receiver.interrupt() == 0
 
 
+def test_a_removed_state_file_gets_one_sentence_from_every_command_that_looks(
+    clean_env: Path, procs: list[Proc]
+) -> None:
+    """The state file gone (a cleaner, a slip) while listen runs: every command that looks for
+    the receiver says it runs and to restart it, never "no receiver runs: start one", which the
+    next listen would refuse."""
+    receiver, url = listen(procs)
+    assert post(url, "msg_before", BODY) == 200
+    (clean_env / "run" / instance.STATE_NAME).unlink()
+    said = set()
+    for argv in (("trigger", "activated"), ("events", "replay", "last"), ("attach",)):
+        done = run(*argv)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, (argv, done.stderr)
+        said.add(done.stderr.removesuffix(", or give --to URL.\n").removesuffix(".\n"))
+    assert said == {
+        f"walletpass-tui: error: A receiver holds {clean_env} but its state cannot be read (the "
+        "file is missing); stop it and start it again"
+    }
+    again = run("listen", "--port", "0")
+    assert again.returncode == 1 and "A receiver already runs on" in again.stderr
+    assert post(url, "msg_still", BODY) == 200  # the receiver never noticed
+    assert receiver.interrupt() == 0
+
+
 # -- the endpoints' secrets ---------------------------------------------------------------------------
 
 

@@ -16,12 +16,15 @@ import os
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from process_helpers import DEADLINE_S, Lines
 
 from walletpass_tui.config.secrets import mask_secret
+from walletpass_tui.webhooks.verify import sign
 
 pytestmark = pytest.mark.slow
 
@@ -122,6 +125,33 @@ def test_the_test_secret_is_made_once_and_printed_on_request(
     assert any(mask_secret(secret) in line for line in receiver.announced)
 
 
+def test_a_removed_test_secret_is_never_made_anew_under_a_running_receiver(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """The receiver verifies with the secret it read at its start: a new one printed for an app,
+    or signed with by trigger, would only get 401s. Restarting it makes the new one."""
+    receiver = listening()  # type: ignore[operator]
+    secret_file = data_dir(fresh_env) / "test-secret"
+    secret_file.unlink()
+    pid = receiver.proc.pid
+    for argv in (("listen", "--print-secret"), ("listen", "--port", "0")):
+        refused = run(fresh_env, *argv)
+        assert refused.returncode == 1 and refused.stdout == "", (argv, refused.stderr)
+        assert refused.stderr.startswith(
+            f"walletpass-tui: error: The receiver running on this home (listen, pid {pid}, "
+        )
+        assert refused.stderr.endswith(
+            f"verifies with a test secret whose file {secret_file} was removed; stop it and "
+            "start it again to make a new one.\n"
+        )
+        assert not secret_file.exists()
+    sent = run(fresh_env, "trigger", "activated")
+    assert sent.returncode == 2 and "restart its receiver to make one" in sent.stderr
+    receiver.stop()
+    printed = run(fresh_env, "listen", "--print-secret")
+    assert printed.returncode == 0 and printed.stdout.strip() == secret_file.read_text().strip()
+
+
 def test_trigger_and_check_use_it_only_for_this_homes_receiver(
     fresh_env: dict[str, str], listening: object
 ) -> None:
@@ -180,6 +210,51 @@ def test_an_exported_secret_does_not_stop_this_homes_receiver_verifying_trigger(
     # The check of this home's receiver signs the same way.
     checked = run(exported, "check", receiver_url(fresh_env), "--topic", "activated", "--json")
     assert checked.returncode == 0 and json.loads(checked.stdout)["passed"], checked.stdout[-2000:]
+
+
+def totals(env: dict[str, str]) -> tuple[int, dict[str, int]]:
+    stats = run(env, "events", "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    counted = json.loads(stats.stdout)["totals"]
+    return counted["attempts"], counted["verdicts"]
+
+
+def test_a_check_of_this_homes_receiver_is_never_counted_nor_last(
+    fresh_env: dict[str, str], listening: object
+) -> None:
+    """The receiver's copies of the check's requests (forgeries among them) are the check's, not
+    deliveries: kept, never counted, never ``last``, with ``--no-history`` too. A sender cannot
+    have its posts left out that way: the mark is made from the home's test secret."""
+    receiver = listening()  # type: ignore[operator]
+    url = receiver_url(fresh_env)
+    assert run(fresh_env, "trigger", "activated", "--id", "msg_real").returncode == 0
+    assert json.loads(receiver.out.next())["webhook_id"] == "msg_real"
+    assert totals(fresh_env) == (1, {"verified": 1, "rejected": 0})
+
+    checked = run(fresh_env, "check", url, "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["passed"], checked.stdout[-2000:]
+    copies = [json.loads(receiver.out.next()) for _ in json.loads(checked.stdout)["cases"]]
+    assert {c["verdict"] for c in copies} == {"verified", "rejected"}  # forgeries among them
+    assert all(c["note"].startswith("check copy:") for c in copies), copies
+    assert totals(fresh_env) == (1, {"verified": 1, "rejected": 0})
+    for what in ("show", "replay"):  # a replay of it to this receiver: its attempt #2
+        shown = run(fresh_env, "events", what, "last", "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert "msg_real" in shown.stdout
+    assert json.loads(receiver.out.next())["webhook_id"] == "msg_real"
+    assert totals(fresh_env) == (2, {"verified": 2, "rejected": 0})
+    assert run(fresh_env, "check", url, "--no-history").returncode == 0
+    assert totals(fresh_env) == (2, {"verified": 2, "rejected": 0})
+
+    # A sender's post with a made-up mark is counted like any other.
+    secret = (data_dir(fresh_env) / "test-secret").read_text().strip()
+    body = b'{"type": "pass.activated", "data": {"passId": "pass_1"}}'
+    headers = {**sign(secret, "msg_marked", body, datetime.now(UTC)), "Walletpass-Check": "0" * 32}
+    with httpx.Client(timeout=DEADLINE_S, trust_env=False) as client:
+        assert client.post(url, content=body, headers=headers).status_code == 200
+    assert totals(fresh_env) == (3, {"verified": 3, "rejected": 0})
+    shown = run(fresh_env, "events", "show", "last", "--json")
+    assert json.loads(shown.stdout)["webhook_id"] == "msg_marked"
 
 
 def receiver_url(env: dict[str, str]) -> str:

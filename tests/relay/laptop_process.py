@@ -28,6 +28,7 @@ class Laptop:
         self.extra = extra
         self.proc: asyncio.subprocess.Process | None = None
         self.attempts: list[dict[str, Any]] = []
+        self.forwards: list[dict[str, Any]] = []
 
     async def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
@@ -47,15 +48,20 @@ class Laptop:
             stderr=asyncio.subprocess.PIPE,
         )
 
-    async def read(self, count: int, timeout: float = 60) -> None:
-        """Read attempts from stdout until ``count`` were printed since start."""
+    async def read(self, count: int, timeout: float = 60, *, forwards: int = 0) -> None:
+        """Read stdout until ``count`` attempts (and ``forwards`` forward answers, each printed
+        once it is stored) were printed since start."""
         assert self.proc is not None and self.proc.stdout is not None
         async with asyncio.timeout(timeout):
-            while len(self.attempts) < count:
+            while len(self.attempts) < count or len(self.forwards) < forwards:
                 line = await self.proc.stdout.readline()
                 if not line:
                     raise AssertionError("listen ended before printing every attempt")
-                self.attempts.append(json.loads(line))
+                printed = json.loads(line)
+                if "forward" in printed:  # a forward's answer, printed between attempts
+                    self.forwards.append(printed["forward"])
+                else:
+                    self.attempts.append(printed)
 
     async def kill(self) -> None:
         """SIGKILL: the process writes nothing more."""

@@ -304,3 +304,30 @@ async def test_check_my_app_in_an_attached_dashboard_carries_listens_headers(
         assert {r.headers.get("X-Env") for r in sent} == {"staging"}
         assert token not in app.export_screenshot()
         assert app.context.target_options(app_server.url + "/other") == TargetOptions()
+
+
+async def test_a_control_socket_removed_under_listen_is_made_again(
+    home: Path, processes: list[Listen]
+) -> None:
+    """A cleaner of old files removes run/control.sock under a running listen: listen makes it
+    again, so a dashboard attached afterwards reaches the receiver (p pauses it) instead of
+    showing "attached" with every request failing."""
+    listen = await start_listen(home, processes)
+    sock = instance.socket_path(home)
+    before = sock.stat().st_ino
+    sock.unlink()
+    await until(lambda: sock.exists() and sock.stat().st_ino != before)
+    async with attached(home) as (app, pilot):
+        await until(lambda: f"attached to listen, pid {listen.proc.pid}" in header(app))
+        await pilot.press("p")
+        await until(lambda: "ACKS PAUSED" in header(app))
+        assert await post(listen.url, "msg_paused") == 503
+        await pilot.press("p")
+        await until(lambda: "ACKS PAUSED" not in header(app))
+    assert any("made it again" in line for line in await asyncio.to_thread(listen_lines, listen))
+
+
+def listen_lines(listen: Listen) -> list[str]:
+    listen.stop()
+    assert listen.proc.stdout is not None
+    return listen.lines + listen.proc.stdout.read().splitlines()

@@ -295,6 +295,8 @@ async def test_a_local_ngrok_agent_is_found_and_offered(
         public = "https://ab12.ngrok-free.app/webhooks"
         await wait_for(lambda: public in plain(header.render(), 200))
         # Any local user can answer on 127.0.0.1:4040: said where the URL is offered.
+        # a notification is posted as a message: it may land after the header is drawn
+        await wait_for(lambda: any(n.title == "Tunnel found" for n in app._notifications))
         [found] = [n.message for n in app._notifications if n.title == "Tunnel found"]
         assert "any user of this machine can answer: check it is your ngrok" in found
         await pilot.press("n")

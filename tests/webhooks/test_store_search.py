@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
+import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -20,6 +25,7 @@ from walletpass_tui.webhooks.store.search import matches_text
 from walletpass_tui.webhooks.store.tables import MIGRATIONS, SCHEMA_VERSION
 
 T0 = 1_795_000_000_000
+DEADLINE_S = 60.0  # "did not hang" only
 
 
 def make(webhook_id: str | None, body: bytes = b"{}", topic: str | None = None) -> Attempt:
@@ -220,6 +226,75 @@ async def test_a_damaged_index_is_rebuilt_and_no_delivery_is_lost(tmp_path: Path
         await store.settled()
         assert await found(store, "after") == ["msg_after"]
     assert oct(index_path(path).stat().st_mode & 0o777) == oct(0o600)
+
+
+def listed(home: Path, text: str) -> list[str]:
+    """What a real ``walletpass-tui events list --search`` lists, newest first."""
+    argv = ["--home", str(home), "events", "list", "--json", "--search", text]
+    done = subprocess.run(
+        [sys.executable, "-m", "walletpass_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert done.returncode == 0, done.stderr
+    return [m["webhook_id"] for m in json.loads(done.stdout)]
+
+
+def indexed(history: Path, gram: str) -> int:
+    """How many rows the search index beside ``history`` holds for a trigram."""
+    with contextlib.closing(sqlite3.connect(index_path(history))) as db:
+        query = "SELECT COUNT(*) FROM attempts_fts WHERE attempts_fts MATCH ?"
+        return int(db.execute(query, (f'"{gram}"',)).fetchone()[0])
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["copied", "copied-from-before-marks"])
+async def test_an_index_copied_from_another_history_with_as_many_rows_is_not_used(
+    tmp_path: Path, clean_env: Path, marked: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A home restored from two backups: the search index of a history of 10 "ferry" rows beside
+    a history of 12 "harbour" ones (the same webhook-ids, received another time). Its last row,
+    row 10, is in this history as another row: a search does not use it, and the store starts it
+    over from the rows (an index from before the mark was kept, the same)."""
+    ferry, harbour = tmp_path / "ferry", tmp_path / "harbour"
+    for home, word, count, at in ((ferry, "ferry", 10, T0), (harbour, "harbour", 12, T0 + 60_000)):
+        async with await Store.open(home / "deliveries.sqlite3") as store:
+            for n in range(1, count + 1):
+                body = f'{{"note": "{word}"}}'.encode()
+                await store.record(factories.attempt(f"msg_{n}", body, at=at))
+            await store.settled()
+    history = harbour / "deliveries.sqlite3"
+    for file in harbour.glob(index_path(history).name + "*"):
+        file.unlink()
+    shutil.copyfile(index_path(ferry / "deliveries.sqlite3"), index_path(history))
+    if not marked:
+        with contextlib.closing(sqlite3.connect(index_path(history), isolation_level=None)) as db:
+            db.execute("DELETE FROM meta WHERE key = 'indexed_mark'")
+    harbours = [f"msg_{n}" for n in range(12, 0, -1)]
+
+    assert listed(harbour, "harbour") == harbours  # every row looked at, not the index
+    assert listed(harbour, "ferry") == []
+    caplog.set_level(logging.INFO, logger=indexer.__name__)
+    async with await Store.open(history) as store:
+        await store.settled()
+        assert await found(store, "harbour") == harbours
+        assert await store.count(LogFilter(text="arbou")) == 12
+    assert "of another history" in caplog.text
+    assert indexed(history, "err") == 0 and indexed(history, "arb") == 12  # started over
+    assert listed(harbour, "harbour") == harbours
+
+    caplog.clear()  # its own index (and an older copy of it) is kept and caught up
+    shutil.copyfile(index_path(history), tmp_path / "older-search")
+    async with await Store.open(history) as store:
+        await store.record(factories.attempt("msg_13", b'{"note": "harbour"}', at=T0 + 90_000))
+        await store.settled()
+    shutil.copyfile(tmp_path / "older-search", index_path(history))
+    assert listed(harbour, "harbour") == ["msg_13", *harbours]
+    async with await Store.open(history) as store:
+        await store.settled()
+        assert await found(store, "harbour") == ["msg_13", *harbours]
+    assert "of another history" not in caplog.text
+    assert indexed(history, "arb") == 13
 
 
 async def test_commits_are_indexed_together_and_settled_does_not_wait_for_more(

@@ -31,6 +31,7 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.webhooks.attempts import attempt_of
 from walletpass_tui.webhooks.intake import IntakeRequest
 from walletpass_tui.webhooks.models import (
+    CHECK_HEADER,
     CHECK_MODE,
     REJECTED,
     REPLAY,
@@ -67,10 +68,19 @@ class CheckOptions:
     strict: bool = False  # a warning fails the check too (for CI)
     # Headers added to every case (--header) and the certificates to trust (--ca-bundle...).
     target_options: TargetOptions = field(default_factory=TargetOptions)
+    # The target is this home's own receiver: every case carries this in CHECK_HEADER, so the
+    # receiver keeps its copies as the check's, not as deliveries (home_secret.check_token).
+    check_token: str | None = field(default=None, repr=False)
 
     @property
     def masked_secret(self) -> str:
         return mask_secret(self.secret)
+
+    @property
+    def added_headers(self) -> tuple[tuple[str, str], ...]:
+        """What goes after each case's own headers: ``--header``'s, then the check token."""
+        token = ((CHECK_HEADER, self.check_token),) if self.check_token else ()
+        return (*self.target_options.headers, *token)
 
 
 @dataclass(frozen=True)
@@ -159,7 +169,7 @@ def _attempt(
     parts = urlsplit(options.target.strip())
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     # Added headers are recorded masked: their values may be the app's secrets.
-    headers = sent_headers(request, options.target_options.headers, masked=True)
+    headers = sent_headers(request, options.added_headers, masked=True)
     sent = IntakeRequest("POST", target, target, CIMultiDict(headers), None, sent_at, direct=False)
     got = str(answer.status) if answer.status is not None else "no answer"
     recorded = attempt_of(
@@ -193,7 +203,7 @@ async def run_case(
     sent_at = clock()
     request = case.make(sent_at)
     answer = await post(
-        client, options.target.strip(), request, options.timeout_s, options.target_options.headers
+        client, options.target.strip(), request, options.timeout_s, options.added_headers
     )
     verdict = judge(
         case,

@@ -23,25 +23,37 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import home_flag
 
-__all__ = ["receiver_url", "running_url", "signing_secret"]
+__all__ = [
+    "home_test_secret",
+    "is_home_receiver",
+    "receiver_url",
+    "running_url",
+    "signing_secret",
+]
 
 # A receiver bound to every address (not a bind here: a name to recognise) is reached on loopback.
 _ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104
 _ANY = (_ANY_V4, _ANY_V6)
 
 
-def running_url(settings: Settings) -> str | None:
-    """The URL of the receiver running on this home, or None."""
+def running_url(settings: Settings, *, unreadable: str | None = None) -> str | None:
+    """The URL of the receiver running on this home, or None. ``unreadable``: a receiver that
+    holds the home but whose state file cannot be read (removed, damaged) is a failure saying so
+    in the sentence every command uses (``instance.Running.unreadable``, with this way out),
+    never "no receiver runs", whose advice to start one would be refused."""
     found = instance.find(settings.home)
-    if isinstance(found, instance.Running) and found.record is not None:
-        return found.record.url
+    if isinstance(found, instance.Running):
+        if found.record is not None:
+            return found.record.url
+        if unreadable is not None:
+            raise CommandError(found.unreadable(settings.home, unreadable))
     return None
 
 
 def receiver_url(settings: Settings, flag: str = "--to") -> str:
     """Where to send when no URL is given: this home's receiver; a failure saying how to start
     one (or name a URL) when none runs."""
-    url = running_url(settings)
+    url = running_url(settings, unreadable=f"give {flag} URL")
     if url is None:
         raise CommandError(
             f"No receiver runs on this home ({settings.home}): start one with 'walletpass-tui "
@@ -106,3 +118,24 @@ def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> Gi
     if exported:
         source += f"; ${ENV_SECRET} is for other receivers"
     return GivenSecret(secret, source)
+
+
+def home_test_secret(settings: Settings) -> str:
+    """This home's test secret, made now when it has none (``listen --print-secret``, a receiver
+    starting), unless a receiver runs on the home: it verifies with the secret it read when it
+    started, and a new one it does not know would be printed to an app, and signed with by
+    trigger, only to get 401s. A failure saying to restart that receiver instead."""
+    from walletpass_tui.webhooks import home_secret
+
+    secret = home_secret.load(settings.home)
+    if secret is not None:
+        return secret
+    found = instance.find(settings.home)
+    if isinstance(found, instance.Running):
+        which = f" ({found.record.describe()})" if found.record is not None else ""
+        raise CommandError(
+            f"The receiver running on this home{which} verifies with a test secret whose file "
+            f"{home_secret.path_of(settings.home)} was removed; stop it and start it again to "
+            "make a new one."
+        )
+    return home_secret.load_or_create(settings.home)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from walletpass_tui.cli.common import CommandError
+from walletpass_tui.cli.home_receiver import home_test_secret
 from walletpass_tui.cli.secret_flags import GivenSecret, given_secrets
 from walletpass_tui.config import Settings
 from walletpass_tui.errors import UsageError
@@ -86,10 +87,11 @@ def receiver_options(settings: Settings) -> ReceiverOptions:
 def delivery_setup(args: argparse.Namespace, settings: Settings) -> DeliverySetup:
     secrets = given_secrets(args)  # read once: standard input cannot be read again
     # The home's test secret, made once: what trigger and check sign with by default.
-    test_secret = home_secret.load_or_create(settings.home)
+    test_secret = home_test_secret(settings)
     options = build_receiver_options(
         args, settings, [*secrets, GivenSecret(test_secret, home_secret.LABEL)]
     )
+    options = replace(options, check_token=home_secret.check_token(test_secret))
     routes: tuple[Route, ...] = ()
     if getattr(args, "forward_to", []):  # the forwarder's module imports httpx
         from walletpass_tui.cli.target_flags import target_options

@@ -48,6 +48,7 @@ from walletpass_tui.query.values import (
 from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_NOTE_PREFIXES,
+    CHECK_NOTE_SQL,
     VERIFIED,
     Attempt,
     RowDriver,
@@ -58,8 +59,7 @@ from walletpass_tui.webhooks.store import search
 FIELD_FUNCTION = "wp_field"  # (body, term) -> whether the row's body matches the term
 PATH_FUNCTION = "wp_path_like"  # (path, pattern with {*}) -> whether the path is one it stands for
 _NUMERIC = "typeof({c}) IN ('integer', 'real')"
-_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
-assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
+_CHECK_ROW = CHECK_NOTE_SQL.format(note="a.note")
 
 
 # -- one term on one body ---------------------------------------------------------------------

@@ -31,6 +31,16 @@ MAX_CLIENTS = 64
 MAX_UNREAD = 64 * 1024
 MESSAGE_TIMEOUT_S = 5.0
 MAX_REQUESTS_PER_S = 20
+WATCH_S = 1.0  # how often the socket's file is looked at (one stat)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, None when there is none."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:  # no file there: None says so
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 class Handler(Protocol):
@@ -77,6 +87,7 @@ class ControlServer:
         max_unread: int | None = None,
         message_timeout_s: float | None = None,
         max_requests_per_s: float | None = None,
+        watch_s: float | None = None,
     ) -> None:
         """Bounds not given are this module's (read now, so a test may lower them)."""
         self.path = Path(path)
@@ -89,10 +100,19 @@ class ControlServer:
         self.viewers: set[_Viewer] = set()
         self._sock: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
+        self._watching: asyncio.Task[None] | None = None
+        self._bound: tuple[int, int] | None = None  # the socket file bound: (device, inode)
+        self.watch_s = watch_s or WATCH_S
+        self.rebinds = 0  # times the socket file was found gone and made again
 
     async def start(self) -> None:
         """Bind (a socket left by a receiver that died is replaced: the caller holds the home)
-        and accept viewers until ``stop()``."""
+        and accept viewers until ``stop()``; a socket file removed meanwhile (a cleaner of old
+        files, a careless ``rm``) is made again within ``watch_s``."""
+        self._bind()
+        self._watching = asyncio.create_task(self._watch(), name="control socket watch")
+
+    def _bind(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with contextlib.suppress(FileNotFoundError):  # no socket left behind: nothing to remove
@@ -102,14 +122,44 @@ class ControlServer:
             os.chmod(self.path, 0o600)  # the 0700 directory already keeps others out
             sock.listen(128)  # a burst of connections waits here, never refused
             sock.setblocking(False)
+            self._bound = _identity(self.path)
         except BaseException:
             sock.close()
             raise
+        old_task, old_sock = self._accepting, self._sock
         self._sock = sock
         self._accepting = asyncio.create_task(self._accept(sock), name="control accept")
+        if old_task is not None:
+            old_task.cancel()
+        if old_sock is not None:
+            old_sock.close()
+
+    async def _watch(self) -> None:
+        """Look at the socket's file every ``watch_s``: gone or another file, bind again (the
+        viewers connected keep their connections; the next ones find the new socket)."""
+        failing = False
+        while True:
+            await asyncio.sleep(self.watch_s)
+            try:
+                if _identity(self.path) == self._bound:
+                    continue
+                self._bind()
+            except OSError as exc:  # said once while it lasts; tried again next time
+                if not failing:
+                    log.warning("control channel: cannot make its socket again (%s)", exc)
+                failing = True
+                continue
+            failing = False
+            self.rebinds += 1
+            log.warning("control channel: its socket %s was removed; made it again", self.path)
 
     async def stop(self) -> None:
         """Stop accepting, close every viewer (they see the receiver go) and remove the socket."""
+        watching, self._watching = self._watching, None
+        if watching is not None:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
+                await watching
         task, self._accepting = self._accepting, None
         if task is not None:
             task.cancel()

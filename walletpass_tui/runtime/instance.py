@@ -184,7 +184,7 @@ class Running:
         other = f", or {instead}" if instead else ""
         return (
             f"A receiver holds {home} but its state cannot be read "
-            f"({self.problem or 'none yet'}); stop it and start it again{other}."
+            f"({self.problem or 'the file is missing'}); stop it and start it again{other}."
         )
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import errno
+import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -23,13 +25,22 @@ from pathlib import Path
 from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.private_files import ensure_private_dir, read_private_file
 
-__all__ = ["FILE_NAME", "LABEL", "load", "load_or_create", "path_of"]
+__all__ = ["FILE_NAME", "LABEL", "check_token", "load", "load_or_create", "path_of"]
 
 FILE_NAME = "test-secret"
 LABEL = "this home's test secret"
 MAX_BYTES = 1024
 KEY_BYTES = 32
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def check_token(secret: str) -> str:
+    """What ``check`` puts in its requests to this home's receiver (``models.CHECK_HEADER``) so
+    that the receiver keeps them as the check's, not as deliveries: derived from the test secret,
+    which both know, and telling nothing of it. A sender without the secret cannot make it, so
+    no post of theirs is left out of the counts that way."""
+    mac = hmac.new(secret.encode(), b"walletpass-tui check request", hashlib.sha256)
+    return mac.hexdigest()[:32]
 
 
 def path_of(home: Path) -> Path:

@@ -36,6 +36,9 @@ class ReceiverOptions:
     secrets: Sequence[SigningKey] = ()
     sources: SourcePolicy = field(default_factory=SourcePolicy)
     injection: Injection = field(default_factory=Injection)
+    # Requests that carry it in CHECK_HEADER are check's (home_secret.check_token): kept noted
+    # as such, never counted as deliveries.
+    check_token: str | None = field(default=None, repr=False)
 
 
 async def listening_socket(host: str, port: int) -> socket.socket:

@@ -36,11 +36,25 @@ GIVEN_UP: Final = "given up"
 
 # Where an attempt came from: a sender (the service, or anyone posting to the receiver), or the
 # ``check`` battery, which records each request it sends to the user's app with a note that
-# starts with one of these (``check pass: <case> → <answer>``).
+# starts with one of these (``check pass: <case> → <answer>``). When the app checked is this
+# home's own receiver, the receiver keeps its copy of each request too, noted ``check copy:``
+# (it knows them by CHECK_HEADER, see home_secret.check_token): not a delivery either.
 Source = Literal["received", "check"]
 RECEIVED: Final = "received"
 CHECK: Final = "check"
-CHECK_NOTE_PREFIXES = ("check pass:", "check fail:", "check warn:")
+CHECK_COPY = "check copy:"
+CHECK_NOTE_PREFIXES = ("check pass:", "check fail:", "check warn:", CHECK_COPY)
+CHECK_HEADER: Final = "Walletpass-Check"  # what check adds to the requests it sends here
+# The SQL test of the same (a NULL note is not one), the prefixes as parameters.
+CHECK_NOTE_SQL = "COALESCE(substr({note}, 1, 11) IN ({marks}), 0)".replace(
+    "{marks}", ", ".join("?" * len(CHECK_NOTE_PREFIXES))
+)
+assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
+
+
+def check_copy_note(note: str | None) -> str:
+    """The note of this receiver's copy of a request check sent it (what else it says kept)."""
+    return f"{CHECK_COPY} {note or 'a request check sent to this receiver, not a delivery'}"
 
 
 def is_check_note(note: str | None) -> bool:

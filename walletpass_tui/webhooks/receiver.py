@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import socket
 import time
 from collections.abc import Callable
@@ -33,12 +34,14 @@ from walletpass_tui.webhooks.listening import (
     receiver_url,
 )
 from walletpass_tui.webhooks.models import (
+    CHECK_HEADER,
     FORWARD,
     ORIGINAL,
     VERIFIED,
     Attempt,
     ForwardResult,
     StoreError,
+    check_copy_note,
     evolve,
 )
 from walletpass_tui.webhooks.reasons import Reason, Rejected
@@ -181,6 +184,7 @@ class Receiver:
     async def _handle(self, request: Request) -> Response:
         intake = self._intake
         arrived = IntakeRequest.from_http(request, self._clock(), time.perf_counter())
+        from_check = self._from_check(arrived)
         try:
             endpoint_id = self._route(request.path)
             intake.check_head(arrived)
@@ -188,8 +192,20 @@ class Receiver:
             record = self._verified(arrived, body, endpoint_id)
         except Rejected as rejection:  # kept as a rejected attempt and answered with its reason
             record = attempt_of(arrived, rejection.reason, rejection.detail, **rejection.record)
+            if from_check:
+                record = evolve(record, note=check_copy_note(record.note))
             return await self._reject(record, rejection)
-        return await self._deliver(record, arrived.started)
+        return await self._deliver(record, arrived.started, from_check=from_check)
+
+    def _from_check(self, request: IntakeRequest) -> bool:
+        """Whether ``check`` of this home sent ``request`` (it carries the home's check token):
+        kept as the check's, not as a delivery."""
+        token = self.options.check_token
+        if token is None:
+            return False
+        given = request.headers.getall(CHECK_HEADER, [])
+        sent = given[0].encode("utf-8", "surrogateescape") if len(given) == 1 else b""
+        return hmac.compare_digest(sent, token.encode())
 
     def _route(self, path: str) -> str | None:
         """``{path}`` (None) or ``{path}/{endpoint_id}``."""
@@ -245,12 +261,16 @@ class Receiver:
         queued = self.forwarder.targets(record) if self.forwarder is not None else ()
         return await self.store.record(record, forward_to=queued)
 
-    async def _deliver(self, record: Attempt, started: float) -> Response:
+    async def _deliver(
+        self, record: Attempt, started: float, *, from_check: bool = False
+    ) -> Response:
         """Forward (``--ack target``) or queue forwards, store (commit), then answer."""
         injection = self._injection
 
         def finalize(numbered: Attempt) -> Attempt:
             decided = injection.decide(numbered)
+            if from_check:  # answered as any delivery, kept as the check's
+                decided = evolve(decided, note=check_copy_note(decided.note))
             return evolve(decided, processing_ms=(time.perf_counter() - started) * 1000)
 
         queued = self.forwarder.targets(record) if self.forwarder is not None else ()
@@ -275,7 +295,7 @@ class Receiver:
             await asyncio.sleep(injection.delay_s)
         if 200 <= stored.status < 300:
             return Response(stored.status, "OK: stored\n")
-        if stored.note == PAUSED_NOTE:
+        if stored.note is not None and stored.note.endswith(PAUSED_NOTE):
             return Response(stored.status, PAUSED_ANSWER)
         return Response(stored.status, f"Refused: {stored.note or 'refused'}\n")
 

@@ -17,6 +17,7 @@ from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.prune import Step
 
 
 def _confirm(question: str) -> bool:
@@ -31,16 +32,23 @@ def _confirm(question: str) -> bool:
 
 
 # A prune step is one transaction; its size follows how long the last one held the history's
-# write lock. While a receiver runs on the home a step holds it about HOLD_S and the next waits
-# PAUSE_S (or as long as the step took) so the receiver's commit gets in: SQLite's busy handler
-# retries a waiting writer every 25 ms or so. With none, steps grow to about HOLD_ALONE_S: a
-# large step costs less per row (the pages of the history's indexes that rows share are written
-# once per step), so a prune with nothing else writing takes a fraction of the time.
+# write lock. Beside a receiver running on the home, a step holds it about HOLD_S; then the prune
+# waits until the receiver has committed what waited for the step (at most WAIT_S: SQLite retries
+# a waiting writer every 100 ms at the longest), and PAUSE_S or as long as the step held the lock
+# more, whichever is longer, so what arrived meanwhile gets in too and the receiver has the lock
+# at least half the time it wants it. A receiver with nothing to commit after a step is not waited
+# for after the next, only paused for. The receiver's own checkpoints copy the log. With none,
+# steps grow to about HOLD_ALONE_S: a large step costs less per row (index pages that rows share
+# are written once per step), so a prune with nothing else writing takes a fraction of the time,
+# and the prune copies the log into the database file after each step, so the log holds a step,
+# not everything pruned.
 FIRST_STEP = 100
 MIN_STEP, MAX_STEP = 50, 20_000
 HOLD_S = 0.02
 HOLD_ALONE_S = 0.5
+WAIT_S = 0.25
 PAUSE_S = 0.03
+POLL_S = 0.002
 LOOK_EVERY_S = 1.0  # whether a receiver runs on the home is looked at again this often
 
 
@@ -97,27 +105,45 @@ async def prune_in_steps(
     receiver_runs: Callable[[], bool] = lambda: False,
 ) -> int:
     """Delete every attempt received before ``cutoff_ms``, oldest first, in steps of one
-    transaction each: a receiver running on the home commits between the steps (each holds the
-    write lock about ``HOLD_S``, then waits ``PAUSE_S``) instead of waiting for one long delete,
-    and a terminal shows how far it got. Returns how many were deleted."""
+    transaction each, and show how far it got on a terminal. A receiver running on the home
+    waits for one step at most before its commit: after each step the prune waits for it to
+    commit (see HOLD_S and WAIT_S above). Returns how many were deleted."""
     removed = 0
     step = FIRST_STEP
     progress.update(0)
     running, looked = receiver_runs(), time.monotonic()
+    receiving = True  # whether the receiver committed after the last step
     while True:
-        # Beside a receiver, no fsync of its own: the receiver's next commit syncs the log.
-        deleted, held = await store.prune_oldest(cutoff_ms, step, durable=not running)
-        removed += deleted
+        # Beside a receiver no fsync of its own: the receiver's next commit syncs the log.
+        done = await store.prune_oldest(cutoff_ms, step, durable=not running)
+        removed += done.deleted
         progress.update(removed)
-        if deleted < step:
+        if not running:
+            await store.copy_log()
+        if done.deleted < step:
             return removed
         if time.monotonic() - looked > LOOK_EVERY_S:
             running, looked = receiver_runs(), time.monotonic()
+        held = max(done.held_s, 0.001)
         target = HOLD_S if running else HOLD_ALONE_S
-        wanted = step * target / max(held, 0.001)
+        wanted = step * target / held
         step = int(max(MIN_STEP, min(MAX_STEP, step * 2, max(step / 2, wanted))))
         if running:
-            await asyncio.sleep(max(PAUSE_S, held))
+            wait_s = WAIT_S if receiving else 0.0
+            receiving = await _let_receiver_in(store, done, wait_s, max(PAUSE_S, held))
+
+
+async def _let_receiver_in(store: Store, step: Step, wait_s: float, pause_s: float) -> bool:
+    """After ``step``, beside a running receiver: wait until it has committed (``wait_s`` at
+    most), then ``pause_s`` more, so it commits what arrived meanwhile too; whether it
+    committed."""
+    deadline = time.monotonic() + wait_s
+    while not (committed := await store.others_committed(step)):
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(POLL_S)
+    await asyncio.sleep(pause_s)
+    return committed or await store.others_committed(step)
 
 
 def _duration_label(seconds: float) -> str:

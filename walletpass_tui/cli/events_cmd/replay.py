@@ -61,7 +61,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         webhook_id = await message_to_replay(store, args.webhook_id)
         attempt = pick_attempt(await store.message_attempts(webhook_id), args.attempt, webhook_id)
         targets = await store.replay_targets(attempt)
-        target = args.to or default_target(attempt, targets, own_receiver(settings))
+        # This home's receiver is looked for only when nothing else says where to replay.
+        receiver = None if args.to or targets else own_receiver(settings)
+        target = args.to or default_target(attempt, targets, receiver)
         warning = None if args.to else insecure_warning(options.trust, [target])
         if warning:
             print(warning, file=sys.stderr, flush=True)
@@ -143,7 +145,7 @@ def own_receiver(settings: Settings) -> str | None:
     """The receiver running on this home, or None: where a replay goes when nothing else says."""
     from walletpass_tui.cli.home_receiver import receiver_url, running_url
 
-    return receiver_url(settings) if running_url(settings) else None
+    return receiver_url(settings) if running_url(settings, unreadable="give --to URL") else None
 
 
 def default_target(attempt: Attempt, targets: list[str], receiver: str | None = None) -> str:

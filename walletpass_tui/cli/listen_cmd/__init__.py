@@ -71,9 +71,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def cmd_listen(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.print_secret:
-        from walletpass_tui.webhooks import home_secret
+        from walletpass_tui.cli.home_receiver import home_test_secret
 
-        print(home_secret.load_or_create(settings.home))
+        print(home_test_secret(settings))
         return 0
     setup = delivery_setup(args, settings)
     upgrade_history(settings.database_path)

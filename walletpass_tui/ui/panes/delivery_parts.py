@@ -17,7 +17,7 @@ from walletpass_tui.text import body_text, format_gap, format_ms, format_size, o
 from walletpass_tui.ui.panes.delivery_data import DeliveryData
 from walletpass_tui.ui.view.drift_text import SEVERITY_RANK, change_text
 from walletpass_tui.ui.view.log_columns import DRIFT_MARK, REJECTED_MARK, VERIFIED_MARK
-from walletpass_tui.webhooks.models import PENDING, Attempt, ForwardRow, is_check_note
+from walletpass_tui.webhooks.models import CHECK_COPY, PENDING, Attempt, ForwardRow, is_check_note
 from walletpass_tui.webhooks.reasons import SHORT_REASONS
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def summary_text(a: Attempt, s: StyleOf) -> Text:
     text.append(one_line(a.pass_id))
     if is_check_note(a.note):
         text.append("  sent by ", s("label"))
-        text.append("Check my app, to your app (not a delivery)", s("note"))
+        to = "this receiver" if (a.note or "").startswith(CHECK_COPY) else "your app"
+        text.append(f"Check my app, to {to} (not a delivery)", s("note"))
     else:
         text.append("  from ", s("label"))
         text.append(one_line(a.remote_addr))

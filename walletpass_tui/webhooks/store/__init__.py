@@ -293,15 +293,22 @@ class Store(History):
         """Drop every attempt received before ``cutoff_ms``; returns how many."""
         return await self._write(prune.older_than, cutoff_ms)
 
-    async def prune_oldest(
-        self, cutoff_ms: int, limit: int, *, durable: bool = True
-    ) -> tuple[int, float]:
+    async def prune_oldest(self, cutoff_ms: int, limit: int, *, durable: bool = True) -> prune.Step:
         """Drop the oldest ``limit`` attempts received before ``cutoff_ms``, in one transaction:
-        (how many, seconds it held the history's write lock: what a receiver writing the same
-        history waited for at most). Not ``durable``: no fsync of its own (a receiver running on
-        the history fsyncs the log with its next commit; a step lost to a power cut is pruned
-        again next time)."""
+        how many, how long it held the history's write lock (what a receiver writing the same
+        history waited for at most) and what ``others_committed`` needs. Not ``durable``: no
+        fsync of its own (a receiver running on the history syncs the log with its next commit; a
+        step lost to a power cut is pruned again next time)."""
         return await self._write(prune.oldest_before, cutoff_ms, limit, durable=durable)
+
+    async def others_committed(self, step: prune.Step) -> bool:
+        """Whether another process (a running receiver) committed to the history since ``step``."""
+        return await self._write(prune.others_committed, step.seen, durable=False)
+
+    async def copy_log(self) -> None:
+        """Copy the write-ahead log into the database file without taking the write lock (after a
+        prune step with no receiver running: see prune.py)."""
+        await self._write(prune.copy_log, durable=False)
 
     # -- forwards and replays ----------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from walletpass_tui.webhooks.models import (
     CHECK_NOTE_PREFIXES,
+    CHECK_NOTE_SQL,
     FORWARD,
     VERIFIED,
     Attempt,
@@ -62,8 +63,7 @@ _UPSERT_TAIL = """ON CONFLICT (minute, topic, source) DO UPDATE SET
 
 # The same rows counted by SQL (a request the check sent: its note says so, see
 # models.is_check_note; a NULL note is not one).
-_CHECK = "COALESCE(substr(note, 1, 11) IN (?, ?, ?), 0)"
-assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
+_CHECK = CHECK_NOTE_SQL.format(note="note")
 _COUNTED = (
     f"SELECT received_at_ms / {MINUTE_MS}, COALESCE(topic, ''), {_CHECK}, "
     f"SUM(verdict = '{VERIFIED}'), SUM(verdict != '{VERIFIED}'), SUM(attempt_no > 1) "

@@ -11,7 +11,15 @@ The indexer's thread runs at the process's own priority on purpose: at the lowes
 a busy machine while holding a read snapshot, and the history's write-ahead log, which cannot start
 over past a reader, grew without bound.
 
-A damaged or foreign index file is moved out of the way and rebuilt; deliveries are never at stake.
+The index serves only the history it was made from. Its meta records its last row
+(``indexed_upto``) and what tells that row from another of the same id (``indexed_mark``: when it
+arrived, its webhook-id). An index whose last row is past the history's newest, or is in the
+history as another row (the index of another home copied or restored beside this history, or one
+left by a history started again), is not used by a search (``mark_sql``: every row is looked at
+instead) and the indexer starts it over, a chunk at a time (``index_chunk``). An index from before
+the mark was recorded is started over the same way.
+
+A damaged index file is moved out of the way and rebuilt; deliveries are never at stake.
 Rows pruned from the history stay in the index until it is rebuilt: searches join the index with
 the rows and confirm every word against them, so such entries are never shown.
 """
@@ -54,10 +62,43 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('indexed_upto', '0');
 """
 
 
+def _row_mark(row: str) -> str:
+    """The SQL of what tells a history row from another of the same id (``row``: its alias)."""
+    return f"CAST({row}.received_at_ms AS TEXT) || ':' || IFNULL({row}.webhook_id, '')"
+
+
+def mark_sql(index: str, history: str) -> str:
+    """The last history row the index (attached as ``index``) holds, or NULL when it is the
+    index of another history than the one attached as ``history``: its last row is past the
+    history's newest (ids below the history's ``fts_indexed_upto`` are never handed out again),
+    it has no mark (written before marks were kept), or its last row is in the history as another
+    row. A row pruned since is no sign either way."""
+    return f"""
+SELECT CASE
+    WHEN u.upto <= 0 THEN 0
+    WHEN u.upto > MAX(
+        (SELECT COALESCE(MAX(id), 0) FROM {history}.attempts),
+        COALESCE((SELECT CAST(value AS INTEGER) FROM {history}.meta
+            WHERE key = 'fts_indexed_upto'), 0)) THEN NULL
+    WHEN m.value IS NULL THEN NULL
+    WHEN EXISTS (SELECT 1 FROM {history}.attempts a WHERE a.id = u.upto
+        AND ({_row_mark("a")}) IS NOT m.value) THEN NULL
+    ELSE u.upto END
+FROM (SELECT CAST(value AS INTEGER) AS upto FROM {index}.meta WHERE key = 'indexed_upto') u
+LEFT JOIN {index}.meta m ON m.key = 'indexed_mark'
+"""
+
+
+# What a search reads before it uses the index attached as ``idx``: rows past it are committed
+# but not indexed yet (the indexer runs behind the writer), and are looked at one by one; NULL
+# (the index of another history) and every row is.
+INDEXED_UPTO_SQL = mark_sql("idx", "main")
+
+
 # The rows of one chunk, copied from the history before the index is written (index_chunk).
 _PENDING = (
     "CREATE TEMP TABLE IF NOT EXISTS pending "
-    "(id INTEGER PRIMARY KEY, webhook_id TEXT, topic TEXT, body TEXT)"
+    "(id INTEGER PRIMARY KEY, webhook_id TEXT, topic TEXT, body TEXT, mark TEXT)"
 )
 
 log = logging.getLogger(__name__)
@@ -99,10 +140,6 @@ def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
         check(db)
         db.execute(_PENDING)
         db.execute("ATTACH DATABASE ? AS history", (str(path),))
-        if upto(db) > _history_top(db):
-            # An index of another (older, moved aside) history: start over.
-            db.execute("INSERT INTO attempts_fts(attempts_fts) VALUES ('delete-all')")
-            db.execute("UPDATE meta SET value = '0' WHERE key = 'indexed_upto'")
     except BaseException:
         db.close()
         raise
@@ -122,13 +159,24 @@ def upto(db: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _history_top(db: sqlite3.Connection) -> int:
-    row = db.execute(
-        "SELECT MAX(COALESCE((SELECT MAX(id) FROM history.attempts), 0), "
-        "COALESCE((SELECT CAST(value AS INTEGER) FROM history.meta "
-        "WHERE key = 'fts_indexed_upto'), 0))"
-    ).fetchone()
-    return int(row[0] if row else 0)
+def of_this_history(db: sqlite3.Connection) -> bool:
+    """Whether the index was made from the history attached (see ``mark_sql``)."""
+    row = db.execute(mark_sql("main", "history")).fetchone()
+    return row is not None and row[0] is not None
+
+
+def start_over(db: sqlite3.Connection) -> None:
+    """Empty the index: it is filled again from the history's first row."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("INSERT INTO attempts_fts(attempts_fts) VALUES ('delete-all')")
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'indexed_upto'")
+        db.execute("DELETE FROM meta WHERE key = 'indexed_mark'")
+        db.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):  # the error that led here is raised
+            db.execute("ROLLBACK")
+        raise
 
 
 def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
@@ -141,18 +189,40 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
     a chunk takes far longer than copying it (see checkpoints.py).
 
     The index transaction starts by writing the index's mark, so two programs on one history
-    never index a row twice; the history is only read (never locked for writing).
+    never index a row twice; the history is only read (never locked for writing). An index of
+    another history (``of_this_history``) is started over first.
     """
+    while True:
+        if not of_this_history(db):
+            log.info("The search index beside %s is of another history; made again", _name(db))
+            start_over(db)
+        count = _index_pending(db, limit)
+        if count is not None:
+            return count
+
+
+def _name(db: sqlite3.Connection) -> str:
+    row = db.execute("SELECT file FROM pragma_database_list WHERE name = 'history'").fetchone()
+    return str(row[0]) if row else "the history"
+
+
+def _index_pending(db: sqlite3.Connection, limit: int) -> int | None:
+    """One chunk (see ``index_chunk``); None when another program started the index over after
+    the rows were copied (they are copied again)."""
+    copied_after = upto(db)
     db.execute("DELETE FROM temp.pending")
     db.execute(
-        f"INSERT INTO temp.pending SELECT id, {_INDEXED} FROM history.attempts "
+        f"INSERT INTO temp.pending SELECT id, {_INDEXED}, {_row_mark('a')} FROM history.attempts a "
         "WHERE id > ? ORDER BY id LIMIT ?",
-        (upto(db), limit),
+        (copied_after, limit),
     )
     db.execute("BEGIN")
     try:
         db.execute("UPDATE meta SET value = value WHERE key = 'indexed_upto'")
         start = upto(db)  # another program may have indexed some meanwhile
+        if start < copied_after:  # or started it over: the rows before the copy are not in it
+            db.execute("COMMIT")
+            return None
         row = db.execute("SELECT COUNT(*), MAX(id) FROM temp.pending WHERE id > ?", (start,))
         count, last = row.fetchone()
         if count:
@@ -162,6 +232,11 @@ def index_chunk(db: sqlite3.Connection, limit: int = CHUNK) -> int:
                 (start,),
             )
             db.execute("UPDATE meta SET value = ? WHERE key = 'indexed_upto'", (str(last),))
+            db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) "
+                "SELECT 'indexed_mark', mark FROM temp.pending WHERE id = ?",
+                (last,),
+            )
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:

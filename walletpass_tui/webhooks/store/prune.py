@@ -1,12 +1,19 @@
 """Dropping history: by age (``events prune``) and the rejected cap (a flood of garbage can neither
 fill the disk nor push out verified history). Each runs on the writer's thread as one transaction,
-which also takes what it deletes out of the counts by minute (activity.py)."""
+which also takes what it deletes out of the counts by minute (activity.py).
+
+A prune step says what the prune needs to know that a receiver running on the history (another
+process writing it) got in after it: ``Step.seen``, the history's data version while the step
+held the write lock, changes once another connection commits (``others_committed``). A prune
+with no receiver copies the log after each step itself (``copy_log``): nothing else would until
+it closes, and the log would grow by everything it deletes.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from walletpass_tui.webhooks.models import REJECTED
 from walletpass_tui.webhooks.store import activity
@@ -17,10 +24,32 @@ def older_than(db: sqlite3.Connection, cutoff_ms: int) -> int:
     return delete_where(db, "received_at_ms < ?", (cutoff_ms,))[0]
 
 
-def oldest_before(db: sqlite3.Connection, cutoff_ms: int, limit: int) -> tuple[int, float]:
-    """Drop the oldest ``limit`` attempts received before ``cutoff_ms``: (how many, seconds the
-    write lock was held)."""
+class Step(NamedTuple):
+    """One prune step: how many attempts it deleted, how long it held the write lock, and the
+    history's data version while it held it (see ``others_committed``)."""
+
+    deleted: int
+    held_s: float
+    seen: int
+
+
+def oldest_before(db: sqlite3.Connection, cutoff_ms: int, limit: int) -> Step:
+    """Drop the oldest ``limit`` attempts received before ``cutoff_ms``."""
     return delete_where(db, "received_at_ms < ?", (cutoff_ms,), limit=limit)
+
+
+def others_committed(db: sqlite3.Connection, seen: int) -> bool:
+    """Whether another connection committed since a step that saw data version ``seen``. SQLite
+    changes a connection's data version only for the commits of others, and none can commit
+    while a step holds the write lock, so a change is a commit after that step."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0]) != seen
+
+
+def copy_log(db: sqlite3.Connection) -> None:
+    """Copy the write-ahead log into the database file (a PASSIVE checkpoint: it syncs the log,
+    copies what no reader still needs, syncs the file); once all of it is copied, the next
+    commit starts the log over."""
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
 def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
@@ -37,15 +66,15 @@ def rejected_beyond(db: sqlite3.Connection, cap: int) -> int:
 
 def delete_where(
     db: sqlite3.Connection, where: str, params: tuple[Any, ...], *, limit: int | None = None
-) -> tuple[int, float]:
+) -> Step:
     """Delete the attempts matching ``where`` (the oldest ``limit`` of them, by time, when
     given), their forwards and the messages left without an attempt, and take them out of the
     counts by minute (activity.py), in one transaction. Only the rows deleted are looked at: the
-    cost follows the step, not the history's size. Returns (how many, seconds the write lock was
-    held)."""
+    cost follows the step, not the history's size."""
     db.execute("BEGIN IMMEDIATE")
     locked = time.perf_counter()
     try:
+        seen = int(db.execute("PRAGMA data_version").fetchone()[0])
         # Ids are never handed out again (the search index may still hold a pruned row's id).
         db.execute(
             "UPDATE meta SET value = MAX(CAST(value AS INTEGER), "
@@ -75,7 +104,7 @@ def delete_where(
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
-    return deleted, time.perf_counter() - locked
+    return Step(deleted, time.perf_counter() - locked, seen)
 
 
 # The attempts one step deletes (a temporary table of the writer's connection).

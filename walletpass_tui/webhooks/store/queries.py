@@ -22,6 +22,7 @@ from walletpass_tui.webhooks.models import (
     CHECK,
     CHECK_MODE,
     CHECK_NOTE_PREFIXES,
+    CHECK_NOTE_SQL,
     FORWARD,
     PENDING,
     RECEIVED,
@@ -39,7 +40,7 @@ from walletpass_tui.webhooks.models import (
 from walletpass_tui.webhooks.relay_channel import relay_channel
 from walletpass_tui.webhooks.store import activity, rows, search, tables
 from walletpass_tui.webhooks.store.files import FileId, file_id
-from walletpass_tui.webhooks.store.indexer import index_path
+from walletpass_tui.webhooks.store.indexer import INDEXED_UPTO_SQL, index_path
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ class Reader:
         query = search.index_query(text or "", self._index)
         text_upto = None
         if query is not None:
-            found = await self.one(search.INDEXED_UPTO_SQL)
+            found = await self.one(INDEXED_UPTO_SQL)  # None: of another history
             text_upto = int(found or 0)
         return _plans(
             flt,
@@ -523,8 +524,7 @@ RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
 # A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
-_CHECK_ROW = "COALESCE(substr(a.note, 1, 11) IN (?, ?, ?), 0)"
-assert {len(p) for p in CHECK_NOTE_PREFIXES} == {11}
+_CHECK_ROW = CHECK_NOTE_SQL.format(note="a.note")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from walletpass_tui.logs import suppressed
 from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import StoreError
 from walletpass_tui.webhooks.store import search, tables
-from walletpass_tui.webhooks.store.indexer import index_path
+from walletpass_tui.webhooks.store.indexer import INDEXED_UPTO_SQL, index_path
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
 from walletpass_tui.webhooks.store.tables import DEFAULT_BUSY_TIMEOUT_MS, SCHEMA_VERSION
@@ -115,9 +115,7 @@ def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
     while True:
         try:
             conn.execute("ATTACH DATABASE ? AS idx", (uri(ipath, immutable=immutable),))
-            upto = conn.execute(
-                "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
-            ).fetchall()
+            upto = conn.execute(INDEXED_UPTO_SQL).fetchall()
             conn.execute("SELECT rowid FROM idx.attempts_fts LIMIT 1").fetchall()
         except sqlite3.Error:  # no usable index: tried read-only, or searched without it
             with contextlib.suppress(sqlite3.Error):  # not attached: nothing to detach
@@ -127,10 +125,7 @@ def _attach_index(conn: sqlite3.Connection, path: Path) -> search.IndexUse:
             immutable = True
             continue
         break
-    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM main.attempts").fetchall()
-    indexed = int(upto[0][0]) if upto else 0
-    newest = int(top[0][0])
-    if indexed > newest:  # the index of another history (this one was moved aside)
+    if not upto or upto[0][0] is None:  # the index of another history (see indexer.mark_sql)
         with contextlib.suppress(sqlite3.Error):  # not used: nothing more to do
             conn.execute("DETACH DATABASE idx")
         return search.NO_INDEX

@@ -12,8 +12,9 @@ function the reading connection registers (``has_words``). The rules are the sam
 
 The index is contentless, in a file of its own next to the history, filled after each commit by
 a thread of its own (indexer.py), never on the delivery's commit path. Reads attach it as ``idx``
-and read how far it goes before they search: rows committed since are looked at one by one
-(queries.py), so a search finds the newest deliveries while the index catches up.
+and read how far it goes before they search (``indexer.INDEXED_UPTO_SQL``): rows committed since
+are looked at one by one (queries.py), so a search finds the newest deliveries while the index
+catches up, and every row is when the index is of another history.
 """
 
 from __future__ import annotations
@@ -97,9 +98,6 @@ class IndexUse:
 KEPT_UP = IndexUse()
 NO_INDEX = IndexUse(attached=False)
 
-# The last row the index holds: rows past it are committed but not indexed yet (the indexer runs
-# behind the writer), and a search looks at them one by one.
-INDEXED_UPTO_SQL = "SELECT CAST(value AS INTEGER) FROM idx.meta WHERE key = 'indexed_upto'"
 # The index drives a search in rowid order, so the newest matches of a common word come at once.
 JOINED = "idx.attempts_fts f JOIN attempts a ON a.id = f.rowid"
 
