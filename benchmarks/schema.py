@@ -190,7 +190,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def rebuild_argv(history: Path) -> list[str]:
     code = (
         "import sys; from pathlib import Path; from walletpass_tui.schemas import rebuild\n"
-        "from walletpass_tui.schemas.storage import schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
+        "from walletpass_tui.schemas.schema_file import schemas_path\nfor f in schemas_path(Path(sys.argv[1])).parent.glob("
         "schemas_path(Path(sys.argv[1])).name + '*'): f.unlink()\n"
         "print(rebuild(Path(sys.argv[1])))"
     )

@@ -429,6 +429,8 @@ def test_a_wrong_type_for_the_key_does_not_show_it(xdg: dict[str, Path], tmp_pat
         ({"receiver_path": "/" + "é" * 200}, "longer than 1000 characters in a URL"),
         ({"tolerance_s": -1}, "zero or more"),
         ({"max_body": 0}, "at least 1 byte"),
+        ({"retention_days": -1}, "from 0 (keep everything) to 36,500 days"),
+        ({"retention_days": 99_999_999_999}, "from 0 (keep everything) to 36,500 days"),
         ({"timeout_s": 0}, "more than 0 seconds"),
         ({"timeout_s": -2.5}, "more than 0 seconds"),
         ({"timeout_s": "inf"}, "more than 0 seconds"),
@@ -439,6 +441,25 @@ def test_a_wrong_type_for_the_key_does_not_show_it(xdg: dict[str, Path], tmp_pat
 def test_invalid_values_are_clear_errors(xdg: dict[str, Path], flags: Any, match: str) -> None:
     with pytest.raises(ConfigError, match=match.replace("(", r"\(").replace(")", r"\)")):
         load_settings(flags, env={})
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[receiver]\nport = 99999\n", "between 0 and 65535, got 99999"),
+        ("[receiver]\ntolerance = -5\n", "zero or more seconds"),
+        ('[receiver]\npath = "/a/../b"\n', "'.' or '..' segment"),
+        ("retention_days = -1\n", "retention_days must be from 0"),
+    ],
+)
+def test_a_value_out_of_range_in_the_config_file_says_it_came_from_there(
+    xdg: dict[str, Path], tmp_path: Path, text: str, match: str
+) -> None:
+    config = write_toml(tmp_path / "c.toml", text)
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, env={}, config_file=config)
+    message = str(info.value)
+    assert match in message and message.endswith(f" (set in the config file {config}).")
 
 
 def test_env_text_is_parsed(xdg: dict[str, Path]) -> None:

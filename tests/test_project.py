@@ -415,9 +415,9 @@ INTERNAL_EXCEPTIONS = {
     "_Invalid",  # sim.http_api: answered 400
     "_Unsupported",  # sim.http_api: answered 415
     "_Refused",  # webhooks.http_server: answered with its status by the HTTP layer
-    "WrongFormat",  # schemas.storage: the schema file is rebuilt
+    "WrongFormat",  # schemas.schema_file: the schema file is rebuilt
     "Damaged",  # schemas.storage: rows that are not ours, the schema file is rebuilt
-    "Foreign",  # schemas.storage: a file this program did not make, deleted and made anew
+    "Foreign",  # schemas.schema_file: a file this program did not make, deleted and made anew
     "Unlearnable",  # schemas.book: that delivery is skipped
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
     "_Cut",  # query.values: the rest of a body past its bound is not read

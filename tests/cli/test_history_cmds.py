@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -260,6 +263,39 @@ async def test_pending_lists_and_gives_up(home: Path, capsys: pytest.CaptureFixt
 
     code, out, _ = await cli(capsys, "events", "pending")
     assert code == 0 and "No forwards pending." in out
+
+
+def start_listen() -> subprocess.Popen[str]:
+    """A real ``listen`` on this test's home, once it is ready."""
+    listen = subprocess.Popen(
+        [sys.executable, "-m", "walletpass_tui", "listen", "--port", "0", "--json"],
+        env=os.environ.copy(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert listen.stderr is not None
+    while not listen.stderr.readline().startswith("History:"):
+        if listen.poll() is not None:
+            raise AssertionError("listen ended")
+    return listen
+
+
+async def test_pending_beside_a_running_receiver_says_it_runs(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "they go out when listen runs" while one does: it says the receiver running here
+    retries them if it forwards."""
+    await seed(home, make_attempt("msg_p1", b"{}"), forward_to=("http://127.0.0.1:9/hook",))
+    code, out, _ = await cli(capsys, "events", "pending")
+    assert code == 0 and "They go out when 'walletpass-tui listen --forward-to" in out
+    listen = await asyncio.to_thread(start_listen)
+    try:
+        code, out, _ = await cli(capsys, "events", "pending")
+    finally:
+        listen.kill()
+        await asyncio.to_thread(listen.wait, 30)
+    assert code == 0 and "1 forward(s) pending:" in out
+    assert "A receiver runs on this home: it is retrying them if it was started with" in out
+    assert "They go out when" not in out
 
 
 async def test_events_show_escapes_bidi_zero_width_and_escapes(

@@ -19,7 +19,7 @@ from service_helpers import TEMPLATES, Cli
 
 from walletpass_tui.cli import main
 from walletpass_tui.schemas.catalog import MAX_GROUPS
-from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.schemas.schema_file import schemas_path
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
 

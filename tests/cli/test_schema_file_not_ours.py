@@ -22,7 +22,7 @@ from process_helpers import DEADLINE_S, post, start_listen
 
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.reader import SchemaReader
-from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.schemas.schema_file import schemas_path
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
 

@@ -269,6 +269,22 @@ async def test_a_bad_secret_in_the_environment_is_a_failure_shown_masked(
     assert bad not in out + err
 
 
+async def test_more_secrets_than_the_bound_say_where_they_came_from(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the environment a failure (exit 1) naming it, as its other problems are; from
+    flags a usage error (exit 2)."""
+    monkeypatch.setenv("WALLETPASS_SECRET", " ".join([SECRET] * 65))
+    code, _, err = await run(capsys, "trigger", "activated", "--to", "http://127.0.0.1:9/wh")
+    assert code == 1 and err.count("\n") == 1
+    assert "at most 64 signing secrets, not 65 (from $WALLETPASS_SECRET)" in err
+    assert SECRET not in err
+    monkeypatch.delenv("WALLETPASS_SECRET")
+    flags = [arg for _ in range(65) for arg in ("--secret", SECRET)]
+    code, _, err = await run(capsys, "listen", "--port", "0", *flags)
+    assert code == 2 and "not 65 (from --secret)" in err
+
+
 async def test_trigger_signs_with_the_secret_from_the_environment(
     clean_env: Path,
     capsys: pytest.CaptureFixture[str],

@@ -23,7 +23,7 @@ from walletpass_tui.schemas.learner import SchemaLearner
 from walletpass_tui.schemas.model import TEMPLATES, Finding, GroupKey
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord
-from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.schemas.schema_file import schemas_path
 from walletpass_tui.webhooks.models import REJECTED, VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store
 

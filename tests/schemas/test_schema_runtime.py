@@ -24,7 +24,7 @@ from walletpass_tui.runtime.setup import DeliverySetup
 from walletpass_tui.schemas.model import TEMPLATES
 from walletpass_tui.schemas.reader import SchemaReader
 from walletpass_tui.schemas.records import DriftRecord
-from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.schemas.schema_file import schemas_path
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import VERIFIED, Attempt
 from walletpass_tui.webhooks.store import Store

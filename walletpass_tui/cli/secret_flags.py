@@ -103,7 +103,12 @@ def given_secrets(
     if not flags and path is None and _ascii_words(env.get(ENV_SECRET, "")):
         found = [GivenSecret(word, f"${ENV_SECRET}") for word in _ascii_words(env[ENV_SECRET])]
     if len(found) > MAX_SECRETS:
-        raise UsageError(f"Give at most {MAX_SECRETS} signing secrets, not {len(found)}.")
+        # As every other problem of a secret: exit 2 for flags, 1 for a file, stdin or $VAR.
+        sources = ", ".join(dict.fromkeys(given.source for given in found))
+        error = UsageError if all(g.source == "--secret" for g in found) else ConfigError
+        raise error(
+            f"Give at most {MAX_SECRETS} signing secrets, not {len(found)} (from {sources})."
+        )
     for given in found:
         _check(given)
     return found

@@ -40,6 +40,7 @@ DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_RETENTION_DAYS = 30
+MAX_RETENTION_DAYS = 36_500  # a century, as the longest duration a command takes
 MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KiB; a larger one is not read
 TUNNEL_PROVIDERS = ("cloudflared", "ngrok")  # --tunnel / [tunnel] provider; "none": no tunnel
 
@@ -340,28 +341,52 @@ def without_dot_segments(path: str) -> str:
     return "/" + "/".join(kept)
 
 
-def _validate(values: dict[str, Any]) -> None:
+def _validate(values: dict[str, Any], sources: Mapping[str, str]) -> None:
+    """Refuse a value out of range, saying where it was set when that was the config file or
+    the environment (a flag's problem is on the command line the user just typed)."""
+
+    def refuse(key: str, problem: str) -> ConfigError:
+        source = sources.get(key, "")
+        where = (
+            f"set in the config file {source.removeprefix('file ')}"
+            if source.startswith("file ")
+            else f"from ${source.removeprefix('env ')}"
+            if source.startswith("env ")
+            else ""
+        )
+        return ConfigError(f"{problem.removesuffix('.')} ({where})." if where else problem)
+
     path = values.get("receiver_path")
     problem = receiver_path_problem(str(path)) if path is not None else None
     if problem:
-        raise ConfigError(problem)
+        raise refuse("receiver_path", problem)
     port = values.get("receiver_port")
     if port is not None and not 0 <= int(port) <= 65535:
-        raise ConfigError(f"The receiver port must be between 0 and 65535, got {port}.")
+        raise refuse("receiver_port", f"The receiver port must be between 0 and 65535, got {port}.")
     tol = values.get("tolerance_s")
     if tol is not None and int(tol) < 0:
-        raise ConfigError("The timestamp tolerance must be zero or more seconds.")
+        raise refuse("tolerance_s", "The timestamp tolerance must be zero or more seconds.")
     max_body = values.get("max_body")
     if max_body is not None and int(max_body) < 1:
-        raise ConfigError("The body limit must be at least 1 byte.")
+        raise refuse("max_body", "The body limit must be at least 1 byte.")
+    retention = values.get("retention_days")
+    if retention is not None and not 0 <= int(retention) <= MAX_RETENTION_DAYS:
+        raise refuse(
+            "retention_days",
+            f"retention_days must be from 0 (keep everything) to {MAX_RETENTION_DAYS:,} days "
+            f"(a century), not {retention}.",
+        )
     timeout = values.get("timeout_s")
     if timeout is not None and not 0 < float(timeout) < float("inf"):
-        raise ConfigError(f"The API call timeout must be more than 0 seconds, got {timeout}.")
+        raise refuse(
+            "timeout_s", f"The API call timeout must be more than 0 seconds, got {timeout}."
+        )
     tunnel = values.get("tunnel")
     if tunnel is not None and tunnel not in (*TUNNEL_PROVIDERS, "none"):
-        raise ConfigError(
+        raise refuse(
+            "tunnel",
             f"The tunnel must be one of {', '.join(TUNNEL_PROVIDERS)} or none, "
-            f"not {printable(str(tunnel), 40)!r}."
+            f"not {printable(str(tunnel), 40)!r}.",
         )
     name = values.get("tunnel_name")
     if name is not None and (
@@ -372,18 +397,20 @@ def _validate(values: dict[str, Any]) -> None:
         or name.startswith("-")
         or " " in name
     ):
-        raise ConfigError(
+        raise refuse(
+            "tunnel_name",
             "The tunnel name must be a cloudflared tunnel's name or id: letters, digits, "
-            "dashes, no spaces."
+            "dashes, no spaces.",
         )
     api_key = values.get("api_key")
     if api_key is not None and (
         not api_key.isascii() or not api_key.isprintable() or " " in api_key
     ):
         # Never show it: it is a secret, even when mistyped.
-        raise ConfigError(
+        raise refuse(
+            "api_key",
             "The API key contains spaces, control or non-ASCII characters; copy it again from "
-            "your workspace settings."
+            "your workspace settings.",
         )
     # URLs are checked by the one URL rule, walletpass_tui.api.urls.check_settings_urls (the
     # command line runs it on every Settings it builds); config sits below api and cannot.
@@ -466,7 +493,7 @@ def load_settings(
 
     if isinstance(values.get("api_key"), str):
         values["api_key"] = values["api_key"].strip()
-    _validate(values)
+    _validate(values, sources)
     if values.get("tunnel") == "none":
         values["tunnel"] = None
     for key in ("base_url", "registration_url", "public_url", "tunnel_url"):

@@ -58,7 +58,7 @@ from typing import Any
 from walletpass_tui.schemas.book import Progress
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.records import DriftRecord
-from walletpass_tui.schemas.storage import schemas_path
+from walletpass_tui.schemas.schema_file import schemas_path
 
 
 def rebuild(history_path: Path, progress: Progress | None = None) -> int:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from walletpass_tui.schemas import storage
+from walletpass_tui.schemas import schema_file, storage
 from walletpass_tui.schemas.catalog import MAX_GROUPS, Catalog, Delivery
 from walletpass_tui.schemas.drift import DRIFT_AFTER
 from walletpass_tui.schemas.model import Finding, GroupKey
@@ -122,10 +122,10 @@ class Book:
         """Open (or make) the schema file and load what it holds."""
         self.close()
         self._history_id = _history_id(self.history)
-        self.db = storage.connect(
+        self.db = schema_file.connect(
             self.history, self.busy_timeout_ms, history_optional=self.history_optional
         )
-        self._identity = storage.identity(self.history)
+        self._identity = schema_file.identity(self.history)
         if self.history.is_file():
             self._transaction(self._check_history)
 
@@ -140,7 +140,7 @@ class Book:
         history started over at its path is attached again (one ``stat`` of each a step)."""
         if (
             self.db is None
-            or storage.identity(self.history) != self._identity
+            or schema_file.identity(self.history) != self._identity
             or _history_id(self.history) != self._history_id
         ):
             self.open()
@@ -152,11 +152,11 @@ class Book:
         history locked by another program) is tried again later."""
         try:
             if self.db is not None:
-                storage.check(self.db)
+                schema_file.check(self.db)
         except sqlite3.DatabaseError as exc:
             log.info("the schema file of %s is damaged (%s): it is made anew", self.history, exc)
             self.close()
-            storage.discard(self.history)
+            schema_file.discard(self.history)
         self.version = -1  # whatever was half learned in memory is loaded again
 
     def _reload(self, db: sqlite3.Connection) -> None:
@@ -173,7 +173,7 @@ class Book:
         except storage.Damaged as exc:
             log.info("the schema file of %s is damaged (%s): it is made anew", self.history, exc)
             self.close()
-            storage.discard(self.history)
+            schema_file.discard(self.history)
             self.open()
             return self._once(work)
 

@@ -1,30 +1,26 @@
 """What is learned about one group: its paths with their counts, and its drift findings.
 
 A group is a topic (``pass.activated``; ``None`` is "topic unknown") or the pass templates. Pure
-data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``storage.py``.
+data and the arithmetic on it; reading bodies is in ``learn.py``, storing in ``storage.py``,
+folding maps in ``folding.py``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
 from walletpass_tui.api.topics import TopicError, parse_topic
 from walletpass_tui.schemas.jsonscan import BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING, TYPES
 from walletpass_tui.schemas.paths import (
-    MAP,
-    MAP_KEYS,
-    MAX_VALUES,
     UNTRACKED_CAP,
     VALUE_CHARS,
     VALUE_INT,
     VALUE_SAMPLES,
     Segment,
-    child,
     looks_like_id,
-    map_member,
 )
 
 # -- groups ---------------------------------------------------------------------------------------
@@ -183,38 +179,6 @@ class PathStats:
         elif kid.segment is Segment.ITEM:
             self.item_kid = kid
 
-    def absorb(self, other: PathStats, *, as_map_node: bool = False) -> None:
-        """Add ``other``'s counts (a body's observation, or a path folded into this one)."""
-        for kind, n in other.types.items():
-            self.types[kind] = self.types.get(kind, 0) + n
-        self.seen += other.seen
-        # Folding: several keys of one object become one map path; an object holding two of them
-        # still holds the map once, so the larger count is the closest one can tell.
-        self.holders = (
-            max(self.holders, other.holders) if as_map_node else self.holders + other.holders
-        )
-        self.objects += other.objects
-        self.arrays += other.arrays
-        self.open = self.open or other.open
-        if self.values is not None and other.values is not None:
-            for key, n in other.values.items():
-                self.values[key] = self.values.get(key, 0) + n
-            if len(self.values) > MAX_VALUES:
-                self.values = None
-        else:
-            self.values = None
-        if other.first_seen_ms and (not self.first_seen_ms or other.seq < self.seq):
-            self.example = other.example if other.example is not None else self.example
-            self.first_seen_ms = other.first_seen_ms
-            self.first_webhook_id = other.first_webhook_id
-            self.first_attempt_id = other.first_attempt_id
-            self.seq = other.seq
-        elif self.example is None:
-            self.example = other.example
-        if other.last_seen_ms >= self.last_seen_ms:
-            self.last_seen_ms = other.last_seen_ms
-            self.last_webhook_id = other.last_webhook_id
-
     @property
     def is_object(self) -> bool:
         return OBJECT in self.types
@@ -283,8 +247,6 @@ class Kind(Enum):
     def warm_up(self) -> bool:
         return self in (Kind.WARM_UP_OPTIONAL, Kind.WARM_UP_TYPES)
 
-
-_ABOUT_VALUES = (Kind.TYPE_CHANGED, Kind.WARM_UP_TYPES, Kind.NEW_VALUE)  # true of a map's values
 
 _SEVERITY = {
     Kind.FIELD_ADDED: "info",
@@ -500,19 +462,6 @@ class GroupSchema:
         self.last_webhook_id = source.webhook_id
         self.changed = True
 
-    def fold_maps(self) -> None:
-        """Fold every object that has become a map, until none is left to fold: folding one
-        merges the objects below it (``data.balances.acct_1`` and ``.acct_2`` become
-        ``data.balances{*}``), and their keys together may make a map of their own."""
-        while self.fold_check:
-            check, self.fold_check = self.fold_check, set()
-            for parent in check:
-                if self.idlike.get(parent) and self._is_map(parent):
-                    self._fold_map(parent)
-                    self.reindex()  # every parent is looked at again
-                    self.epoch += 1
-                    break
-
     def always_present_paths(self) -> list[PathStats]:
         """The paths every parent that could hold them held (maps and the body aside). Once a
         path misses it never comes back, so the list is kept until a path is added or folded,
@@ -524,93 +473,3 @@ class GroupSchema:
                 if s.segment not in (Segment.MAP, Segment.ROOT) and self.always_present(s)
             ]
         return self.always
-
-    def _is_map(self, parent: str) -> bool:
-        """Whether the object at ``parent`` is a map with id-like keys still named below it:
-        more than MAP_KEYS of them, or a ``{*}`` there already."""
-        if parent not in self.paths:
-            return False  # folded itself meanwhile: its keys are counted where they went
-        return child(parent, Segment.MAP) in self.paths or self.idlike.get(parent, 0) > MAP_KEYS
-
-    def _fold_map(self, parent: str) -> None:
-        """Fold every key of the map at ``parent`` that reads as one of its ids (see
-        ``map_member``), with everything below it, into ``parent{*}``."""
-        named = [s for s in self.paths.values() if s.parent == parent and s.segment is Segment.KEY]
-        ids = [s.key for s in named if looks_like_id(s.key)]
-        members = [s for s in named if map_member(s.key, ids)]
-        map_path = child(parent, Segment.MAP)
-        kids = self.children()
-        if map_path not in self.paths:
-            depth = self.paths[parent].depth + 1
-            self.paths[map_path] = PathStats(map_path, parent, Segment.MAP, MAP, depth)
-            self.dirty.add(map_path)
-        moved: dict[str, str] = {}
-        for node in sorted(members, key=lambda s: s.seq):
-            self._fold(node, map_path, kids, moved)
-        self._move_findings(moved)
-
-    def _move_findings(self, moved: dict[str, str]) -> None:
-        """The findings at paths folded into a map follow them; those that were about the map's
-        keys themselves (one added, one missing) are dropped: a map's keys coming and going is
-        not drift. Two findings that meet at one path are one (the first, both counts)."""
-        if not any(path in moved for path, _, _ in self.findings):
-            return
-        kept: dict[FindingKey, Finding] = {}
-        for finding in sorted(self.findings.values(), key=lambda f: (f.source.seen_at_ms, f.id)):
-            path = moved.get(finding.path, finding.path)
-            about_a_key = path.endswith(MAP) and finding.kind not in _ABOUT_VALUES
-            known = kept.get((path, finding.kind, finding.variant))
-            if about_a_key or known is not None:
-                if known is not None:
-                    known.count += finding.count
-                    known.last_seen_ms = max(known.last_seen_ms, finding.last_seen_ms)
-                    self.dirty_findings.append(known)
-                if finding.id:
-                    self.removed_findings.append(finding.id)
-                continue
-            if path != finding.path:
-                finding.path = path
-                self.dirty_findings.append(finding)
-            kept[finding.key] = finding
-        self.findings = kept
-        self.finding_index = None
-
-    def _fold(
-        self,
-        node: PathStats,
-        map_path: str,
-        kids: dict[str | None, list[PathStats]],
-        moved: dict[str, str],
-    ) -> None:
-        """Move ``node`` and everything below it to ``map_path`` and the same paths below it
-        (``moved`` gets each path's new one)."""
-        cut = len(node.path)
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            stack.extend(kids.get(current.path, []))
-            target_path = map_path + current.path[cut:]
-            moved[current.path] = target_path
-            target = self.paths.get(target_path)
-            if target is None:
-                assert current.parent is not None  # below the folded key
-                target = replace(
-                    current,
-                    path=target_path,
-                    parent=map_path + current.parent[cut:],
-                    types=dict(current.types),
-                    values=None if current.values is None else dict(current.values),
-                    up=None,
-                    kids=None,
-                    map_kid=None,
-                    item_kid=None,
-                    s_types={},
-                )
-                self.paths[target_path] = target
-            else:
-                target.absorb(current, as_map_node=current is node)
-            del self.paths[current.path]
-            self.dirty.discard(current.path)
-            self.removed.add(current.path)
-            self.removed.discard(target_path)
-            self.dirty.add(target_path)

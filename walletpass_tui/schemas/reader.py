@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from walletpass_tui.schemas import storage
+from walletpass_tui.schemas import schema_file, storage
 from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.export import EXPORTERS, export, export_all
 from walletpass_tui.schemas.model import GroupKey, GroupSchema
@@ -26,12 +26,12 @@ _DRIFT_SELECT = f"SELECT {storage.DRIFT_COLUMNS} FROM drift"
 class SchemaReader:
     def __init__(self, history_path: Path, *, busy_timeout_ms: int = 5000) -> None:
         self.history_path = Path(history_path)
-        self.path = storage.schemas_path(self.history_path)
+        self.path = schema_file.schemas_path(self.history_path)
         self._busy_timeout_ms = busy_timeout_ms
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection | None]:
-        linked = storage.links(self.path)
+        linked = schema_file.links(self.path)
         if linked:  # never followed: the learner deletes the link and makes its own file
             raise self._not_ours(linked)
         if not self.path.exists():
@@ -51,14 +51,14 @@ class SchemaReader:
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'drift'"
             ).fetchone()[0]
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if made and version != storage.FORMAT:
+            if made and version != schema_file.FORMAT:
                 raise SchemaError(
                     f"The schema file {self.path} was written by another version of "
                     "walletpass-tui; it is learned again from the history when the receiver "
                     "next starts (or rebuild it now: walletpass-tui schema rebuild)."
                 )
-            foreign = storage.not_ours(db)
-            if foreign or version not in (0, storage.FORMAT):
+            foreign = schema_file.not_ours(db)
+            if foreign or version not in (0, schema_file.FORMAT):
                 raise self._not_ours(foreign or f"its format is {version}")
             yield db if made else None  # a file the learner is still making: nothing yet
         except sqlite3.Error as exc:

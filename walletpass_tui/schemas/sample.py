@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from walletpass_tui.schemas.folding import fold_maps
 from walletpass_tui.schemas.jsonscan import (
     ARRAY,
     BOOLEAN,
@@ -292,7 +293,7 @@ class Sample:
             if len(counted) > MAX_VALUES:
                 stats.values = None
         group.counted(1, source)
-        group.fold_maps()
+        fold_maps(group)
         group.add_untracked(self.untracked, self.untracked_more)
 
     def counts(self) -> list[Counts]:

@@ -16,6 +16,7 @@ from walletpass_tui.errors import UsageError
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
+    from walletpass_tui.config import Settings
     from walletpass_tui.webhooks.store import Store
     from walletpass_tui.webhooks.store.prune import Step
 
@@ -152,6 +153,19 @@ def _duration_label(seconds: float) -> str:
     return format_duration(seconds, fine=False)
 
 
+def when_pending_go_out(settings: Settings) -> str:
+    """When the pending forwards are sent: by the receiver running on this home if it forwards,
+    else once one that does runs."""
+    from walletpass_tui.cli.home_receiver import running_url
+
+    if running_url(settings):
+        return (
+            "A receiver runs on this home: it is retrying them if it was started with "
+            "--forward-to, else they go out once one that is runs."
+        )
+    return "They go out when 'walletpass-tui listen --forward-to ...' or the dashboard runs."
+
+
 def cmd_pending(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
 
@@ -170,7 +184,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
         print(f"{count} forward(s) pending:")
         for target, n in by_target:
             print(f"  {n:>6}  {printable(target, 200)}")
-        print("They go out when 'walletpass-tui listen --forward-to ...' or the dashboard runs.")
+        print(when_pending_go_out(settings))
     else:
         where = f" to {printable(args.target, 200)}" if args.target else ""
         print(f"No forwards pending{where}.")
