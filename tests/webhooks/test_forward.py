@@ -235,3 +235,24 @@ async def test_forwarding_stops_when_asked_as_a_delivery_for_its_target_arrives(
     # for the workers it cancelled).
     done, _ = await asyncio.wait({stopping[0]}, timeout=60)
     assert stopping[0] in done, "a forwarding worker went on after stop() cancelled it"
+
+
+async def test_a_forward_on_the_wire_when_forwarding_stops_is_answered_and_recorded(
+    env: Env,
+) -> None:
+    """Stopping (Ctrl-C, SIGTERM) while the app is still answering a forward lets that answer be
+    recorded: the next start finds nothing pending, so the app is never sent the same delivery
+    twice; what was not yet sent stays queued."""
+    target = await env.target(delay=0.5)
+    receiver = await env.receiver([Route(target.url)])
+    assert (await env.post(receiver, "msg_wire", body_for("pass.activated"))).status_code == 200
+
+    async def on_the_wire() -> bool:
+        return len(target.got) == 1
+
+    await eventually(on_the_wire)
+    [forwarder] = env.forwarders
+    await forwarder.stop()  # the app has the request and has not answered yet
+    [row] = await env.store.forwards_for_message("msg_wire")
+    assert (row.state, row.status, row.tries) == (DONE, 200, 1)
+    assert await env.store.pending_forward_count(None) == 0
