@@ -422,7 +422,7 @@ INTERNAL_EXCEPTIONS = {
     "NotJson",  # schemas.jsonscan: a body that teaches nothing
     "_Cut",  # query.values: the rest of a body past its bound is not read
     "PeerStalled",  # relay.server.stream: that subscriber is dropped
-    "RelayRefused",  # relay.link.subscriber: the connection is dropped and resumed
+    "RelayRefused",  # relay.link.failures: the connection is dropped and resumed
     "_Rewound",  # relay.link.subscriber: the relay went back; resumed after its head at once
     "TooMuchOutput",  # tunnel.output: the tunnel's program is stopped, said as TunnelUnavailable
 }

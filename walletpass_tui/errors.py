@@ -41,9 +41,9 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     │   ├── relay.server.storage.postgres.pool.PoolBusy  every pooled connection stayed busy
     │   ├── relay.server.storage.postgres.schema.NewerSchema  written by a newer relay
     │   └── relay.server.fanout.UnusableSecret  a channel's stored signing secret is not one
-    ├── relay.link.subscriber.RelayClientError  the relay refused or cannot be reached
-    │   ├── relay.link.subscriber.RelayAuthError  the relay refused the token
-    │   └── relay.link.subscriber.RelayUrlError  not a relay's subscribe URL
+    ├── relay.link.failures.RelayClientError  the relay refused or cannot be reached
+    │   ├── relay.link.failures.RelayAuthError  the relay refused the token
+    │   └── relay.link.failures.RelayUrlError  not a relay's subscribe URL
     └── sim.endpoints.SimError           the simulated service refused
         └── sim.endpoints.UnknownEndpointError  no endpoint with that id
 

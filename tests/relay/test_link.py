@@ -15,8 +15,8 @@ import pytest
 from link_helpers import laptop, link_for, stored_until
 from relay_helpers import add_channel, post_all, signed, urls
 
+from walletpass_tui.relay.link.failures import RelayAuthError, RelayClientError
 from walletpass_tui.relay.link.state import LinkState, StateLines
-from walletpass_tui.relay.link.subscriber import RelayAuthError, RelayClientError
 from walletpass_tui.relay.server.serve import RelayServer
 from walletpass_tui.webhooks.store import wal_sync
 

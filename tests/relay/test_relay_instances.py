@@ -29,7 +29,7 @@ from standardwebhooks import Webhook
 
 from walletpass_tui.cli import main
 from walletpass_tui.relay.events import delivery_data
-from walletpass_tui.relay.link.subscriber import RelayAuthError
+from walletpass_tui.relay.link.failures import RelayAuthError
 from walletpass_tui.relay.server.channels import ingress_url, subscribe_url
 from walletpass_tui.relay.server.serve import RelayServer
 from walletpass_tui.relay.server.storage.errors import RelayStoreError

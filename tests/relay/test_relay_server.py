@@ -25,7 +25,7 @@ from relay_helpers import (
 )
 from standardwebhooks import Webhook
 
-from walletpass_tui.relay.link.subscriber import RelayAuthError
+from walletpass_tui.relay.link.failures import RelayAuthError
 from walletpass_tui.relay.server.channels import subscribe_url
 from walletpass_tui.relay.server.serve import RelayOptions, RelayServer
 from walletpass_tui.relay.server.storage.target import database_path

@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 from relay_helpers import RelayData, add_channel, follow, signed, stop_task, urls
 
 from walletpass_tui.relay.events import RelayedDelivery
+from walletpass_tui.relay.link.failures import RelayAuthError, RelayUrlError
 from walletpass_tui.relay.link.sse import SSEComment, SSEMessage, SSEParser
-from walletpass_tui.relay.link.subscriber import (
-    RelayAuthError,
-    RelaySubscriber,
-    RelayUrlError,
-    backoff_delay,
-)
+from walletpass_tui.relay.link.subscriber import RelaySubscriber, backoff_delay
 from walletpass_tui.relay.server.ingress import IngressOptions
 from walletpass_tui.relay.server.serve import RelayServer
 

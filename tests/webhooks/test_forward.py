@@ -19,6 +19,7 @@ from forward_helpers import (
     signed,
 )
 
+from walletpass_tui.webhooks import forward
 from walletpass_tui.webhooks.forward import (
     Forwarder,
     ForwardError,
@@ -201,3 +202,57 @@ async def test_a_failing_answer_is_retried_until_success(env: Env) -> None:
     [row] = await env.store.forwards_for_message("msg_500")
     assert row.status == 202 and row.tries == len(target.got) >= 3
     assert results[:2] == [500, 500] and results[-1] == 202
+
+
+async def test_forwarding_stops_when_asked_as_a_delivery_for_its_target_arrives(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A target that is down waits for its next try; stopping the forwarder at the moment a new
+    delivery for that target is stored still stops it (on Python 3.11, a wait_for finishing as
+    it is cancelled would swallow the cancel, and stop() would wait forever)."""
+    monkeypatch.setattr(forward, "BACKOFF_START_S", 3600.0)  # the next try: an hour away
+    url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    receiver = await env.receiver([Route(url)], backoff_cap_s=3600.0)
+    assert (await env.post(receiver, "msg_down1", body_for("pass.activated"))).status_code == 200
+
+    async def waiting_for_its_next_try() -> bool:
+        rows = await env.store.forwards_for_message("msg_down1")
+        return bool(rows) and rows[0].tries == 1
+
+    await eventually(waiting_for_its_next_try)
+    [forwarder] = env.forwarders
+    stopping: list[asyncio.Task[None]] = []
+    # A commit listener after the forwarder's: the new delivery wakes the target's worker and
+    # the stop cancels it in the same turn of the loop.
+    env.store.subscribe(lambda batch: stopping.append(asyncio.create_task(forwarder.stop())))
+    assert (await env.post(receiver, "msg_down2", body_for("pass.activated"))).status_code == 200
+
+    async def asked() -> bool:
+        return bool(stopping)
+
+    await eventually(asked)
+    # A bound against a hang, not a timing (stop() cannot be cancelled from outside: it waits
+    # for the workers it cancelled).
+    done, _ = await asyncio.wait({stopping[0]}, timeout=60)
+    assert stopping[0] in done, "a forwarding worker went on after stop() cancelled it"
+
+
+async def test_a_forward_on_the_wire_when_forwarding_stops_is_answered_and_recorded(
+    env: Env,
+) -> None:
+    """Stopping (Ctrl-C, SIGTERM) while the app is still answering a forward lets that answer be
+    recorded: the next start finds nothing pending, so the app is never sent the same delivery
+    twice; what was not yet sent stays queued."""
+    target = await env.target(delay=0.5)
+    receiver = await env.receiver([Route(target.url)])
+    assert (await env.post(receiver, "msg_wire", body_for("pass.activated"))).status_code == 200
+
+    async def on_the_wire() -> bool:
+        return len(target.got) == 1
+
+    await eventually(on_the_wire)
+    [forwarder] = env.forwarders
+    await forwarder.stop()  # the app has the request and has not answered yet
+    [row] = await env.store.forwards_for_message("msg_wire")
+    assert (row.state, row.status, row.tries) == (DONE, 200, 1)
+    assert await env.store.pending_forward_count(None) == 0

@@ -360,3 +360,27 @@ async def test_a_long_count_never_holds_up_a_page_and_a_count_given_up_stops(
         assert await asyncio.wait_for(store.count(flt), 30) == 20
         # The one given up stopped at the row it was on: the next count looked at all 20 rows.
         assert calls <= 2 + 20
+
+
+async def test_the_indexer_stops_when_asked_even_as_it_is_hurried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``settled()`` hurrying the indexer at the moment the store closes it must not keep it
+    running: closing returns (on Python 3.11, a wait_for finishing as it is cancelled would
+    swallow the cancel, and the close would wait forever)."""
+    monkeypatch.setattr(indexer, "COALESCE_S", 3600.0)  # gathering commits until hurried
+    path = tmp_path / "h.sqlite3"
+    async with await Store.open(path) as store:
+        await store.record(make("msg_before"))
+    index = await indexer.Indexer.open(path, 5000)
+    index.start()
+    index.wake()  # a commit: the indexer now gathers more before it indexes
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not index.idle
+    index.hurry()  # and in the same turn of the loop, the close
+    closing = asyncio.ensure_future(index.close())
+    # A bound against a hang, not a timing (close() cannot be cancelled from outside: it waits
+    # for the indexer it cancelled).
+    done, _ = await asyncio.wait({closing}, timeout=60)
+    assert closing in done, "the indexer went on after close() cancelled it"

@@ -28,17 +28,16 @@ refusing the token) is reported through ``feed_stopped()``.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
-import socket
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime.control import OPS, ControlError, ReceiverStatus, apply_request
+from walletpass_tui.runtime.feeds import FeedTasks
 from walletpass_tui.runtime.followers import CommitFollowers
 from walletpass_tui.runtime.protocol import (
     DeliveryListener,
@@ -49,16 +48,12 @@ from walletpass_tui.runtime.protocol import (
     Learning,
     StatusFeed,
 )
+from walletpass_tui.runtime.receiver_port import ReceiverPort
 from walletpass_tui.runtime.setup import DeliverySetup, resigning_secrets
 from walletpass_tui.runtime.subscriptions import Subscriptions
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.injection import Injection
-from walletpass_tui.webhooks.listening import (
-    ReceiverOptions,
-    bound_address,
-    listening_socket,
-    receiver_url,
-)
+from walletpass_tui.webhooks.listening import ReceiverOptions, receiver_url
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow
 from walletpass_tui.webhooks.store import Store
 
@@ -74,7 +69,6 @@ if TYPE_CHECKING:  # the receiver and the forwarder (httpx) are imported when ne
     from walletpass_tui.webhooks.relayed import RelayedRequest
     from walletpass_tui.webhooks.target_options import TargetOptions
 
-RECEIVER_MODULE = "walletpass_tui.webhooks.receiver"
 RuntimeState = Literal["unopened", "opened", "closed"]
 
 log = logging.getLogger(__name__)
@@ -82,7 +76,8 @@ log = logging.getLogger(__name__)
 
 class Feed(Protocol):
     """Deliveries reaching the runtime another way than a POST: ``run`` calls
-    ``runtime.accept()`` for each until cancelled, or raises when it cannot go on."""
+    ``runtime.accept()`` for each until cancelled, or raises when it cannot go on (run as tasks
+    by ``feeds.FeedTasks``)."""
 
     async def run(self, runtime: DeliveryRuntime) -> None: ...
 
@@ -112,11 +107,7 @@ class DeliveryRuntime:
         # The secret a replay or a late forward is re-signed with: by default the delivery's
         # endpoint's, or the only --secret given.
         self.secret_for: SecretLookup = secret_for or resigning_secrets(self.setup, self.registry)
-        # The port is a plain socket bound on open; the HTTP server is built on it by
-        # serve() (or the first accept()), after the dashboard's first frame.
-        self.receiver: Receiver | None = None
-        self._socket: socket.socket | None = None
-        self._bound: tuple[str, int] | None = None
+        self._port = ReceiverPort()  # bound on open; the receiver built on it by serve()
         self._injection = self.setup.options.injection if self.setup.options else Injection()
         self._why = ""  # why the injection last changed (injection_why)
         self.forwarder: Forwarder | None = None
@@ -130,9 +121,7 @@ class DeliveryRuntime:
         # port and learner are gone); make a new one instead.
         self._state: RuntimeState = "unopened"
         self.feeds: tuple[Feed, ...] = tuple(feeds)
-        self._feed_tasks: list[asyncio.Task[None]] = []
-        self._feed_error: asyncio.Future[BaseException] | None = None
-        self._building = asyncio.Lock()  # one receiver, however many ask for it at once
+        self._feeds = FeedTasks()
         self._attachable: Attachable | None = None  # start_instance(): found, controlled
         # The setup's tunnel: made on open, started by serve().
         self.tunnel: TunnelWatcher | None = None
@@ -165,8 +154,8 @@ class DeliveryRuntime:
             raise RuntimeError("Cannot open a closed runtime; make a new DeliveryRuntime.")
         if self.feeds and self.setup.options is None:
             raise ValueError("Feeds need a receiver to verify and store their deliveries.")
-        if self.feeds and self._feed_error is None:
-            self._feed_error = asyncio.get_running_loop().create_future()
+        if self.feeds:
+            self._feeds.prepare()
         try:
             if self._store is None:
                 self._store = await Store.open(self.settings.database_path)
@@ -188,12 +177,10 @@ class DeliveryRuntime:
                     on_result=self._on_forward,
                 )
             if setup.options is not None:
-                options = setup.options
-                self._socket = await listening_socket(options.host, options.port)
-                self._bound = bound_address(self._socket, options.host)
+                await self._port.bind(setup.options)
             if self.forwarder is not None:
                 await self.forwarder.start()
-            if setup.tunnel is not None and self._bound is not None:
+            if setup.tunnel is not None and self.bound is not None:
                 from walletpass_tui.tunnel.watch import TunnelWatcher
 
                 self.tunnel = TunnelWatcher(setup.tunnel)  # started by serve()
@@ -210,11 +197,7 @@ class DeliveryRuntime:
         if receiver is not None:
             await receiver.serve()
             self._start_tunnel()
-            if self.feeds and not self._feed_tasks:
-                for feed in self.feeds:
-                    task = asyncio.create_task(feed.run(self))
-                    task.add_done_callback(self._feed_done)
-                    self._feed_tasks.append(task)
+            self._feeds.start([partial(feed.run, self) for feed in self.feeds])
 
     async def accept(self, relayed: RelayedRequest) -> Attempt:
         """One delivery from a feed: verified, stored (committed) and forwarded as a POST would
@@ -224,43 +207,34 @@ class DeliveryRuntime:
             raise RuntimeError("No receiver runs in this runtime.")
         return await receiver.accept(relayed)
 
-    async def _receiver(self) -> Receiver | None:
-        """The receiver, built on the bound socket the first time it is needed (None without a
-        receiver, or when the runtime is not open); callers at the same moment get the same one."""
-        if self.receiver is not None or self._socket is None or self.setup.options is None:
-            return self.receiver
-        async with self._building:
-            if self.receiver is not None or self._socket is None:
-                return self.receiver  # built by another caller while this one waited
-            if RECEIVER_MODULE not in sys.modules:
-                # The receiver and forwarding (httpx) take a while to import: done in a thread,
-                # so the loop it shares (the dashboard's first frames, keys) keeps its turns.
-                await asyncio.to_thread(importlib.import_module, RECEIVER_MODULE)
-            from walletpass_tui.webhooks.receiver import Receiver
+    @property
+    def receiver(self) -> Receiver | None:
+        """The receiver, once ``serve()`` or a feed's first delivery built it."""
+        return self._port.receiver
 
-            receiver = Receiver(
-                self.store,
-                replace(self.setup.options, injection=self._injection),
-                registry=self.registry,
-                forwarder=self.forwarder,
-                ack_target=self.setup.ack_target,
-            )
-            sock, self._socket = self._socket, None
-            try:
-                await receiver.bind(sock)
-            except BaseException:
-                sock.close()
-                raise
-            self.receiver = receiver
-        return self.receiver
+    async def _receiver(self) -> Receiver | None:
+        """The receiver (None without one, or when the runtime is not open)."""
+        return await self._port.receiver_on_it(self._new_receiver)
+
+    def _new_receiver(self) -> Receiver:
+        from walletpass_tui.webhooks.receiver import Receiver
+
+        assert self.setup.options is not None  # a port is bound only with receiver options
+        return Receiver(
+            self.store,
+            replace(self.setup.options, injection=self._injection),
+            registry=self.registry,
+            forwarder=self.forwarder,
+            ack_target=self.setup.ack_target,
+        )
 
     def _start_tunnel(self) -> None:
         """The tunnel the setup asks for, to the bound port (its own task: the receiver never
         waits for it, nor stops because of it)."""
-        if self.tunnel is not None and self._bound is not None:
+        if self.tunnel is not None and self.bound is not None:
             from walletpass_tui.tunnel.choice import local_url
 
-            self.tunnel.start(local_url(*self._bound))
+            self.tunnel.start(local_url(*self.bound))
 
     @property
     def public_url(self) -> str | None:
@@ -272,21 +246,12 @@ class DeliveryRuntime:
 
     async def feed_stopped(self) -> BaseException:
         """Wait until a feed stops for good; returns why (waits forever without feeds)."""
-        if self._feed_error is None:
-            await asyncio.Event().wait()
-        assert self._feed_error is not None
-        return await asyncio.shield(self._feed_error)
-
-    def _feed_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or self._feed_error is None or self._feed_error.done():
-            return
-        error = task.exception() or RuntimeError("The relay subscription ended.")
-        self._feed_error.set_result(error)
+        return await self._feeds.stopped()
 
     async def close(self) -> None:
-        """Tunnel (its program stopped) -> control channel (attached dashboards see the receiver go) -> feeds -> forwarder ->
-        receiver (port released, requests in flight answered) -> schema learner -> store -> the
-        home released.
+        """Tunnel (its program stopped) -> control channel (attached dashboards see the receiver
+        go) -> feeds -> forwarder -> receiver (port released, requests in flight answered) ->
+        schema learner -> store -> the home released.
 
         A feed cut in the middle of a delivery loses nothing: the delivery and its cursor are
         committed together or not at all, and the next run resumes after the last one stored.
@@ -298,20 +263,10 @@ class DeliveryRuntime:
         attachable, self._attachable = self._attachable, None
         if attachable is not None:  # attached dashboards see it go first
             await attachable.withdraw()
-        tasks, self._feed_tasks = self._feed_tasks, []
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._feeds.cancel()
         if self.forwarder is not None:
             await self.forwarder.stop()
-        if self.receiver is not None:
-            await self.receiver.stop()
-            self.receiver = None
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
-        self._bound = None
+        await self._port.close()
         await self.followers.stop()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
@@ -402,12 +357,13 @@ class DeliveryRuntime:
     @property
     def bound(self) -> tuple[str, int] | None:
         """(host, port) the receiver is bound to, or None without a receiver."""
-        return self._bound
+        return self._port.bound
 
     @property
     def url(self) -> str | None:
         options = self.setup.options
-        return receiver_url(options, self._bound) if options and self._bound else None
+        bound = self.bound
+        return receiver_url(options, bound) if options and bound else None
 
     @property
     def ack_target(self) -> bool:
@@ -552,7 +508,7 @@ class DeliveryRuntime:
         its control channel (``control.py``) until ``close()``; ``kind``: listen, dashboard or
         demo. Returns the record a receiver that died on this home left (None: none). Raises
         AlreadyRunning when another receiver holds the home."""
-        if self._bound is None or self._attachable is not None:
+        if self.bound is None or self._attachable is not None:
             raise RuntimeError("start_instance() needs an open runtime with a receiver, once.")
         from walletpass_tui.runtime.attachable import Attachable
 

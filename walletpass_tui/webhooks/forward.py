@@ -71,6 +71,9 @@ BACKOFF_CAP_S = 3.0
 # Past this age the target would refuse the original timestamp (the usual tolerance is 300 s):
 # a queued forward sent later is re-signed, as the service's own retry would be.
 RESIGN_AFTER_S = 240
+# On stop, a forward already sent gets this long to be answered and recorded: one cut off would
+# be pending at the next start and sent again, a second copy the app has already taken.
+STOP_GRACE_S = 5.0
 
 
 class ForwardError(WalletpassError, ValueError):
@@ -337,6 +340,8 @@ class Forwarder:
         self._clients: dict[Trust, httpx.AsyncClient] = {}
         self._wake: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._sending: set[str] = set()  # targets with a forward on the wire
+        self._stopping = False
         self._unsubscribe: Callable[[], None] | None = None
 
     def targets(self, attempt: Attempt) -> tuple[str, ...]:
@@ -360,6 +365,7 @@ class Forwarder:
 
     async def start(self) -> None:
         """Resume every target with pending forwards (a restart resumes the queue) and listen."""
+        self._stopping = False
         for target in {
             *(r.target for r in self.routes),
             *await self.store.pending_forward_targets(),
@@ -368,10 +374,16 @@ class Forwarder:
         self._unsubscribe = self.store.subscribe(self._on_batch)
 
     async def stop(self) -> None:
-        """Stop sending (what is pending stays queued for the next run); calling it again is fine."""
+        """Stop sending (what is pending stays queued for the next run); calling it again is fine.
+        A forward on the wire gets STOP_GRACE_S to be answered and recorded first, so the app is
+        not sent it again at the next start; no new one begins."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self._stopping = True
+        on_the_wire = [t for target, t in self._tasks.items() if target in self._sending]
+        if on_the_wire:
+            await asyncio.wait(on_the_wire, timeout=STOP_GRACE_S)
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():
@@ -396,7 +408,7 @@ class Forwarder:
 
     async def _work(self, target: str) -> None:
         wake = self._wake[target]
-        while True:
+        while not self._stopping:
             wake.clear()  # before looking: a delivery stored while we look sets it again
             row = await self.store.next_pending_forward(target)
             if row is None:
@@ -404,11 +416,21 @@ class Forwarder:
                 continue
             delay = (row.next_try_at_ms - int(time.time() * 1000)) / 1000
             if delay > 0:
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows the cancel
+                # stop() sends when a delivery wakes the worker at the same moment (stop() would
+                # then wait forever).
                 with contextlib.suppress(TimeoutError):  # the retry's time came
-                    await asyncio.wait_for(wake.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await wake.wait()
                 wake.clear()
                 continue
-            await self._try(row)
+            if self._stopping:
+                return
+            self._sending.add(target)
+            try:
+                await self._try(row)
+            finally:
+                self._sending.discard(target)
 
     async def _try(self, row: ForwardRow) -> None:
         attempt = await self.store.attempt(row.attempt_id)

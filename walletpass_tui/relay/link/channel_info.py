@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from walletpass_tui.relay.link.subscriber import (
+from walletpass_tui.relay.link.failures import (
     RelayAuthError,
     RelayClientError,
     RelayUrlError,

@@ -45,6 +45,7 @@ from walletpass_tui.logs import suppressed
 from walletpass_tui.private_files import open_regular
 from walletpass_tui.relay.events import RelayedDelivery, readable_parts
 from walletpass_tui.relay.link.channel_info import fetch_channel
+from walletpass_tui.relay.link.failures import RelayAuthError, RelayClientError, RelayUrlError
 from walletpass_tui.relay.link.low_water import LowWater
 from walletpass_tui.relay.link.received_times import ReceivedTimes
 from walletpass_tui.relay.link.state import LinkState
@@ -52,10 +53,7 @@ from walletpass_tui.relay.link.subscriber import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     DEFAULT_IDLE_TIMEOUT_S,
-    RelayAuthError,
-    RelayClientError,
     RelaySubscriber,
-    RelayUrlError,
     SubscriberState,
     backoff_delay,
 )

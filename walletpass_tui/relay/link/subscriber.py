@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -40,8 +39,13 @@ from dataclasses import dataclass, replace
 import aiohttp
 
 from walletpass_tui.config import DEFAULT_MAX_BODY
-from walletpass_tui.errors import WalletpassError
 from walletpass_tui.relay.events import EVENT_NAME, EventError, RelayedDelivery
+from walletpass_tui.relay.link.failures import (
+    RelayClientError,
+    RelayRefused,
+    check_answer,
+    describe_failure,
+)
 from walletpass_tui.relay.link.sse import SSEBroken, SSEComment, SSEItem, SSEMessage, SSEParser
 from walletpass_tui.text import parse_ascii_int, printable
 
@@ -63,29 +67,6 @@ def event_limit(max_body: int) -> int:
     """The largest event a delivery of at most ``max_body`` bytes makes: the body in base64 and
     an allowance for the rest."""
     return 4 * ((max_body + 2) // 3) + EVENT_HEAD_ALLOWANCE
-
-
-class RelayClientError(WalletpassError):
-    """The relay cannot be followed; the message says what to do. ``why``: the cause in the
-    words a connection's line uses (``nothing answers at host:port (connection refused): is the
-    relay running?``), when it is one of those."""
-
-    def __init__(self, message: str, why: str | None = None) -> None:
-        super().__init__(message)
-        self.why = why
-
-
-class RelayAuthError(RelayClientError):
-    pass
-
-
-class RelayUrlError(RelayClientError):
-    pass
-
-
-class RelayRefused(Exception):
-    """What the relay sent breaks the rules: this connection is dropped and a new one resumes
-    after the last cursor handled. Not raised out of ``run()``."""
 
 
 class _Rewound(Exception):
@@ -264,18 +245,7 @@ class RelaySubscriber:
         async with session.get(
             self.url, headers=headers, ssl=self._ssl, allow_redirects=False
         ) as response:
-            if response.status == 401:
-                raise RelayAuthError(
-                    "The relay refused the token (401: wrong or revoked); get a new one with "
-                    "'walletpass-tui relay channel token NAME' on the relay and pass it with "
-                    "--relay-token."
-                )
-            if response.status == 404:
-                raise RelayUrlError(
-                    f"{self.url} is not a relay subscribe URL (404); copy it from "
-                    "'walletpass-tui relay channel add'."
-                )
-            _check_answer(response)
+            check_answer(response, self.url)
             if response.status != 200:
                 return f"the relay answered {response.status}"
             await self._read(response)
@@ -449,31 +419,6 @@ class RelaySubscriber:
         self.state = replace(state, cursor=cursor, head=max(state.head, cursor), refusals=0)
 
 
-def _check_answer(response: aiohttp.ClientResponse) -> None:
-    """Refuse an answer that is not the relay's stream: a redirect, another content type, a
-    compressed body."""
-    status = response.status
-    if 300 <= status < 400:
-        where = printable(response.headers.get("Location", "nowhere"), 200)
-        raise RelayRefused(
-            f"the relay redirected to {where} ({status}); redirects are not followed (the token "
-            "would go with them): give that URL with --relay if it is the relay's"
-        )
-    if status != 200:
-        return
-    kind = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-    if kind != "text/event-stream":
-        raise RelayRefused(
-            f"the relay answered 200 with {printable(kind or 'no content type', 60)!r}, not an "
-            "event stream (a proxy or a captive portal in the way?)"
-        )
-    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        raise RelayRefused(
-            f"the relay compressed the stream ({printable(encoding, 40)}) though asked not to"
-        )
-
-
 def _fields(text: str) -> dict[str, int]:
     """``name=N`` parts of a comment whose N is a number a cursor may be (others left out)."""
     found: dict[str, int] = {}
@@ -490,51 +435,3 @@ def _cursor_value(text: str, lowest: int = 1) -> int | None:
     else None."""
     value = parse_ascii_int(text, max_digits=19)
     return value if value is not None and lowest <= value <= MAX_CURSOR else None
-
-
-def describe_failure(exc: BaseException, idle_timeout_s: float) -> str:
-    """Why a connection to the relay failed, in this project's words (never the library's
-    message alone)."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        where = _where(exc)
-        cause = _first_line(exc.certificate_error)
-        return f"the TLS certificate of {where} is not trusted ({cause})"
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return f"TLS with {_where(exc)} failed ({_first_line(exc.os_error)})"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return _connect_failure(exc, idle_timeout_s)
-    if isinstance(exc, TimeoutError):
-        return f"nothing from the relay in {idle_timeout_s:g} s"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "the relay closed the connection before answering"
-    if isinstance(exc, aiohttp.ClientResponseError):  # its HTTP parser refused the answer
-        said = (exc.message or type(exc).__name__).splitlines()[0]
-        return f"the relay's answer is not HTTP that can be read ({printable(said, 200)})"
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return f"the relay's stream broke off ({_first_line(exc)})"
-    if isinstance(exc, ConnectionResetError | aiohttp.ClientOSError):
-        return f"the connection to the relay was lost ({_first_line(exc)})"
-    return f"cannot reach the relay ({_first_line(exc)})"
-
-
-def _connect_failure(exc: aiohttp.ClientConnectorError, idle_timeout_s: float) -> str:
-    where = _where(exc)
-    cause = exc.os_error
-    if isinstance(cause, socket.gaierror):
-        return f"cannot find the relay's host {printable(str(exc.host), 100)} (its name does not resolve)"
-    if isinstance(cause, ConnectionRefusedError):
-        return f"nothing answers at {where} (connection refused): is the relay running?"
-    if isinstance(cause, TimeoutError):
-        return f"no answer from {where} in {idle_timeout_s:g} s"
-    reason = cause.strerror if cause.strerror else _first_line(cause)
-    return f"cannot reach the relay at {where} ({printable(str(reason), 120)})"
-
-
-def _where(exc: aiohttp.ClientConnectorError) -> str:
-    host = printable(str(exc.host), 100)
-    return f"[{host}]:{exc.port}" if ":" in host else f"{host}:{exc.port}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = (str(exc) or type(exc).__name__).splitlines()[0]
-    return printable(text, 200)

@@ -337,8 +337,12 @@ class Indexer:
         while True:
             await self._wake.wait()
             if not self._now.is_set():
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows the cancel
+                # close() sends when settled() hurries it at the same moment (close() would
+                # then wait forever).
                 with contextlib.suppress(TimeoutError):  # the coalescing wait ended
-                    await asyncio.wait_for(self._now.wait(), COALESCE_S)
+                    async with asyncio.timeout(COALESCE_S):
+                        await self._now.wait()
             self._now.clear()
             self._wake.clear()
             try:

@@ -19,13 +19,10 @@ from typing import Any, TypeVar
 from walletpass_tui.logs import suppressed
 from walletpass_tui.sqlite_thread import ThreadConnection
 from walletpass_tui.webhooks.models import (
-    CHECK,
     CHECK_MODE,
     CHECK_NOTE_PREFIXES,
-    CHECK_NOTE_SQL,
     FORWARD,
     PENDING,
-    RECEIVED,
     REJECTED,
     VERIFIED,
     Attempt,
@@ -38,7 +35,7 @@ from walletpass_tui.webhooks.models import (
     StoreError,
 )
 from walletpass_tui.webhooks.relay_channel import relay_channel
-from walletpass_tui.webhooks.store import activity, rows, search, tables
+from walletpass_tui.webhooks.store import activity, log_plans, rows, search, tables
 from walletpass_tui.webhooks.store.files import FileId, file_id
 from walletpass_tui.webhooks.store.indexer import INDEXED_UPTO_SQL, index_path
 
@@ -197,7 +194,7 @@ class Reader:
     async def count(self, flt: LogFilter | None) -> int:
         """How many attempts the log shows for ``flt``: from the counts by minute when they
         answer it, else counted on the counting connection (see the class)."""
-        quick = _counted_by_minute(flt)
+        quick = log_plans.counted_by_minute(flt)
         if quick is not None:
             return int(await self.one(*quick))
         if flt is not None and flt.where is not None:
@@ -206,7 +203,7 @@ class Reader:
                 whole = await self.count(replace(flt, where=None))
                 return whole - await self._count_in_slices(replace(flt, where=negated))
             return await self._count_in_slices(flt)
-        sql, params = _count_sql(await self._plans(flt, counting=True))
+        sql, params = log_plans.count_sql(await self._plans(flt, counting=True))
         return int(await self._count(sql, params, flt))
 
     async def _count_in_slices(self, flt: LogFilter) -> int:
@@ -218,7 +215,9 @@ class Reader:
         total, low, size = 0, 0, COUNT_SLICE_IDS
         while low < top:
             high = min(top, low + size)
-            sql, params = _count_sql(await self._plans(flt, counting=True, within=(low, high)))
+            sql, params = log_plans.count_sql(
+                await self._plans(flt, counting=True, within=(low, high))
+            )
             started = time.perf_counter()
             total += int(await self._count(sql, params, flt))
             took = time.perf_counter() - started
@@ -256,7 +255,7 @@ class Reader:
         after_id: int | None = None,
         counting: bool = False,
         within: tuple[int, int] | None = None,
-    ) -> list[_Plan]:
+    ) -> list[log_plans.Plan]:
         """How to read a filtered log: one statement, or two when an index lists the rows (the
         rows past its mark first: they are the newest)."""
         condition = flt.where if flt is not None else None
@@ -267,7 +266,7 @@ class Reader:
         if query is not None:
             found = await self.one(INDEXED_UPTO_SQL)  # None: of another history
             text_upto = int(found or 0)
-        return _plans(
+        return log_plans.plans(
             flt,
             self._index,
             upto,
@@ -337,7 +336,7 @@ class Reader:
         or None: walked back from the newest row, so it costs nothing however long the history."""
         found = await self.fetch(
             f"SELECT a.webhook_id FROM attempts a WHERE a.webhook_id IS NOT NULL "
-            f"AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            f"AND NOT {log_plans.CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
             list(CHECK_NOTE_PREFIXES),
             lambda r: str(r[0]),
         )
@@ -349,7 +348,7 @@ class Reader:
         (a flood of forgeries) cost nothing."""
         found = await self.fetch(
             f"SELECT a.webhook_id FROM attempts a WHERE a.verdict = '{VERIFIED}' "
-            f"AND a.webhook_id IS NOT NULL AND NOT {_CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
+            f"AND a.webhook_id IS NOT NULL AND NOT {log_plans.CHECK_ROW} ORDER BY a.id DESC LIMIT 1",
             list(CHECK_NOTE_PREFIXES),
             lambda r: str(r[0]),
         )
@@ -429,7 +428,7 @@ class Reader:
             group = f" GROUP BY {plan.key}" if plan.grouped else ""
             sql = (
                 f"SELECT a.webhook_id FROM {plan.source}"
-                f"{_and(plan.where, 'a.webhook_id IS NOT NULL')}{group} "
+                f"{log_plans.and_clause(plan.where, 'a.webhook_id IS NOT NULL')}{group} "
                 f"ORDER BY {plan.key} DESC LIMIT ?"
             )
             found += await self.fetch(sql, [*plan.params, want - len(found)], lambda r: str(r[0]))
@@ -523,173 +522,6 @@ class Reader:
 RECENT_FORWARDS = 10_000  # forwards looked through for a topic's last target
 _NO_BODY = rows.ATTEMPT_COLUMNS.replace(", body, ", ", x'' AS body, ")
 _LOG = ", ".join(f"a.{column}" for column in rows.LOG_COLUMNS.split(", "))
-# A request the check sent (its note says so: models.is_check_note); a NULL note is not one.
-_CHECK_ROW = CHECK_NOTE_SQL.format(note="a.note")
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """One statement's part of a filtered log: ``FROM source``, the id column to order by, the
-    ``WHERE`` clause and its parameters; ``grouped``: a row may come twice (group by the key)."""
-
-    source: str
-    key: str
-    where: str
-    params: list[Any]
-    grouped: bool = False
-
-
-def _plans(
-    flt: LogFilter | None,
-    index: search.IndexUse,
-    upto: int | None,
-    text_upto: int | None,
-    *,
-    before_id: int | None = None,
-    after_id: int | None = None,
-    counting: bool = False,
-    within: tuple[int, int] | None = None,
-) -> list[_Plan]:
-    """How to read a log filtered by ``flt`` (``counting``: to count it; ``within``: only the
-    row ids ``low < id <= high``).
-
-    With text to find, the trigram index drives the query in rowid order (``f.rowid``): the newest
-    rows of a common word come at once instead of after every match was collected and sorted.
-    Rows committed past its mark (``text_upto``: the indexer runs behind the writer) come first,
-    looked at one by one, so a search finds the newest deliveries while the index catches up.
-    Without text, a condition whose index can list its rows (``RowCondition.driven``) drives it
-    the same way, after a first statement for the rows its index does not hold yet (past
-    ``upto``).
-
-    Each statement bounds its id column once from below and once from above (the tightest of
-    the page's edge, the slice and the index's mark): given two upper bounds, SQLite may seek by
-    the looser one and test the other on every row it passes.
-    """
-    text = _text(flt)
-    condition = flt.where if flt is not None else None
-    query = search.index_query(text, index)
-    low = max(after_id or 0, within[0] if within else 0)
-    high = _TOP if before_id is None else before_id - 1
-    if within:
-        high = min(high, within[1])
-
-    def bounded(key: str, floor: int, ceiling: int) -> tuple[str, list[Any]]:
-        above, below = max(low, floor), min(high, ceiling)
-        clauses = [f"{key} > ?"] if above > 0 else []
-        clauses += [f"{key} <= ?"] if below < _TOP else []
-        values = [v for v, used in ((above, above > 0), (below, below < _TOP)) if used]
-        return " AND ".join(clauses) or "1", values
-
-    if query is not None and text_upto is not None:
-        later = _plan(flt, "attempts a", "a.id", [bounded("a.id", text_upto, _TOP)], upto)
-        first = _plan(
-            flt,
-            search.JOINED,
-            "f.rowid",
-            [("f.attempts_fts MATCH ?", [query]), bounded("f.rowid", 0, text_upto)],
-            upto,
-        )
-        return [later, first]
-    if condition is not None and upto is not None:
-        driven = condition.driven(upto, counting=counting)
-        if driven is not None:
-            driver, rest = driven
-            later = _plan(flt, "attempts a", "a.id", [bounded("a.id", upto, _TOP)], None)
-            first = _plan(
-                replace(flt, where=rest) if flt is not None else None,
-                driver.source,
-                driver.key,
-                [(" AND ".join(driver.clauses), driver.params), bounded(driver.key, 0, upto)],
-                upto,
-            )
-            return [later, replace(first, grouped=True)]
-    return [_plan(flt, "attempts a", "a.id", [bounded("a.id", 0, _TOP)], upto)]
-
-
-_TOP = 2**63 - 1  # above every row id
-
-
-def _count_sql(plans: list[_Plan]) -> tuple[str, list[Any]]:
-    """One statement adding up every plan's count."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for plan in plans:
-        if plan.grouped:  # in key order already: grouping streams
-            parts.append(
-                f"(SELECT COUNT(*) FROM (SELECT 1 FROM {plan.source}{plan.where} "
-                f"GROUP BY {plan.key}))"
-            )
-        else:
-            parts.append(f"(SELECT COUNT(*) FROM {plan.source}{plan.where})")
-        params.extend(plan.params)
-    return "SELECT " + " + ".join(parts), params
-
-
-def _and(where: str, clause: str) -> str:
-    return f"{where} AND {clause}" if where else f" WHERE {clause}"
-
-
-def _text(flt: LogFilter | None) -> str:
-    return (flt.text if flt is not None else None) or ""
-
-
-def _plan(
-    flt: LogFilter | None,
-    source: str,
-    key: str,
-    extra: list[tuple[str, Sequence[Any]]],
-    upto: int | None,
-) -> _Plan:
-    params: list[Any] = []
-    clauses: list[str] = []
-    for clause, values in extra:
-        clauses.append(clause)
-        params.extend(values)
-    if flt is not None:
-        if flt.topic:
-            clauses.append("a.topic = ?")
-            params.append(flt.topic)
-        if flt.verdict == VERIFIED:
-            clauses.append("a.verdict = ?")
-            params.append(VERIFIED)
-        elif flt.verdict == REJECTED:  # through attempts_by_verdict: the two are all there is
-            clauses.append("a.verdict = ?")
-            params.append(REJECTED)
-        if flt.since_ms is not None:
-            clauses.append("a.received_at_ms >= ?")
-            params.append(flt.since_ms)
-        if flt.until_ms is not None:
-            clauses.append("a.received_at_ms < ?")
-            params.append(flt.until_ms)
-        if flt.source in (CHECK, RECEIVED):
-            clauses.append(_CHECK_ROW if flt.source == CHECK else f"NOT {_CHECK_ROW}")
-            params.extend(CHECK_NOTE_PREFIXES)
-        if flt.where is not None:
-            clauses.append(flt.where.sql(params, upto))
-    clauses.extend(search.word_clauses(_text(flt), params))
-    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return _Plan(source, key, where, params)
-
-
-def _counted_by_minute(flt: LogFilter | None) -> tuple[str, list[Any]] | None:
-    """The count of ``flt`` from the counts by minute, when they answer it (no filter, or only
-    a topic, a verdict, a source); None otherwise."""
-    flt = flt or LogFilter()
-    if flt != LogFilter(topic=flt.topic, verdict=flt.verdict, source=flt.source):
-        return None
-    column = {VERIFIED: "verified", REJECTED: "rejected"}.get(
-        flt.verdict or "", "verified + rejected"
-    )
-    clauses: list[str] = []
-    params: list[Any] = []
-    if flt.topic:
-        clauses.append("topic = ?")
-        params.append(flt.topic)
-    if flt.source in (CHECK, RECEIVED):
-        clauses.append("source = ?")
-        params.append(activity.CHECK_SOURCE if flt.source == CHECK else activity.RECEIVED_SOURCE)
-    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return f"SELECT COALESCE(SUM({column}), 0) FROM activity{where}", params
 
 
 # -- following and counting from another process (``events tail``, ``events stats``) -------------
