@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from walletpass_tui.config import MAX_RECEIVER_PATH, receiver_path_problem
+from walletpass_tui.config.receiver_path import MAX_RECEIVER_PATH, receiver_path_problem
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import (
     AlreadyRunning,

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from walletpass_tui.config.database_url import conninfo_url, mask_database_url
 from walletpass_tui.config.errors import ConfigError
+from walletpass_tui.config.receiver_path import receiver_path_problem, url_path
 from walletpass_tui.config.secrets import Secret
 from walletpass_tui.private_files import ensure_private_dir, read_private_file
 from walletpass_tui.text import printable
@@ -35,7 +35,6 @@ ENV_SECRET = (
 DEFAULT_RECEIVER_HOST = "127.0.0.1"
 DEFAULT_RECEIVER_PORT = 8787
 DEFAULT_RECEIVER_PATH = "/webhooks"
-MAX_RECEIVER_PATH = 1000  # characters of the receiver's path in its URL (percent-encoded)
 DEFAULT_TOLERANCE_S = 300
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
@@ -292,53 +291,6 @@ def _coerce(name: str, value: Any, origin: str, *, strict: bool = False) -> Any:
 
 _SECRET_FIELDS = ("api_key", "relay_token", "relay_database")
 _TYPE_NAMES = {str: "string", int: "whole number", float: "number", bool: "true or false"}
-
-
-def url_path(path: str) -> str:
-    """The receiver's ``path`` as it goes in its URL: UTF-8, percent-encoded. The receiver
-    decodes a request's path before it compares, so ``/wébhooks`` is reached at
-    ``/w%C3%A9bhooks`` and a ``%`` of the path itself at ``%25``."""
-    return quote(path, safe="/!$&'()*+,;=:@")
-
-
-def receiver_path_problem(path: str) -> str | None:
-    """Why ``path`` cannot be the receiver's path, or None: it starts with ``/``, has no control
-    characters, no ``.`` or ``..`` segment (a client would post elsewhere) and is at most
-    ``MAX_RECEIVER_PATH`` characters in its URL. Whatever passes, the
-    receiver serves and ``attach`` and ``web`` find it by (its URL is bounded and printable)."""
-    if not path.startswith("/"):
-        return f"The receiver path must start with '/', got {printable(path, 80)!r}."
-    if not path.isprintable():
-        return (
-            f"The receiver path {printable(path, 80)!r} has control characters or is not text; "
-            "give a path like /webhooks."
-        )
-    if len(url_path(path)) > MAX_RECEIVER_PATH:
-        return f"The receiver path is longer than {MAX_RECEIVER_PATH} characters in a URL."
-    segments = path.split("/")[1:]
-    if "." in segments or ".." in segments:
-        return (
-            f"The receiver path {printable(path, 80)!r} has a '.' or '..' segment, which HTTP "
-            "clients remove before they send, so its URL could never be reached; give "
-            f"{printable(without_dot_segments(path), 80)!r} instead."
-        )
-    return None
-
-
-def without_dot_segments(path: str) -> str:
-    """``path`` as an HTTP client sends it: its ``.`` and ``..`` segments removed (RFC 3986,
-    5.2.4): ``/a/../b`` is ``/b``, ``/a/.`` is ``/a/``."""
-    segments = path.split("/")[1:]
-    kept: list[str] = []
-    for i, segment in enumerate(segments):
-        if segment in (".", ".."):
-            if segment == ".." and kept:
-                kept.pop()
-            if i == len(segments) - 1:
-                kept.append("")  # a path that ends in a dot segment ends in /
-            continue
-        kept.append(segment)
-    return "/" + "/".join(kept)
 
 
 def _validate(values: dict[str, Any], sources: Mapping[str, str]) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from walletpass_tui import __version__
-from walletpass_tui.config import MAX_RECEIVER_PATH
+from walletpass_tui.config.receiver_path import MAX_RECEIVER_PATH
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.private_files import open_regular, read_private_file, size_text
 

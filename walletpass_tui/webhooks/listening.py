@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from walletpass_tui.config import url_path
+from walletpass_tui.config.receiver_path import url_path
 from walletpass_tui.errors import WalletpassError
 from walletpass_tui.webhooks.injection import Injection
 from walletpass_tui.webhooks.sources import SourcePolicy
