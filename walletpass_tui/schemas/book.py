@@ -112,6 +112,7 @@ class Book:
         self.upto = 0
         self._identity: tuple[int, int] | None = None
         self._history_id: tuple[int, int] | None = None
+        self._history_attached = False
         self._skip: dict[int, str] = {}  # rows to pass over in the step being made again
         self.skipped = 0  # deliveries skipped by this book (the warnings logged)
         self._said_topics_not_learned = False
@@ -126,7 +127,10 @@ class Book:
             self.history, self.busy_timeout_ms, history_optional=self.history_optional
         )
         self._identity = schema_file.identity(self.history)
-        if self.history.is_file():
+        self._history_attached = any(  # not the empty stand-in of a history yet to be made
+            name == "history" and file for _, name, file in self.db.execute("PRAGMA database_list")
+        )
+        if self._history_attached:
             self._transaction(self._check_history)
 
     def close(self) -> None:
@@ -256,6 +260,10 @@ class Book:
             return step
 
     def _learn_rows(self, db: sqlite3.Connection, limit: int) -> Step:
+        # Every step, not only when the history's file changed identity: a history deleted
+        # and made again once nothing held it open may get the same inode back.
+        if self._history_attached:
+            self._check_history(db)
         step = Step(upto=self.upto)
         rows = db.execute(_NEXT_ROWS, (self.upto, limit))
         current = 0

@@ -18,6 +18,7 @@ from walletpass_tui.schemas.errors import SchemaError
 from walletpass_tui.schemas.export import EXPORTERS, export, export_all
 from walletpass_tui.schemas.model import GroupKey, GroupSchema
 from walletpass_tui.schemas.records import DriftRecord, FieldInfo, GroupSummary, SkippedRecord
+from walletpass_tui.text import parse_ascii_int
 from walletpass_tui.webhooks.store import tables as history_tables
 
 _DRIFT_SELECT = f"SELECT {storage.DRIFT_COLUMNS} FROM drift"
@@ -116,8 +117,9 @@ class SchemaReader:
             if row is None:  # a file being made
                 return 0
             value = row[0]
-            if type(value) is str and value.isascii() and value.isdigit():
-                return int(value)
+            count = parse_ascii_int(value) if type(value) is str else None
+            if count is not None:
+                return count
             raise sqlite3.DatabaseError("the schema file is malformed: not a count of topics")
 
     def group(self, key: GroupKey) -> GroupSchema | None:
