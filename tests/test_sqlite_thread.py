@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from walletpass_tui.sqlite_thread import SqliteThread
+from walletpass_tui.sqlite_thread import SqliteThread, ThreadConnection
 
 
 async def test_calls_run_in_order_on_one_thread_with_their_connection(tmp_path: Path) -> None:
@@ -70,3 +70,15 @@ def test_a_closed_thread_finishes_what_was_queued_and_takes_no_more() -> None:
     release.set()
     assert queued.result(timeout=10) == "done"
     thread.close(wait=True)  # a second close does nothing more
+
+
+async def test_a_closed_connection_has_ended_its_thread(tmp_path: Path) -> None:
+    """When ``close()`` returns, the connection's thread is gone: a component that closes its
+    parts on a failed start (the relay, the store) leaves no thread of theirs behind."""
+    for n in range(20):  # the thread's end raced the return before
+        conn = await ThreadConnection.open(
+            f"test-join-{n}", lambda path: sqlite3.connect(path), tmp_path / "j.sqlite3"
+        )
+        await conn.fetchall("SELECT 1")
+        await conn.close()
+        assert not [t for t in threading.enumerate() if t.name == f"test-join-{n}"]

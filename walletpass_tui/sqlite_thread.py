@@ -82,6 +82,12 @@ class SqliteThread:
         if wait and threading.current_thread() is not self._thread:
             self._thread.join()
 
+    async def joined(self) -> None:
+        """``close()``, then wait, off the event loop, until the thread has ended."""
+        self.close()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            await asyncio.to_thread(self._thread.join)
+
     def _serve(self) -> None:
         while True:
             call = self._calls.get()
@@ -137,11 +143,12 @@ class ThreadConnection:
         self.db.interrupt()
 
     async def close(self) -> None:
-        """Close the connection after the calls queued, then end the thread."""
+        """Close the connection after the calls queued, then end the thread (it has ended when
+        this returns)."""
         try:
             await self.run(sqlite3.Connection.close)
         finally:
-            self.thread.close()
+            await self.thread.joined()
 
 
 def _fetchall(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
