@@ -31,7 +31,7 @@ from walletpass_tui.listeners import Listeners
 FIRST_STEP = 50
 MIN_STEP, MAX_STEP = 10, 2_000
 HOLD_S = 0.004  # how long one step holds the writer (and so a delivery that arrives meanwhile)
-FORCED_EVERY = 4  # batches in a row, deliveries always waiting, before a step is taken anyway
+FORCED_EVERY = 16  # batches in a row, each followed by more deliveries, before a step anyway
 REST = 2.0  # after a step and its fsync, the prune waits this many times as long
 
 DONE = "done"  # every attempt before the cutoff is gone
