@@ -143,6 +143,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         self._heights: dict[str, int | None] = {}  # each part's lines on screen
         self._painted_tabs: set[str] = set()  # tabs showing the current data
         self._ahead = Ahead()  # a large body's pages, prepared as it arrives
+        self._arrived: Attempt | None = None  # the newest attempt the log shows, as it arrived
 
     def compose(self) -> ComposeResult:
         drift = Static(id="detail-drift", classes="detail-drift")
@@ -177,14 +178,13 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
         """Another attempt of the message on screen arrived: show it in the attempt list. A
         large body the log shows is prepared at once, while the log draws its row."""
-        newest = message.attempts[-1] if message.attempts else None
-        if (
-            newest is not None
-            and len(newest.body) >= AHEAD_BYTES
-            and self.on_screen
-            and live_signals(self).shown(newest)
-        ):
-            self._ahead.start(newest, self._body_width())
+        in_log = live_signals(self).shown
+        newest = next((a for a in reversed(message.attempts) if in_log(a)), None)
+        if newest is not None:
+            # The row a following log selects: its detail is read without its body again.
+            self._arrived = newest
+            if len(newest.body) >= AHEAD_BYTES and self.on_screen:
+                self._ahead.start(newest, self._body_width())
         shown = self.webhook_id
         if shown and any(a.webhook_id == shown for a in message.attempts):
             self._live_reload()
@@ -251,7 +251,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def _load(self, attempt_id: int) -> None:
         ahead = self._ahead.take(attempt_id)
-        arrived = ahead[0] if ahead is not None else None
+        arrived = ahead[0] if ahead is not None else self._arrived
         data = await load_delivery(self.store, attempt_id, arrived=arrived)
         if attempt_id != self.requested_id:
             return
@@ -364,16 +364,12 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         """Lines ``content`` takes at ``width``, or None when unsure (then a layout decides)."""
         if width <= 0:
             return None
-        if isinstance(content, Text):
-            if content.cell_len <= width and "\n" not in content.plain:
-                return 1
-            if len(content.plain) > 4096:
-                return None
-            return len(content.wrap(self.app.console, width))
         lines = content.plain.split("\n")
-        if any(cell_len(line) > width for line in lines):
-            return None  # wrapped Content: its height is Textual's to find
-        return len(lines)
+        if all(cell_len(line) <= width for line in lines):
+            return len(lines)  # nothing to wrap: a line each
+        if isinstance(content, Text) and len(content.plain) <= 4096:
+            return len(content.wrap(self.app.console, width))
+        return None  # long or wrapped Content: its height is Textual's to find
 
     def _body_width(self) -> int:
         """The width the body page is drawn at (0 when not known yet)."""
