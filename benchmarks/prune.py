@@ -11,6 +11,9 @@ alone, then the same stream while ``events prune --older-than ...`` deletes the 
 oldest history (``--fraction`` of what was stored at start, over ``--rounds`` rounds, so half the
 history by default). Printed per round and over all rounds: ack p50/p99/max alone and while
 pruning, their ratio, how many rows each prune deleted and how long it took, and the load average.
+A receiver of this version does the deleting itself when ``events prune`` asks it: what its
+steps were (rows a step, how long each held its writer) is read from its debug log and printed
+under the round.
 ``--against DIR`` (a directory holding another version's ``walletpass_tui`` package, e.g.
 ``git archive main walletpass_tui | tar -x -C /tmp/old``; repeatable) has that version's prune take
 every other slice, each after an alone round of its own, so versions are compared under the same
@@ -33,6 +36,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +161,19 @@ def prune_round(
     return alone, during, took, deleted
 
 
+_TOLD: dict[Path, int] = {}
+
+
+def steps_told(log: Path) -> list[str]:
+    """What the receiver's debug log said of the prunes it ran since the last look."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    seen, _TOLD[log] = _TOLD.get(log, 0), len(lines)
+    return [line.split("prune ", 1)[1] for line in lines[seen:] if " prune " in line]
+
+
 def figures(alone: list[float], during: list[float]) -> str:
     return (
         f"alone p50 {pct(alone, 50):5.1f} p99 {pct(alone, 99):6.1f} max {max(alone):6.1f} ms | "
@@ -179,7 +196,8 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop listen on the way out
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores shared: read ratios)")
-    listen = Listen(args.home)
+    receiver_log = Path(tempfile.mkdtemp(prefix="prune-bench-")) / "listen.log"
+    listen = Listen(args.home, log_file=receiver_log)
     signer = Signer(listen.port, Bodies(seed=62))
     versions: list[tuple[str, Path | None]] = [("this", None)]
     versions += [(str(tree), tree.resolve()) for tree in args.against]
@@ -208,6 +226,8 @@ def main() -> int:
                 f"round {r} ({name}): pruned {deleted:,} in {took:.1f} s ({deleted / took:,.0f}/s)"
             )
             print(f"  {figures(a, d)}")
+            for line in steps_told(receiver_log):
+                print(f"  receiver: {line}")
     finally:
         listen.stop()
     for name, (all_alone, all_during, pruned, took_s) in found.items():

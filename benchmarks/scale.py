@@ -77,11 +77,14 @@ def free_port() -> int:
 class Listen:
     """``walletpass-tui listen`` on a home, its stdout to /dev/null (as a headless receiver)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, log_file: Path | None = None) -> None:
+        """``log_file``: listen's debug log (``WALLETPASS_LOG``), none by default."""
         self.home = home
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETPASS_")}
         env.update(WALLETPASS_HOME=str(home), WALLETPASS_SECRET=SECRET)
+        if log_file is not None:
+            env["WALLETPASS_LOG"] = str(log_file)
         cmd = [PYTHON, "-m", "walletpass_tui", "listen", "--port", str(self.port)]
         cmd += ["--tolerance", "3600"]
         self.proc = subprocess.Popen(

@@ -92,7 +92,7 @@ async def test_a_viewer_hears_of_rows_and_state_and_its_requests_change_the_answ
     client = await ControlClient.connect(sock_path(running))
     assert client.hello.instance["pid"] == os.getpid()
     assert client.hello.instance["url"] == running.url
-    assert set(client.hello.state.controls) == set(control.OPS)
+    assert set(client.hello.state.controls) == set(control.REQUESTS)
     heard: list[dict[str, Any]] = []
     reading = asyncio.create_task(client.run(heard.append))
     try:

@@ -7,11 +7,18 @@ last, once the history is closed. It only listens to the runtime: after a commit
 message (the newest id, never a body) is written to each viewer's socket buffer, at once after a
 quiet spell and then at most every ``ROWS_EVERY_S`` while deliveries stream in (a viewer wakes
 that often, not once per commit); nothing on the delivery path waits for a viewer.
+
+A viewer may ask for a prune (``events prune`` does): the store's writer runs it between its
+commits (``Store.start_prune``), one at a time, and only that viewer hears how far it got, at
+most every ``PRUNED_EVERY_S`` and once when it ended. It stops when that viewer asks or leaves,
+and when the receiver stops (the viewer is told first, so it can go on by itself).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
@@ -21,21 +28,30 @@ from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.control import (
     CHANGES,
     MAX_TARGETS,
+    PRUNE,
+    PRUNE_OPS,
     ForwardNote,
+    PruneNote,
     ReceiverStatus,
     TargetNote,
+    prune_cutoff,
 )
 from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 
+log = logging.getLogger(__name__)
+
 ROWS_EVERY_S = 0.05
+PRUNED_EVERY_S = 0.1  # how often the viewer that asked for a prune hears how far it got
+PRUNE_STOP_WAIT_S = 5.0  # a receiver that stops waits this long for its prune's step to end
 
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
     from walletpass_tui.tunnel.watch import TunnelWatcher
     from walletpass_tui.webhooks.injection import Injection
     from walletpass_tui.webhooks.store import Store
+    from walletpass_tui.webhooks.store.prune_job import PruneJob
     from walletpass_tui.webhooks.target_options import TargetOptions
 
 # Why the failures injected changed (``DeliveryRuntime.injection_why``), as listen says it.
@@ -106,6 +122,9 @@ class Attachable:
         self._changed: set[str] = set()
         self._before: Injection | None = None
         self._withdrawn = False
+        self._prune: PruneJob | None = None  # the prune a viewer asked for, while it runs
+        self._pruner: object = None  # that viewer
+        self._pruned_told_at = float("-inf")
 
     @property
     def previous(self) -> instance.InstanceRecord | None:
@@ -144,6 +163,7 @@ class Attachable:
         that sees it close and looks again finds no receiver."""
         self._withdrawn = True  # viewers closed from now on are the receiver's going, not theirs
         self.claim.withdraw()
+        await self._stop_prune()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
@@ -220,7 +240,8 @@ class Attachable:
             self.server.broadcast({"type": "state", "state": status.to_wire()})
 
     def status(self) -> ReceiverStatus:
-        return self.runtime.status
+        status = self.runtime.status
+        return replace(status, controls=status.controls + PRUNE_OPS)
 
     # -- control.Handler ---------------------------------------------------------------------------
 
@@ -250,6 +271,9 @@ class Attachable:
     def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
         """A viewer's request, checked and done by the runtime (which tells every viewer the new
         state). It holds until the last viewer that asked for anything leaves (``left``)."""
+        if op in PRUNE_OPS:
+            self._prune_request(op, message, viewer)
+            return
         before = self.runtime.injection
         self.runtime.control(op, message, ASKED)
         if not self._holders:
@@ -261,6 +285,8 @@ class Attachable:
         """A viewer is gone. Once no viewer that asked for something remains, what they changed
         goes back to what it was before (a pause never outlives the dashboards that made it:
         with nobody looking, every delivery would be answered 503)."""
+        if viewer is self._pruner and self._prune is not None:
+            self._prune.stop("the command that asked for it went away")
         if viewer not in self._holders:
             return
         self._holders.discard(viewer)
@@ -272,3 +298,60 @@ class Attachable:
         undone = replace(now, **{name: getattr(before, name) for name in changed})
         if undone != now:
             self.runtime.set_injection(undone, UNDONE)
+
+    # -- a prune a viewer asked for ----------------------------------------------------------------
+
+    def _prune_request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
+        job = self._prune
+        if op != PRUNE:  # prune_stop
+            if job is None or viewer is not self._pruner:
+                raise ValueError("no prune of yours is under way")
+            job.stop("stopped as asked")
+            return
+        cutoff = prune_cutoff(message, now_ms())
+        if job is not None:
+            raise RuntimeError(
+                "The receiver is pruning its history already, for another command (one prune "
+                "at a time); wait for it to end, then run this again."
+            )
+        if self._withdrawn:
+            raise RuntimeError("The receiver is stopping; run the prune again once it has.")
+        job = self.runtime.store.start_prune(cutoff)
+        self._prune, self._pruner = job, viewer
+        self._pruned_told_at = float("-inf")
+        job.stepped.subscribe(self._pruned)
+        job.ended.subscribe(self._prune_ended)
+        log.info("pruning the attempts received before %d, as a viewer asked", cutoff)
+
+    def _pruned(self, job: PruneJob) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self._pruned_told_at >= PRUNED_EVERY_S:
+            self._pruned_told_at = now
+            self.server.tell(self._pruner, PruneNote(job.deleted).to_wire())
+
+    def _prune_ended(self, job: PruneJob) -> None:
+        note = PruneNote(job.deleted, job.end, job.reason)
+        self.server.tell(self._pruner, note.to_wire())
+        log.info("prune %s (%s): %s", job.end, job.reason or "-", job.describe())
+        self._prune = self._pruner = None
+
+    async def _stop_prune(self) -> None:
+        """The receiver stops: its prune ends after the step under way, and the viewer that
+        asked hears how far it got before the channel closes."""
+        job = self._prune
+        if job is None:
+            return
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def told(_: PruneJob) -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        unsubscribe = job.ended.subscribe(told)
+        job.stop("the receiver is stopping")
+        try:
+            with contextlib.suppress(TimeoutError):  # told by the store's close instead
+                async with asyncio.timeout(PRUNE_STOP_WAIT_S):
+                    await ended
+        finally:
+            unsubscribe()

@@ -25,12 +25,21 @@ and ``MAX_DEPTH`` levels of arrays and objects, both ways (what the receiver sen
                                          carry them too; values never shown but masked
       {"type": "reply", "id": K, "ok": true} or {..., "ok": false, "reason": "..."}
       {"type": "error", "reason": "..."} and the connection is closed
+      {"type": "pruned", "deleted": N}   to the viewer that asked for a prune only: how many
+                                         attempts it deleted so far (at most ten a second)
+      {"type": "pruned", "deleted": N, "end": "done"|"stopped"|"failed", "reason": "..."}
+                                         once, when it ended (reason: why it stopped or failed)
 
     viewer -> receiver
       {"id": K, "op": "pause", "paused": true}
       {"id": K, "op": "fail_first", "attempts": 2}
       {"id": K, "op": "respond", "status": 503}     (null: answer normally)
       {"id": K, "op": "delay", "seconds": 1.5}
+      {"id": K, "op": "prune", "before_ms": T}  delete the attempts received before T (ms since
+                                         1970, not after the receiver's clock) on the receiver's
+                                         own writer, between its commits (``events prune``); one
+                                         prune at a time; it stops when the viewer leaves
+      {"id": K, "op": "prune_stop"}       stop the viewer's prune after the step under way
 
 The receiver never waits for a viewer: a message is written to the viewer's socket buffer and
 the loop moves on; a viewer that leaves more than ``MAX_UNREAD`` bytes unread is dropped (it
@@ -62,7 +71,17 @@ log = logging.getLogger(__name__)
 PROTOCOL = 1
 MAX_MESSAGE = 4096  # a message a viewer sends
 MAX_TOLD = 16 * 1024  # a message the receiver sends: room for one header value, escaped
-OPS = ("pause", "fail_first", "respond", "delay")
+OPS = ("pause", "fail_first", "respond", "delay")  # what the failures injected are changed by
+PRUNE = "prune"
+PRUNE_STOP = "prune_stop"
+PRUNE_OPS = (PRUNE, PRUNE_STOP)
+REQUESTS = OPS + PRUNE_OPS  # every request a receiver of this version takes
+# How a prune ends, as webhooks/store/prune_job.py says it.
+PRUNE_DONE = "done"
+PRUNE_STOPPED = "stopped"
+PRUNE_FAILED = "failed"
+PRUNE_ENDS = (PRUNE_DONE, PRUNE_STOPPED, PRUNE_FAILED)
+CLOCK_SLACK_MS = 60_000  # a prune's cutoff may be this far past the receiver's clock, no further
 # The field of the receiver's Injection each request changes (webhooks/injection.py).
 CHANGES = {
     "pause": "paused",
@@ -189,7 +208,7 @@ class ReceiverStatus:
             relay_up=raw.get("relay_up") is True,
             tunnel=bounded_text(raw.get("tunnel")),
             history_problem=bounded_text(raw.get("history_problem")),
-            controls=tuple(op for op in OPS if isinstance(controls, list) and op in controls),
+            controls=tuple(op for op in REQUESTS if isinstance(controls, list) and op in controls),
         )
 
 
@@ -293,6 +312,44 @@ def reachable_path(path: Path) -> Iterator[str]:
         yield f"/proc/self/fd/{fd}/{Path(text).name}"
     finally:
         os.close(fd)
+
+
+def prune_cutoff(message: Mapping[str, Any], now_ms: int) -> int:
+    """The cutoff of a ``prune`` request: a whole number of milliseconds since 1970, not
+    negative and not past ``now_ms`` (the receiver's clock) by more than ``CLOCK_SLACK_MS``
+    (a later one would delete the deliveries that arrive while it runs); ValueError saying so."""
+    before = message.get("before_ms")
+    if type(before) is not int or not 0 <= before <= now_ms + CLOCK_SLACK_MS:
+        raise ValueError(
+            "prune takes before_ms: a whole number of milliseconds since 1970, not in the future"
+        )
+    return before
+
+
+@dataclass(frozen=True)
+class PruneNote:
+    """How far a prune the receiver runs got, as the viewer that asked hears it."""
+
+    deleted: int
+    end: str | None = None  # one of PRUNE_ENDS once it has ended
+    reason: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        told: dict[str, Any] = {"type": "pruned", "deleted": self.deleted}
+        if self.end is not None:
+            told["end"] = self.end
+            told["reason"] = bounded_text(self.reason)
+        return told
+
+    @classmethod
+    def from_wire(cls, raw: Mapping[str, Any]) -> PruneNote:
+        deleted = raw.get("deleted")
+        if type(deleted) is not int or not 0 <= deleted < 2**63:
+            raise ValueError("a prune's progress without a valid count")
+        end = raw.get("end")
+        if end is not None and end not in PRUNE_ENDS:
+            raise ValueError("a prune's end that is not one of " + ", ".join(PRUNE_ENDS))
+        return cls(deleted=deleted, end=end, reason=bounded_text(raw.get("reason")))
 
 
 class Controlled(Protocol):

@@ -17,8 +17,8 @@ from walletpass_tui.runtime.control import (
     MAX_MESSAGE,
     MAX_TEXT,
     MAX_TOLD,
-    OPS,
     PROTOCOL,
+    REQUESTS,
     decode,
     encode,
     peer_uid,
@@ -182,6 +182,13 @@ class ControlServer:
         for viewer in list(self.viewers):
             viewer.send(line)
 
+    def tell(self, viewer: object, message: Mapping[str, Any]) -> None:
+        """Send ``message`` to one viewer (the one ``Handler.request`` was given), if it is still
+        connected; never waits."""
+        if viewer in self.viewers:
+            assert isinstance(viewer, _Viewer)
+            viewer.send(encode(message))
+
     async def _accept(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -293,8 +300,8 @@ class _Viewer(asyncio.Protocol):
             self._fail("a request id that is not a small whole number")
             return
         op = message.get("op")
-        if op not in OPS:
-            self._reply(rid, f"no such request ({', '.join(OPS)} are known)")
+        if op not in REQUESTS:
+            self._reply(rid, f"no such request ({', '.join(REQUESTS)} are known)")
             return
         try:
             self.server.handler.request(str(op), message, self)

@@ -1,24 +1,39 @@
-"""``events prune`` and ``events pending``: delete old history, see or give up waiting forwards."""
+"""``events prune`` and ``events pending``: delete old history, see or give up waiting forwards.
+
+A receiver running on the home is asked to prune (``runtime/prune_client.py``): its own writer
+deletes between its commits, deliveries first. Without one, or with one that cannot be asked (an
+older version), the command prunes by itself in steps (``prune_in_steps``), paced beside a
+receiver; it does the same for the rest when the receiver stops before the end."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
+import signal
 import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from walletpass_tui.cli.common import settings_from_args
-from walletpass_tui.cli.events_cmd.shared import with_store
+from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.events_cmd.shared import with_history, with_store
 from walletpass_tui.cli.progress import Progress
+from walletpass_tui.cli.signals import on_signals
 from walletpass_tui.errors import UsageError
+from walletpass_tui.runtime.control import PRUNE_DONE, PRUNE_FAILED, PRUNE_STOPPED
 from walletpass_tui.text import printable
 
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
+    from walletpass_tui.runtime.instance import InstanceRecord
+    from walletpass_tui.runtime.prune_client import Pruned
     from walletpass_tui.webhooks.store import Store
     from walletpass_tui.webhooks.store.prune import Step
+    from walletpass_tui.webhooks.store.reading import History
+
+log = logging.getLogger(__name__)
 
 
 def _confirm(question: str) -> bool:
@@ -72,12 +87,12 @@ def cmd_prune(args: argparse.Namespace) -> int:
             "Give --older-than (e.g. 7d); retention_days is 0, which keeps everything."
         )
 
-    async def count(store: Store) -> tuple[int, int]:
+    async def count(history: History) -> tuple[int, int]:
         from walletpass_tui.webhooks.models import LogFilter
 
-        return await store.count(LogFilter(since_ms=cutoff)), await store.count()
+        return await history.count(LogFilter(since_ms=cutoff)), await history.count()
 
-    kept, total = with_store(settings, count)
+    kept, total = with_history(settings, count)
     if not args.yes and total and not kept:
         question = f"This deletes all {total} attempt(s) in {settings.database_path}. Continue?"
         if not _confirm(question):
@@ -86,29 +101,132 @@ def cmd_prune(args: argparse.Namespace) -> int:
                 "Pass --yes to do it anyway (e.g. from a script)."
             )
 
-    def receiver_runs() -> bool:
-        from walletpass_tui.runtime import instance
-
-        return isinstance(instance.find(settings.home, wait_s=0), instance.Running)
-
     with Progress("pruned", total - kept) as progress:
-        removed = with_store(
-            settings, lambda store: prune_in_steps(store, cutoff, progress, receiver_runs)
+        removed, stopped = asyncio.run(_prune(settings, cutoff, total - kept, progress))
+    if stopped:
+        print(
+            f"Stopped: removed {removed} attempt(s) {label}; run the command again to remove "
+            "the rest."
         )
+        return 130
     print(f"Removed {removed} attempt(s) {label}.")
     return 0
+
+
+async def _prune(
+    settings: Settings, cutoff_ms: int, old: int, progress: Progress
+) -> tuple[int, bool]:
+    """Prune, by the receiver running on the home when it takes the request, else here (and
+    here for the rest when it stops before the end); (how many were removed, whether Ctrl-C
+    stopped it). Ctrl-C stops after the step under way; a second one interrupts at once."""
+    from walletpass_tui.runtime import instance
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def stopped() -> None:
+        stop.set()
+        with contextlib.suppress(RuntimeError, ValueError):  # the loop is closing: nothing set
+            loop.remove_signal_handler(signal.SIGINT)  # the next Ctrl-C interrupts at once
+
+    def receiver_runs() -> bool:
+        return isinstance(instance.find(settings.home, wait_s=0), instance.Running)
+
+    with on_signals(stopped, (signal.SIGINT,)):
+        by_receiver = 0
+        found = instance.find(settings.home, wait_s=0)
+        if isinstance(found, instance.Running) and found.record is not None:
+            pruned = await _ask_receiver(settings, found.record, cutoff_ms, progress, stop)
+            if pruned is not None:
+                if pruned.end in (PRUNE_DONE, PRUNE_STOPPED):
+                    return pruned.deleted, pruned.end == PRUNE_STOPPED
+                if pruned.end == PRUNE_FAILED:
+                    raise CommandError(
+                        f"The receiver on this home could not go on pruning after removing "
+                        f"{pruned.deleted} attempt(s): {pruned.reason}"
+                    )
+                by_receiver = max(pruned.deleted, old - await _count_before(settings, cutoff_ms))
+                if stop.is_set():  # Ctrl-C, and the receiver went before it said its count
+                    return by_receiver, True
+                print(
+                    f"The receiver stopped before the prune ended ({by_receiver} attempt(s) "
+                    "removed by it); going on without it.",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        from walletpass_tui.webhooks.store import Store
+
+        async with await Store.open(settings.database_path) as store:
+            here = await prune_in_steps(
+                store, cutoff_ms, _Counted(progress, by_receiver), receiver_runs, stop=stop
+            )
+    return by_receiver + here, stop.is_set()
+
+
+async def _ask_receiver(
+    settings: Settings,
+    record: InstanceRecord,
+    cutoff_ms: int,
+    progress: Progress,
+    stop: asyncio.Event,
+) -> Pruned | None:
+    """The prune done by the receiver described by ``record``; None when it cannot be asked."""
+    from walletpass_tui.runtime import instance
+    from walletpass_tui.runtime.control import ControlError
+    from walletpass_tui.runtime.prune_client import NOT_TAKEN, prune_through
+    from walletpass_tui.webhooks.models import now_ms
+
+    if not record.control:
+        return None
+    # Never later than now: the deliveries that arrive while it runs are kept.
+    before = min(cutoff_ms, now_ms())
+    try:
+        pruned = await prune_through(
+            instance.socket_path(settings.home), before, progress.update, stop
+        )
+    except ControlError as exc:  # refused: why, in its words
+        raise CommandError(str(exc)) from None
+    if pruned.end == NOT_TAKEN:  # an older receiver, or out of reach: pruned here, as before
+        why = pruned.reason
+        log.info("pruning here: the receiver (%s) cannot be asked: %s", record.describe(), why)
+        return None
+    return pruned
+
+
+async def _count_before(settings: Settings, cutoff_ms: int) -> int:
+    """How many attempts received before ``cutoff_ms`` are still in the history."""
+    from walletpass_tui.webhooks.models import LogFilter
+    from walletpass_tui.webhooks.store.read_only import open_history
+
+    async with await open_history(settings.database_path) as history:
+        return await history.count(LogFilter(until_ms=cutoff_ms))
+
+
+class _Counted:
+    """A progress that counts on from what the receiver removed before it stopped."""
+
+    def __init__(self, progress: Progress, before: int) -> None:
+        self.progress = progress
+        self.before = before
+
+    def update(self, done: int) -> None:
+        self.progress.update(self.before + done)
 
 
 async def prune_in_steps(
     store: Store,
     cutoff_ms: int,
-    progress: Progress,
+    progress: Progress | _Counted,
     receiver_runs: Callable[[], bool] = lambda: False,
+    *,
+    stop: asyncio.Event | None = None,
 ) -> int:
     """Delete every attempt received before ``cutoff_ms``, oldest first, in steps of one
     transaction each, and show how far it got on a terminal. A receiver running on the home
     waits for one step at most before its commit: after each step the prune waits for it to
-    commit (see HOLD_S and WAIT_S above). Returns how many were deleted."""
+    commit (see HOLD_S and WAIT_S above). ``stop`` set: it ends after the step under way.
+    Returns how many were deleted. (A receiver that takes the request prunes by itself
+    instead: see ``_prune``.)"""
     removed = 0
     step = FIRST_STEP
     progress.update(0)
@@ -121,7 +239,7 @@ async def prune_in_steps(
         progress.update(removed)
         if not running:
             await store.copy_log()
-        if done.deleted < step:
+        if done.deleted < step or (stop is not None and stop.is_set()):
             return removed
         if time.monotonic() - looked > LOOK_EVERY_S:
             running, looked = receiver_runs(), time.monotonic()

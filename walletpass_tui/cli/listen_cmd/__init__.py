@@ -22,9 +22,10 @@ from walletpass_tui.runtime.attachable import ASKED, UNDONE
 from walletpass_tui.runtime.instance import InstanceRecord, home_flag
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup
-from walletpass_tui.text import printable
+from walletpass_tui.text import format_ms, printable
 from walletpass_tui.tunnel.ngrok_agent import discover_ngrok
 from walletpass_tui.webhooks.models import ForwardResult, ForwardRow
+from walletpass_tui.webhooks.store.prune_job import DONE, FAILED, PruneJob
 
 if TYPE_CHECKING:
     from walletpass_tui.relay.link.feed import RelayLink
@@ -139,6 +140,35 @@ class InjectionPrinter:
         self.out.flush()
 
 
+class PrunePrinter:
+    """One line when the receiver starts a prune (``events prune`` in another shell asked it
+    to: its writer deletes between deliveries) and one when it ends, with how many it deleted."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, job: PruneJob) -> None:
+        before = format_ms(job.cutoff_ms)
+        self._say(
+            f"Pruning the attempts received before {before}, as 'events prune' asked; "
+            "deliveries go first."
+        )
+        job.ended.subscribe(self._ended)
+
+    def _ended(self, job: PruneJob) -> None:
+        before = format_ms(job.cutoff_ms)
+        if job.end == DONE:
+            self._say(f"Pruned {job.deleted:,} attempt(s) received before {before}.")
+        else:
+            why = f" ({job.reason})" if job.reason else ""
+            verb = "failed" if job.end == FAILED else "stopped"
+            self._say(f"Pruning {verb} after {job.deleted:,} attempt(s){why}.")
+
+    def _say(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+
 ANSWER_SHOWN = 200  # characters of your app's answer on the line below a forward
 
 
@@ -212,6 +242,7 @@ async def _listen(
             # The one receiver `attach` finds on this home (AlreadyRunning: one line, exit 1).
             stale = await runtime.start_instance("listen")
             runtime.watch(InjectionPrinter(info, runtime))
+            runtime.store.on_prune(PrunePrinter(info))
             runtime.subscribe(
                 printer.deliveries,
                 ForwardPrinter(printer.forwards, as_json),

@@ -13,7 +13,8 @@
   (``<history>-search``), filled by its own thread after each commit, never on the
   acknowledgement path; ``pacing.py`` how it and the other followers of the commits (the field
   indexer, the schema learner) yield to deliveries; ``forwards.py`` the forward queue's writes;
-  ``prune.py`` dropping history;
+  ``prune.py`` dropping history; ``prune_job.py`` a prune the writer runs between its commits
+  (``start_prune``);
 * ``queries.py`` every read, on a connection and thread of its own; ``reading.py`` ``History``,
   the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
   writes nothing (``events list``, ``show``, ``export`` on a full disk);
@@ -58,6 +59,7 @@ from walletpass_tui.webhooks.store.files import (
 )
 from walletpass_tui.webhooks.store.health import Health
 from walletpass_tui.webhooks.store.indexer import Indexer
+from walletpass_tui.webhooks.store.prune_job import PruneJob
 from walletpass_tui.webhooks.store.queries import Reader
 from walletpass_tui.webhooks.store.reading import History
 from walletpass_tui.webhooks.store.tables import DEFAULT_BUSY_TIMEOUT_MS
@@ -290,6 +292,25 @@ class Store(History):
     async def prune_rejected(self) -> int:
         """Drop the oldest rejected attempts beyond the cap."""
         return await self._write(prune.rejected_beyond, self.rejected_cap)
+
+    def start_prune(self, cutoff_ms: int) -> PruneJob:
+        """Have the writer delete every attempt received before ``cutoff_ms`` in small steps
+        between its commits, deliveries first (prune_job.py); the job tells how far it got and
+        ``stop()`` ends it after the step under way. RuntimeError saying why when a prune runs
+        already or the store is closing."""
+        if self._closed:
+            raise RuntimeError("the history is closing")
+        return self._loop.start_prune(cutoff_ms)
+
+    def on_prune(self, listener: Callable[[PruneJob], None]) -> Callable[[], None]:
+        """Call ``listener(job)`` when ``start_prune`` begins one (the job tells of its steps and
+        its end); returns a function that unsubscribes."""
+        return self._loop.prunes.subscribe(listener)
+
+    @property
+    def pruning(self) -> PruneJob | None:
+        """The prune ``start_prune`` began last (running or ended), None when none was."""
+        return self._loop.pruning
 
     async def prune_older_than(self, cutoff_ms: int) -> int:
         """Drop every attempt received before ``cutoff_ms``; returns how many."""

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -95,6 +96,16 @@ class LogBound:
             return None
         return self.TOP_UP
 
+    def copying(self, log_bytes: int, checkpoints: Checkpointer) -> bool:
+        """Whether the log, past the bound, waits for a bulk copy under way (a prune the writer
+        runs waits for it too, so it never writes log faster than it is copied)."""
+        return (
+            log_bytes > self.bound
+            and self._bulk is not None
+            and checkpoints.finished < self._bulk
+            and checkpoints.busy
+        )
+
     def done(self, complete: bool) -> None:
         self.top_ups += 1
         self._held = not complete
@@ -119,6 +130,7 @@ class Checkpointer:
         self.finished = 0  # runs ended (the number of the last one)
         self.runs = 0  # runs that succeeded
         self.complete = False  # the last run copied the whole log it found (no reader in the way)
+        self.on_end: Callable[[], None] | None = None  # called on the event loop after each run
 
     def note(self, rows: int) -> None:
         self._commits += 1
@@ -126,6 +138,11 @@ class Checkpointer:
         due = self._commits >= CHECKPOINT_EVERY or self._rows >= CHECKPOINT_ROWS
         if due and (self._task is None or self._task.done()):
             self._start()
+
+    @property
+    def busy(self) -> bool:
+        """A run is under way."""
+        return self._task is not None and not self._task.done()
 
     def run_soon(self) -> int:
         """A run now, or right after the one under way; returns its number (``finished``
@@ -149,6 +166,8 @@ class Checkpointer:
             self._again = False
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._start()
+        if self.on_end is not None:
+            self.on_end()
 
     def _checkpoint(self) -> None:
         try:

@@ -12,6 +12,8 @@ feeds it.
   thread after each commit (see indexer.py). The rejected cap is applied only when no delivery
   waits, in bounded steps. A delivery's commit never copies the log into the database file; the
   log is kept bounded between batches, deliveries waiting or not (see checkpoints.py).
+* A prune asked of the receiver (``start_prune``) runs in small steps between the batches,
+  while no delivery waits, with a small share when deliveries never stop (see prune_job.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from walletpass_tui.webhooks.store.numbering import (
     peek,
     peek_with,
 )
+from walletpass_tui.webhooks.store.prune_job import DONE, FAILED, FORCED_EVERY, STOPPED, PruneJob
 from walletpass_tui.webhooks.store.wal_sync import WalSync
 
 log = logging.getLogger(__name__)
@@ -219,6 +222,16 @@ def commit_batch(
     return stored
 
 
+def prune_step(
+    db: sqlite3.Connection, cutoff_ms: int, limit: int, files: HistoryFiles
+) -> prune.Step:
+    """One step of a prune the receiver runs (prune_job.py), on the writer's thread; the log's
+    size noted after it, for the log's bound."""
+    done = prune.oldest_before(db, cutoff_ms, limit)
+    files.changed()  # a history moved under the writer is the next delivery's commit's to find
+    return done
+
+
 # The highest row id ever given: never one a pruned row had (see prune.py).
 LAST_ID = (
     "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0), "
@@ -319,6 +332,11 @@ class GroupCommit:
         self._remembered: dict[str, int] = {}  # webhook-id -> attempts stored, newest last
         self._hurried = False  # settled() waits: do the background work now
         self._waiter: asyncio.Future[None] | None = None  # a writer waiting for deliveries
+        self.pruning: PruneJob | None = None  # the prune under way (start_prune), or the last
+        self.prunes: Listeners[[PruneJob]] = Listeners("walletpass_tui.webhooks.store", "prune")
+        self._prune_sync: asyncio.Future[None] | None = None  # the last step's fsync
+        self._since_step = 0  # batches committed since the last prune step
+        self.checkpoints.on_end = self._poke  # a prune waiting for the log to be copied goes on
         # Set by the store: close everything and open the history again after its files were
         # deleted (files.py); True when the commit that found it is kept (the log was copied).
         self.start_over: Callable[[str], Awaitable[bool]] | None = None
@@ -341,13 +359,32 @@ class GroupCommit:
         self._poke()
 
     async def stop(self) -> None:
+        job = self.pruning
+        if job is not None:
+            job.stop("the receiver is stopping")
         if self._task is not None:
             self._queue.put_nowait(None)
             self._poke()
             with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                 await self._task
+        if job is not None:
+            job.finish(STOPPED)
         await self.syncs.close()
         await self.checkpoints.close()
+
+    def start_prune(self, cutoff_ms: int) -> PruneJob:
+        """Delete every attempt received before ``cutoff_ms`` in steps between the batches (see
+        prune_job.py); RuntimeError when a prune runs already or the writer has stopped."""
+        if not self.running:
+            raise RuntimeError("the history is closing")
+        if self.pruning is not None and self.pruning.running:
+            raise RuntimeError("it is pruning its history already (one prune at a time)")
+        job = PruneJob(cutoff_ms, wake=self._poke)
+        self.pruning = job
+        self._since_step = 0
+        self._poke()
+        self.prunes.notify(job)
+        return job
 
     async def synced(self) -> None:
         """After a write of its own (``Store._write``): wait until it is on disk."""
@@ -370,6 +407,10 @@ class GroupCommit:
             await self._bound_log()
             if stop:
                 break
+            self._since_step += 1
+            if self._since_step >= FORCED_EVERY and self._prune_ready():
+                # deliveries never stop waiting: a step anyway
+                await self._prune_step(forced=not self._queue.empty())
         self._busy = False
 
     def hurry(self) -> None:
@@ -388,6 +429,10 @@ class GroupCommit:
         (a small backlog waits for IDLE_S without deliveries)."""
         step_now = False
         while self._queue.empty():
+            if self._prune_ready():
+                self._busy = True
+                await self._prune_step()
+                continue
             backlog = self._backlog()
             if not backlog:
                 self._hurried = False
@@ -427,6 +472,50 @@ class GroupCommit:
 
     def _backlog(self) -> bool:
         return self._rejected_since_prune >= max(1, self.rejected_cap // 10)
+
+    def _prune_ready(self) -> bool:
+        """Whether a prune step may run now (the writer's caller says no delivery waits, or
+        that deliveries had their batches): a prune is under way, the last step's log is on
+        disk, and the log is not waiting for a bulk copy. A prune asked to stop ends here."""
+        job = self.pruning
+        if job is None or not job.running:
+            return False
+        if job.stopping:
+            job.finish(STOPPED)
+            return False
+        if self._prune_sync is not None and not self._prune_sync.done():
+            return False
+        return not self.log.copying(self.thread.files.log_bytes, self.checkpoints)
+
+    async def _prune_step(self, *, forced: bool = False) -> None:
+        job = self.pruning
+        assert job is not None
+        self._since_step = 0
+        limit = job.size
+        try:
+            done = await self.thread.run(prune_step, job.cutoff_ms, limit, self.thread.files)
+        except Exception as exc:  # told to whoever asked for the prune; deliveries go on
+            reason = tables.explain(exc, self.thread.path)
+            log.warning("a prune step failed: %s", reason)
+            job.finish(FAILED, reason)
+            return
+        if done.deleted:
+            # On disk on the sync thread while the writer takes deliveries; the next step waits
+            # for it, so a delivery's fsync never writes more than one step's log.
+            sync = self.syncs.after_commit()
+            self._prune_sync = sync
+            sync.add_done_callback(self._prune_synced)
+            self.checkpoints.note(done.deleted)
+        job.took(done.deleted, done.held_s, forced=forced)
+        await self._bound_log()
+        if done.deleted < limit:
+            job.finish(DONE)
+
+    def _prune_synced(self, sync: asyncio.Future[None]) -> None:
+        if not sync.cancelled() and (failure := sync.exception()) is not None:
+            # the deliveries this fsync covered heard of it; a step lost is pruned again next time
+            log.debug("a prune step's fsync failed: %s", failure)
+        self._poke()
 
     async def _catch_up_step(self) -> None:
         try:
