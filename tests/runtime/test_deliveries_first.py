@@ -229,8 +229,9 @@ async def test_deliveries_waiting_for_the_writer_make_every_follower_yield(follo
 
     await until_sent(64, lambda: all(w.pace.saturated for w in watched.values()))
     for name in NAMES:
-        pace = watched[name].pace
-        assert pace.yield_share < pace.max_share and pace.share() == pace.yield_share, name
+        assert watched[name].pace.share() == watched[name].pace.yield_share, name
+    for name in ("search index", "field index"):  # the learner keeps its most, to catch up soon
+        assert watched[name].pace.yield_share < watched[name].pace.max_share, name
 
     await until_sent(1, lambda: not any(w.pace.saturated for w in watched.values()))
     for name in NAMES:
