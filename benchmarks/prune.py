@@ -151,7 +151,10 @@ def prune_round(
     argv = [PYTHON, "-m", "walletpass_tui", "events", "prune", "--yes"]
     argv += ["--older-than", iso(cutoff_ms)]
     started = time.perf_counter()
-    prune = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Started in the other version's tree: ``python -m`` puts the current directory first on
+    # the path, which would otherwise be this checkout's package whatever PYTHONPATH says.
+    cwd = str(tree) if tree is not None else None
+    prune = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     during = asyncio.run(paced_until(signer, lambda: prune.poll() is not None))
     took = time.perf_counter() - started
     out, err = prune.communicate()

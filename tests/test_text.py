@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from walletpass_tui.text import (
     format_duration,
     format_gap,
+    format_ms,
     format_size,
     one_line,
     parse_ascii_int,
@@ -129,3 +131,12 @@ def test_no_module_reads_a_number_with_isdigit_but_the_helper() -> None:
         and any(f".{name}()" in path.read_text() for name in ("isdigit", "isdecimal", "isnumeric"))
     ]
     assert offenders == []
+
+
+@given(st.integers(min_value=-(10**13), max_value=253_402_300_799_999))
+def test_a_time_of_day_is_the_utc_clock_to_the_millisecond(ms: int) -> None:
+    """The log's time column: the UTC time of day of an epoch millisecond, exact (no float)."""
+    at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    assert (
+        format_ms(ms, time_only=True) == at.strftime("%H:%M:%S.") + f"{at.microsecond // 1000:03d}"
+    )

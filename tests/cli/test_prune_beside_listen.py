@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pty
 import signal
 import sqlite3
 import sys
@@ -25,7 +26,7 @@ from typing import Any
 
 import factories
 import pytest
-from process_helpers import post, start_listen
+from process_helpers import CLEAR, post, start_listen
 
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import control, instance
@@ -93,18 +94,13 @@ async def until(check: Callable[[], object]) -> None:
     raise AssertionError("condition never became true")
 
 
+PRUNE_ARGV = (sys.executable, "-m", "walletpass_tui", "events", "prune", "--older-than", "7d")
+PRUNE_ARGV += ("--yes",)
+
+
 async def prune_command() -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "walletpass_tui",
-        "events",
-        "prune",
-        "--older-than",
-        "7d",
-        "--yes",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        *PRUNE_ARGV, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
 
 
@@ -181,6 +177,42 @@ async def test_ctrl_c_stops_the_receivers_prune_after_its_step_and_says_how_many
         )
         assert await store.count() == OLD - FIRST_STEP  # what went stays gone, as said
     assert counts_agree(clean_env / "deliveries.sqlite3")
+
+
+async def test_the_receivers_progress_is_drawn_on_a_terminal_and_cleared(clean_env: Path) -> None:
+    await fill(clean_env)
+    leader, follower = pty.openpty()
+    try:
+        async with receiver(clean_env) as runtime:
+            store = runtime.store
+            async with store.hold_writes():  # the receiver's first step waits here
+                command = await asyncio.create_subprocess_exec(
+                    *PRUNE_ARGV, stdout=asyncio.subprocess.PIPE, stderr=follower
+                )
+                await until(lambda: store.pruning is not None)
+            os.close(follower)
+            async with asyncio.timeout(DEADLINE_S):
+                out, _ = await command.communicate()
+        shown = await asyncio.to_thread(read_all, leader)
+    finally:
+        os.close(leader)
+    assert command.returncode == 0 and out.decode() == f"Removed {OLD} attempt(s) {SEVEN_DAYS}.\n"
+    assert f"pruned 0 of {OLD:,}" in shown  # drawn at once, then as the receiver tells
+    assert shown.endswith(CLEAR)  # and erased before the last line
+
+
+def read_all(fd: int) -> str:
+    """What a pseudo-terminal got until its other end closed."""
+    got = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got.decode("utf-8", "replace")
 
 
 async def test_a_receiver_stopped_mid_way_is_said_and_the_command_prunes_the_rest(

@@ -1,5 +1,6 @@
-"""The detail while deliveries stream in: reloaded a few times a second at most, not at all while
-hidden, and a megabyte body shown a part at a time."""
+"""The detail while deliveries stream in: reloaded a few times a second at most (less often in a
+flood), drawn with the log's frames, not at all while hidden, and a megabyte body shown a part at
+a time."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from ui_helpers import SIZE, attempt, record_all, wait_for
 
 from walletpass_tui.ui.app import WalletPassApp
 from walletpass_tui.ui.body_pages import PAGE_CHARS
+from walletpass_tui.ui.live_rows import FLOOD_ROWS
+from walletpass_tui.ui.panes import delivery_detail
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail
 from walletpass_tui.ui.screens import main as main_screen
 from walletpass_tui.ui.screens.detail import DetailScreen
@@ -50,6 +53,69 @@ async def test_following_reloads_the_detail_once_per_interval_not_per_delivery(
         assert main.detail.webhook_id == "msg_000001"
         await pilot.press("j")  # a person moving the cursor is answered at once
         await wait_for(lambda: main.detail.webhook_id == "msg_000010" and len(loaded) == 2)
+
+
+async def test_in_a_flood_the_detail_catches_up_less_often_and_a_key_press_at_once(
+    make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More rows a frame than anyone reads (a flood): the detail follows the newest row at the
+    flood's own pace (one interval lasts the test here), while a slower stream is followed at
+    every interval (none here)."""
+    monkeypatch.setattr(main_screen, "FOLLOW_DETAIL_S", 0.01)
+    monkeypatch.setattr(main_screen, "FLOOD_FOLLOW_S", 3600.0)
+    monkeypatch.setattr(delivery_detail, "WITH_ROWS_S", 0.01)
+    app = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        await wait_for(lambda: main.event_log.total is not None)
+        n = 0
+        for _ in range(3):  # a slow stream: every delivery followed
+            n += 1
+            await record_all(store, [attempt(n)])
+            await wait_for(lambda n=n: main.detail.webhook_id == f"msg_{n:06d}")
+        first = n + FLOOD_ROWS + 10  # the newest of the first flood frame
+        for _ in range(3):  # a flood: each commit more than a frame's worth of rows
+            batch = [attempt(n + k) for k in range(1, FLOOD_ROWS + 11)]
+            n += len(batch)
+            await record_all(store, batch)
+            await wait_for(lambda n=n: main.event_log.window.rows[0].webhook_id == f"msg_{n:06d}")
+            await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert main.detail.webhook_id == f"msg_{first:06d}"  # shown once, then left in peace
+        await pilot.press("j", "k")  # a person is here: answered at once
+        await wait_for(lambda: main.detail.webhook_id == f"msg_{n:06d}")
+
+
+async def test_the_followed_detail_is_drawn_with_the_next_frame_of_rows(
+    make_app: Callable[..., WalletPassApp], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The detail catching up with the newest row waits for the log's next frame of new rows, so
+    the screen is composed once for both; with no new rows it is drawn all the same."""
+    monkeypatch.setattr(main_screen, "FOLLOW_DETAIL_S", 3600.0)  # the test ends each interval
+    monkeypatch.setattr(delivery_detail, "WITH_ROWS_S", 3600.0)
+    app = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        await wait_for(lambda: main.event_log.total is not None)
+        await record_all(store, [attempt(1)])
+        await wait_for(lambda: main.detail.webhook_id == "msg_000001")  # the first at once
+        await record_all(store, [attempt(2)])
+        await wait_for(lambda: main.event_log.window.rows[0].webhook_id == "msg_000002")
+        await pilot.pause()
+        main._follow_caught_up()  # the interval ends: the newest is loaded
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert main.detail.webhook_id == "msg_000001"  # loaded, waiting for the next frame
+        await record_all(store, [attempt(3)])
+        await wait_for(lambda: main.detail.webhook_id == "msg_000002")  # drawn with it
+        monkeypatch.setattr(delivery_detail, "WITH_ROWS_S", 0.01)
+        await pilot.pause()
+        main._follow_caught_up()
+        await wait_for(lambda: main.detail.webhook_id == "msg_000003")  # no rows come: drawn
 
 
 async def test_a_hidden_detail_is_not_loaded_by_live_deliveries(

@@ -16,7 +16,7 @@ import factories
 import pytest
 
 from walletpass_tui.webhooks.models import LogFilter
-from walletpass_tui.webhooks.store import Store
+from walletpass_tui.webhooks.store import Store, writer
 from walletpass_tui.webhooks.store.prune_job import DONE, FIRST_STEP, STOPPED, PruneJob
 
 OLD = 1_500
@@ -100,9 +100,12 @@ async def test_the_writer_prunes_between_deliveries_and_stores_every_one(tmp_pat
         assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (len(stored),)
 
 
-async def test_a_writer_never_idle_still_gives_the_prune_a_share(tmp_path: Path) -> None:
+async def test_a_writer_never_idle_still_gives_the_prune_a_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Deliveries queued faster than the writer takes them: a step goes in after every few
     batches anyway, and none of the deliveries is lost."""
+    monkeypatch.setattr(writer, "FORCED_EVERY", 4)  # every 4 batches of the 16 this queue makes
     path = tmp_path / "deliveries.sqlite3"
     await fill(path)
     async with await Store.open(path) as store:

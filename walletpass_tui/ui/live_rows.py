@@ -147,4 +147,4 @@ class LiveRows:
             self._posted_at = asyncio.get_running_loop().time()
             if self._shown is not None and any(self._shown(a) for a in attempts):
                 self._shown_at = self._posted_at
-        self._target.post_message(DeliveriesStored(attempts, dropped))
+        self._target.post_message(DeliveriesStored(attempts, dropped, flood=self._flooded))

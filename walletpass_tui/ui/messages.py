@@ -48,10 +48,13 @@ class ReceiverState:
 class DeliveriesStored(Message):
     """Attempts committed since the previous message, oldest first (one message per frame)."""
 
-    def __init__(self, attempts: tuple[Attempt, ...], dropped: int = 0) -> None:
+    def __init__(
+        self, attempts: tuple[Attempt, ...], dropped: int = 0, *, flood: bool = False
+    ) -> None:
         super().__init__()
         self.attempts = attempts
         self.dropped = dropped  # attempts left out because the UI fell behind: reload
+        self.flood = flood  # more rows than anyone reads a frame: frames come half as often
 
 
 class ForwardAnswered(Message):

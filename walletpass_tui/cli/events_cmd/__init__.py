@@ -298,7 +298,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="delete old history",
         description="Delete attempts received before a time (and their forwards). Without "
         "--older-than, the retention setting (retention_days) is used. A prune that would delete "
-        "every attempt asks first; without a terminal it needs --yes.",
+        "every attempt asks first; without a terminal it needs --yes. While a receiver (listen, "
+        "the dashboard) runs on this home, it does the deleting itself, between its deliveries. "
+        "Ctrl-C stops after the step under way and says how many went.",
         epilog="example: walletpass-tui events prune --older-than 7d",
     )
     pr.add_argument(

@@ -180,6 +180,7 @@ async def _ask_receiver(
         return None
     # Never later than now: the deliveries that arrive while it runs are kept.
     before = min(cutoff_ms, now_ms())
+    progress.update(0)
     try:
         pruned = await prune_through(
             instance.socket_path(settings.home), before, progress.update, stop

@@ -6,7 +6,9 @@ Used as a pane below the event log on wide terminals and inside ``DetailScreen``
 The body is shown a page at a time (``body_pages``), prepared in a worker thread, so a megabyte
 body never holds the event loop the receiver shares. Live updates (another attempt of the message,
 a forward answered) reload it at most every ``LIVE_RELOAD_S`` and only while it is on screen; a
-detail hidden meanwhile catches up when it is shown again (``catch_up``).
+detail hidden meanwhile catches up when it is shown again (``catch_up``). A detail that follows
+the newest row (``show(..., with_rows=True)``) is drawn with the log's next frame of new rows,
+so the screen is composed once for both (or after ``WITH_ROWS_S``, should no rows come).
 
 Loading lives in ``delivery_data``, the text of each part in ``delivery_parts``.
 """
@@ -54,6 +56,9 @@ from walletpass_tui.webhooks.store import Store
 
 BODY_TABS = ("body", "raw")  # drawn by BodyText: only the lines in view
 LIVE_RELOAD_S = 0.3  # a live update reloads the detail at most this often
+WITH_ROWS_S = (
+    0.6  # a detail waiting for the log's next frame (2 a second in a flood) waits no longer
+)
 TABS = (
     ("body", "Body"),
     ("headers", "Headers"),
@@ -143,6 +148,10 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         self._heights: dict[str, int | None] = {}  # each part's lines on screen
         self._painted_tabs: set[str] = set()  # tabs showing the current data
         self._ahead = Ahead()  # a large body's pages, prepared as it arrives
+        self._arrived: Attempt | None = None  # the newest attempt the log shows, as it arrived
+        self._with_rows = False  # the delivery asked for is drawn with the next frame of rows
+        self._waiting: tuple[DeliveryData, BodyView] | None = None  # loaded, for that frame
+        self._waiting_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         drift = Static(id="detail-drift", classes="detail-drift")
@@ -177,14 +186,14 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     def _deliveries_stored(self, message: DeliveriesStored) -> None:
         """Another attempt of the message on screen arrived: show it in the attempt list. A
         large body the log shows is prepared at once, while the log draws its row."""
-        newest = message.attempts[-1] if message.attempts else None
-        if (
-            newest is not None
-            and len(newest.body) >= AHEAD_BYTES
-            and self.on_screen
-            and live_signals(self).shown(newest)
-        ):
-            self._ahead.start(newest, self._body_width())
+        in_log = live_signals(self).shown
+        newest = next((a for a in reversed(message.attempts) if in_log(a)), None)
+        if newest is not None:
+            # The row a following log selects: its detail is read without its body again.
+            self._arrived = newest
+            if len(newest.body) >= AHEAD_BYTES and self.on_screen:
+                self._ahead.start(newest, self._body_width())
+        self._draw_waiting()  # in the frame that draws the log's new rows
         shown = self.webhook_id
         if shown and any(a.webhook_id == shown for a in message.attempts):
             self._live_reload()
@@ -234,9 +243,13 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
 
     # -- loading ------------------------------------------------------------------------------
 
-    def show(self, attempt_id: int | None) -> None:
+    def show(self, attempt_id: int | None, *, with_rows: bool = False) -> None:
+        """Load and draw ``attempt_id`` (None: the placeholder). ``with_rows``: the log follows
+        new rows and this is the newest; it is drawn with the log's next frame of them."""
         self.requested_id = attempt_id
         self._stale = False
+        self._with_rows = with_rows
+        self._drop_waiting()
         if attempt_id is None:
             self.data = None
             self.pages = None
@@ -251,7 +264,7 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def _load(self, attempt_id: int) -> None:
         ahead = self._ahead.take(attempt_id)
-        arrived = ahead[0] if ahead is not None else None
+        arrived = ahead[0] if ahead is not None else self._arrived
         data = await load_delivery(self.store, attempt_id, arrived=arrived)
         if attempt_id != self.requested_id:
             return
@@ -284,10 +297,30 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         if not self._ready():
             self.call_after_refresh(self._show_data, data, pages)
             return
+        if self._with_rows:
+            self._with_rows = False
+            self._drop_waiting()
+            self._waiting = (data, pages)
+            self._waiting_timer = self.set_timer(WITH_ROWS_S, self._draw_waiting)
+            return
         self.data = data
         self.pages = pages
         self._paint()
         self.post_message(self.Loaded(data))
+
+    def _draw_waiting(self) -> None:
+        """Draw the delivery loaded for the log's next frame of rows: that frame has come (or
+        none came in time)."""
+        waiting = self._waiting
+        self._drop_waiting()
+        if waiting is not None:
+            self._show_data(*waiting)
+
+    def _drop_waiting(self) -> None:
+        self._waiting = None
+        if self._waiting_timer is not None:
+            self._waiting_timer.stop()
+            self._waiting_timer = None
 
     def action_page(self, step: int) -> None:
         """The next (or previous) part of a long body, in the Body or Raw tab."""
@@ -364,16 +397,12 @@ class DeliveryDetail(ReportsWorkerErrors, Vertical):
         """Lines ``content`` takes at ``width``, or None when unsure (then a layout decides)."""
         if width <= 0:
             return None
-        if isinstance(content, Text):
-            if content.cell_len <= width and "\n" not in content.plain:
-                return 1
-            if len(content.plain) > 4096:
-                return None
-            return len(content.wrap(self.app.console, width))
         lines = content.plain.split("\n")
-        if any(cell_len(line) > width for line in lines):
-            return None  # wrapped Content: its height is Textual's to find
-        return len(lines)
+        if all(cell_len(line) <= width for line in lines):
+            return len(lines)  # nothing to wrap: a line each
+        if isinstance(content, Text) and len(content.plain) <= 4096:
+            return len(content.wrap(self.app.console, width))
+        return None  # long or wrapped Content: its height is Textual's to find
 
     def _body_width(self) -> int:
         """The width the body page is drawn at (0 when not known yet)."""

@@ -30,6 +30,7 @@ from walletpass_tui.ui.view.context import DashboardContext
 from walletpass_tui.ui.view.filter_completion import complete
 from walletpass_tui.ui.view.log_query import filter_text, matches, parse_filter
 from walletpass_tui.ui.view.log_window import DEFAULT_CAPACITY, PAGE, LogWindow
+from walletpass_tui.ui.widgets.border_titles import BorderTitles
 from walletpass_tui.ui.widgets.filter_completions import FilterCompletions
 from walletpass_tui.ui.widgets.filter_input import FilterInput
 from walletpass_tui.ui.widgets.log_lines import LogHeader, LogLines
@@ -116,6 +117,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self.known: KnownPaths | None = None  # the paths a query may name (None: not read yet)
         self._known_at = 0.0
         self.border_title = "Events"
+        # The title's count changes with every frame of new rows: its line alone is redrawn.
+        self._titles = BorderTitles(self)
 
     def compose(self) -> ComposeResult:
         completions = FilterCompletions(id="log-completions")
@@ -430,8 +433,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
 
     def _update_title(self) -> None:
         if self.problem is not None:
-            self.border_title = Text("Events · history unreadable")
-            self.border_subtitle = None
+            self._titles.show(Text("Events · history unreadable"))
             return
         total = "…" if self.total is None else f"{self.total:,}"
         title = Text("Events ")
@@ -446,10 +448,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             if self.window.unseen:
                 title.append(f" · {self.window.unseen:,} newer ↑")
             title.append(" (f: follow)")
-        self.border_title = title
-        self.border_subtitle = (
-            Text(f"⚠ {visible(self.filter_problem)}") if self.filter_problem else None
-        )
+        problem = Text(f"⚠ {visible(self.filter_problem)}") if self.filter_problem else None
+        self._titles.show(title, problem)
 
     def _update_notice(self) -> None:
         notice = self.query_one("#log-notice", Notice)

@@ -20,7 +20,12 @@ from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.text import visible
-from walletpass_tui.ui.messages import DiffRequested, ReplayRequested
+from walletpass_tui.ui.messages import (
+    DeliveriesStored,
+    DiffRequested,
+    ReplayRequested,
+    live_signals,
+)
 from walletpass_tui.ui.panes.delivery_detail import DeliveryDetail, copy_bindings
 from walletpass_tui.ui.panes.endpoints import EndpointsPane
 from walletpass_tui.ui.panes.event_log import EventLogPane
@@ -38,6 +43,7 @@ if TYPE_CHECKING:  # the other screens are imported when opened, after the first
 DETAIL_DEBOUNCE_S = 0.06  # a person moving the cursor: the detail follows once they pause
 TEMPLATES_AFTER_S = 1.0  # the templates load once the log is on screen, or after this at most
 FOLLOW_DETAIL_S = 1.0  # new rows arriving while following: the detail catches up this often
+FLOOD_FOLLOW_S = 2.0  # ... and this often in a flood (more rows a frame than anyone reads)
 DETAIL_SCREEN = "delivery-detail"
 PANES = ("templates", "endpoints", "events")
 
@@ -132,6 +138,7 @@ class MainScreen(Screen[None]):
         self._detail_timer: Timer | None = None
         self._follow_timer: Timer | None = None
         self._follow_row: int | None = None
+        self._flood = False  # the last frame of new rows was a flood
         self.pane = "events"
         self._templates_loading_started = False
         self._resumed = False
@@ -181,6 +188,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.event_log.focus_log()
+        live_signals(self).deliveries.subscribe(self, self._deliveries_stored, immediate=True)
         # The templates are fetched once the log shows its first page (or after a second, should
         # the log not load): the first rows on screen do not wait for the service's client.
         self._templates_timer = self.set_timer(TEMPLATES_AFTER_S, self._load_templates)
@@ -272,6 +280,15 @@ class MainScreen(Screen[None]):
 
     # -- the log and its detail -------------------------------------------------------------------
 
+    def _deliveries_stored(self, message: DeliveriesStored) -> None:
+        self._flood = message.flood
+
+    def _follow_interval(self) -> float:
+        """How long the detail follows the newest row before catching up again: longer in a
+        flood, whose rows pass by faster than anyone reads them (a key press ends it: frames
+        are short again while a person uses the dashboard)."""
+        return FLOOD_FOLLOW_S if self._flood else FOLLOW_DETAIL_S
+
     @on(LogLines.CursorMoved)
     def _cursor_moved(self, event: LogLines.CursorMoved) -> None:
         if self._detail_timer is not None:
@@ -282,10 +299,11 @@ class MainScreen(Screen[None]):
             return
         if event.live:
             # Following a stream of new rows: the newest is shown at once, then at most once
-            # per FOLLOW_DETAIL_S (the last one of each interval), not reloaded on every frame.
+            # per FOLLOW_DETAIL_S (FLOOD_FOLLOW_S in a flood; the last one of each interval), not
+            # reloaded on every frame.
             if self._follow_timer is None:
                 self._show_detail(row_id)
-                self._follow_timer = self.set_timer(FOLLOW_DETAIL_S, self._follow_caught_up)
+                self._follow_timer = self.set_timer(self._follow_interval(), self._follow_caught_up)
             else:
                 self._follow_row = row_id
             return
@@ -296,14 +314,15 @@ class MainScreen(Screen[None]):
         self._follow_timer = None
         if self._follow_row is not None:
             row_id, self._follow_row = self._follow_row, None
-            self._show_detail(row_id)
-            self._follow_timer = self.set_timer(FOLLOW_DETAIL_S, self._follow_caught_up)
+            # Drawn with the log's next frame of rows: one composition of the screen for both.
+            self._show_detail(row_id, with_rows=True)
+            self._follow_timer = self.set_timer(self._follow_interval(), self._follow_caught_up)
 
-    def _show_detail(self, row_id: int) -> None:
+    def _show_detail(self, row_id: int, *, with_rows: bool = False) -> None:
         """Load the row's detail into the pane, if the pane is on screen (else when it is)."""
         detail = self.detail
         if detail.display and self.is_current and detail.requested_id != row_id:
-            detail.show(row_id)
+            detail.show(row_id, with_rows=with_rows)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         # Runs before Textual's own handler: the first time, every widget was styled as it was

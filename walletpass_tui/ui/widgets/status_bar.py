@@ -5,6 +5,11 @@ last hour (a sparkline), live counts, paused acks.
 It follows the app's ``LiveSignals`` by itself; ``ReceiverState`` is re-exported from here. The
 sparkline is drawn again at most once a second (the live path stays cheap at 100 deliveries a
 second), and only when the counts changed or a minute went by.
+
+Only the cells that changed are sent to the screen: while deliveries stream in that is the
+counts at the right end, so the frame that draws them does not compose the panes on the left
+again (Textual composes every widget under the bounding box of what changed). A value set
+again unchanged draws nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from __future__ import annotations
 import time
 from urllib.parse import urlsplit
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -47,8 +55,9 @@ class StatusBar(Widget):
         "status-bar--drift",
     }
 
-    stats: reactive[Stats | None] = reactive(None, layout=False)  # None: still counting
-    receiver: reactive[ReceiverState] = reactive(ReceiverState, layout=False)
+    # Drawn by _changed(): only the cells a new value changes (never the whole line).
+    stats: reactive[Stats | None] = reactive(None, repaint=False)  # None: still counting
+    receiver: reactive[ReceiverState] = reactive(ReceiverState, repaint=False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -61,6 +70,8 @@ class StatusBar(Widget):
         # they change: the counts change on every frame while deliveries stream in.
         self._parts: dict[tuple[str, bool, bool], Text] = {}
         self._spark_at = float("-inf")  # when the sparkline was last read
+        self._drawn: list[Cell] | None = None  # the line as last rendered, a cell at a time
+        self._made: tuple[int, Text] | None = None  # the line made for a width, not drawn yet
 
     def on_mount(self) -> None:
         signals = live_signals(self)
@@ -73,8 +84,37 @@ class StatusBar(Widget):
         self._update_spark()
         self.set_interval(SPARK_S, self._update_spark)
 
+    def watch_stats(self) -> None:
+        self._changed()
+
     def watch_receiver(self) -> None:
         self._parts.clear()
+        self._changed()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._drawn = self._made = None  # Textual draws the whole line at its new size
+
+    def _changed(self) -> None:
+        """Something the line shows changed: send the cells that differ from the line as last
+        rendered to the screen (none when it reads the same). A line with wide characters, or
+        one rendered at another width, is drawn whole."""
+        width = self.size.width
+        drawn, self._drawn = self._drawn, None
+        if not self.is_mounted or width <= 0:
+            self.refresh()
+            return
+        line = self._line(width)
+        self._made = (width, line)  # what render() returns, unless something changes first
+        now = _cells(line)
+        if drawn is None or now is None or len(drawn) != width or len(now) != width:
+            self.refresh()
+            return
+        self._drawn = now
+        start = next((x for x in range(width) if drawn[x] != now[x]), None)
+        if start is None:
+            return
+        end = next(x for x in range(width, 0, -1) if drawn[x - 1] != now[x - 1])
+        self.refresh(Region(start, 0, end - start, 1))
 
     def _update_spark(self) -> None:
         """The sparkline from the app's traffic, if it changed or a minute went by; at most once
@@ -96,7 +136,7 @@ class StatusBar(Widget):
         self.sparks = {width: spark(series, width) for width in SPARK_WIDTHS}
         self.per_minute = traffic.last_minute()
         self._parts.clear()
-        self.refresh()
+        self._changed()
 
     def _set_stats(self, stats: Stats | None) -> None:
         self.stats = stats
@@ -110,7 +150,7 @@ class StatusBar(Widget):
         count = (marks.findings or 0) if marks is not None else 0
         if count != self.drift:
             self.drift = count
-            self.refresh()
+            self._changed()
 
     def _s(self, name: str) -> Style:
         """A component's style, looked up once per theme (the line is drawn on every count)."""
@@ -123,6 +163,7 @@ class StatusBar(Widget):
         super().notify_style_update()
         self._styles.clear()
         self._parts.clear()
+        self._drawn = self._made = None
 
     def _part(self, kind: str, first: bool, second: bool = False) -> Text:
         """A part of the line that changes seldom: made once until the receiver, the
@@ -138,10 +179,16 @@ class StatusBar(Widget):
         return part
 
     def render(self) -> Text:
+        width = self.size.width
+        made, self._made = self._made, None
+        line = made[1] if made is not None and made[0] == width else self._line(width)
+        self._drawn = _cells(line) if width > 0 else None
+        return line
+
+    def _line(self, width: int) -> Text:
         """The receiver's state on the left, the counts on the right; when room is short the
         counts lose their words, then the sparkline narrows, then it goes before the public URL
         does (where the service should post matters more than the last hour's shape)."""
-        width = self.size.width
         full, bare = self._part("left", True), self._part("left", False)
         host = self._part("left", True, True)
         words, short = self._counts(words=True), self._counts(words=False)
@@ -251,6 +298,22 @@ class StatusBar(Widget):
             line.append(" drift (S)" if words else " (S)", self._s("status-bar--drift"))
         line.append(" ")
         return line
+
+
+Cell = tuple[str, tuple[Style | str, ...]]  # one cell of the line: its character, its styles
+
+
+def _cells(line: Text) -> list[Cell] | None:
+    """``line`` a cell at a time, each with the styles it is drawn in; None when a character
+    takes two cells (then cells and characters do not line up: the line is drawn whole)."""
+    plain = line.plain
+    if cell_len(plain) != len(plain):
+        return None
+    styles: list[tuple[Style | str, ...]] = [(line.style,)] * len(plain)
+    for span in line.spans:
+        for x in range(span.start, min(span.end, len(plain))):
+            styles[x] = (*styles[x], span.style)
+    return list(zip(plain, styles, strict=True))
 
 
 def _runs(cells: str) -> list[str]:

@@ -96,16 +96,6 @@ class LogBound:
             return None
         return self.TOP_UP
 
-    def copying(self, log_bytes: int, checkpoints: Checkpointer) -> bool:
-        """Whether the log, past the bound, waits for a bulk copy under way (a prune the writer
-        runs waits for it too, so it never writes log faster than it is copied)."""
-        return (
-            log_bytes > self.bound
-            and self._bulk is not None
-            and checkpoints.finished < self._bulk
-            and checkpoints.busy
-        )
-
     def done(self, complete: bool) -> None:
         self.top_ups += 1
         self._held = not complete

@@ -7,9 +7,12 @@ Deliveries always go first. The writer (writer.py) takes a step of the job only
   ``FORCED_EVERY`` batches (a small share, so a saturated receiver still makes progress);
 * once the previous step's write-ahead log is on disk (its fsync runs on the sync thread while
   the writer takes deliveries), so a delivery's own fsync never has more than one step's log
-  to write;
-* while the log is not being copied into the database file because it passed its bound
-  (checkpoints.py): the prune never writes log faster than the checkpoints copy it.
+  to write, and then only after a rest ``REST`` times as long as that step and its fsync took:
+  the prune takes at most a third of the writer's and the disk's time, and most deliveries
+  find the log with nothing of the prune's left to sync;
+* while no delivery's fsync and no copy of the log into the database file (checkpoints.py) is
+  under way (except a step the writer takes when never idle): the prune never writes log
+  faster than the checkpoints copy it, nor while a delivery waits for the disk.
 
 A step deletes the oldest attempts received before the cutoff in one transaction, and takes them
 out of the counts by minute in the same one (prune.py). Its size follows how long the last step
@@ -28,7 +31,8 @@ from walletpass_tui.listeners import Listeners
 FIRST_STEP = 50
 MIN_STEP, MAX_STEP = 10, 2_000
 HOLD_S = 0.004  # how long one step holds the writer (and so a delivery that arrives meanwhile)
-FORCED_EVERY = 4  # batches in a row, deliveries always waiting, before a step is taken anyway
+FORCED_EVERY = 16  # batches in a row, each followed by more deliveries, before a step anyway
+REST = 2.0  # after a step and its fsync, the prune waits this many times as long
 
 DONE = "done"  # every attempt before the cutoff is gone
 STOPPED = "stopped"  # stop() was asked for (or the receiver is closing)

@@ -13,7 +13,8 @@ feeds it.
   waits, in bounded steps. A delivery's commit never copies the log into the database file; the
   log is kept bounded between batches, deliveries waiting or not (see checkpoints.py).
 * A prune asked of the receiver (``start_prune``) runs in small steps between the batches,
-  while no delivery waits, with a small share when deliveries never stop (see prune_job.py).
+  while no delivery waits, resting between them, with a small share when deliveries never stop
+  (see prune_job.py).
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ from walletpass_tui.webhooks.store.numbering import (
     peek,
     peek_with,
 )
-from walletpass_tui.webhooks.store.prune_job import DONE, FAILED, FORCED_EVERY, STOPPED, PruneJob
+from walletpass_tui.webhooks.store.prune_job import (
+    DONE,
+    FAILED,
+    FORCED_EVERY,
+    REST,
+    STOPPED,
+    PruneJob,
+)
 from walletpass_tui.webhooks.store.wal_sync import WalSync
 
 log = logging.getLogger(__name__)
@@ -336,6 +344,8 @@ class GroupCommit:
         self.prunes: Listeners[[PruneJob]] = Listeners("walletpass_tui.webhooks.store", "prune")
         self._prune_sync: asyncio.Future[None] | None = None  # the last step's fsync
         self._since_step = 0  # batches committed since the last prune step
+        self._step_began = 0.0  # when the last prune step began (the event loop's clock)
+        self._rest_until = 0.0  # no prune step before this (the event loop's clock)
         self.checkpoints.on_end = self._poke  # a prune waiting for the log to be copied goes on
         # Set by the store: close everything and open the history again after its files were
         # deleted (files.py); True when the commit that found it is kept (the log was copied).
@@ -407,10 +417,12 @@ class GroupCommit:
             await self._bound_log()
             if stop:
                 break
-            self._since_step += 1
-            if self._since_step >= FORCED_EVERY and self._prune_ready():
-                # deliveries never stop waiting: a step anyway
-                await self._prune_step(forced=not self._queue.empty())
+            if self._queue.empty():  # idle: a prune goes on in _next, between deliveries
+                self._since_step = 0
+                continue
+            self._since_step += 1  # batches in a row, each followed by more deliveries
+            if self._since_step >= FORCED_EVERY and self._prune_ready(forced=True):
+                await self._prune_step(forced=True)  # never idle: a step anyway
         self._busy = False
 
     def hurry(self) -> None:
@@ -473,10 +485,11 @@ class GroupCommit:
     def _backlog(self) -> bool:
         return self._rejected_since_prune >= max(1, self.rejected_cap // 10)
 
-    def _prune_ready(self) -> bool:
-        """Whether a prune step may run now (the writer's caller says no delivery waits, or
-        that deliveries had their batches): a prune is under way, the last step's log is on
-        disk, and the log is not waiting for a bulk copy. A prune asked to stop ends here."""
+    def _prune_ready(self, *, forced: bool = False) -> bool:
+        """Whether a prune step may run now (the caller says no delivery waits, or, ``forced``,
+        that deliveries never stopped for a few batches): a prune is under way, the last step's
+        log is on disk and its rest is over, and (unless forced) no delivery's fsync and no copy
+        of the log into the database file is under way. A prune asked to stop ends here."""
         job = self.pruning
         if job is None or not job.running:
             return False
@@ -485,13 +498,16 @@ class GroupCommit:
             return False
         if self._prune_sync is not None and not self._prune_sync.done():
             return False
-        return not self.log.copying(self.thread.files.log_bytes, self.checkpoints)
+        if asyncio.get_running_loop().time() < self._rest_until:
+            return False
+        return forced or not (self.syncs.busy or self.checkpoints.busy)
 
     async def _prune_step(self, *, forced: bool = False) -> None:
         job = self.pruning
         assert job is not None
         self._since_step = 0
         limit = job.size
+        self._step_began = asyncio.get_running_loop().time()
         try:
             done = await self.thread.run(prune_step, job.cutoff_ms, limit, self.thread.files)
         except Exception as exc:  # told to whoever asked for the prune; deliveries go on
@@ -501,7 +517,8 @@ class GroupCommit:
             return
         if done.deleted:
             # On disk on the sync thread while the writer takes deliveries; the next step waits
-            # for it, so a delivery's fsync never writes more than one step's log.
+            # for it and then rests (REST), so a delivery's fsync never writes more than one
+            # step's log, and most find none to write.
             sync = self.syncs.after_commit()
             self._prune_sync = sync
             sync.add_done_callback(self._prune_synced)
@@ -515,7 +532,10 @@ class GroupCommit:
         if not sync.cancelled() and (failure := sync.exception()) is not None:
             # the deliveries this fsync covered heard of it; a step lost is pruned again next time
             log.debug("a prune step's fsync failed: %s", failure)
-        self._poke()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._rest_until = now + REST * (now - self._step_began)
+        loop.call_at(self._rest_until, self._poke)
 
     async def _catch_up_step(self) -> None:
         try:
@@ -597,6 +617,8 @@ class GroupCommit:
         self, batch: Sequence[Pending], stored: Sequence[Attempt], sync: asyncio.Future[None]
     ) -> None:
         self._syncing -= 1
+        if self.pruning is not None and self.pruning.running:
+            self._poke()  # a prune step waiting for this fsync to end may go
         relayed = all(p.attempt.relay_cursor is not None for p in batch)
         failure = None if sync.cancelled() else sync.exception()
         if failure is not None and not relayed:
