@@ -3,11 +3,12 @@
 
 After a commit (``wake()``, a listener of the store) it waits COALESCE_S for more commits, then
 indexes every new row in chunks (``index.Fields.step``, on the index's thread). Reading a body is
-Python work, which shares the interpreter with the receiver's event loop, so while deliveries keep
-arriving during its steps it takes at most BUSY_SHARE of the time (it falls behind rather than slow
-the receiver; queries look at the rows it has not reached one by one), and a backlog (the first
-start on a long history) at most BACKLOG_SHARE. Without a wake-up it looks for new rows every
-POLL_S.
+Python work, which shares the interpreter with the receiver's event loop, so deliveries come first
+(``webhooks/store/pacing.py``): while they keep arriving it takes the share of a core keeping pace
+with them needs, at least MIN_BUSY_SHARE and at most BUSY_SHARE; while the receiver is saturated,
+YIELD_SHARE (it falls behind rather than slow the receiver; queries look at the rows it has not
+reached one by one), and it catches up as soon as the commits stop; a backlog with nothing
+arriving (the first start on a long history) takes at most BACKLOG_SHARE. Without a wake-up it looks for new rows every POLL_S.
 
 A failed step is logged and tried again after RETRY_S; a damaged index file is made anew. Each step
 first follows the files at their paths (``Fields.step``): the index deleted or replaced is opened
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 from walletpass_tui.logs import suppressed
 from walletpass_tui.query.index import CHUNK, Fields, Step
 from walletpass_tui.sqlite_thread import SqliteThread
+from walletpass_tui.webhooks.store.pacing import Pace
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -38,7 +40,9 @@ COALESCE_S = 0.05
 POLL_S = 0.5
 RETRY_S = 0.5
 BACKLOG_SHARE = 0.5
-BUSY_SHARE = 0.25
+MIN_BUSY_SHARE = 0.05
+BUSY_SHARE = 0.1
+YIELD_SHARE = 0.05  # while the receiver is saturated
 
 
 class FieldIndexer:
@@ -52,7 +56,12 @@ class FieldIndexer:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
-        self._commits = 0
+        self.pace = Pace(
+            min_share=MIN_BUSY_SHARE,
+            max_share=BUSY_SHARE,
+            yield_share=YIELD_SHARE,
+            backlog_share=BACKLOG_SHARE,
+        )
         self.failures = 0
         self.upto = 0  # the last row indexed (read by tests and the dashboard)
 
@@ -77,9 +86,11 @@ class FieldIndexer:
                 await thread.run(self._fields.close)  # after the step under way
             thread.close()
 
-    def wake(self, *_: object) -> None:
-        """New rows were committed: index them soon (a listener of the store)."""
-        self._commits += 1
+    def wake(self, batch: object = None) -> None:
+        """New rows were committed: index them soon (a listener of the store; ``batch``: the rows
+        of that commit)."""
+        if batch is not None:
+            self.pace.arrived(batch)
         self._idle.clear()
         self._wake.set()
 
@@ -90,6 +101,7 @@ class FieldIndexer:
     async def settled(self, timeout: float | None = None) -> bool:
         """Wait until every row committed before this call is indexed (False: timed out)."""
         self.wake()
+        self.pace.hurry()
         try:
             async with asyncio.timeout(timeout):
                 await self._idle.wait()
@@ -125,33 +137,28 @@ class FieldIndexer:
 
     async def _follow(self, thread: SqliteThread) -> None:
         while True:
-            commits = self._commits
+            began = time.monotonic()
             try:
-                step, spent = await thread.run(self._timed_step)
+                step, spent = await thread.run(self._timed_step, self.pace.limit(CHUNK))
             except Exception as exc:  # _failed logs it; tried again
                 await self._failed(thread, exc)
                 await asyncio.sleep(RETRY_S)
                 self._wake.set()
                 return
             self.upto = step.upto
-            busy = self._commits != commits  # deliveries arrived while it indexed
+            self.pace.measure(step.rows, spent)
             if step.rows == 0:
                 if not self._wake.is_set():
                     self._idle.set()
                 return
-            await self._pause(spent, BUSY_SHARE if busy else BACKLOG_SHARE)
+            await self.pace.pause(spent, began)
 
-    def _timed_step(self) -> tuple[Step, float]:
-        """One chunk, on the index's thread, and how long it took there."""
+    def _timed_step(self, limit: int) -> tuple[Step, float]:
+        """One chunk, on the index's thread, and how long it took there (Python work: the event
+        loop waits for the interpreter's lock meanwhile, see pacing.py)."""
         started = time.perf_counter()
-        step = self._fields.step(CHUNK)
+        step = self._fields.step(limit)
         return step, time.perf_counter() - started
-
-    @staticmethod
-    async def _pause(spent: float, share: float) -> None:
-        pause = spent * (1 - share) / share
-        if pause > 0:
-            await asyncio.sleep(pause)
 
     async def _failed(self, thread: SqliteThread, exc: BaseException) -> None:
         self.failures += 1

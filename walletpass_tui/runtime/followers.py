@@ -4,6 +4,10 @@ schema learner (payload schemas and their drift) and the field indexer (field qu
 ``CommitFollowers`` starts them right after the store opens and stops them right before it
 closes; the drift the learner finds in a new delivery and how far it got are told to the
 runtime's listeners (``on_drift``, ``on_learned``), on the event loop.
+
+Deliveries come first: while commits keep arriving, each of them (and the store's own search
+indexer) takes a bounded share of a core, falls behind rather than slow the acknowledgements, and
+catches up as soon as the commits stop (``webhooks/store/pacing.py``).
 """
 
 from __future__ import annotations

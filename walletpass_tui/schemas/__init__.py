@@ -19,7 +19,8 @@ Wiring (the runtime that owns the store, e.g. ``listen`` or the dashboard)::
     unfollow(); await learner.aclose()            # the step under way finishes first
 
 ``on_drift`` listeners get ``(attempt_id, findings)`` for each new delivery that showed drift
-first, right after its batch is learned (within ``COALESCE_S`` + one step of the commit); turn a
+first, right after its batch is learned (at a steady rate within ``COALESCE_S`` + one step of the
+commit; under saturation later, when the learner catches up: see learner.py); turn a
 finding into its public record with ``DriftRecord.of(finding)`` (``.describe()`` gives
 ``pass.activated data.serialNumber: string -> integer``; escape it with ``text.printable``).
 ``on_learned(step)`` tells a view to refresh; ``on_progress(upto)`` says every row up to ``upto``

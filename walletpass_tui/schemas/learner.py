@@ -10,11 +10,12 @@ file runs on its thread, in the order it was asked for: a step, ``settled()``, `
 
 A backlog with nothing arriving (the first start on a long history, the end of a rush) is
 learned in chunks that leave the interpreter to others a tenth of the time (BACKLOG_SHARE). While
-deliveries keep arriving during the steps themselves, learning takes the share of the time it
-needs to keep pace with them (their rate, measured, times what a row costs it, measured, with
-a quarter to spare), at least BUSY_SHARE and at most MAX_BUSY_SHARE: a receiver near saturation
-loses at most that share to it, and what the learner could not keep pace with is caught up when
-the rush is over.
+deliveries keep arriving, deliveries come first
+(``webhooks/store/pacing.py``): learning takes the share of the time it needs to keep pace with
+them (their rate, measured, times the time a row costs it, measured, with a quarter to spare), at
+least BUSY_SHARE and at most MAX_BUSY_SHARE; while the receiver is saturated (deliveries wait for
+the writer), YIELD_SHARE in short steps: what the learner could not keep pace with is caught up as
+soon as the commits stop.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence, Sized
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +35,7 @@ from walletpass_tui.logs import suppressed
 from walletpass_tui.schemas.book import CHUNK, Book, Progress, Step
 from walletpass_tui.schemas.model import Finding, GroupKey
 from walletpass_tui.sqlite_thread import SqliteThread
+from walletpass_tui.webhooks.store.pacing import Pace
 
 if TYPE_CHECKING:
     from walletpass_tui.webhooks.store import Store
@@ -45,9 +47,11 @@ COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
 BACKLOG_SHARE = 0.9  # of the time a backlog may take while nothing arrives
-BUSY_SHARE = 0.05  # of the time learning takes at least while commits arrive during its steps
+BUSY_SHARE = 0.05  # of a core learning takes at least while commits keep arriving
 MAX_BUSY_SHARE = 0.25  # ... and at most, whatever their rate
-RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
+# ... and while the receiver is saturated: the most, so that the learner catches up within a
+# quarter of a saturated run's time after it (benchmarks/schema.py)
+YIELD_SHARE = MAX_BUSY_SHARE
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
 WarmUpListener = Callable[[GroupKey, int], None]
@@ -85,12 +89,12 @@ class SchemaLearner:
         self._wake = asyncio.Event()
         self._opened = False  # the file was opened once (set on its thread)
         self._stopping = False
-        self._commits = 0  # wake-ups by the store's commits (deliveries arriving)
-        self._arrived = 0  # rows those commits held
-        self._rate = 0.0  # rows arriving a second, smoothed
-        self._rate_at = time.perf_counter()
-        self._rate_rows = 0
-        self._cost = 0.0  # seconds a row takes to learn, smoothed
+        self.pace = Pace(
+            min_share=BUSY_SHARE,
+            max_share=MAX_BUSY_SHARE,
+            yield_share=YIELD_SHARE,
+            backlog_share=BACKLOG_SHARE,
+        )
         self._drift: Listeners[[int | None, Sequence[Finding]]] = Listeners(__name__, "drift")
         self._learned: Listeners[[Step]] = Listeners(__name__, "schema learned")
         self._progress: Listeners[[int]] = Listeners(__name__, "learning progress")
@@ -138,9 +142,8 @@ class SchemaLearner:
     def wake(self, batch: object = None) -> None:
         """New rows were committed: learn them soon. A store listener (``store.subscribe``);
         safe to call from any thread."""
-        self._commits += 1
-        if isinstance(batch, Sized):
-            self._arrived += len(batch)
+        if batch is not None:  # a commit's rows (not a look asked for)
+            self.pace.arrived(batch)
         if self._loop_thread == threading.get_ident() or self._loop is None:
             self._wake.set()
         elif not self._loop.is_closed():
@@ -237,49 +240,21 @@ class SchemaLearner:
     async def _follow(self, thread: SqliteThread) -> None:
         """Learn every new row: one step after a commit; a backlog in chunks, yielding."""
         while True:
-            commits = self._commits
-            asked = time.perf_counter()
-            done = await thread.run(self._timed_step)
+            # From the moment it is asked for: the trip to the thread and back to a busy event
+            # loop left the time to others too.
+            began = time.monotonic()
+            limit = self.pace.limit(CHUNK)
+            done = await thread.run(self._timed_step, limit)
             if done is None:  # failed: _failed logged it and shows the problem
                 await asyncio.sleep(RETRY_S)
                 self._wake.set()
                 return
             step, spent = done
-            # The trip to the thread and back to a busy event loop left the time to others too.
-            away = time.perf_counter() - asked - spent
-            self._measure(step, spent)
-            busy = self._commits != commits  # deliveries arrived while it learned
-            if step.rows < CHUNK:
-                if busy:  # the next step waits COALESCE_S anyway: the rest of its turn is paused
-                    await self._pause(spent, self.busy_share(), away + self._coalesce_s)
+            self.pace.measure(step.rows, spent)
+            if step.rows < limit:  # the next step waits COALESCE_S anyway: part of the pause
+                await self.pace.pause(spent, began, then=self._coalesce_s)
                 return
-            await self._pause(spent, self.busy_share() if busy else BACKLOG_SHARE, away)
-
-    def _measure(self, step: Step, spent: float) -> None:
-        """What a row costs to learn, and how fast rows arrive (both smoothed)."""
-        if step.rows:
-            per_row = spent / step.rows
-            self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
-        now = time.perf_counter()
-        if now - self._rate_at >= RATE_S:
-            arrived = self._arrived
-            rate = (arrived - self._rate_rows) / (now - self._rate_at)
-            self._rate = 0.5 * self._rate + 0.5 * rate
-            self._rate_at, self._rate_rows = now, arrived
-
-    def busy_share(self) -> float:
-        """The share of the time learning takes while deliveries arrive: what keeping pace with
-        them needs, with a quarter to spare, within BUSY_SHARE and MAX_BUSY_SHARE."""
-        needed = 1.25 * self._rate * self._cost
-        return min(MAX_BUSY_SHARE, max(BUSY_SHARE, needed))
-
-    @staticmethod
-    async def _pause(spent: float, share: float, waited: float = 0.0) -> None:
-        """Pause so that ``spent`` seconds of work took at most ``share`` of the time since it
-        began (``waited``: time left to others anyway, before or after); a stop ends the pause."""
-        pause = spent * (1 - share) / share - waited
-        if pause > 0:
-            await asyncio.sleep(pause)
+            await self.pace.pause(spent, began)
 
     # -- on the file's thread ----------------------------------------------------------------
 
@@ -299,11 +274,13 @@ class SchemaLearner:
         self._opened = True
         self.problem = None
 
-    def _timed_step(self) -> tuple[Step, float] | None:
-        """One chunk, and how long it took (None: it failed, logged and shown)."""
+    def _timed_step(self, limit: int) -> tuple[Step, float] | None:
+        """One chunk, and how long it took on the file's thread (Python work: the event loop
+        waits for the interpreter's lock meanwhile, see pacing.py); None: it failed, logged and
+        shown."""
         started = time.perf_counter()
         try:
-            step = self._book.step(CHUNK)
+            step = self._book.step(limit)
         except Exception as exc:  # _failed logs it and shows the problem
             self._failed(exc)
             return None

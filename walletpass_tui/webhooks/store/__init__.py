@@ -11,8 +11,10 @@
   deleted under the writer is noticed before any answer, and started over;
 * ``search.py``  what a search matches; ``indexer.py`` the trigram index in a file of its own
   (``<history>-search``), filled by its own thread after each commit, never on the
-  acknowledgement path; ``forwards.py`` the forward queue's writes; ``prune.py`` dropping history;
-  ``prune_job.py`` a prune the writer runs between its commits (``start_prune``);
+  acknowledgement path; ``pacing.py`` how it and the other followers of the commits (the field
+  indexer, the schema learner) yield to deliveries; ``forwards.py`` the forward queue's writes;
+  ``prune.py`` dropping history; ``prune_job.py`` a prune the writer runs between its commits
+  (``start_prune``);
 * ``queries.py`` every read, on a connection and thread of its own; ``reading.py`` ``History``,
   the reading half that ``Store`` extends; ``read_only.py`` a history opened to look only, which
   writes nothing (``events list``, ``show``, ``export`` on a full disk);

@@ -5,7 +5,11 @@ rebuilt from the rows). Its connection attaches the history and reads new rows t
 indexing never takes the history's write lock and never delays a delivery's commit: the writer
 only wakes the indexer after each commit, and the indexer, after gathering commits for up to
 COALESCE_S (``settled()`` cuts that short), catches up in chunks on its own thread (``INSERT ...
-SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile).
+SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile). Deliveries come
+first (``pacing.py``): while commits keep arriving, the indexer takes what keeping pace needs, at
+most BUSY_SHARE of a core; while the receiver is saturated, YIELD_SHARE: it falls behind rather
+than slow the receiver, and catches up as soon as the commits stop; a search reads the rows past
+the index one by one meanwhile (``INDEXED_UPTO_SQL``).
 
 The indexer's thread runs at the process's own priority on purpose: at the lowest one it starved on
 a busy machine while holding a read snapshot, and the history's write-ahead log, which cannot start
@@ -31,12 +35,14 @@ import contextlib
 import logging
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TypeVar
 
 from walletpass_tui.logs import suppressed
 from walletpass_tui.sqlite_thread import SqliteThread
 from walletpass_tui.webhooks.store import tables
+from walletpass_tui.webhooks.store.pacing import Pace
 from walletpass_tui.webhooks.store.search import INDEX_BODY_BYTES
 
 T = TypeVar("T")
@@ -48,6 +54,12 @@ RETRY_S = 0.5  # after a failed step (another program holds the index file), try
 # index transaction for every few commits instead of one per commit, so at a steady rate it runs
 # less often next to the receiver (fewer trips to its thread, fewer waits for the interpreter).
 COALESCE_S = 0.05
+# Of a core, while commits keep arriving: at least and at most, to keep pace with them below
+# saturation; while the receiver is saturated, YIELD_SHARE (pacing.py). Tokenizing a body takes
+# longer than receiving it: at saturation the index falls behind and catches up afterwards.
+MIN_BUSY_SHARE = 0.05
+BUSY_SHARE = 0.2
+YIELD_SHARE = 0.05
 
 _INDEXED = (
     "COALESCE(webhook_id, ''), COALESCE(topic, ''), "
@@ -268,6 +280,7 @@ class Indexer:
         self._now = asyncio.Event()  # settled() waits: index without coalescing
         self._behind = True  # unknown at open
         self._task: asyncio.Task[None] | None = None
+        self.pace = Pace(min_share=MIN_BUSY_SHARE, max_share=BUSY_SHARE, yield_share=YIELD_SHARE)
         self.failures = 0
 
     @classmethod
@@ -282,7 +295,7 @@ class Indexer:
         indexer = cls(path, db, busy_timeout_ms, thread)
         try:
             for _ in range(OPEN_CHUNKS):
-                if await indexer._run_step() < CHUNK:
+                if (await indexer._run_step())[0] < CHUNK:
                     indexer._behind = False
                     break
         except BaseException:
@@ -295,26 +308,33 @@ class Indexer:
         if self._behind:
             self._wake.set()
 
-    def wake(self, *_: object) -> None:
-        """New rows were committed: index them soon (a listener of the writer)."""
+    def wake(self, batch: object = None) -> None:
+        """New rows were committed: index them soon (a listener of the writer; ``batch``: the
+        rows of that commit)."""
+        if batch is not None:
+            self.pace.arrived(batch)
         self._behind = True
         self._wake.set()
 
     def hurry(self) -> None:
-        """Index what is committed now, without waiting for more commits first."""
+        """Index what is committed now, without waiting for more commits or a pause first."""
         self._now.set()
+        self.pace.hurry()
 
     @property
     def idle(self) -> bool:
         """Every row committed before the last wake-up is searchable (or indexing failed)."""
         return not self._behind
 
-    async def _run_step(self) -> int:
+    async def _run_step(self) -> tuple[int, float]:
         return await self._thread.run(self._step)
 
-    def _step(self) -> int:
-        """One chunk, on the index's thread (with the connection it has then: see disconnect)."""
-        return index_chunk(self._db, CHUNK) if self._db is not None else 0
+    def _step(self) -> tuple[int, float]:
+        """One chunk, on the index's thread (with the connection it has then: see disconnect):
+        the rows indexed, and the CPU time that took."""
+        started = time.thread_time()
+        count = index_chunk(self._db, CHUNK) if self._db is not None else 0
+        return count, time.thread_time() - started
 
     async def disconnect(self) -> None:
         """Close the connection after the step under way (the history is started over)."""
@@ -346,8 +366,7 @@ class Indexer:
             self._now.clear()
             self._wake.clear()
             try:
-                while await self._run_step() >= CHUNK:
-                    pass
+                await self._catch_up()
             except Exception:  # nothing stored is at stake
                 log.info("Indexing the history for search failed; tried again", exc_info=True)
                 self.failures += 1
@@ -357,6 +376,19 @@ class Indexer:
                 continue
             if not self._wake.is_set():
                 self._behind = False
+
+    async def _catch_up(self) -> None:
+        """Index every row committed, a chunk at a step; while commits keep arriving, each step
+        is followed by a pause that leaves the cores to the receiver (``pacing.py``)."""
+        while True:
+            began = time.monotonic()
+            count, cpu = await self._run_step()  # in SQLite: its CPU time is what it takes
+            self.pace.measure(count, cpu)
+            caught_up = count < CHUNK  # the next step coalesces first: part of the pause
+            if not self._now.is_set():
+                await self.pace.pause(cpu, began, then=COALESCE_S if caught_up else 0.0)
+            if caught_up:
+                return
 
     async def _recover(self) -> None:
         """A damaged index file is rebuilt; anything else (locked, a damaged history) waits."""
