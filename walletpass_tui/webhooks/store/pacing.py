@@ -21,12 +21,11 @@ arrived during the one before, one at a steady 200/s).
   receiver: its thread's CPU time when the work runs in SQLite, without the interpreter's lock
   (the search index); its whole time on its thread when it runs Python (the field indexer, the
   learner: while it runs, the event loop waits for the lock at every system call), in steps of
-  ``limit(chunk)`` rows. The share is what keeping pace with the
-  arrivals needs (their rate times a row's cost, both measured and smoothed, with a quarter to
-  spare), within ``min_share`` and ``max_share``: below saturation a follower keeps up in real
-  time as far as ``max_share`` allows; while the receiver is saturated it takes ``yield_share``.
-  The wait ends early when no commit came for QUIET_S (the receiver has room) or ``hurry()`` is
-  called (``settled()``);
+  ``limit(chunk)`` rows. The share is what the receiver leaves: ``yield_share`` while it is
+  saturated, else ``max_share`` (a follower keeps pace at a steady rate, and a backlog left by a
+  rush is caught up while deliveries still come); it is looked at again while the wait lasts, so
+  a rush that ends shortens it. The wait ends early when no commit came for QUIET_S (the receiver
+  has room) or ``hurry()`` is called (``settled()``);
 * without commits arriving (a backlog: the first start on a long history, the end of a rush) the
   share is ``backlog_share``, and only ``hurry()`` ends the wait early.
 
@@ -43,8 +42,7 @@ import time
 from collections.abc import Sized
 
 QUIET_S = 0.1  # no commit for this long: the receiver has room, followers catch up at once
-RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
-SPARE = 1.25  # the share a follower takes to keep pace: what the arrivals need, and a quarter
+RATE_S = 0.25  # the rows a commit holds are counted over this long (and smoothed)
 SATURATED_ROWS = 8.0  # rows a commit holds on average while deliveries wait for the writer
 SATURATED_STEP_S = 0.005  # while saturated, a step reads about this long's worth of rows
 MIN_ROWS = 16  # ... and at least this many
@@ -57,16 +55,14 @@ class Pace:
     def __init__(
         self,
         *,
-        min_share: float,
         max_share: float,
         yield_share: float,
         backlog_share: float = 1.0,
         quiet_s: float = QUIET_S,
     ) -> None:
-        shares = (min_share, max_share, yield_share, backlog_share)
-        if not all(0 < share <= 1 for share in shares) or min_share > max_share:
+        shares = (max_share, yield_share, backlog_share)
+        if not all(0 < share <= 1 for share in shares) or yield_share > max_share:
             raise ValueError("Shares are fractions of a core, above 0 and at most 1.")
-        self.min_share = min_share
         self.max_share = max_share
         self.yield_share = yield_share
         self.backlog_share = backlog_share
@@ -77,12 +73,11 @@ class Pace:
         self.paused = 0  # pauses that waited
         self.cut_short = 0  # ... of them ended early: the commits stopped, or hurry()
         self._last = -1e9  # when the last commit was heard of (time.monotonic)
-        self._rate = 0.0  # rows arriving a second, smoothed
-        self._rate_at = time.monotonic()
-        self._rate_rows = 0
-        self._rate_commits = 0
+        self._window_at = time.monotonic()  # the rows a commit holds are counted over RATE_S
+        self._window_rows = 0
+        self._window_commits = 0
         self.rows_per_commit = 0.0  # smoothed: SATURATED_ROWS or more, the receiver is saturated
-        self._cost = 0.0  # CPU seconds a row takes, smoothed
+        self._cost = 0.0  # seconds a row takes from the receiver, smoothed
         self._hurry = asyncio.Event()
 
     # -- what happens ----------------------------------------------------------------------
@@ -100,15 +95,18 @@ class Pace:
         if rows > 0:
             per_row = spent / rows
             self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
+        self._window()
+
+    def _window(self) -> None:
+        """Every RATE_S: the rows a commit held meanwhile, smoothed (none arrived: as before)."""
         now = time.monotonic()
-        if now - self._rate_at >= RATE_S:
-            arrived, commits = self.arrived_rows, self.commits
-            rate = (arrived - self._rate_rows) / (now - self._rate_at)
-            self._rate = 0.5 * self._rate + 0.5 * rate
-            if commits > self._rate_commits:
-                batch = (arrived - self._rate_rows) / (commits - self._rate_commits)
-                self.rows_per_commit = 0.5 * self.rows_per_commit + 0.5 * batch
-            self._rate_at, self._rate_rows, self._rate_commits = now, arrived, commits
+        if now - self._window_at < RATE_S:
+            return
+        arrived, commits = self.arrived_rows, self.commits
+        if commits > self._window_commits:
+            batch = (arrived - self._window_rows) / (commits - self._window_commits)
+            self.rows_per_commit = 0.5 * self.rows_per_commit + 0.5 * batch
+        self._window_at, self._window_rows, self._window_commits = now, arrived, commits
 
     def hurry(self) -> None:
         """End the pause under way (and the next one, if none is): catch up now."""
@@ -135,11 +133,8 @@ class Pace:
         return max(MIN_ROWS, min(chunk, int(SATURATED_STEP_S / self._cost)))
 
     def share(self) -> float:
-        """The share of a core a step may take while commits arrive."""
-        if self.saturated:
-            return self.yield_share
-        needed = SPARE * self._rate * self._cost
-        return min(self.max_share, max(self.min_share, needed))
+        """The share of the time a step may take while commits arrive."""
+        return self.yield_share if self.saturated else self.max_share
 
     async def pause(self, spent: float, began: float, *, then: float = 0.0) -> None:
         """After a step that took ``spent`` seconds from the receiver and was asked for at ``began``
@@ -160,6 +155,9 @@ class Pace:
                 self._hurry.clear()
                 self.cut_short += 1
                 return
+            if busy:  # a rush that ended gives back the share it took
+                self._window()
+                until = min(until, began + spent / self.share() - then)
             if now >= until:
                 return
             wait = until - now
