@@ -571,3 +571,23 @@ async def test_a_file_of_another_format_is_said_and_made_anew(store: Store) -> N
     finally:
         await second.aclose()
     assert snapshot(store.path) == before
+
+
+async def test_the_drift_state_changes_with_a_finding_not_with_each_delivery_learned(
+    store: Store, learner: SchemaLearner
+) -> None:
+    """The dashboard reads the drift marks again only when this changed: deliveries of the
+    learned shape leave it as it was, a finding changes it."""
+    reader = SchemaReader(store.path)
+    for n in range(10):
+        await store.record(attempt(n, activated(n)))
+    await learner.asettled()
+    state = reader.drift_state()
+    for n in range(10, 30):
+        await store.record(attempt(n, activated(n)))
+    await learner.asettled()
+    assert reader.drift_state() == state
+    await store.record(attempt(30, activated(30, serialNumber=30)))
+    await learner.asettled()
+    assert reader.drift_state() != state
+    assert len(reader.attempts_with_drift()) == 1

@@ -171,6 +171,20 @@ class SchemaReader:
                 out.setdefault(record.attempt_id, []).append(record)
         return out
 
+    def drift_state(self) -> tuple[int, ...]:
+        """What the drift findings and the groups they are counted in read as, in one cheap
+        query: while it reads the same, so do the deliveries marked and the findings counted
+        (the dashboard asks this every second while deliveries arrive, and reads those only
+        when it changed)."""
+        with self._db() as db:
+            if db is None:
+                return ()
+            row = db.execute(
+                "SELECT COUNT(*), COALESCE(MAX(rowid), 0), TOTAL(attempt_id), "
+                "(SELECT COUNT(*) FROM groups) FROM drift"
+            ).fetchone()
+            return tuple(int(value) for value in row)
+
     def attempts_with_drift(self, *, limit: int = 200, before_id: int | None = None) -> list[int]:
         """Row ids of the deliveries that showed drift first, newest first (``events list
         --drift``); pages with ``before_id``."""

@@ -4,8 +4,8 @@ The runtime tells ``drift(attempt_id, records)`` for each new delivery that drif
 added to the app's ``DriftMarks`` at once (the log's mark, the header's count) and published on
 ``LiveSignals.drift``. What the learner learned (``learned(upto)``), including while it catches up
 with an older history, makes the marks and the count be read again from the schema file at most
-every ``REREAD_S``, in a thread, and ``LiveSignals.schemas`` published so an open Schema screen
-reads again. Started after the first frame.
+every ``REREAD_S``, in a thread (one cheap query first: the marks only when the findings
+changed), and ``LiveSignals.schemas`` published so an open Schema screen reads again. Started after the first frame.
 
 A dashboard attached to a receiver in another process has no learner of its own: the receiver
 learns into the schema file beside the history, and this side reads that file again while new
@@ -59,6 +59,7 @@ class DriftWatch:
         self._arrived_at = float("-inf")
         self._reading = False
         self._again = False
+        self._state: tuple[int, ...] | None = None  # the schema file's drift when last read
 
     def start(self) -> None:
         if not self.marks.enabled:
@@ -117,14 +118,16 @@ class DriftWatch:
     async def _read(self) -> None:
         try:
             try:
-                attempts, findings = await asyncio.to_thread(read_marks, self.reader)
+                state, found = await asyncio.to_thread(read_marks, self.reader, self._state)
             except SchemaError as exc:
                 log.warning("The drift marks were not read: %s", exc)
             else:
-                before = self.marks.version
-                changed = self.marks.reset(attempts, findings)
-                if self.marks.version != before:
-                    self.live.drift.publish(frozenset(changed) if changed else None)
+                self._state = state
+                if found is not None:  # the findings changed since the last read
+                    before = self.marks.version
+                    changed = self.marks.reset(*found)
+                    if self.marks.version != before:
+                        self.live.drift.publish(frozenset(changed) if changed else None)
             self.live.schemas.publish(None)
             await asyncio.sleep(REREAD_S)
         finally:

@@ -75,10 +75,17 @@ class DriftMarks:
         return changed
 
 
-def read_marks(reader: SchemaReader) -> tuple[list[int], int]:
-    """The deliveries with drift and the number of findings (blocking: run it in a thread)."""
+def read_marks(
+    reader: SchemaReader, unless: tuple[int, ...] | None = None
+) -> tuple[tuple[int, ...], tuple[list[int], int] | None]:
+    """The file's drift state (``SchemaReader.drift_state``), then the deliveries with drift
+    and the number of findings, or None when the state reads as ``unless`` (nothing changed
+    since it was read). Blocking: run it in a thread."""
+    state = reader.drift_state()
+    if state == unless:
+        return state, None
     findings = sum(g.drift for g in reader.groups())
-    return reader.attempts_with_drift(limit=MARKS_LIMIT), findings
+    return state, (reader.attempts_with_drift(limit=MARKS_LIMIT), findings)
 
 
 # -- the Schema screen's data ---------------------------------------------------------------------
