@@ -7,9 +7,9 @@ only wakes the indexer after each commit, and the indexer, after gathering commi
 COALESCE_S (``settled()`` cuts that short), catches up in chunks on its own thread (``INSERT ...
 SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile). Deliveries come
 first (``pacing.py``): while commits keep arriving, the indexer takes at most BUSY_SHARE of a
-core; while the receiver is saturated, YIELD_SHARE: it falls behind rather than slow the
-receiver, and catches up as soon as the rush is over; a search reads the rows past the index one
-by one meanwhile (``INDEXED_UPTO_SQL``).
+core; while the receiver is saturated, YIELD_SHARE (until MAX_BEHIND rows behind): it falls
+behind rather than slow the receiver, and catches up as soon as the rush is over; a search reads
+the rows past the index one by one meanwhile (``INDEXED_UPTO_SQL``).
 
 The indexer's thread runs at the process's own priority on purpose: at the lowest one it starved on
 a busy machine while holding a read snapshot, and the history's write-ahead log, which cannot start

@@ -27,7 +27,12 @@ arrived during the one before, one at a steady 200/s).
   a rush that ends shortens it. The wait ends early when no commit came for QUIET_S (the receiver
   has room) or ``hurry()`` is called (``settled()``);
 * without commits arriving (a backlog: the first start on a long history, the end of a rush) the
-  share is ``backlog_share``, and only ``hurry()`` ends the wait early.
+  share is ``backlog_share``, and only ``hurry()`` ends the wait early;
+* a follower never falls more than MAX_BEHIND rows behind for its yielding: once the rows that
+  arrived since it started outnumber the rows it followed by more than that, it takes
+  ``max_share`` again, saturated or not, until it is back within the bound. What reads past a
+  follower (a search reads the rows past the index one by one) so stays bounded however long a
+  flood lasts.
 
 Nothing here holds anything open while it waits: each follower's step reads the history in
 statements of its own, so a waiting follower never holds a read snapshot (which would keep the
@@ -47,6 +52,7 @@ SATURATED_ROWS = 8.0  # rows a commit holds on average while deliveries wait for
 SATURATED_STEP_S = 0.005  # while saturated, a step reads about this long's worth of rows
 MIN_ROWS = 16  # ... and at least this many
 _MIN_WAIT_S = 0.005  # the shortest sleep while watching for the commits to stop
+MAX_BEHIND = 100_000  # rows a follower may fall behind by yielding to a saturated receiver
 
 
 class Pace:
@@ -59,6 +65,7 @@ class Pace:
         yield_share: float,
         backlog_share: float = 1.0,
         quiet_s: float = QUIET_S,
+        max_behind: int = MAX_BEHIND,
     ) -> None:
         shares = (max_share, yield_share, backlog_share)
         if not all(0 < share <= 1 for share in shares) or yield_share > max_share:
@@ -67,6 +74,8 @@ class Pace:
         self.yield_share = yield_share
         self.backlog_share = backlog_share
         self.quiet_s = quiet_s
+        self.max_behind = max_behind
+        self.followed_rows = 0  # rows the steps read, at most as many as arrived (see behind)
         self.commits = 0  # commits heard of (deliveries arriving)
         self.arrived_rows = 0  # rows they held
         self.steps = 0  # steps measured
@@ -92,6 +101,9 @@ class Pace:
     def measure(self, rows: int, spent: float) -> None:
         """A step read ``rows`` rows and took ``spent`` seconds from the receiver."""
         self.steps += 1
+        # A backlog from before the start is not counted as arrived: rows read beyond those
+        # that arrived are not counted either, so ``behind`` never hides a lag behind a backlog.
+        self.followed_rows = min(self.followed_rows + max(rows, 0), self.arrived_rows)
         if rows > 0:
             per_row = spent / rows
             self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
@@ -124,17 +136,29 @@ class Pace:
         """Deliveries wait for the writer: its commits hold many rows each."""
         return self.rows_per_commit >= SATURATED_ROWS
 
+    @property
+    def behind(self) -> int:
+        """Rows that arrived since the start and no step has read yet (a backlog from before the
+        start may come on top)."""
+        return max(0, self.arrived_rows - self.followed_rows)
+
+    @property
+    def yielding(self) -> bool:
+        """Whether the follower gives way to the receiver: saturated, and not more than
+        ``max_behind`` rows behind."""
+        return self.saturated and self.behind <= self.max_behind
+
     def limit(self, chunk: int) -> int:
         """The rows the next step may read, at most ``chunk``: while the receiver is saturated,
         about SATURATED_STEP_S's worth, so that a follower holding the interpreter's lock never
         holds up the event loop long at a time (its share comes in short steps)."""
-        if not self.saturated or self._cost <= 0:
+        if not self.yielding or self._cost <= 0:
             return chunk
         return max(MIN_ROWS, min(chunk, int(SATURATED_STEP_S / self._cost)))
 
     def share(self) -> float:
         """The share of the time a step may take while commits arrive."""
-        return self.yield_share if self.saturated else self.max_share
+        return self.yield_share if self.yielding else self.max_share
 
     async def pause(self, spent: float, began: float, *, then: float = 0.0) -> None:
         """After a step that took ``spent`` seconds from the receiver and was asked for at ``began``
