@@ -45,9 +45,10 @@ COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
 BACKLOG_SHARE = 0.9  # of the time a backlog may take while nothing arrives
-BUSY_SHARE = 0.25  # of the time learning takes at most while commits keep arriving
+BUSY_SHARE = 0.33  # of the time learning takes at most while commits keep arriving
 # ... and while the receiver is saturated: as much, so that the learner catches up within a
-# quarter of a saturated run's time after it (benchmarks/schema.py)
+# quarter of a saturated run's time after it (benchmarks/schema.py: a quarter of the time gave
+# 0.32 of it with varied bodies, a third 0.07-0.16)
 YIELD_SHARE = BUSY_SHARE
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
@@ -239,7 +240,11 @@ class SchemaLearner:
             # From the moment it is asked for: the trip to the thread and back to a busy event
             # loop left the time to others too.
             began = time.monotonic()
-            limit = self.pace.limit(CHUNK)
+            # Whole chunks even while the receiver is saturated: each step writes the schema
+            # file in a transaction of its own, so short steps cost more per delivery than the
+            # receiver gains (the interpreter switches threads every 5 ms anyway), and the
+            # learner then fell behind by more than a quarter of a saturated run.
+            limit = CHUNK
             done = await thread.run(self._timed_step, limit)
             if done is None:  # failed: _failed logged it and shows the problem
                 await asyncio.sleep(RETRY_S)
