@@ -158,6 +158,34 @@ async def test_a_prune_beside_listen_is_done_by_its_writer_and_loses_no_delivery
     assert counts_agree(clean_env / "deliveries.sqlite3")
 
 
+async def test_a_prune_asked_of_listen_after_a_burst_runs_through_with_nothing_arriving(
+    clean_env: Path,
+) -> None:
+    """Deliveries arrive in a burst, then nothing: the receiver's steps go on after each rest
+    (never waiting for a next delivery to wake its writer), and the command ends with the count."""
+    listen, url = await asyncio.to_thread(start_listen)
+    try:
+        for round_ in range(3):
+            for n in range(300):
+                body = json.dumps({"type": "pass.activated", "data": {"n": n}}).encode()
+                assert await asyncio.to_thread(post, url, f"msg_{round_}_{n}", body) == 200
+            await asyncio.sleep(0.2)  # nothing arrives from here on
+            command = await asyncio.create_subprocess_exec(
+                *PRUNE_ARGV[:5],
+                "--older-than",
+                "0",
+                "--yes",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            status, out, err = await finished(command)
+            assert (status, out, err) == (0, "Removed 300 attempt(s) older than 0 s.\n", "")
+    finally:
+        listen.interrupt()
+    async with await Store.open(clean_env / "deliveries.sqlite3") as store:
+        assert await store.count() == 0
+
+
 # -- a receiver held at a chosen step ------------------------------------------------------------
 
 

@@ -346,6 +346,7 @@ class GroupCommit:
         self._since_step = 0  # batches committed since the last prune step
         self._step_began = 0.0  # when the last prune step began (the event loop's clock)
         self._rest_until = 0.0  # no prune step before this (the event loop's clock)
+        self._rest_timer: asyncio.TimerHandle | None = None  # the wake-up at its end
         self.checkpoints.on_end = self._poke  # a prune waiting for the log to be copied goes on
         # A prune waiting for an fsync to end goes on: a delivery's, or a write of the store's own
         # (a relay's marks), which nothing else wakes the writer after.
@@ -506,8 +507,16 @@ class GroupCommit:
         if self._prune_sync is not None and not self._prune_sync.done():
             return False
         if asyncio.get_running_loop().time() < self._rest_until:
+            self._wake_after_rest()  # whatever woke it early, the rest's end wakes it again
             return False
         return forced or not (self.syncs.busy or self.checkpoints.busy)
+
+    def _wake_after_rest(self) -> None:
+        """One wake-up at the end of the prune's rest, armed again each time the rest is found
+        not over: a wake-up that came a hair early (the loop's clock) leaves another one due."""
+        if self._rest_timer is not None:
+            self._rest_timer.cancel()
+        self._rest_timer = asyncio.get_running_loop().call_at(self._rest_until, self._poke)
 
     async def _prune_step(self, *, forced: bool = False) -> None:
         job = self.pruning
@@ -542,7 +551,7 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         now = loop.time()
         self._rest_until = now + REST * (now - self._step_began)
-        loop.call_at(self._rest_until, self._poke)
+        self._wake_after_rest()
 
     async def _catch_up_step(self) -> None:
         try:
