@@ -35,6 +35,7 @@ from walletpass_tui.runtime.control_client import ControlClient
 from walletpass_tui.runtime.control_server import ControlServer
 from walletpass_tui.runtime.local import DeliveryRuntime
 from walletpass_tui.runtime.setup import DeliverySetup
+from walletpass_tui.text import format_ms
 from walletpass_tui.webhooks.listening import ReceiverOptions
 from walletpass_tui.webhooks.models import LogFilter
 from walletpass_tui.webhooks.store import Store
@@ -98,9 +99,11 @@ PRUNE_ARGV = (sys.executable, "-m", "walletpass_tui", "events", "prune", "--olde
 PRUNE_ARGV += ("--yes",)
 
 
-async def prune_command() -> asyncio.subprocess.Process:
+async def prune_command(*argv: str) -> asyncio.subprocess.Process:
+    """``events prune --older-than 7d --yes``, or with ``argv`` after ``events prune``."""
+    command = (*PRUNE_ARGV[:5], *argv) if argv else PRUNE_ARGV
     return await asyncio.create_subprocess_exec(
-        *PRUNE_ARGV, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
 
 
@@ -240,6 +243,34 @@ async def test_a_receiver_stopped_mid_way_is_said_and_the_command_prunes_the_res
     assert counts_agree(clean_env / "deliveries.sqlite3")
 
 
+async def test_the_progress_is_erased_before_the_sentence_that_the_receiver_stopped(
+    clean_env: Path,
+) -> None:
+    await fill(clean_env)
+    leader, follower = pty.openpty()
+    try:
+        async with receiver(clean_env) as runtime:
+            store = runtime.store
+            async with store.hold_writes():
+                command = await asyncio.create_subprocess_exec(
+                    *PRUNE_ARGV, stdout=asyncio.subprocess.PIPE, stderr=follower
+                )
+                await until(lambda: store.pruning is not None)
+                closing = asyncio.ensure_future(runtime.close())  # what Ctrl-C on listen does
+                await until(lambda: store.pruning is not None and store.pruning.stopping)
+            await closing
+        os.close(follower)
+        async with asyncio.timeout(DEADLINE_S):
+            out, _ = await command.communicate()
+        shown = await asyncio.to_thread(read_all, leader)
+    finally:
+        os.close(leader)
+    assert command.returncode == 0 and out.decode() == f"Removed {OLD} attempt(s) {SEVEN_DAYS}.\n"
+    assert f"pruned 0 of {OLD:,}" in shown
+    # on a line of its own: the progress erased first, never glued to the sentence
+    assert f"{CLEAR}The receiver stopped before the prune ended ({FIRST_STEP} " in shown
+
+
 async def test_a_receiver_gone_without_a_word_is_said_and_the_command_prunes_by_itself(
     clean_env: Path,
 ) -> None:
@@ -329,3 +360,112 @@ async def test_an_older_receiver_leaves_the_command_to_prune_by_itself(clean_env
     assert (status, out, err) == (0, f"Removed {OLD} attempt(s) {SEVEN_DAYS}.\n", "")
     assert await left_before(clean_env, now_ms()) == 0
     assert counts_agree(clean_env / "deliveries.sqlite3")
+
+
+async def test_a_cutoff_of_a_century_or_a_retention_of_36500_days_is_taken_beside_a_receiver(
+    clean_env: Path,
+) -> None:
+    """A cutoff before 1970 is asked of the receiver as 1970: nothing was received before it."""
+    await fill(clean_env)
+    async with receiver(clean_env) as runtime:
+        status, out, err = await finished(await prune_command("--older-than", "36500d", "--yes"))
+        assert (status, err) == (0, "")
+        assert out.startswith("Removed 0 attempt(s) older than ")
+        asked = runtime.store.pruning
+        assert asked is not None and asked.cutoff_ms == 0  # the receiver's writer took it
+        (clean_env / "config.toml").write_text("retention_days = 36500\n")
+        status, out, err = await finished(await prune_command("--yes"))
+        assert (status, out, err) == (0, "Removed 0 attempt(s) older than 36500 days.\n", "")
+        assert await runtime.store.count() == OLD
+
+
+async def test_a_cutoff_in_the_future_is_said_as_the_now_the_receiver_pruned_before(
+    clean_env: Path,
+) -> None:
+    await fill(clean_env)
+    later = format_ms(now_ms() + 40_000)
+    async with receiver(clean_env) as runtime:
+        status, out, err = await finished(await prune_command("--older-than", later, "--yes"))
+        job = runtime.store.pruning
+        assert job is not None and job.cutoff_ms <= now_ms()
+    assert (status, err) == (0, "")
+    assert out == f"Removed {OLD} attempt(s) received before {format_ms(job.cutoff_ms)}.\n"
+
+
+class FakeReceiver:
+    """A receiver's channel as another program may serve it: it takes a prune request and then
+    says nothing (``refusal`` None: suspended, or hung), or refuses it with ``refusal``."""
+
+    def __init__(self, refusal: str | None) -> None:
+        self.refusal = refusal
+        self.asked: list[str] = []
+
+    def hello(self) -> dict[str, Any]:
+        state = ReceiverStatus(controls=control.REQUESTS).to_wire()
+        return {"instance": {"pid": os.getpid()}, "state": state, "upto": 0}
+
+    def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
+        self.asked.append(op)
+        if self.refusal is not None:
+            raise ValueError(self.refusal)
+
+    def left(self, viewer: object) -> None:
+        """Nothing asked lasts."""
+
+    def after_hello(self) -> list[dict[str, Any]]:
+        return []
+
+
+@contextlib.asynccontextmanager
+async def fake_receiver(home: Path, fake: FakeReceiver) -> AsyncIterator[None]:
+    claim = await asyncio.to_thread(instance.claim, home)
+    server = ControlServer(claim.socket_path, fake)
+    try:
+        await server.start()
+        claim.publish(
+            instance.InstanceRecord(
+                pid=os.getpid(), kind="listen", url=None, started_at_ms=now_ms(), version="1"
+            )
+        )
+        yield
+    finally:
+        await server.stop()
+        claim.withdraw()
+        claim.release()
+
+
+async def test_a_receivers_refusal_reaches_the_terminal_escaped(clean_env: Path) -> None:
+    await fill(clean_env)
+    hostile = "[bold red]HACKED[/] \x1b[2J\x1b]0;pwned\x07 \u202eevil " + "A" * 500
+    async with fake_receiver(clean_env, FakeReceiver(hostile)):
+        status, out, err = await finished(await prune_command())
+    assert (status, out) == (1, "")
+    assert err.startswith("walletpass-tui: error: [bold red]HACKED[/] \\x1b[2J\\x1b]0;pwned")
+    assert not any(ch in err for ch in "\x1b\x07\u202e")  # shown as escapes, never sent
+    assert len(err) < 400  # cut to the bound
+    assert await left_before(clean_env, now_ms()) == OLD  # refused: nothing pruned
+
+
+async def test_a_receiver_that_goes_silent_mid_prune_is_said_and_ctrl_c_ends_the_command(
+    clean_env: Path,
+) -> None:
+    """A receiver suspended (Ctrl-Z in its terminal) while it prunes: the command says so after
+    a bounded silence, exit 1; Ctrl-C meanwhile ends it after a bounded wait, exit 130."""
+    await fill(clean_env)
+    fake = FakeReceiver(None)
+    async with fake_receiver(clean_env, fake):
+        status, out, err = await finished(await prune_command())
+        assert (status, out) == (1, "")
+        assert err.startswith(
+            "walletpass-tui: error: The receiver on this home stopped answering while it pruned "
+            "(it said nothing for 15 s; 0 attempt(s) removed so far): it is suspended"
+        )
+        command = await prune_command()
+        await until(lambda: fake.asked == ["prune", "prune"])
+        command.send_signal(signal.SIGINT)
+        async with asyncio.timeout(14):  # well within the silence: Ctrl-C, not the silence
+            status, out, err = await finished(command)
+    assert status == 130
+    assert err.startswith("The receiver on this home did not answer (it did not end its prune")
+    assert out.startswith("Stopped: removed 0 attempt(s) older than 168 h;")
+    assert await left_before(clean_env, now_ms()) == OLD

@@ -211,7 +211,7 @@ async def test_a_follower_holds_no_read_snapshot_while_it_waits(following: Any) 
 async def test_deliveries_waiting_for_the_writer_make_every_follower_yield(following: Any) -> None:
     """Deliveries that wait for the writer (it commits many at once: the receiver is saturated)
     give each follower its small yield share; deliveries that each find the writer free (one a
-    commit) let it take what keeping pace needs again."""
+    commit) give it its whole share again."""
     store, _, watched, _, costs = following
     costs.costly = False
     sent = 0
@@ -236,4 +236,38 @@ async def test_deliveries_waiting_for_the_writer_make_every_follower_yield(follo
     await until_sent(1, lambda: not any(w.pace.saturated for w in watched.values()))
     for name in NAMES:
         pace = watched[name].pace
-        assert pace.min_share <= pace.share() <= pace.max_share, name
+        assert pace.share() == pace.max_share, name
+
+
+async def test_a_follower_too_far_behind_takes_its_whole_share_while_saturated(
+    following: Any,
+) -> None:
+    """Yielding has a bound: once more rows arrived than a follower read, by more than its
+    max_behind, it takes its whole share again though the receiver is still saturated, so
+    what reads past it (a search reading unindexed rows one by one) stays bounded."""
+    store, _, watched, _, _ = following  # steps with rows are costly: each waits after one
+    bound = 300
+    for w in watched.values():
+        w.pace.max_behind = bound
+    sent = 0
+
+    async def send_until(check: Callable[[], bool]) -> None:
+        nonlocal sent
+        deadline = asyncio.get_running_loop().time() + DEADLINE_S
+        while not check():
+            assert asyncio.get_running_loop().time() < deadline, "never came to pass"
+            await asyncio.gather(*(store.record(delivery(sent + n)) for n in range(64)))
+            sent += 64
+
+    await send_until(lambda: all(w.pace.saturated and w.steps for w in watched.values()))
+    for name in NAMES:
+        pace = watched[name].pace
+        if pace.behind <= bound:  # saturated and within the bound: it gives way
+            assert pace.yielding and pace.share() == pace.yield_share, name
+
+    await send_until(lambda: all(w.pace.behind > bound for w in watched.values()))
+    for name in NAMES:
+        pace = watched[name].pace
+        assert pace.saturated, name
+        assert not pace.yielding and pace.share() == pace.max_share, name
+        assert pace.behind <= pace.arrived_rows <= sent, name

@@ -233,6 +233,36 @@ async def test_a_message_that_breaks_a_rule_is_answered_with_the_rule_then_close
     assert await post(running.url, "msg_after") == 200  # the receiver never noticed
 
 
+async def test_a_request_refused_is_answered_with_the_rule_and_the_connection_stays(
+    running: DeliveryRuntime,
+) -> None:
+    """A well-formed request the receiver does not take gets a reply to it with the rule; the
+    next request on the same connection is served (a newer viewer may ask an older receiver)."""
+    reader, writer = await raw(running)
+    refused = [
+        (b'{"id": 1, "op": "nope"}\n', "no such request"),
+        (b'{"id": 2, "op": "respond", "status": 100}\n', "respond takes a final HTTP status"),
+        (b'{"id": 3, "op": "pause", "paused": "yes"}\n', "pause takes paused: true or false"),
+        (b'{"id": 4, "op": "prune", "before_ms": -1}\n', "prune takes before_ms"),
+        (b'{"id": 5, "op": "prune_stop"}\n', "no prune of yours is under way"),
+    ]
+    async with asyncio.timeout(DEADLINE_S):
+        for rid, (sent, said) in enumerate(refused, start=1):
+            writer.write(sent)
+            await writer.drain()
+            while (answer := json.loads(await reader.readline()))["type"] != "reply":
+                pass
+            assert answer["id"] == rid and answer["ok"] is False
+            assert said in answer["reason"]
+        writer.write(b'{"id": 6, "op": "pause", "paused": false}\n')
+        await writer.drain()
+        while (answer := json.loads(await reader.readline()))["type"] != "reply":
+            pass
+    assert answer == {"type": "reply", "id": 6, "ok": True}
+    writer.close()
+    assert attachable_of(running).server.counts.broke_rules == 0
+
+
 async def test_brackets_in_strings_and_nesting_at_the_bound_are_read(
     running: DeliveryRuntime,
 ) -> None:

@@ -179,3 +179,23 @@ async def test_the_log_holds_about_a_step_not_everything_pruned(tmp_path: Path) 
         assert job.end == DONE and job.deleted == OLD
     deleted_bytes = OLD * len(body)  # at least what went through the log
     assert max(sizes) < deleted_bytes / 2
+
+
+async def test_a_prune_goes_on_after_the_stores_own_writes_with_nothing_arriving(
+    tmp_path: Path,
+) -> None:
+    """A receiver following a relay writes its marks through the store (each one synced) while
+    no delivery arrives: a prune step whose rest ends during such a write's fsync still runs
+    once the fsync is done, instead of waiting for the next delivery."""
+    path = tmp_path / "deliveries.sqlite3"
+    await fill(path)
+    async with await Store.open(path) as store:
+        job = store.start_prune(now_ms())
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 1.5
+        while loop.time() < until and job.running:  # writes of its own, one after the other
+            await store.prune_rejected()
+        await ended(job)  # nothing arrives from here on
+        assert job.end == DONE and job.deleted == OLD
+        assert await store.count() == 0
+    assert counts(path) == recounted(path) == []

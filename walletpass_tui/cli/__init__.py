@@ -20,7 +20,7 @@ from typing import Any
 from walletpass_tui import __version__, logs
 from walletpass_tui.cli.common import PROG, add_settings_flags
 from walletpass_tui.errors import UsageError, WalletpassError
-from walletpass_tui.text import printable
+from walletpass_tui.text import printable, visible
 
 # Top-level command -> (module that registers it, one line for --help). A module's
 # register(subparsers, parents) adds every command it lists here.
@@ -199,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): quiet exit, nothing to say
         return _quiet_after_broken_pipe()
     except WalletpassError as exc:  # a failure of the world, not a bug: one line, its status
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        # escaped: an error may carry another program's words (a receiver's, a relay's)
+        print(f"{PROG}: error: {visible(str(exc), keep_newlines=True)}", file=sys.stderr)
         return exc.exit_status
     except KeyboardInterrupt:  # Ctrl-C: said on stderr
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -4,11 +4,11 @@
 After a commit (``wake()``, a listener of the store) it waits COALESCE_S for more commits, then
 indexes every new row in chunks (``index.Fields.step``, on the index's thread). Reading a body is
 Python work, which shares the interpreter with the receiver's event loop, so deliveries come first
-(``webhooks/store/pacing.py``): while they keep arriving it takes the share of a core keeping pace
-with them needs, at least MIN_BUSY_SHARE and at most BUSY_SHARE; while the receiver is saturated,
-YIELD_SHARE (it falls behind rather than slow the receiver; queries look at the rows it has not
-reached one by one), and it catches up as soon as the commits stop; a backlog with nothing
-arriving (the first start on a long history) takes at most BACKLOG_SHARE. Without a wake-up it looks for new rows every POLL_S.
+(``webhooks/store/pacing.py``): while they keep arriving it takes at most BUSY_SHARE of the time;
+while the receiver is saturated, YIELD_SHARE (it falls behind rather than slow the receiver;
+queries look at the rows it has not reached one by one), and it catches up as soon as the rush is
+over; a backlog with nothing arriving (the first start on a long history) takes at most
+BACKLOG_SHARE. Without a wake-up it looks for new rows every POLL_S.
 
 A failed step is logged and tried again after RETRY_S; a damaged index file is made anew. Each step
 first follows the files at their paths (``Fields.step``): the index deleted or replaced is opened
@@ -40,9 +40,8 @@ COALESCE_S = 0.05
 POLL_S = 0.5
 RETRY_S = 0.5
 BACKLOG_SHARE = 0.5
-MIN_BUSY_SHARE = 0.05
-BUSY_SHARE = 0.1
-YIELD_SHARE = 0.05  # while the receiver is saturated
+BUSY_SHARE = 0.25  # of the time while commits keep arriving
+YIELD_SHARE = 0.05  # ... while the receiver is saturated
 
 
 class FieldIndexer:
@@ -57,7 +56,6 @@ class FieldIndexer:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self.pace = Pace(
-            min_share=MIN_BUSY_SHARE,
             max_share=BUSY_SHARE,
             yield_share=YIELD_SHARE,
             backlog_share=BACKLOG_SHARE,

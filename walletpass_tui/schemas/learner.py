@@ -10,12 +10,10 @@ file runs on its thread, in the order it was asked for: a step, ``settled()``, `
 
 A backlog with nothing arriving (the first start on a long history, the end of a rush) is
 learned in chunks that leave the interpreter to others a tenth of the time (BACKLOG_SHARE). While
-deliveries keep arriving, deliveries come first
-(``webhooks/store/pacing.py``): learning takes the share of the time it needs to keep pace with
-them (their rate, measured, times the time a row costs it, measured, with a quarter to spare), at
-least BUSY_SHARE and at most MAX_BUSY_SHARE; while the receiver is saturated (deliveries wait for
-the writer), YIELD_SHARE in short steps: what the learner could not keep pace with is caught up as
-soon as the commits stop.
+deliveries keep arriving, deliveries come first (``webhooks/store/pacing.py``): learning takes
+at most BUSY_SHARE of the time, and while the receiver is saturated (deliveries wait for the
+writer) YIELD_SHARE in short steps; what the learner could not keep pace with is caught up as soon
+as the rush is over.
 """
 
 from __future__ import annotations
@@ -47,11 +45,11 @@ COALESCE_S = 0.05  # after a wake-up, wait this long for more commits
 POLL_S = 0.5  # look for rows committed by another program this often
 RETRY_S = 0.5  # after a failed step (the file locked by another program)
 BACKLOG_SHARE = 0.9  # of the time a backlog may take while nothing arrives
-BUSY_SHARE = 0.05  # of a core learning takes at least while commits keep arriving
-MAX_BUSY_SHARE = 0.25  # ... and at most, whatever their rate
-# ... and while the receiver is saturated: the most, so that the learner catches up within a
-# quarter of a saturated run's time after it (benchmarks/schema.py)
-YIELD_SHARE = MAX_BUSY_SHARE
+BUSY_SHARE = 0.33  # of the time learning takes at most while commits keep arriving
+# ... and while the receiver is saturated: as much, so that the learner catches up within a
+# quarter of a saturated run's time after it (benchmarks/schema.py: a quarter of the time gave
+# 0.32 of it with varied bodies, a third 0.07-0.16)
+YIELD_SHARE = BUSY_SHARE
 
 DriftListener = Callable[[int | None, Sequence[Finding]], None]
 WarmUpListener = Callable[[GroupKey, int], None]
@@ -90,8 +88,7 @@ class SchemaLearner:
         self._opened = False  # the file was opened once (set on its thread)
         self._stopping = False
         self.pace = Pace(
-            min_share=BUSY_SHARE,
-            max_share=MAX_BUSY_SHARE,
+            max_share=BUSY_SHARE,
             yield_share=YIELD_SHARE,
             backlog_share=BACKLOG_SHARE,
         )
@@ -243,7 +240,11 @@ class SchemaLearner:
             # From the moment it is asked for: the trip to the thread and back to a busy event
             # loop left the time to others too.
             began = time.monotonic()
-            limit = self.pace.limit(CHUNK)
+            # Whole chunks even while the receiver is saturated: each step writes the schema
+            # file in a transaction of its own, so short steps cost more per delivery than the
+            # receiver gains (the interpreter switches threads every 5 ms anyway), and the
+            # learner then fell behind by more than a quarter of a saturated run.
+            limit = CHUNK
             done = await thread.run(self._timed_step, limit)
             if done is None:  # failed: _failed logged it and shows the problem
                 await asyncio.sleep(RETRY_S)

@@ -23,7 +23,8 @@ from walletpass_tui.cli.progress import Progress
 from walletpass_tui.cli.signals import on_signals
 from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime.control import PRUNE_DONE, PRUNE_FAILED, PRUNE_STOPPED
-from walletpass_tui.text import printable
+from walletpass_tui.runtime.prune_client import SILENT
+from walletpass_tui.text import format_ms, printable
 
 if TYPE_CHECKING:
     from walletpass_tui.config import Settings
@@ -74,11 +75,12 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if args.older_than is not None:
         cutoff = args.older_than.ms  # a duration back from now, or an ISO 8601 time
         ago = args.older_than.ago_s
-        label = (
-            f"older than {_duration_label(ago)}"
-            if ago is not None
-            else f"received before {args.older_than.describe()}"
-        )
+        if ago is not None:
+            label = f"older than {_duration_label(ago)}"
+        else:
+            # A later time is now: what arrives while the prune runs is kept, and said so.
+            cutoff = min(cutoff, int(time.time() * 1000))
+            label = f"received before {format_ms(cutoff)}"
     elif settings.retention_days > 0:
         cutoff = int((time.time() - settings.retention_days * 86400) * 1000)
         label = f"older than {settings.retention_days} days"
@@ -143,11 +145,14 @@ async def _prune(
                 if pruned.end == PRUNE_FAILED:
                     raise CommandError(
                         f"The receiver on this home could not go on pruning after removing "
-                        f"{pruned.deleted} attempt(s): {pruned.reason}"
+                        f"{pruned.deleted} attempt(s): {printable(pruned.reason or '-', 300)}"
                     )
+                if pruned.end == SILENT:
+                    return _silent(pruned, progress, stop)
                 by_receiver = max(pruned.deleted, old - await _count_before(settings, cutoff_ms))
                 if stop.is_set():  # Ctrl-C, and the receiver went before it said its count
                     return by_receiver, True
+                progress.close()  # the sentence on a line of its own; drawn again as it goes on
                 print(
                     f"The receiver stopped before the prune ended ({by_receiver} attempt(s) "
                     "removed by it); going on without it.",
@@ -161,6 +166,27 @@ async def _prune(
                 store, cutoff_ms, _Counted(progress, by_receiver), receiver_runs, stop=stop
             )
     return by_receiver + here, stop.is_set()
+
+
+def _silent(pruned: Pruned, progress: Progress, stop: asyncio.Event) -> tuple[int, bool]:
+    """The receiver stopped talking mid-way (suspended, e.g. by Ctrl-Z in its terminal, or
+    hung): after Ctrl-C the command ends with what it was told; else one sentence, exit 1. The
+    receiver stops its prune after the step under way once it runs again and finds the command
+    gone."""
+    progress.close()
+    if stop.is_set():
+        print(
+            f"The receiver on this home did not answer ({pruned.reason}); it may have removed "
+            "more than said below.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return pruned.deleted, True
+    raise CommandError(
+        f"The receiver on this home stopped answering while it pruned ({pruned.reason}; "
+        f"{pruned.deleted} attempt(s) removed so far): it is suspended (Ctrl-Z in its terminal) "
+        "or hung; resume it (fg) or stop it, then run this again."
+    )
 
 
 async def _ask_receiver(
@@ -178,15 +204,16 @@ async def _ask_receiver(
 
     if not record.control:
         return None
-    # Never later than now: the deliveries that arrive while it runs are kept.
-    before = min(cutoff_ms, now_ms())
+    # Never later than now: the deliveries that arrive while it runs are kept. Never before
+    # 1970 either (a retention of up to a century can reach that far): nothing was received then.
+    before = max(0, min(cutoff_ms, now_ms()))
     progress.update(0)
     try:
         pruned = await prune_through(
             instance.socket_path(settings.home), before, progress.update, stop
         )
-    except ControlError as exc:  # refused: why, in its words
-        raise CommandError(str(exc)) from None
+    except ControlError as exc:  # refused: why, in its words (another process's: escaped)
+        raise CommandError(printable(str(exc), 300)) from None
     if pruned.end == NOT_TAKEN:  # an older receiver, or out of reach: pruned here, as before
         why = pruned.reason
         log.info("pruning here: the receiver (%s) cannot be asked: %s", record.describe(), why)

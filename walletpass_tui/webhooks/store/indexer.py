@@ -6,10 +6,10 @@ indexing never takes the history's write lock and never delays a delivery's comm
 only wakes the indexer after each commit, and the indexer, after gathering commits for up to
 COALESCE_S (``settled()`` cuts that short), catches up in chunks on its own thread (``INSERT ...
 SELECT`` inside SQLite, so the event loop does not wait for the GIL meanwhile). Deliveries come
-first (``pacing.py``): while commits keep arriving, the indexer takes what keeping pace needs, at
-most BUSY_SHARE of a core; while the receiver is saturated, YIELD_SHARE: it falls behind rather
-than slow the receiver, and catches up as soon as the commits stop; a search reads the rows past
-the index one by one meanwhile (``INDEXED_UPTO_SQL``).
+first (``pacing.py``): while commits keep arriving, the indexer takes at most BUSY_SHARE of a
+core; while the receiver is saturated, YIELD_SHARE (until MAX_BEHIND rows behind): it falls
+behind rather than slow the receiver, and catches up as soon as the rush is over; a search reads
+the rows past the index one by one meanwhile (``INDEXED_UPTO_SQL``).
 
 The indexer's thread runs at the process's own priority on purpose: at the lowest one it starved on
 a busy machine while holding a read snapshot, and the history's write-ahead log, which cannot start
@@ -54,11 +54,11 @@ RETRY_S = 0.5  # after a failed step (another program holds the index file), try
 # index transaction for every few commits instead of one per commit, so at a steady rate it runs
 # less often next to the receiver (fewer trips to its thread, fewer waits for the interpreter).
 COALESCE_S = 0.05
-# Of a core, while commits keep arriving: at least and at most, to keep pace with them below
-# saturation; while the receiver is saturated, YIELD_SHARE (pacing.py). Tokenizing a body takes
-# longer than receiving it: at saturation the index falls behind and catches up afterwards.
-MIN_BUSY_SHARE = 0.05
-BUSY_SHARE = 0.2
+# Of a core, while commits keep arriving: below saturation (in SQLite, without the interpreter's
+# lock: the receiver keeps the other core), and while the receiver is saturated (pacing.py).
+# Tokenizing a body takes longer than receiving it: at saturation the index falls behind and
+# catches up afterwards.
+BUSY_SHARE = 0.5
 YIELD_SHARE = 0.05
 
 _INDEXED = (
@@ -280,7 +280,7 @@ class Indexer:
         self._now = asyncio.Event()  # settled() waits: index without coalescing
         self._behind = True  # unknown at open
         self._task: asyncio.Task[None] | None = None
-        self.pace = Pace(min_share=MIN_BUSY_SHARE, max_share=BUSY_SHARE, yield_share=YIELD_SHARE)
+        self.pace = Pace(max_share=BUSY_SHARE, yield_share=YIELD_SHARE)
         self.failures = 0
 
     @classmethod

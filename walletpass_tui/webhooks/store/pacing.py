@@ -21,14 +21,18 @@ arrived during the one before, one at a steady 200/s).
   receiver: its thread's CPU time when the work runs in SQLite, without the interpreter's lock
   (the search index); its whole time on its thread when it runs Python (the field indexer, the
   learner: while it runs, the event loop waits for the lock at every system call), in steps of
-  ``limit(chunk)`` rows. The share is what keeping pace with the
-  arrivals needs (their rate times a row's cost, both measured and smoothed, with a quarter to
-  spare), within ``min_share`` and ``max_share``: below saturation a follower keeps up in real
-  time as far as ``max_share`` allows; while the receiver is saturated it takes ``yield_share``.
-  The wait ends early when no commit came for QUIET_S (the receiver has room) or ``hurry()`` is
-  called (``settled()``);
+  ``limit(chunk)`` rows. The share is what the receiver leaves: ``yield_share`` while it is
+  saturated, else ``max_share`` (a follower keeps pace at a steady rate, and a backlog left by a
+  rush is caught up while deliveries still come); it is looked at again while the wait lasts, so
+  a rush that ends shortens it. The wait ends early when no commit came for QUIET_S (the receiver
+  has room) or ``hurry()`` is called (``settled()``);
 * without commits arriving (a backlog: the first start on a long history, the end of a rush) the
-  share is ``backlog_share``, and only ``hurry()`` ends the wait early.
+  share is ``backlog_share``, and only ``hurry()`` ends the wait early;
+* a follower never falls more than MAX_BEHIND rows behind for its yielding: once the rows that
+  arrived since it started outnumber the rows it followed by more than that, it takes
+  ``max_share`` again, saturated or not, until it is back within the bound. What reads past a
+  follower (a search reads the rows past the index one by one) so stays bounded however long a
+  flood lasts.
 
 Nothing here holds anything open while it waits: each follower's step reads the history in
 statements of its own, so a waiting follower never holds a read snapshot (which would keep the
@@ -43,12 +47,12 @@ import time
 from collections.abc import Sized
 
 QUIET_S = 0.1  # no commit for this long: the receiver has room, followers catch up at once
-RATE_S = 0.25  # the arrival rate is measured over this long (and smoothed)
-SPARE = 1.25  # the share a follower takes to keep pace: what the arrivals need, and a quarter
+RATE_S = 0.25  # the rows a commit holds are counted over this long (and smoothed)
 SATURATED_ROWS = 8.0  # rows a commit holds on average while deliveries wait for the writer
 SATURATED_STEP_S = 0.005  # while saturated, a step reads about this long's worth of rows
 MIN_ROWS = 16  # ... and at least this many
 _MIN_WAIT_S = 0.005  # the shortest sleep while watching for the commits to stop
+MAX_BEHIND = 100_000  # rows a follower may fall behind by yielding to a saturated receiver
 
 
 class Pace:
@@ -57,32 +61,32 @@ class Pace:
     def __init__(
         self,
         *,
-        min_share: float,
         max_share: float,
         yield_share: float,
         backlog_share: float = 1.0,
         quiet_s: float = QUIET_S,
+        max_behind: int = MAX_BEHIND,
     ) -> None:
-        shares = (min_share, max_share, yield_share, backlog_share)
-        if not all(0 < share <= 1 for share in shares) or min_share > max_share:
+        shares = (max_share, yield_share, backlog_share)
+        if not all(0 < share <= 1 for share in shares) or yield_share > max_share:
             raise ValueError("Shares are fractions of a core, above 0 and at most 1.")
-        self.min_share = min_share
         self.max_share = max_share
         self.yield_share = yield_share
         self.backlog_share = backlog_share
         self.quiet_s = quiet_s
+        self.max_behind = max_behind
+        self.followed_rows = 0  # rows the steps read, at most as many as arrived (see behind)
         self.commits = 0  # commits heard of (deliveries arriving)
         self.arrived_rows = 0  # rows they held
         self.steps = 0  # steps measured
         self.paused = 0  # pauses that waited
         self.cut_short = 0  # ... of them ended early: the commits stopped, or hurry()
         self._last = -1e9  # when the last commit was heard of (time.monotonic)
-        self._rate = 0.0  # rows arriving a second, smoothed
-        self._rate_at = time.monotonic()
-        self._rate_rows = 0
-        self._rate_commits = 0
+        self._window_at = time.monotonic()  # the rows a commit holds are counted over RATE_S
+        self._window_rows = 0
+        self._window_commits = 0
         self.rows_per_commit = 0.0  # smoothed: SATURATED_ROWS or more, the receiver is saturated
-        self._cost = 0.0  # CPU seconds a row takes, smoothed
+        self._cost = 0.0  # seconds a row takes from the receiver, smoothed
         self._hurry = asyncio.Event()
 
     # -- what happens ----------------------------------------------------------------------
@@ -97,18 +101,24 @@ class Pace:
     def measure(self, rows: int, spent: float) -> None:
         """A step read ``rows`` rows and took ``spent`` seconds from the receiver."""
         self.steps += 1
+        # A backlog from before the start is not counted as arrived: rows read beyond those
+        # that arrived are not counted either, so ``behind`` never hides a lag behind a backlog.
+        self.followed_rows = min(self.followed_rows + max(rows, 0), self.arrived_rows)
         if rows > 0:
             per_row = spent / rows
             self._cost = per_row if not self._cost else 0.8 * self._cost + 0.2 * per_row
+        self._window()
+
+    def _window(self) -> None:
+        """Every RATE_S: the rows a commit held meanwhile, smoothed (none arrived: as before)."""
         now = time.monotonic()
-        if now - self._rate_at >= RATE_S:
-            arrived, commits = self.arrived_rows, self.commits
-            rate = (arrived - self._rate_rows) / (now - self._rate_at)
-            self._rate = 0.5 * self._rate + 0.5 * rate
-            if commits > self._rate_commits:
-                batch = (arrived - self._rate_rows) / (commits - self._rate_commits)
-                self.rows_per_commit = 0.5 * self.rows_per_commit + 0.5 * batch
-            self._rate_at, self._rate_rows, self._rate_commits = now, arrived, commits
+        if now - self._window_at < RATE_S:
+            return
+        arrived, commits = self.arrived_rows, self.commits
+        if commits > self._window_commits:
+            batch = (arrived - self._window_rows) / (commits - self._window_commits)
+            self.rows_per_commit = 0.5 * self.rows_per_commit + 0.5 * batch
+        self._window_at, self._window_rows, self._window_commits = now, arrived, commits
 
     def hurry(self) -> None:
         """End the pause under way (and the next one, if none is): catch up now."""
@@ -126,20 +136,29 @@ class Pace:
         """Deliveries wait for the writer: its commits hold many rows each."""
         return self.rows_per_commit >= SATURATED_ROWS
 
+    @property
+    def behind(self) -> int:
+        """Rows that arrived since the start and no step has read yet (a backlog from before the
+        start may come on top)."""
+        return max(0, self.arrived_rows - self.followed_rows)
+
+    @property
+    def yielding(self) -> bool:
+        """Whether the follower gives way to the receiver: saturated, and not more than
+        ``max_behind`` rows behind."""
+        return self.saturated and self.behind <= self.max_behind
+
     def limit(self, chunk: int) -> int:
         """The rows the next step may read, at most ``chunk``: while the receiver is saturated,
         about SATURATED_STEP_S's worth, so that a follower holding the interpreter's lock never
         holds up the event loop long at a time (its share comes in short steps)."""
-        if not self.saturated or self._cost <= 0:
+        if not self.yielding or self._cost <= 0:
             return chunk
         return max(MIN_ROWS, min(chunk, int(SATURATED_STEP_S / self._cost)))
 
     def share(self) -> float:
-        """The share of a core a step may take while commits arrive."""
-        if self.saturated:
-            return self.yield_share
-        needed = SPARE * self._rate * self._cost
-        return min(self.max_share, max(self.min_share, needed))
+        """The share of the time a step may take while commits arrive."""
+        return self.yield_share if self.yielding else self.max_share
 
     async def pause(self, spent: float, began: float, *, then: float = 0.0) -> None:
         """After a step that took ``spent`` seconds from the receiver and was asked for at ``began``
@@ -160,6 +179,9 @@ class Pace:
                 self._hurry.clear()
                 self.cut_short += 1
                 return
+            if busy:  # a rush that ended gives back the share it took
+                self._window()
+                until = min(until, began + spent / self.share() - then)
             if now >= until:
                 return
             wait = until - now

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from walletpass_tui.logs import suppressed
@@ -40,6 +41,7 @@ class WalSync:
         self._running: asyncio.Future[None] | None = None
         self._queued: asyncio.Future[None] | None = None
         self.syncs = 0
+        self.on_end: Callable[[], None] | None = None  # called on the event loop after each fsync
 
     @property
     def busy(self) -> bool:
@@ -77,6 +79,8 @@ class WalSync:
                     settled.set_exception(exc)
             queued, self._queued = self._queued, None
             self._running = self._start(loop, queued) if queued is not None else None
+            if self.on_end is not None:
+                self.on_end()
 
         work.add_done_callback(finished)
         return settled

@@ -347,6 +347,9 @@ class GroupCommit:
         self._step_began = 0.0  # when the last prune step began (the event loop's clock)
         self._rest_until = 0.0  # no prune step before this (the event loop's clock)
         self.checkpoints.on_end = self._poke  # a prune waiting for the log to be copied goes on
+        # A prune waiting for an fsync to end goes on: a delivery's, or a write of the store's own
+        # (a relay's marks), which nothing else wakes the writer after.
+        self.syncs.on_end = self._sync_ended
         # Set by the store: close everything and open the history again after its files were
         # deleted (files.py); True when the commit that found it is kept (the log was copied).
         self.start_over: Callable[[str], Awaitable[bool]] | None = None
@@ -429,6 +432,10 @@ class GroupCommit:
         """Do the background work now instead of waiting for the writer to be idle a while."""
         self._hurried = True
         self._poke()
+
+    def _sync_ended(self) -> None:
+        if self.pruning is not None and self.pruning.running:
+            self._poke()
 
     def _poke(self) -> None:
         """Wake a writer waiting in _wait (a delivery, a stop or a hurry)."""
@@ -617,8 +624,6 @@ class GroupCommit:
         self, batch: Sequence[Pending], stored: Sequence[Attempt], sync: asyncio.Future[None]
     ) -> None:
         self._syncing -= 1
-        if self.pruning is not None and self.pruning.running:
-            self._poke()  # a prune step waiting for this fsync to end may go
         relayed = all(p.attempt.relay_cursor is not None for p in batch)
         failure = None if sync.cancelled() else sync.exception()
         if failure is not None and not relayed:
