@@ -6,7 +6,9 @@ dashboards see the receiver go while it finishes the requests in flight) and rel
 last, once the history is closed. It only listens to the runtime: after a commit one ``rows``
 message (the newest id, never a body) is written to each viewer's socket buffer, at once after a
 quiet spell and then at most every ``ROWS_EVERY_S`` while deliveries stream in (a viewer wakes
-that often, not once per commit); nothing on the delivery path waits for a viewer.
+that often, not once per commit); nothing on the delivery path waits for a viewer. When a prune takes rows out of the history,
+every viewer hears one ``removed`` message (at most every ``removals.TOLD_EVERY_S`` while it
+runs, once when it ends) and reads its counts and rows again.
 
 A viewer may ask for a prune (``events prune`` does): the store's writer runs it between its
 commits (``Store.start_prune``), one at a time, and only that viewer hears how far it got, at
@@ -37,7 +39,12 @@ from walletpass_tui.runtime.control import (
     prune_cutoff,
 )
 from walletpass_tui.runtime.control_server import ControlServer
-from walletpass_tui.runtime.protocol import DeliveryListener, ForwardListener, StatusFeed
+from walletpass_tui.runtime.protocol import (
+    DeliveryListener,
+    ForwardListener,
+    GapListener,
+    StatusFeed,
+)
 from walletpass_tui.webhooks.models import Attempt, ForwardResult, ForwardRow, now_ms
 
 log = logging.getLogger(__name__)
@@ -84,7 +91,11 @@ class Served(Protocol):
     def tunnel(self) -> TunnelWatcher | None: ...
 
     def subscribe(
-        self, deliveries: DeliveryListener | None = None, forwards: ForwardListener | None = None
+        self,
+        deliveries: DeliveryListener | None = None,
+        forwards: ForwardListener | None = None,
+        *,
+        gaps: GapListener | None = None,
     ) -> Callable[[], None]: ...
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]: ...
@@ -179,7 +190,9 @@ class Attachable:
 
     def _follow(self) -> None:
         runtime = self.runtime
-        self._unsubscribe.append(runtime.subscribe(self._committed, self._forwarded))
+        self._unsubscribe.append(
+            runtime.subscribe(self._committed, self._forwarded, gaps=self._removed)
+        )
         self._unsubscribe.append(runtime.store.on_health(lambda _: self._state_changed()))
         self._unsubscribe.append(runtime.watch(self._state_changed))
         if self._feed is not None:
@@ -216,6 +229,12 @@ class Attachable:
         if self.upto > self._told:
             self._told = self.upto
             self.server.broadcast({"type": "rows", "upto": self.upto})
+
+    def _removed(self, deleted: int) -> None:
+        """A prune took rows out of the history (``removals.py``): every viewer reads its counts
+        and rows again (but the one that asked for it, which hears ``pruned``; this is called
+        before the job's end is told, so that viewer is still known)."""
+        self.server.broadcast({"type": "removed", "deleted": deleted}, but=self._pruner)
 
     def _forwarded(self, row: ForwardRow, result: ForwardResult) -> None:
         note = ForwardNote(

@@ -12,7 +12,9 @@ most every ``READ_EVERY_S`` while they stream in (the log draws new rows 4 times
 It also looks for itself (``PRAGMA data_version``, no table read unless something changed):
 every ``POLL_S`` while no channel is open (the receiver stopped: rows written meanwhile by
 ``events replay`` or ``check`` from another shell still show) and every ``SLOW_POLL_S`` while one
-is (rows other programs write).
+is (rows other programs write, and rows they prune: ``events prune`` by itself when no receiver
+runs moves the oldest id up, and the dashboard reads its counts and rows again). A receiver that
+prunes says so (``removed``).
 
 The channel is found again and again: when the receiver goes the dashboard says so and keeps
 showing the history; when a receiver starts on the home again it is followed, with backoff
@@ -70,6 +72,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.15
 SLOW_POLL_S = 1.0
+REMOVED_EVERY_S = 0.25  # a receiver's prune told on at most this often (the history read again)
 READ_EVERY_S = 0.1  # while rows stream in, read them at most this often (the log draws 4 a second)
 MAX_BEHIND = 2_000  # more new rows than this at once: the log reloads instead of reading each
 BACKOFF_MIN_S = 0.2
@@ -125,6 +128,9 @@ class AttachedRuntime:
         self._cursor = 0  # the newest attempt id handed on
         self._pushed = 0  # the newest the receiver announced
         self._wake = asyncio.Event()
+        self._removed_count = 0  # attempts the receiver said it pruned, not yet told on
+        self._removed_at = float("-inf")
+        self._removed_timer: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._secret_for: SecretLookup | None = None
         self._find_receiver = find_receiver
@@ -148,6 +154,9 @@ class AttachedRuntime:
             self._tasks.append(asyncio.create_task(self._follow_rows(), name="attached rows"))
 
     async def close(self) -> None:
+        if self._removed_timer is not None:
+            self._removed_timer.cancel()
+            self._removed_timer = None
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -362,6 +371,10 @@ class AttachedRuntime:
             except ValueError:  # a state this version does not know: ignored
                 return
             self._changed()
+        elif kind == "removed":  # a prune took rows out: counts and rows are read again
+            deleted = message.get("deleted")
+            if type(deleted) is int and 0 < deleted < 2**63:
+                self._removed(deleted)
         elif kind in ("target", "header"):
             self._targets.take(message)
         elif kind == "forward":
@@ -370,6 +383,21 @@ class AttachedRuntime:
             except ValueError:  # a forward note this version does not know: ignored
                 return
             self._forwarded(note)
+
+    def _removed(self, deleted: int) -> None:
+        """Rows were pruned: the dashboard reads the history again, at once and then at most
+        every ``REMOVED_EVERY_S`` however often the receiver says so."""
+        self._removed_count = min(self._removed_count + deleted, 2**62)
+        if self._removed_timer is None:
+            loop = asyncio.get_running_loop()
+            wait = max(0.0, self._removed_at + REMOVED_EVERY_S - loop.time())
+            self._removed_timer = loop.call_later(wait, self._tell_removed)
+
+    def _tell_removed(self) -> None:
+        self._removed_timer = None
+        self._removed_at = asyncio.get_running_loop().time()
+        deleted, self._removed_count = self._removed_count, 0
+        self._heard.gaps.notify(deleted)
 
     def _announced(self, upto: int) -> None:
         if upto > self._pushed:

@@ -16,7 +16,8 @@ PAGE = 32  # attempts read at once, with their bodies
 
 @dataclass
 class Found:
-    """What one read found: the new cursor, the attempts in pages, how many were skipped."""
+    """What one read found: the new cursor, the attempts in pages, how many were skipped (or,
+    when rows were taken out of the history, at least 1: all is read again)."""
 
     cursor: int
     batches: list[list[Attempt]]
@@ -31,6 +32,7 @@ class RowReader:
         self.path = path
         self._db: sqlite3.Connection | None = None
         self._version: int | None = None
+        self._oldest: int | None = None  # the oldest attempt id when last looked
 
     def read(self, cursor: int, announced: int, max_behind: int) -> Found:
         """New attempts after ``cursor``: up to ``announced`` when the receiver said more were
@@ -47,6 +49,11 @@ class RowReader:
                 return Found(cursor, [])
             self._version = version
             upto = queries.newest_attempt_id(db)
+            oldest, before = queries.oldest_attempt_id(db), self._oldest
+            self._oldest = oldest
+            if before is not None and oldest != before and upto >= cursor:
+                # rows taken out (events prune by itself): everything shown is read again
+                return Found(upto, [], skipped=max(1, upto - cursor))
         if upto < cursor:  # the history was replaced, or its newest rows removed
             return Found(upto, [], skipped=1)
         if upto - cursor > max_behind:

@@ -25,6 +25,9 @@ and ``MAX_DEPTH`` levels of arrays and objects, both ways (what the receiver sen
                                          carry them too; values never shown but masked
       {"type": "reply", "id": K, "ok": true} or {..., "ok": false, "reason": "..."}
       {"type": "error", "reason": "..."} and the connection is closed
+      {"type": "removed", "deleted": N}  a prune took N more attempts out of the history (at most
+                                         twice a second, and once when it ends; to every viewer):
+                                         read the counts and rows shown from the history again
       {"type": "pruned", "deleted": N}   to the viewer that asked for a prune only: how many
                                          attempts it deleted so far (at most ten a second)
       {"type": "pruned", "deleted": N, "end": "done"|"stopped"|"failed", "reason": "..."}

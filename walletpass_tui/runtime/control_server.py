@@ -174,13 +174,15 @@ class ControlServer:
             with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.path)
 
-    def broadcast(self, message: Mapping[str, Any]) -> None:
-        """Send ``message`` to every viewer now (into its socket buffer; never waits)."""
+    def broadcast(self, message: Mapping[str, Any], but: object = None) -> None:
+        """Send ``message`` to every viewer (``but`` that one) now (into its socket buffer;
+        never waits)."""
         if not self.viewers:
             return
         line = encode(message)
         for viewer in list(self.viewers):
-            viewer.send(line)
+            if viewer is not but:
+                viewer.send(line)
 
     def tell(self, viewer: object, message: Mapping[str, Any]) -> None:
         """Send ``message`` to one viewer (the one ``Handler.request`` was given), if it is still

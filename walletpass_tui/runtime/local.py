@@ -49,6 +49,7 @@ from walletpass_tui.runtime.protocol import (
     StatusFeed,
 )
 from walletpass_tui.runtime.receiver_port import ReceiverPort
+from walletpass_tui.runtime.removals import follow_prunes
 from walletpass_tui.runtime.setup import DeliverySetup, resigning_secrets
 from walletpass_tui.runtime.subscriptions import Subscriptions
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
@@ -116,6 +117,7 @@ class DeliveryRuntime:
         # subscribe() and watch(): changes are the failures injected and the tunnel's state
         self._heard = Subscriptions(__name__)
         self._unsubscribe_store: Callable[[], None] | None = None
+        self._unfollow_prunes: Callable[[], None] | None = None
         self.followers = CommitFollowers(self._heard.drift.notify, self._heard.learned.notify)
         # unopened -> opened -> closed, once: a closed runtime is never opened again (its store,
         # port and learner are gone); make a new one instead.
@@ -160,6 +162,7 @@ class DeliveryRuntime:
             if self._store is None:
                 self._store = await Store.open(self.settings.database_path)
             self._unsubscribe_store = self._store.subscribe(self._on_commit)
+            self._unfollow_prunes = follow_prunes(self._store, self._heard.gaps.notify)
             await self.followers.start(
                 self._store,
                 learn_schemas=self.setup.learn_schemas,
@@ -271,6 +274,9 @@ class DeliveryRuntime:
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
             self._unsubscribe_store = None
+        if self._unfollow_prunes is not None:
+            self._unfollow_prunes()
+            self._unfollow_prunes = None
         if self._store is not None and self._owns_store:
             store, self._store = self._store, None
             await store.close()
@@ -397,7 +403,7 @@ class DeliveryRuntime:
         learned: LearnedListener | None = None,
         gaps: GapListener | None = None,
     ) -> Callable[[], None]:
-        """Call, on the event loop (``gaps`` never: every commit here is heard):
+        """Call, on the event loop:
 
         * ``deliveries(batch)`` after each commit;
         * ``forwards(row, result)`` after each forward is answered;
@@ -405,12 +411,14 @@ class DeliveryRuntime:
           commit, once the schema learner has looked at it: ``DriftRecord.describe()`` is the
           line to show, escaped with ``text.printable``);
         * ``learned(upto)`` once the learner has looked at every row up to ``upto`` (the drift
-          of those rows was told before).
+          of those rows was told before);
+        * ``gaps(deleted)`` when a prune took rows out of the history (removals.py): counts and
+          rows shown are read again (every commit here is heard, so no new row is ever skipped).
 
         Returns a function that unsubscribes. A listener that raises is logged and the others
         are still called.
         """
-        return self._heard.subscribe(deliveries, forwards, drift=drift, learned=learned)
+        return self._heard.subscribe(deliveries, forwards, drift=drift, learned=learned, gaps=gaps)
 
     def _on_commit(self, batch: Sequence[Attempt]) -> None:
         self._heard.deliveries.notify(batch)

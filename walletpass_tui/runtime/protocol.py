@@ -34,7 +34,7 @@ ForwardListener = Callable[["ForwardRow", "ForwardResult"], None]
 DriftListener = Callable[[int, Sequence["DriftRecord"]], None]
 # the last row id the schema learner has looked at (the drift of every row up to it was told)
 LearnedListener = Callable[[int], None]
-# how many new rows were skipped (far behind, or the history replaced): read the history again
+# how many rows were skipped (far behind, the history replaced) or pruned: read the history again
 GapListener = Callable[[int], None]
 
 
@@ -161,8 +161,10 @@ class Runtime(Protocol):
     ) -> Callable[[], None]:
         """Call, on the event loop, ``deliveries(batch)`` after each commit, ``forwards(row,
         result)`` after each forward is answered, ``drift`` and ``learned`` as the schema learner
-        goes (only when ``learning == "here"``) and ``gaps(skipped)`` when new rows were skipped
-        (only when another process runs the receiver). Returns a function that unsubscribes."""
+        goes (only when ``learning == "here"``) and ``gaps(count)`` when the history changed in a way
+        the deliveries told do not show: new rows skipped (only when another process runs the
+        receiver) or rows pruned; whoever shows counts or rows reads them again. Returns a
+        function that unsubscribes."""
 
     def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when what was asked of the receiver changes (pause, injected

@@ -3,7 +3,8 @@
 
 Each list is a ``listeners.Listeners``: called on the event loop, in order; one that raises is
 logged and the others still hear. A runtime notifies only what it knows: an attached dashboard
-never hears drift (the receiver learns), a receiver in this process never skips rows.
+never hears drift (the receiver learns), a receiver in this process never skips rows (its
+``gaps`` are only the rows a prune took out).
 """
 
 from __future__ import annotations

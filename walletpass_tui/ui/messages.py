@@ -53,7 +53,7 @@ class DeliveriesStored(Message):
     ) -> None:
         super().__init__()
         self.attempts = attempts
-        self.dropped = dropped  # attempts left out because the UI fell behind: reload
+        self.dropped = dropped  # attempts left out (the UI fell behind) or pruned: reload
         self.flood = flood  # more rows than anyone reads a frame: frames come half as often
 
 

@@ -578,6 +578,11 @@ def newest_attempt_id(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0])
 
 
+def oldest_attempt_id(db: sqlite3.Connection) -> int:
+    """The smallest id (a prune deletes the oldest first, so it moves up): one index lookup."""
+    return int(db.execute("SELECT COALESCE(MIN(id), 0) FROM attempts").fetchone()[0])
+
+
 def attempts_after(
     db: sqlite3.Connection,
     after_id: int,
