@@ -26,6 +26,7 @@ from walletpass_tui.runtime.control import ControlError
 from walletpass_tui.runtime.protocol import Runtime, RuntimeOpener
 from walletpass_tui.tunnel.ngrok_agent import FOUND_FROM_AGENT, NGROK_API, discover_ngrok
 from walletpass_tui.ui.commands import DashboardCommands
+from walletpass_tui.ui.lazily import Lazily
 from walletpass_tui.ui.live_rows import LiveRows
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
@@ -304,7 +305,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.pending_forwards = await self.context.store.pending_forward_count()
             self._show_receiver()
 
-        self.run_worker(count(), group="pending", exclusive=True, exit_on_error=False)
+        self.run_worker(Lazily(count), group="pending", exclusive=True, exit_on_error=False)
 
     def _count(self, attempts: Sequence[Attempt]) -> None:
         if self._totals.add(attempts) and self._totals.stats is not None:
@@ -355,7 +356,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             traffic.reset()
             traffic.load(await self.context.store.activity(traffic.since_ms(), MINUTE_MS))
 
-        self.run_worker(load(), group="traffic", exclusive=True, exit_on_error=False)
+        self.run_worker(Lazily(load), group="traffic", exclusive=True, exit_on_error=False)
 
     def _recount(self) -> None:
         """The header's totals from the history (the activity query, one bucket)."""
@@ -371,7 +372,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.stats = self._totals.load(found)
             self.live.publish_stats(self.stats)
 
-        self.run_worker(recount(), group="stats", exclusive=True, exit_on_error=False)
+        self.run_worker(Lazily(recount), group="stats", exclusive=True, exit_on_error=False)
 
     async def _discover_public_url(self, port: int) -> None:
         found = await discover_ngrok(port, api=self.ngrok_api)
@@ -504,7 +505,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self._paused_answered(runtime, answer)
         else:  # one in another process answers over the control channel
             self.run_worker(
-                self._pause_answer(runtime, answer),
+                Lazily(lambda: self._pause_answer(runtime, answer)),
                 group="pause",
                 exclusive=True,
                 exit_on_error=False,
@@ -550,7 +551,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
         """A screen asked to replay a delivery: open the form over it."""
         if self.context is not None:
             self.run_worker(
-                self._open_replay(message.attempt_id),
+                Lazily(lambda: self._open_replay(message.attempt_id)),
                 group="replay-open",
                 exclusive=True,
                 exit_on_error=False,
@@ -603,7 +604,7 @@ class WalletPassApp(ReportsWorkerErrors, App[int]):
             self.live.history.publish(None)
 
         if self.context is not None:
-            self.run_worker(give_up(), group="give-up", exclusive=True, exit_on_error=False)
+            self.run_worker(Lazily(give_up), group="give-up", exclusive=True, exit_on_error=False)
 
     def action_toggle_theme(self) -> None:
         self.preferences.toggle_theme()

@@ -17,6 +17,7 @@ from textual.theme import Theme
 from walletpass_tui.config.errors import ConfigError
 from walletpass_tui.config.ui_prefs import UiPrefs, load_ui_prefs, save_ui_theme
 from walletpass_tui.text import printable
+from walletpass_tui.ui.lazily import Lazily
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -116,4 +117,4 @@ class Preferences:
             except ConfigError as exc:  # shown as a notification
                 app.notify(str(exc), title="Theme not saved", severity="error", markup=False)
 
-        app.run_worker(save(), group="save-theme", exclusive=True, exit_on_error=False)
+        app.run_worker(Lazily(save), group="save-theme", exclusive=True, exit_on_error=False)

@@ -20,6 +20,7 @@ from textual.widgets import Tab, Tabs
 
 from walletpass_tui.api.models import WebhookEndpoint
 from walletpass_tui.text import visible
+from walletpass_tui.ui.lazily import Lazily
 from walletpass_tui.ui.messages import (
     DeliveriesStored,
     DiffRequested,
@@ -387,7 +388,7 @@ class MainScreen(Screen[None]):
         if row is None:
             self.notify("Select a delivery in the event log to copy it.", markup=False)
             return
-        self.run_worker(self._copy(row.id, what), group="copy", exclusive=True)
+        self.run_worker(Lazily(lambda: self._copy(row.id, what)), group="copy", exclusive=True)
 
     async def _copy(self, attempt_id: int, what: str) -> None:
         from walletpass_tui.ui.copying import copy_attempt
