@@ -1,6 +1,6 @@
 """Attached dashboards: what they cost the receiver, and how soon they show a delivery.
 
-    python benchmarks/attach.py                          # 5 rounds of 20 s of each kind, ~10 minutes
+    python benchmarks/attach.py                          # 5 rounds of 20 s of each kind, ~12 minutes
     python benchmarks/attach.py --rounds 3 --seconds 8 --draw-seconds 10      # a quicker look
 
 One ``walletpass-tui listen`` process, in one run:
@@ -13,9 +13,11 @@ One ``walletpass-tui listen`` process, in one run:
   medians. Target: <= 1.25x. Two peers run in the same rotation (``--no-peers``: not): two
   *listeners*, processes that take the control channel's messages and read each new row from
   the history as a dashboard does, but draw nothing (what looking asks of the receiver), and two
-  *burners*, processes at a dashboard's priority that do nothing but burn as much CPU as the
-  dashboards measured, in 12 ms bursts (what any program using that much of the machine costs
-  the receiver's p99 on it).
+  *burners*, processes that give way as a dashboard does (``cli/give_way.py``), each in a
+  session of its own, and do nothing but burn as much CPU as the dashboards measured, in 12 ms
+  bursts (what any program using that much of the machine costs the receiver's p99 on it).
+  A third kind, *usual*, attaches the two dashboards with ``--normal-priority`` (what giving
+  way saves).
 * Cost of looking: each attached dashboard's CPU (user + system time from ``/proc``, as a share
   of one core) over the attached rounds at 200/s, and the receiver's own in both kinds of round.
   Target: <= 5% of a core a dashboard.
@@ -75,9 +77,9 @@ class Panes:
             ["tmux", "-L", self.socket, *args], capture_output=True, text=True
         ).stdout
 
-    def start(self, name: str, home: Path, xdg: Path) -> None:
+    def start(self, name: str, home: Path, xdg: Path, *flags: str) -> None:
         env = f"WALLETPASS_HOME={shlex.quote(str(home))} XDG_CONFIG_HOME={shlex.quote(str(xdg))}"
-        command = f"exec env -u COLUMNS -u LINES TERM=xterm-256color {env} {PYTHON} -m walletpass_tui attach"
+        command = f"exec env -u COLUMNS -u LINES TERM=xterm-256color {env} {PYTHON} -m walletpass_tui attach {' '.join(flags)}"
         self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", command)
 
     def wait_for(self, name: str, text: str, timeout: float = 120.0) -> None:
@@ -121,17 +123,18 @@ PEERS = ("listeners", "burners")
 def cost_phase(
     workdir: Path, rounds: int, seconds: float, settle: float, peers: bool = True
 ) -> dict[str, Any]:
-    """Rounds of each kind in a rotating order: ``alone``; ``attached`` (two dashboards); and,
-    with ``peers``, ``listeners`` (two processes that take the control channel's messages and
-    read every new row, as a dashboard's data path does, but draw nothing: what looking asks of
-    the receiver) and ``burners`` (two processes at a dashboard's priority that only burn CPU in
-    12 ms bursts, as much as the dashboards measured so far: what any process using that much of
-    the machine costs the receiver)."""
+    """Rounds of each kind in a rotating order: ``alone``; ``attached`` (two dashboards);
+    ``usual`` (two dashboards with ``--normal-priority``); and, with ``peers``, ``listeners``
+    (two processes that take the control channel's messages and read every new row, as a
+    dashboard's data path does, but draw nothing: what looking asks of the receiver) and
+    ``burners`` (two processes that give way as a dashboard does, each in a session of its own,
+    and only burn CPU in 12 ms bursts, as much as the dashboards measured so far: what any
+    process using that much of the machine costs the receiver)."""
     server = receiver.start("ours", workdir)
     home = workdir / f"ours-{server.port}"
     xdg = workdir / "xdg"
     panes = Panes()
-    kinds = ["alone", "attached", *(PEERS if peers else ())]
+    kinds = ["alone", "attached", *(PEERS if peers else ()), "usual"]
     p99s: dict[str, list[float]] = {kind: [] for kind in kinds}
     viewers: list[float] = []  # each dashboard's share of a core, each attached round
     others: dict[str, list[float]] = {kind: [] for kind in PEERS}
@@ -142,10 +145,11 @@ def cost_phase(
             for kind in kinds[rnd % len(kinds) :] + kinds[: rnd % len(kinds)]:
                 names: list[str] = []
                 procs: list[subprocess.Popen[str]] = []
-                if kind == "attached":
+                if kind in ("attached", "usual"):
                     names = [f"view{rnd}a", f"view{rnd}b"]
+                    flags = ("--normal-priority",) if kind == "usual" else ()
                     for name in names:
-                        panes.start(name, home, xdg)
+                        panes.start(name, home, xdg, *flags)
                     for name in names:
                         panes.wait_for(name, "attached to listen")
                     time.sleep(settle)  # their first paint and history reads are over
@@ -154,9 +158,10 @@ def cost_phase(
                     arg = str(home) if kind == "listeners" else repr(share)
                     procs = [
                         subprocess.Popen(
-                            [PYTHON, __file__, f"_{kind[:-1]}", arg],
+                            [PYTHON, __file__, f"_{kind[:-1]}", arg, str(server.proc.pid)],
                             stdout=subprocess.PIPE,
                             text=True,
+                            start_new_session=True,  # as a dashboard in a terminal of its own
                         )
                         for _ in range(2)
                     ]
@@ -215,10 +220,15 @@ def listener(home: Path) -> None:
 
 
 def burner(share: float) -> None:
-    """``share`` percent of a core, burnt in 12 ms bursts at a dashboard's priority."""
-    from walletpass_tui.cli.attach_cmd import ATTACHED_NICENESS
+    """``share`` percent of a core, burnt in 12 ms bursts, giving way as a dashboard does (in a
+    session of its own, as a dashboard in its own terminal is)."""
+    from walletpass_tui.cli.give_way import giving_way
 
-    os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
+    with giving_way(int(sys.argv[3])):
+        burn(share)
+
+
+def burn(share: float) -> None:
     burst = 0.012
     period = burst / max(share / 100, 0.001)
     print("ready", flush=True)
@@ -369,6 +379,7 @@ def main() -> int:
                 "attached": "two dashboards attached",
                 "listeners": "two listeners (a dashboard's data path, no drawing)",
                 "burners": "two CPU burners (as much CPU as the dashboards, nothing else)",
+                "usual": "two dashboards attached with --normal-priority",
             }
             for kind, label in labels.items():
                 if not cost["p99"].get(kind):

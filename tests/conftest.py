@@ -5,6 +5,8 @@
 * Hypothesis runs the same examples on every run (a red build is reproducible, never a dice roll);
   ``HYPOTHESIS_PROFILE=explore`` draws new ones, to hunt for cases before they are pinned with
   ``@example``.
+* The test process keeps its scheduling priority: a dashboard attached in-process gives way to
+  nothing (``cli/give_way.py``; tests/cli/test_give_way.py checks real processes).
 * ``start_server``: a real aiohttp server on 127.0.0.1 with an ephemeral port that records every
   request and answers with whatever the test told it to (a stand-in for the service, or for any
   target a delivery is forwarded to).
@@ -28,6 +30,13 @@ from multidict import CIMultiDict
 settings.register_profile("repeatable", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+
+@pytest.fixture(autouse=True)
+def _keep_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    from walletpass_tui.cli import give_way
+
+    monkeypatch.setattr(give_way, "ACTIVE", False)
 
 
 @pytest.fixture

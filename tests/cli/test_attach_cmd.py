@@ -22,10 +22,7 @@ BODY = b'{"type": "pass.activated", "data": {"passId": "pass_1"}}'
 @pytest.fixture
 def shown(monkeypatch: pytest.MonkeyPatch) -> list[WalletPassApp]:
     """Every dashboard that would have been shown (none is run; the test process keeps its
-    scheduling priority: tests/cli/test_attach_processes.py checks a real one's)."""
-    from walletpass_tui.cli import attach_cmd
-
-    monkeypatch.setattr(attach_cmd, "ATTACHED_NICENESS", 0)
+    scheduling priority: tests/cli/test_give_way.py checks a real one's)."""
     apps: list[WalletPassApp] = []
 
     async def run_async(self: WalletPassApp, **kwargs: Any) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from process_helpers import DEADLINE_S, Proc, post, start_listen
 
+from walletpass_tui.cli import give_way
+
 BODY = b'{"type": "pass.activated", "data": {"passId": "pass_tmux"}}'
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -89,6 +91,11 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
         viewer = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
         assert os.getpriority(os.PRIO_PROCESS, viewer) >= 5
         assert os.getpriority(os.PRIO_PROCESS, pid) < 5
+        # In a terminal of its own, its whole session gives way too (listen's does not).
+        mine, theirs = give_way.autogroup(viewer), give_way.autogroup(pid)
+        if mine is not None and theirs is not None:
+            assert mine[0] != theirs[0]
+            assert mine[1] == give_way.AUTOGROUP_NICE and theirs[1] < give_way.AUTOGROUP_NICE
         assert post(url, "msg_on_screen", BODY) == 200
         terminal.wait_for("one", "msg_on_screen")
 

@@ -14,15 +14,13 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
+from walletpass_tui.cli.give_way import giving_way
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
-
-ATTACHED_NICENESS = 5  # this process's nice value at least (a lower scheduling priority)
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -46,6 +44,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="NAME",
         help="the dashboard's theme for this run, whatever [ui] theme in the config file says",
     )
+    p.add_argument(
+        "--normal-priority",
+        action="store_true",
+        help="keep the usual scheduling priority; by default the dashboard gives way to the "
+        "receiver on a busy machine (a lower priority for it and, while it runs, for its "
+        "terminal session: see docs/attach.md)",
+    )
     p.set_defaults(handler=cmd_attach)
 
 
@@ -57,7 +62,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     found = instance.find(settings.home)
     if not isinstance(found, instance.Running) or found.record is None:
         raise CommandError(not_running(settings.home, found))
-    return run_attached(settings, found.record, theme)
+    return run_attached(settings, found.record, theme, give_way=not args.normal_priority)
 
 
 def not_running(home: Path, found: instance.Found) -> str:
@@ -87,20 +92,19 @@ def run_attached(
     record: instance.InstanceRecord,
     theme: str | None = None,
     notices: Sequence[str] = (),
+    *,
+    give_way: bool = True,
 ) -> int:
     # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
     # normal priority) is scheduled before this dashboard, never the other way round.
-    with contextlib.suppress(OSError, AttributeError):
-        # no priority to lower here: it runs at the usual one
-        if os.getpriority(os.PRIO_PROCESS, 0) < ATTACHED_NICENESS:
-            os.setpriority(os.PRIO_PROCESS, 0, ATTACHED_NICENESS)
-    # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on
-    # after its first frame).
-    gc.disable()
-    try:
-        return asyncio.run(run_attached_async(settings, record, theme, notices))
-    finally:
-        gc.enable()
+    with giving_way(record.pid) if give_way else contextlib.nullcontext():
+        # As for the dashboard: no cyclic collection while the UI is imported (the app turns it
+        # on after its first frame).
+        gc.disable()
+        try:
+            return asyncio.run(run_attached_async(settings, record, theme, notices))
+        finally:
+            gc.enable()
 
 
 async def run_attached_async(
