@@ -23,7 +23,7 @@ from walletpass_tui.ui.screens.check import CheckScreen
 from walletpass_tui.ui.screens.detail import DetailScreen
 from walletpass_tui.webhooks.endpoint_registry import EndpointRegistry
 from walletpass_tui.webhooks.forward import Route
-from walletpass_tui.webhooks.models import CHECK, LogFilter
+from walletpass_tui.webhooks.models import CHECK, CHECK_HEADER, LogFilter
 from walletpass_tui.webhooks.store import Store
 
 HOSTILE = "[bold red]pwned[/] \x1b[2J\u202e"
@@ -87,6 +87,8 @@ async def test_the_key_opens_it_prefilled_and_a_run_fills_every_case(
         summary = screen.query_one("#check-summary", Static).content
         assert isinstance(summary, Text) and "every must-pass case passed" in summary.plain
         assert len(your_app.requests_to("POST", "/webhooks")) == 14
+        # Your app is not this home's receiver: it is never sent the check token.
+        assert not any(CHECK_HEADER in r.headers for r in your_app.requests_to("POST", "/webhooks"))
         await store.settled()
         # In the history, like replays, but not deliveries: the header does not count them.
         assert await store.count(LogFilter(source=CHECK)) == before + 14
@@ -104,6 +106,32 @@ async def test_the_key_opens_it_prefilled_and_a_run_fills_every_case(
         assert detail.attempt_id == screen.results[screen.cases[0].id].attempt_id
         await pilot.press("escape")
         await wait_for(lambda: app.screen is screen)
+
+
+async def test_a_check_of_this_homes_own_receiver_carries_the_check_token(
+    forwarding_app: WalletPassApp, your_app: Any, store: Store, registry: EndpointRegistry
+) -> None:
+    """The token (asked for the target, off the UI's thread) goes with every case, so the home's
+    receiver keeps its copies as the check's: tests/runtime/test_own_receiver.py says which
+    target gets it."""
+    asked: list[str] = []
+
+    def token_for(url: str) -> str | None:
+        asked.append(url)
+        return "c" * 32
+
+    app = forwarding_app
+    target = your_app.url + "/webhooks"
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        screen = CheckScreen(store, registry, target=target, token_for=token_for)
+        await app.push_screen(screen)
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await wait_for(lambda: not screen.running and len(screen.results) == 14, timeout=30)
+    sent = your_app.requests_to("POST", "/webhooks")
+    assert asked == [target] and len(sent) == 14
+    assert all(r.headers.getall(CHECK_HEADER) == ["c" * 32] for r in sent)
 
 
 async def test_the_palette_opens_it(forwarding_app: WalletPassApp) -> None:

@@ -18,7 +18,7 @@ from walletpass_tui.cli.common import (
     target_url_arg,
     topic_arg,
 )
-from walletpass_tui.cli.home_receiver import is_home_receiver, signing_secret
+from walletpass_tui.cli.home_receiver import signing_secret
 from walletpass_tui.cli.secret_flags import add_secret_flags
 from walletpass_tui.cli.target_flags import add_target_flags, target_options
 from walletpass_tui.cli.upgrade import upgrade_history
@@ -136,12 +136,9 @@ def _options(args: argparse.Namespace, settings: Settings) -> CheckOptions:
 def own_receiver_token(settings: Settings, url: str) -> str | None:
     """The check token when ``url`` is this home's receiver (its requests kept there as the
     check's, not as deliveries); None elsewhere: no other app is sent it."""
-    from walletpass_tui.webhooks import home_secret
+    from walletpass_tui.runtime.own_receiver import check_token_for
 
-    if not is_home_receiver(url, settings):
-        return None
-    secret = home_secret.load(settings.home)
-    return home_secret.check_token(secret) if secret is not None else None
+    return check_token_for(settings, url)
 
 
 async def _run(

@@ -12,7 +12,6 @@ used only for a URL that is this home's receiver.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ from walletpass_tui.config import ENV_SECRET, Settings
 from walletpass_tui.errors import UsageError
 from walletpass_tui.runtime import instance
 from walletpass_tui.runtime.instance import home_flag
+from walletpass_tui.runtime.own_receiver import ANY, ANY_V4, same_receiver
 
 __all__ = [
     "home_test_secret",
@@ -30,10 +30,6 @@ __all__ = [
     "running_url",
     "signing_secret",
 ]
-
-# A receiver bound to every address (not a bind here: a name to recognise) is reached on loopback.
-_ANY_V4, _ANY_V6 = "0.0.0.0", "::"  # noqa: S104
-_ANY = (_ANY_V4, _ANY_V6)
 
 
 def running_url(settings: Settings, *, unreadable: str | None = None) -> str | None:
@@ -60,8 +56,8 @@ def receiver_url(settings: Settings, flag: str = "--to") -> str:
             f"listen{home_flag(settings.home)}' in another shell, or give {flag} URL."
         )
     parts = urlsplit(url)
-    if parts.hostname in _ANY:  # bound to every address: reached on loopback
-        loopback = "127.0.0.1" if parts.hostname == _ANY_V4 else "[::1]"
+    if parts.hostname in ANY:  # bound to every address: reached on loopback
+        loopback = "127.0.0.1" if parts.hostname == ANY_V4 else "[::1]"
         port = f":{parts.port}" if parts.port else ""
         url = parts._replace(netloc=loopback + port).geturl()
     return url
@@ -70,28 +66,7 @@ def receiver_url(settings: Settings, flag: str = "--to") -> str:
 def is_home_receiver(url: str, settings: Settings) -> bool:
     """Whether ``url`` is the receiver running on this home (loopback names taken as one)."""
     running = running_url(settings)
-    if running is None:
-        return False
-    a, b = urlsplit(url), urlsplit(running)
-    try:
-        same_port = (a.port or 80) == (b.port or 80)
-    except ValueError:  # a port out of range: not ours
-        return False
-    return (
-        same_port
-        and a.path.rstrip("/") == b.path.rstrip("/")
-        and _local(a.hostname) == _local(b.hostname)
-    )
-
-
-def _local(host: str | None) -> str | None:
-    """Every name of this machine as one, other hosts as they are."""
-    if host is None or host in _ANY or host == "localhost":
-        return "this machine"
-    try:
-        return "this machine" if ipaddress.ip_address(host).is_loopback else host
-    except ValueError:  # a name, not an address
-        return host
+    return running is not None and same_receiver(url, running)
 
 
 def signing_secret(args: argparse.Namespace, settings: Settings, url: str) -> GivenSecret | None:

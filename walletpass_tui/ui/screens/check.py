@@ -9,7 +9,9 @@ shown only as ``Text`` built from escaped strings, never as markup.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rich.text import Text
 from textual import on, work
@@ -68,8 +70,11 @@ class CheckScreen(Screen[None]):
         *,
         target: str = "",
         options_for: Callable[[str], TargetOptions] | None = None,
+        token_for: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__(id="check")
+        # The check token for a target that is this home's own receiver (read on a thread).
+        self.token_for = token_for
         # The headers and certificates the dashboard's flags give a --forward-to target.
         self.options_for = options_for
         self.store = store
@@ -89,6 +94,7 @@ class CheckScreen(Screen[None]):
             context.registry,
             target=context.replay_target(),
             options_for=context.target_options,
+            token_for=context.check_token,
         )
 
     # -- layout ----------------------------------------------------------------------------------
@@ -205,6 +211,9 @@ class CheckScreen(Screen[None]):
     @work(exclusive=True, group="check", exit_on_error=False)
     async def _run(self, options: CheckOptions) -> None:
         try:
+            if self.token_for is not None and options.check_token is None:
+                token = await asyncio.to_thread(self.token_for, options.target)
+                options = replace(options, check_token=token)
             report = await run_check(
                 options,
                 store=self.store,

@@ -72,6 +72,14 @@ class DashboardContext:
         --forward-to target's added headers and trusted certificates; nothing to another URL."""
         return self.runtime.target_options(target)
 
+    def check_token(self, target: str) -> str | None:
+        """What "Check my app" adds to its requests when ``target`` is this home's own receiver
+        (so it keeps them as the check's, never counted as deliveries); None for any other URL.
+        Reads the home's state and test secret: call it off the UI's thread."""
+        from walletpass_tui.runtime.own_receiver import check_token_for
+
+        return check_token_for(self.settings, target)
+
     def replay_target(self) -> str:
         """Where a replay goes unless the user says otherwise: the last replay's target, else the
         first forwarding target."""
