@@ -47,7 +47,7 @@ def autogroup(pid: int | str = "self") -> tuple[str, int] | None:
         with open(f"/proc/{pid}/autogroup", encoding="ascii") as f:
             name, word, nice = f.read().split()
         return (name, int(nice)) if word == "nice" else None
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError):  # no autogroups here, or not readable
         return None
 
 
@@ -58,7 +58,7 @@ def set_autogroup_nice(nice: int) -> bool:
             with open("/proc/self/autogroup", "w", encoding="ascii") as f:
                 f.write(str(nice))
             return True
-        except OSError as exc:
+        except OSError as exc:  # refused: the session keeps its value, nothing lost
             if exc.errno != errno.EAGAIN or attempt == _RETRIES - 1:
                 return False
             time.sleep(0.11)
@@ -75,7 +75,7 @@ def short_slice(ns: int = SLICE_NS) -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
         policy = os.sched_getscheduler(0)
         nice = os.getpriority(os.PRIO_PROCESS, 0)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):  # no such call here: the usual slice
         return False
     if policy not in (os.SCHED_OTHER, os.SCHED_BATCH, os.SCHED_IDLE):
         return False  # a real-time policy: not ours to touch
@@ -89,7 +89,7 @@ def giving_way(receiver_pid: int | None) -> Iterator[None]:
     if not ACTIVE:
         yield
         return
-    with contextlib.suppress(OSError, AttributeError):
+    with contextlib.suppress(OSError, AttributeError):  # no nice values here: the usual priority
         if os.getpriority(os.PRIO_PROCESS, 0) < NICENESS:
             os.setpriority(os.PRIO_PROCESS, 0, NICENESS)
     short_slice()
