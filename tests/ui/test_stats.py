@@ -58,6 +58,9 @@ def test_history_then_live_counts_each_attempt_once() -> None:
     # Older than the hour: not counted.
     traffic.add_attempts([replace(attempt(4, at_ms=NOW - 2 * 3600_000), id=8)])
     assert sum(traffic.series(lambda m: m.deliveries)) == 3
+    # Told after the read, which saw it already (a read again after a prune): not again.
+    traffic.add_attempts([early])
+    assert sum(traffic.series(lambda m: m.deliveries)) == 3
 
 
 async def test_the_store_aggregates_the_last_hour_by_minute(store: Store) -> None:

@@ -43,3 +43,15 @@ def test_a_read_given_up_holds_nothing_back() -> None:
     assert totals.add([replace(attempt(2), id=2)]) is False  # nothing read yet: still counting
     totals.reading()
     assert totals.load(history(3, 0, 0, last_id=2)) == Stats(3, 3, 0, 0)
+
+
+def test_a_delivery_the_read_saw_and_told_after_it_is_counted_once() -> None:
+    """After a prune the history is read again; a delivery stored just before that read and told
+    to the dashboard just after it was counted twice."""
+    totals = Totals()
+    totals.reading()
+    assert totals.load(history(4, 0, 0, last_id=20)) == Stats(4, 4, 0, 0)
+    told_late = replace(attempt(1), id=20)
+    assert totals.add([told_late]) is False
+    assert totals.add([told_late, replace(attempt(2), id=21)]) is True
+    assert totals.stats == Stats(5, 5, 0, 0)

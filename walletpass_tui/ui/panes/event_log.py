@@ -108,6 +108,9 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         self.filter = LogFilter()
         self.filter_problem: str | None = None
         self.total: int | None = None  # rows matching the filter in the store
+        # The newest row id ``total`` counts: a row told again after a read that saw it (a
+        # delivery stored just before the log was read again, told just after) is not added.
+        self._counted_upto = 0
         self.problem: str | None = None  # why the history could not be read (shown in the pane)
         self._generation = 0
         self._resetting = False
@@ -222,6 +225,7 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
         # A short first page is the whole story; otherwise counting may take a moment (a text
         # filter over a long history), so it comes after the rows are on screen.
         self.total = len(self.window) if len(rows) < PAGE else None
+        self._counted_upto = max((r.id for r in (*rows, *late)), default=0)
         self._update_title()
         self._update_notice()
         # Ready once the page is on screen: what waits for it (the templates, the tunnel lookup)
@@ -287,7 +291,8 @@ class EventLogPane(ReportsWorkerErrors, Vertical):
             return
         self._recent.extend(matched)
         if self.total is not None:
-            self.total += len(matched)
+            self.total += sum(r.id > self._counted_upto for r in matched)
+        self._counted_upto = max(self._counted_upto, max(r.id for r in matched))
         if self._resetting:
             return
         shift = self.window.add_live(matched[::-1], following=self.view.following)

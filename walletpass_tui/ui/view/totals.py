@@ -2,7 +2,9 @@
 (one bucket over all time, ``store/activity.py``), then counted from what arrives.
 
 Batches that arrive while the history is read are held and counted after it, those the query
-already saw left out (by id), so nothing is counted twice and nothing is lost. Requests "Check my
+already saw left out (by id), so nothing is counted twice and nothing is lost. A batch told after
+the read that the read already saw (a delivery stored just before the history was read again,
+after a prune, and told to the dashboard just after) is left out the same way. Requests "Check my
 app" sent are stored in the history but are not deliveries: never counted.
 """
 
@@ -35,6 +37,7 @@ class Totals:
     def __init__(self) -> None:
         self.stats: Stats | None = None
         self._held: list[Attempt] | None = None  # arriving while the history is read
+        self._seen = 0  # the newest attempt id the last read counted
 
     def reading(self) -> None:
         """A read of the history starts: hold what arrives until it is in."""
@@ -52,7 +55,7 @@ class Totals:
         if self.stats is None:
             return False
         before = self.stats
-        self.stats = counted(before, attempts)
+        self.stats = counted(before, (a for a in attempts if a.id > self._seen))
         return self.stats != before
 
     def load(self, history: Activity) -> Stats:
@@ -62,5 +65,6 @@ class Totals:
         rejected = sum(row.rejected for row in rows)
         stats = Stats(verified + rejected, verified, rejected, sum(row.redelivered for row in rows))
         held, self._held = self._held or [], None
-        self.stats = counted(stats, (a for a in held if a.id > history.last_attempt_id))
+        self._seen = history.last_attempt_id
+        self.stats = counted(stats, (a for a in held if a.id > self._seen))
         return self.stats

@@ -53,12 +53,14 @@ class Traffic:
         self.version = 0
         self.loaded = False  # the history was read
         self._held: list[Attempt] = []  # arrived before the history was read
+        self._seen = 0  # the newest attempt id the read counted: told again later, not counted
 
     def reset(self) -> None:
         """Forget every count: the history is read again (``LiveRows`` dropped some)."""
         self.minutes.clear()
         self.loaded = False
         self._held.clear()
+        self._seen = 0
         self.version += 1
 
     # -- counting ------------------------------------------------------------------------------
@@ -81,7 +83,7 @@ class Traffic:
         if not self.loaded:
             self._held.extend(attempts)
             return
-        self._count(attempts)
+        self._count(a for a in attempts if a.id > self._seen)
 
     def _count(self, attempts: Iterable[Attempt]) -> None:
         counted = False
@@ -115,9 +117,9 @@ class Traffic:
             minute.topics[topic] = minute.topics.get(topic, 0) + row.attempts
         self._set_forwards(history, None)
         self.loaded = True
-        seen = history.last_attempt_id
+        self._seen = history.last_attempt_id
         held, self._held = self._held, []
-        self._count(a for a in held if a.id > seen)
+        self._count(a for a in held if a.id > self._seen)
         self.version += 1
 
     def load_forwards(self, history: Activity, from_minute: int) -> None:
