@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +78,43 @@ def terminal() -> Iterator[Terminal]:
     term = Terminal()
     yield term
     term.close()
+
+
+@pytest.mark.parametrize("sig", ["TERM", "HUP"])
+def test_sigterm_or_sighup_ends_the_dashboard_in_order(
+    clean_env: Path, terminal: Terminal, tmp_path: Path, sig: str
+) -> None:
+    """The terminal is given back usable (echo and line input on) and, where autogroups exist,
+    the session its earlier priority."""
+    listen, _ = start_listen()
+    after = tmp_path / "after.txt"
+    try:
+        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
+        then = f"cat /proc/self/autogroup > {after} 2>&1; stty -a >> {after} 2>&1; sleep 60"
+        line = (
+            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} "
+            f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
+        )
+        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        shell = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        viewer = int(
+            subprocess.run(
+                ["pgrep", "-P", str(shell)], capture_output=True, text=True
+            ).stdout.split()[0]
+        )
+        os.kill(viewer, getattr(signal, f"SIG{sig}"))
+        deadline = time.monotonic() + DEADLINE_S
+        while "speed" not in (after.read_text() if after.exists() else ""):
+            assert time.monotonic() < deadline, "the dashboard did not end"
+            time.sleep(0.1)
+        said = after.read_text()
+        words = said.replace(";", " ").split()
+        assert "echo" in words and "icanon" in words, said  # not -echo, -icanon
+        if give_way.autogroup() is not None:
+            assert said.split("\n")[0].endswith(" nice 0"), said
+    finally:
+        listen.kill()
 
 
 def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(

@@ -54,6 +54,37 @@ def test_a_dashboard_in_a_terminal_of_its_own_lowers_its_session_then_gives_it_b
     assert seen["after"]["group"] == 0  # the session (its shell) has its priority back
 
 
+FOLLOW = """
+import json, os, sys
+from walletpass_tui.cli import give_way
+way = give_way.GivingWay()
+seen = []
+way.start(int(sys.argv[1]))           # a receiver in another session
+seen.append(give_way.autogroup()[1])
+way.follow(os.getpid())               # the next one runs in this session
+seen.append(give_way.autogroup()[1])
+way.follow(int(sys.argv[1]))          # and the one after in another again
+seen.append(give_way.autogroup()[1])
+way.end()
+seen.append(give_way.autogroup()[1])
+print(json.dumps(seen))
+"""
+
+
+@needs_autogroup
+def test_following_the_next_receiver_lowers_or_gives_back_as_its_session_asks() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", FOLLOW, str(os.getpid())],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    nice = give_way.AUTOGROUP_NICE
+    assert json.loads(out.stdout) == [nice, 0, nice, 0]
+
+
 @needs_autogroup
 def test_a_dashboard_in_the_receivers_session_leaves_the_session_alone() -> None:
     mine = give_way.autogroup()

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
-from walletpass_tui.cli.give_way import giving_way
+from walletpass_tui.cli.give_way import GivingWay
+from walletpass_tui.cli.signals import exit_app_on_signals
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
+
+if TYPE_CHECKING:
+    from walletpass_tui.runtime.attached import AttachedRuntime
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -97,14 +101,18 @@ def run_attached(
 ) -> int:
     # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
     # normal priority) is scheduled before this dashboard, never the other way round.
-    with giving_way(record.pid) if give_way else contextlib.nullcontext():
-        # As for the dashboard: no cyclic collection while the UI is imported (the app turns it
-        # on after its first frame).
-        gc.disable()
-        try:
-            return asyncio.run(run_attached_async(settings, record, theme, notices))
-        finally:
-            gc.enable()
+    way = GivingWay() if give_way else None
+    if way is not None:
+        way.start(record.pid)
+    # As for the dashboard: no cyclic collection while the UI is imported (the app turns it on
+    # after its first frame).
+    gc.disable()
+    try:
+        return asyncio.run(run_attached_async(settings, record, theme, notices, way))
+    finally:
+        gc.enable()
+        if way is not None:
+            way.end()
 
 
 async def run_attached_async(
@@ -112,6 +120,7 @@ async def run_attached_async(
     record: instance.InstanceRecord,
     theme: str | None = None,
     notices: Sequence[str] = (),
+    way: GivingWay | None = None,
 ) -> int:
     from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page
     from walletpass_tui.runtime.attached import AttachedRuntime
@@ -126,7 +135,26 @@ async def run_attached_async(
             app = build_app(
                 runtime, client, first_page=first_page, theme=theme, notices=tuple(notices)
             )
-            await app.run_async()
+            followed = None
+            if way is not None:
+                giving = way
+                followed = runtime.watch(lambda: _follow(runtime, giving))
+            try:
+                # SIGTERM and SIGHUP (the terminal closed) end it in order: the terminal is
+                # restored and the session given its priority back.
+                with exit_app_on_signals(app.exit):
+                    await app.run_async()
+            finally:
+                if followed is not None:
+                    followed()
         finally:
             await client.aclose()
     return app.return_code or 0
+
+
+def _follow(runtime: AttachedRuntime, way: GivingWay) -> None:
+    """The receiver followed may have changed: its session looked at on a thread (a write to
+    the session's priority may wait out the kernel's 0.1 s between two)."""
+    record = runtime.record
+    if record is not None and not runtime.gone:
+        asyncio.get_running_loop().run_in_executor(None, way.follow, record.pid)

@@ -10,7 +10,8 @@ and each is skipped where the system does not offer it:
   Where the receiver runs in another session (another terminal, another tmux pane), this
   session's group gets ``AUTOGROUP_NICE`` while the dashboard runs, and its earlier value back
   when it ends. Where the receiver shares the session, nothing changes: that would slow the
-  receiver too.
+  receiver too. A dashboard follows the next receiver that starts on the home: the session is
+  lowered or given back again as that receiver's session asks.
 * A short time slice (Linux 6.12 and newer, ``sched_setattr``). The dashboard may be interrupted
   after ``SLICE_NS`` instead of the usual 1-3 ms, so a receiver woken by a delivery runs at once.
   Older kernels ignore it.
@@ -28,6 +29,7 @@ import errno
 import os
 import struct
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -83,30 +85,64 @@ def short_slice(ns: int = SLICE_NS) -> bool:
     return int(libc.syscall(number, 0, attr, 0)) == 0
 
 
+class GivingWay:
+    """The three settings for one dashboard: ``start`` (the nice value, the slice, the session
+    for the receiver found at start), ``follow`` when another receiver is followed (the session
+    lowered or given back as that one's session asks), ``end`` (the session given back)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # ``follow`` may run on a thread while another ends
+        self._given_back: int | None = None  # the session's value before it was lowered
+        self._followed: int | None = None  # the receiver's pid last looked at
+
+    def start(self, receiver_pid: int | None) -> None:
+        if not ACTIVE:
+            return
+        with contextlib.suppress(OSError, AttributeError):  # no nice values here: the usual one
+            if os.getpriority(os.PRIO_PROCESS, 0) < NICENESS:
+                os.setpriority(os.PRIO_PROCESS, 0, NICENESS)
+        short_slice()
+        self.follow(receiver_pid)
+
+    def follow(self, receiver_pid: int | None) -> None:
+        """The receiver now followed: its session another than ours lowers ours, the same one
+        gives ours back. None (no receiver now) changes nothing."""
+        if not ACTIVE or not receiver_pid:
+            return
+        with self._lock:
+            if receiver_pid == self._followed:
+                return
+            self._followed = receiver_pid
+            mine, theirs = autogroup(), autogroup(receiver_pid)
+            if mine is None or theirs is None:
+                return
+            if mine[0] == theirs[0]:
+                self._give_back(mine)
+            elif (
+                self._given_back is None
+                and 0 <= mine[1] < AUTOGROUP_NICE
+                and set_autogroup_nice(AUTOGROUP_NICE)
+            ):
+                self._given_back = mine[1]
+
+    def end(self) -> None:
+        with self._lock:
+            self._give_back(autogroup())
+
+    def _give_back(self, now: tuple[str, int] | None) -> None:
+        # Only if nobody changed it meanwhile (another dashboard in the session that ended
+        # first gave it back already, or the user set one of their own).
+        before, self._given_back = self._given_back, None
+        if before is not None and now is not None and now[1] == AUTOGROUP_NICE:
+            set_autogroup_nice(before)
+
+
 @contextlib.contextmanager
-def giving_way(receiver_pid: int | None) -> Iterator[None]:
-    """All three, for as long as the block runs; the session's group is given its value back."""
-    if not ACTIVE:
-        yield
-        return
-    with contextlib.suppress(OSError, AttributeError):  # no nice values here: the usual priority
-        if os.getpriority(os.PRIO_PROCESS, 0) < NICENESS:
-            os.setpriority(os.PRIO_PROCESS, 0, NICENESS)
-    short_slice()
-    mine = autogroup()
-    theirs = autogroup(receiver_pid) if receiver_pid else None
-    lowered = (
-        mine is not None
-        and theirs is not None
-        and mine[0] != theirs[0]
-        and 0 <= mine[1] < AUTOGROUP_NICE
-        and set_autogroup_nice(AUTOGROUP_NICE)
-    )
+def giving_way(receiver_pid: int | None) -> Iterator[GivingWay]:
+    """All three, for as long as the block runs; the session is given its value back."""
+    way = GivingWay()
+    way.start(receiver_pid)
     try:
-        yield
+        yield way
     finally:
-        now = autogroup()
-        # Given back only if nobody changed it meanwhile (another dashboard in the session that
-        # ended first gave it back already, or the user set one of their own).
-        if lowered and mine is not None and now is not None and now[1] == AUTOGROUP_NICE:
-            set_autogroup_nice(mine[1])
+        way.end()
