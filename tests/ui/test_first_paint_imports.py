@@ -92,7 +92,7 @@ async def test_the_first_frame_loads_none_of_what_comes_after_it(
     )
     assert report.exists(), done.stderr.decode()[-2000:]
     result = json.loads(report.read_text())
-    assert result["code"] == 0, result
+    assert result["code"] == 0, (result, done.stderr.decode()[-3000:])
     assert result["first_row"] == [], f"loaded before the first row: {result['first_row']}"
     # The probe can fail: the traffic counts are loaded once the history is read.
     assert "walletpass_tui.ui.view.traffic" in result["after"], result
