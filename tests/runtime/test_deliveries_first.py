@@ -21,6 +21,7 @@ from typing import Any
 
 import factories
 import pytest
+from waiting import until
 
 from walletpass_tui.runtime.followers import CommitFollowers
 from walletpass_tui.webhooks.models import Attempt
@@ -110,14 +111,6 @@ async def following(tmp_path: Path) -> Any:
     finally:
         await followers.stop()
         await store.close()
-
-
-async def until(check: Callable[[], object]) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + DEADLINE_S
-    while not check():
-        assert loop.time() < deadline, "the condition never became true"
-        await asyncio.sleep(0.01)
 
 
 def gaps(times: list[float], quiet_s: float) -> int:

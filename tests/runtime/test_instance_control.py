@@ -12,7 +12,7 @@ import pwd
 import socket
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from waiting import until
 
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import control, control_server, instance
@@ -40,14 +41,6 @@ async def post(url: str, msg_id: str) -> int:
     headers = {**sign(SECRET, msg_id, BODY, datetime.now(UTC)), "content-type": "application/json"}
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
         return (await client.post(url, content=BODY, headers=headers)).status_code
-
-
-async def until(check: Callable[[], object]) -> None:
-    for _ in range(int(DEADLINE_S / 0.01)):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition never became true")
 
 
 @contextlib.asynccontextmanager

@@ -18,6 +18,7 @@ from typing import Any
 import factories
 import httpx
 import pytest
+from waiting import until
 
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import control, instance
@@ -44,14 +45,6 @@ def now_ms() -> int:
 async def post(client: httpx.AsyncClient, url: str, msg_id: str) -> int:
     headers = {**sign(SECRET, msg_id, BODY, datetime.now(UTC)), "content-type": "application/json"}
     return (await client.post(url, content=BODY, headers=headers)).status_code
-
-
-async def until(check: Any) -> None:
-    for _ in range(int(DEADLINE_S / 0.005)):
-        if check():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
 
 
 def counts_agree(path: Path) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import factories
 import pytest
+from waiting import until
 
 from walletpass_tui.config import Settings
 from walletpass_tui.runtime import instance
@@ -25,14 +26,6 @@ from walletpass_tui.webhooks.store import Store
 
 OLD = 1_500
 DEADLINE_S = 60.0  # "did not hang" guard, never a timing assertion
-
-
-async def until(check: Any) -> None:
-    for _ in range(int(DEADLINE_S / 0.005)):
-        if check():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
 
 
 @pytest.fixture
