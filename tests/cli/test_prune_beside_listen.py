@@ -20,7 +20,7 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -345,26 +345,37 @@ async def test_a_second_prune_is_refused_while_the_receiver_prunes(clean_env: Pa
     )
 
 
-class OldReceiver:
-    """A receiver of the version before prune requests, as its channel behaves: its hello lists
-    the requests it knows, and any other is answered as unknown."""
+class FakeReceiver:
+    """A receiver's channel as another program may serve it: it takes a prune request and then
+    says nothing (``refusal`` None: suspended, or hung), or refuses it with ``refusal``."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusal: str | None, controls: Sequence[str] = control.REQUESTS) -> None:
+        self.refusal = refusal
+        self.controls = tuple(controls)
         self.asked: list[str] = []
 
     def hello(self) -> dict[str, Any]:
-        state = ReceiverStatus(controls=control.OPS).to_wire()
+        state = ReceiverStatus(controls=self.controls).to_wire()
         return {"instance": {"pid": os.getpid()}, "state": state, "upto": 0}
 
     def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
         self.asked.append(op)
-        raise ValueError(f"no such request ({', '.join(control.OPS)} are known)")
+        if self.refusal is not None:
+            raise ValueError(self.refusal)
 
     def left(self, viewer: object) -> None:
         """Nothing asked lasts."""
 
     def after_hello(self) -> list[dict[str, Any]]:
         return []
+
+
+class OldReceiver(FakeReceiver):
+    """A receiver of the version before prune requests, as its channel behaves: its hello lists
+    the requests it knows, and any other is answered as unknown."""
+
+    def __init__(self) -> None:
+        super().__init__(f"no such request ({', '.join(control.OPS)} are known)", control.OPS)
 
 
 async def test_an_older_receiver_leaves_the_command_to_prune_by_itself(clean_env: Path) -> None:
@@ -418,30 +429,6 @@ async def test_a_cutoff_in_the_future_is_said_as_the_now_the_receiver_pruned_bef
         assert job is not None and job.cutoff_ms <= now_ms()
     assert (status, err) == (0, "")
     assert out == f"Removed {OLD} attempt(s) received before {format_ms(job.cutoff_ms)}.\n"
-
-
-class FakeReceiver:
-    """A receiver's channel as another program may serve it: it takes a prune request and then
-    says nothing (``refusal`` None: suspended, or hung), or refuses it with ``refusal``."""
-
-    def __init__(self, refusal: str | None) -> None:
-        self.refusal = refusal
-        self.asked: list[str] = []
-
-    def hello(self) -> dict[str, Any]:
-        state = ReceiverStatus(controls=control.REQUESTS).to_wire()
-        return {"instance": {"pid": os.getpid()}, "state": state, "upto": 0}
-
-    def request(self, op: str, message: Mapping[str, Any], viewer: object) -> None:
-        self.asked.append(op)
-        if self.refusal is not None:
-            raise ValueError(self.refusal)
-
-    def left(self, viewer: object) -> None:
-        """Nothing asked lasts."""
-
-    def after_hello(self) -> list[dict[str, Any]]:
-        return []
 
 
 @contextlib.asynccontextmanager
