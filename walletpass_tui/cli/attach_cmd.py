@@ -153,8 +153,9 @@ async def run_attached_async(
 
 
 def _follow(runtime: AttachedRuntime, way: GivingWay) -> None:
-    """The receiver followed may have changed: its session looked at on a thread (a write to
-    the session's priority may wait out the kernel's 0.1 s between two)."""
+    """A receiver with another pid is followed now: its session looked at on a thread (a write
+    to the session's priority may wait out the kernel's 0.1 s between two). Other changes of
+    state (paused, counts) ask nothing."""
     record = runtime.record
-    if record is not None and not runtime.gone:
+    if record is not None and not runtime.gone and record.pid != way.followed:
         asyncio.get_running_loop().run_in_executor(None, way.follow, record.pid)

@@ -95,6 +95,11 @@ class GivingWay:
         self._given_back: int | None = None  # the session's value before it was lowered
         self._followed: int | None = None  # the receiver's pid last looked at
 
+    @property
+    def followed(self) -> int | None:
+        """The receiver's pid last looked at."""
+        return self._followed
+
     def start(self, receiver_pid: int | None) -> None:
         if not ACTIVE:
             return
