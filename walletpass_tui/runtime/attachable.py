@@ -39,6 +39,8 @@ from walletpass_tui.runtime.control import (
     prune_cutoff,
 )
 from walletpass_tui.runtime.control_server import ControlServer
+from walletpass_tui.runtime.draw_beside import DrawServer
+from walletpass_tui.runtime.draw_beside import socket_path as draw_socket_path
 from walletpass_tui.runtime.protocol import (
     DeliveryListener,
     ForwardListener,
@@ -120,6 +122,7 @@ class Attachable:
         self.claim = claim
         self.record = record
         self.server = ControlServer(claim.socket_path, self)
+        self.drawer = DrawServer(draw_socket_path(claim.directory), claim.home)
         self.upto = 0  # the newest attempt id committed, as far as this receiver knows
         self._told = 0  # the newest id viewers were told of
         self._told_at = float("-inf")
@@ -161,6 +164,7 @@ class Attachable:
         try:
             attachable.upto = await runtime.store.last_id()
             await attachable.server.start()
+            await attachable.drawer.start()
             attachable._follow()
             claim.publish(record)
         except BaseException:
@@ -181,6 +185,7 @@ class Attachable:
         if self._telling is not None:
             self._telling.cancel()
             self._telling = None
+        await self.drawer.stop()
         await self.server.stop()
 
     def release(self) -> None:

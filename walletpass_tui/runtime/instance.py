@@ -12,6 +12,7 @@ and a second dashboard look for it. Everything lives in one private directory::
                            start time; removed at a clean stop. Found while the lock is free, it
                            is stale: a receiver died without cleaning up.
       control.sock         the control channel (control.py), 0600
+      draw.sock            dashboards drawn beside the receiver (draw_beside.py), 0600
 
 Looking takes a shared lock for an instant; a receiver starting in that instant waits it out
 (``CLAIM_WAIT_S``) instead of taking the looker for a receiver.
