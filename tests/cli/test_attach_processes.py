@@ -125,15 +125,17 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
         pid = listen.proc.pid
         terminal.start("one", ["attach"], clean_env)
         terminal.wait_for("one", f"attached to listen, pid {pid}")
-        # Looking gives way to receiving: the dashboard runs at a lower priority than listen.
-        viewer = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
-        assert os.getpriority(os.PRIO_PROCESS, viewer) >= 5
-        assert os.getpriority(os.PRIO_PROCESS, pid) < 5
-        # In a terminal of its own, its whole session gives way too (listen's does not).
-        mine, theirs = give_way.autogroup(viewer), give_way.autogroup(pid)
-        if mine is not None and theirs is not None:
-            assert mine[0] != theirs[0]
-            assert mine[1] == give_way.AUTOGROUP_NICE and theirs[1] < give_way.AUTOGROUP_NICE
+        # Looking gives way to receiving: listen draws the dashboard beside it, in its own
+        # session at the idle policy, on this terminal; the terminal's own session is left as
+        # it was.
+        front = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        drawn = drawn_by(pid)
+        assert len(drawn) == 1
+        assert os.getsid(drawn[0]) == os.getsid(pid) != os.getsid(front)
+        assert os.sched_getscheduler(drawn[0]) == os.SCHED_IDLE
+        assert os.sched_getscheduler(pid) != os.SCHED_IDLE
+        if give_way.autogroup(front) is not None:
+            assert give_way.autogroup(front) == (give_way.autogroup(front)[0], 0)
         assert post(url, "msg_on_screen", BODY) == 200
         terminal.wait_for("one", "msg_on_screen")
 
@@ -171,12 +173,80 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
             while not (terminal.ended("one") and terminal.ended("two")):
                 assert time.monotonic() < deadline, "the dashboards did not quit"
                 time.sleep(0.1)
-            # Detaching left the receiver as it was.
+            # Detaching left the receiver as it was, and ended what the first listen drew.
             assert again.proc.poll() is None
+            assert not [p for p in drawn if running(p)]
             assert post(again_url, "msg_after", BODY) == 200
             assert again.interrupt() == 0
         finally:
             again.kill()
+    finally:
+        listen.kill()
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (an ended process not yet reaped does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):  # gone
+        return False
+    return state != "Z"
+
+
+def drawn_by(pid: int) -> list[int]:
+    """The dashboards a receiver drew beside it (its children running ``attach``)."""
+    found = subprocess.run(["pgrep", "-P", str(pid), "-f", "drawn-for"], capture_output=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def test_a_dashboard_drawn_beside_listen_ends_with_its_terminal_s_process(
+    clean_env: Path, terminal: Terminal
+) -> None:
+    """Killed outright, the ``attach`` in the terminal takes the dashboard drawn for it along:
+    nothing keeps drawing on a terminal that went back to its shell."""
+    listen, _ = start_listen()
+    try:
+        terminal.start("one", ["attach"], clean_env)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        assert len(drawn_by(listen.proc.pid)) == 1
+        front = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        os.kill(front, signal.SIGKILL)
+        deadline = time.monotonic() + DEADLINE_S
+        while drawn_by(listen.proc.pid):
+            assert time.monotonic() < deadline, "the dashboard outlived its terminal's process"
+            time.sleep(0.1)
+        assert listen.proc.poll() is None
+    finally:
+        listen.kill()
+
+
+def test_a_killed_dashboard_gives_the_terminal_back_with_one_line(
+    clean_env: Path, terminal: Terminal, tmp_path: Path
+) -> None:
+    listen, _ = start_listen()
+    after = tmp_path / "after.txt"
+    try:
+        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
+        then = f"echo status=$? > {after}; stty -a >> {after} 2>&1; sleep 60"
+        line = (
+            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} "
+            f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
+        )
+        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        (drawn,) = drawn_by(listen.proc.pid)
+        os.kill(drawn, signal.SIGKILL)
+        shown = terminal.wait_for("one", "The dashboard stopped before it finished")
+        deadline = time.monotonic() + DEADLINE_S
+        while "speed" not in (after.read_text() if after.exists() else ""):
+            assert time.monotonic() < deadline, "attach did not end"
+            time.sleep(0.1)
+        said = after.read_text()
+        assert said.startswith("status=1\n"), said
+        words = said.replace(";", " ").split()
+        assert "echo" in words and "icanon" in words, said  # not -echo, -icanon
+        assert "--normal-priority" in shown.replace("\n", "")
+        assert listen.proc.poll() is None
     finally:
         listen.kill()
 

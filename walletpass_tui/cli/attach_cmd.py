@@ -13,14 +13,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletpass_tui.cli.common import CommandError, settings_from_args
-from walletpass_tui.cli.give_way import GivingWay
+from walletpass_tui.cli.give_way import GivingWay, active
 from walletpass_tui.cli.signals import exit_app_on_signals
 from walletpass_tui.config import Settings
+from walletpass_tui.errors import WalletpassError
 from walletpass_tui.runtime import instance
 
 if TYPE_CHECKING:
@@ -51,22 +52,69 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument(
         "--normal-priority",
         action="store_true",
-        help="keep the usual scheduling priority; by default the dashboard gives way to the "
-        "receiver on a busy machine (a lower priority for it and, while it runs, for its "
-        "terminal session: see docs/attach.md)",
+        help="draw the dashboard in this process at the usual priority; by default it gives way "
+        "to the receiver on a busy machine: drawn beside the receiver at the idle priority, or "
+        "where that cannot be, at a lower priority here (see docs/attach.md)",
     )
+    # The dashboard a receiver draws beside it (draw_beside.py): the two pipes it was given,
+    # and what the front would have shown first.
+    p.add_argument("--drawn-for", metavar="LIFE,DONE", help=argparse.SUPPRESS)
+    p.add_argument("--notice", action="append", default=[], help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_attach)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
     from walletpass_tui.cli.dashboard_start import theme_arg
 
+    if args.drawn_for is not None:
+        return _drawn(args)
     theme = theme_arg(args.theme)
     settings = settings_from_args(args)
     found = instance.find(settings.home)
     if not isinstance(found, instance.Running) or found.record is None:
         raise CommandError(not_running(settings.home, found))
-    return run_attached(settings, found.record, theme, give_way=not args.normal_priority)
+    return run_attached(
+        settings,
+        found.record,
+        theme,
+        give_way=not args.normal_priority,
+        config=getattr(args, "config", None),
+    )
+
+
+def _drawn(args: argparse.Namespace) -> int:
+    """The dashboard a receiver started beside it: at the idle priority, ended when its front
+    is gone, its exit status written to the front before it exits."""
+    from walletpass_tui.cli.attach_beside import idle_priority, parse_pipes, say_done
+    from walletpass_tui.cli.dashboard_start import theme_arg
+
+    try:
+        life, done = parse_pipes(args.drawn_for)
+    except (ValueError, OSError):
+        raise CommandError(
+            "--drawn-for is given by a receiver that draws a dashboard beside it; run "
+            "`walletpass-tui attach` instead."
+        ) from None
+    idle_priority()
+    status = 1
+    try:
+        theme = theme_arg(args.theme)
+        settings = settings_from_args(args)
+        found = instance.find(settings.home)
+        if not isinstance(found, instance.Running) or found.record is None:
+            raise CommandError(not_running(settings.home, found))
+        status = run_attached(
+            settings, found.record, theme, tuple(args.notice), give_way=False, life=life
+        )
+        return status
+    except WalletpassError as exc:  # said by the command line's handler, before the pipe closes
+        status = exc.exit_status
+        raise
+    except KeyboardInterrupt:
+        status = 130
+        raise
+    finally:
+        say_done(done, status)
 
 
 def not_running(home: Path, found: instance.Found) -> str:
@@ -98,9 +146,19 @@ def run_attached(
     notices: Sequence[str] = (),
     *,
     give_way: bool = True,
+    config: str | None = None,
+    life: int | None = None,
 ) -> int:
+    """The dashboard on ``record``'s receiver: drawn beside it where that can be (and giving way
+    is asked), else here. ``life``: a descriptor whose end of file ends the dashboard."""
     # Looking gives way to receiving: on a busy machine the receiver (and anything else at the
     # normal priority) is scheduled before this dashboard, never the other way round.
+    if give_way and active():
+        from walletpass_tui.cli.attach_beside import draw_beside
+
+        status = draw_beside(settings, record, theme, notices, config)
+        if status is not None:
+            return status
     way = GivingWay() if give_way else None
     if way is not None:
         way.start(record.pid)
@@ -108,7 +166,7 @@ def run_attached(
     # after its first frame).
     gc.disable()
     try:
-        return asyncio.run(run_attached_async(settings, record, theme, notices, way))
+        return asyncio.run(run_attached_async(settings, record, theme, notices, way, life))
     finally:
         gc.enable()
         if way is not None:
@@ -121,6 +179,7 @@ async def run_attached_async(
     theme: str | None = None,
     notices: Sequence[str] = (),
     way: GivingWay | None = None,
+    life: int | None = None,
 ) -> int:
     from walletpass_tui.cli.dashboard_start import LazyServiceClient, read_first_page
     from walletpass_tui.runtime.attached import AttachedRuntime
@@ -139,6 +198,8 @@ async def run_attached_async(
             if way is not None:
                 giving = way
                 followed = runtime.watch(lambda: _follow(runtime, giving))
+            if life is not None:  # its front gone (closed, killed): ended in order
+                _end_with_front(life, app.exit)
             try:
                 # SIGTERM and SIGHUP (the terminal closed) end it in order: the terminal is
                 # restored and the session given its priority back.
@@ -147,9 +208,22 @@ async def run_attached_async(
             finally:
                 if followed is not None:
                     followed()
+                if life is not None:
+                    asyncio.get_running_loop().remove_reader(life)
         finally:
             await client.aclose()
     return app.return_code or 0
+
+
+def _end_with_front(life: int, exit_app: Callable[[], object]) -> None:
+    """``exit_app`` once ``life`` reads its end of file (the front never writes to it)."""
+    loop = asyncio.get_running_loop()
+
+    def gone() -> None:
+        loop.remove_reader(life)
+        exit_app()
+
+    loop.add_reader(life, gone)
 
 
 def _follow(runtime: AttachedRuntime, way: GivingWay) -> None:

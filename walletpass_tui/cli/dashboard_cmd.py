@@ -107,7 +107,7 @@ def _attach(
             f"{'is' if len(unused) == 1 else 'are'} not used. Stop that receiver first to "
             "start one with them, or use another --home."
         )
-    return run_attached(settings, record, theme, notices)
+    return run_attached(settings, record, theme, notices, config=getattr(args, "config", None))
 
 
 # Flags of the command line that only configure a receiver this process would start.

@@ -38,6 +38,12 @@ AUTOGROUP_NICE = 19  # the session's group while a dashboard looks at a receiver
 SLICE_NS = 100_000  # 0.1 ms, the shortest slice Linux takes
 ACTIVE = True  # False: nothing is changed (a process that must keep its priority)
 
+
+def active() -> bool:
+    """Whether giving way changes anything in this process (tests turn it off)."""
+    return ACTIVE
+
+
 _SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}
 _ATTR = struct.Struct("=IIQiIQQQII")  # struct sched_attr, its first version (56 bytes)
 _RETRIES = 6  # writes to an autogroup are refused for 0.1 s after anyone's (EAGAIN)

@@ -1,0 +1,193 @@
+"""``attach`` with the dashboard drawn beside the receiver (``runtime/draw_beside.py`` says why
+and how): the *front*, which stays in the terminal and waits, and what the dashboard it asked
+for does with the two pipes it is given.
+
+The front asks only where it helps and can work: its input and output are a terminal, the
+receiver runs in another terminal session, and the receiver serves the draw socket. Otherwise,
+or when the receiver refuses, the dashboard is drawn in the front's own process, giving way as
+``give_way.py`` says. While the dashboard runs, the front hands it the terminal's resizes
+(SIGWINCH) and its own stop signals (SIGTERM, SIGHUP; SIGINT as SIGTERM), and ends with its exit
+status; a second stop signal ends the front at once (exit 130), the terminal restored. A dashboard that ends without one (killed) leaves the terminal as the front found it.
+The dashboard ends when its front is gone, killed included (the life pipe's end of file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import stat
+import sys
+import termios
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from walletpass_tui.cli.common import CommandError
+from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
+from walletpass_tui.runtime import instance
+from walletpass_tui.runtime.draw_beside import Drawn, DrawRefused, DrawRequest, ask_to_draw
+
+log = logging.getLogger(__name__)
+
+MAX_STATUS = 16  # bytes of the exit status read from the done pipe
+# What a full-screen app leaves behind if it is killed: the alternate screen, a hidden cursor,
+# mouse reporting, bracketed paste. Written back to usual when a dashboard ends without a status.
+RESET = "\x1b[?7h\x1b[?1004l\x1b[?1015l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[?1049l"
+FORWARDED: dict[int, int] = {
+    signal.SIGWINCH: signal.SIGWINCH,
+    signal.SIGTERM: signal.SIGTERM,
+    signal.SIGHUP: signal.SIGHUP,
+    signal.SIGINT: signal.SIGTERM,
+}
+
+
+def draw_beside(
+    settings: Settings,
+    record: instance.InstanceRecord,
+    theme: str | None,
+    notices: Sequence[str],
+    config: str | None = None,
+) -> int | None:
+    """The dashboard drawn beside the receiver and waited for: its exit status. None where it
+    was not drawn there (the caller draws it here). ``config``: the --config given, if one was."""
+    if not (os.isatty(0) and os.isatty(1)) or _same_session(record.pid):
+        return None
+    try:
+        saved = termios.tcgetattr(0)
+    except termios.error:  # not a terminal after all: drawn here
+        return None
+    request = DrawRequest(
+        env=_environment(settings),
+        cwd=os.getcwd(),
+        theme=theme,
+        config=str(Path(config).resolve()) if config is not None else None,
+        notices=tuple(notices),
+    )
+    try:
+        drawn = ask_to_draw(instance.run_dir(settings.home), request)
+    except (OSError, DrawRefused) as exc:  # drawn here instead: said in the log
+        log.info("the receiver did not draw the dashboard beside it (%s); drawn here", exc)
+        return None
+    if drawn is None:
+        return None
+    return wait_for(drawn, saved)
+
+
+def _environment(settings: Settings) -> dict[str, str]:
+    """This process's environment, and what its flags set that the dashboard reads (the
+    environment is never visible to other users, unlike a command line)."""
+    env = dict(os.environ)
+    if settings.source_of("base_url") == "flag" and settings.base_url:
+        env[ENV_BASE_URL] = settings.base_url
+    if settings.source_of("registration_url") == "flag" and settings.registration_url:
+        env[ENV_REGISTRATION_URL] = settings.registration_url
+    if settings.source_of("api_key") == "flag" and settings.api_key:
+        env[ENV_API_KEY] = settings.api_key.reveal()
+    return env
+
+
+def _same_session(pid: int) -> bool:
+    """Whether the receiver runs in this terminal session (or cannot be looked at): then
+    drawing beside it gains nothing."""
+    try:
+        return os.getsid(pid) == os.getsid(0)
+    except OSError:  # gone, or another's: drawn here
+        return True
+
+
+def wait_for(drawn: Drawn, saved: list[Any] | None) -> int:
+    """Wait for the dashboard's exit status, handing it resizes and stop signals meanwhile; a
+    second stop signal ends the wait (KeyboardInterrupt), the terminal restored."""
+    target = _Target(drawn.pid)
+    before = {sig: signal.signal(sig, target.forward) for sig in FORWARDED}
+    try:
+        status = bytearray()
+        while chunk := os.read(drawn.done, MAX_STATUS):  # retried after each signal handled
+            status += chunk
+            del status[:-MAX_STATUS]
+    except KeyboardInterrupt:
+        _restore(saved)
+        raise
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        target.close()
+        drawn.close()
+    try:
+        return int(status.decode("ascii"))
+    except ValueError:
+        _restore(saved)
+        raise CommandError(
+            "The dashboard stopped before it finished (was it killed?). Run the same command "
+            "again, or add --normal-priority to draw it in this terminal's own process."
+        ) from None
+
+
+def _restore(saved: list[Any] | None) -> None:
+    """The terminal's modes as the front found them (``saved``; None: not a terminal), and what
+    a full-screen app turns on turned off."""
+    if saved is None:
+        return
+    with contextlib.suppress(termios.error, OSError):  # the terminal is gone: nothing to restore
+        termios.tcsetattr(0, termios.TCSADRAIN, saved)
+        os.write(1, RESET.encode())
+
+
+class _Target:
+    """The dashboard's process, signalled through a pidfd where the system has them (never
+    another process that took its pid)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.stops = 0  # stop signals handed on so far
+        self.pidfd: int | None = None
+        with contextlib.suppress(OSError, AttributeError):  # no pidfds here: by pid
+            self.pidfd = os.pidfd_open(pid)
+
+    def forward(self, sig: int, _frame: FrameType | None) -> None:
+        if sig != signal.SIGWINCH:
+            self.stops += 1
+            if self.stops > 1:  # the dashboard did not end on the first: stop waiting for it
+                raise KeyboardInterrupt
+        with contextlib.suppress(OSError):  # it ended meanwhile: its status comes next
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, FORWARDED[sig])
+            else:
+                os.kill(self.pid, FORWARDED[sig])
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):  # closed already
+                os.close(self.pidfd)
+
+
+# -- the dashboard's side -----------------------------------------------------------------------
+
+
+def parse_pipes(text: str) -> tuple[int, int]:
+    """``--drawn-for LIFE,DONE``: the two descriptors the receiver passed on."""
+    life, done = (int(part) for part in text.split(","))
+    for fd in (life, done):
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):  # OSError where there is no such descriptor
+            raise ValueError(f"descriptor {fd} is not a pipe")
+        os.set_inheritable(fd, False)  # never held by a program the dashboard starts
+    return life, done
+
+
+def idle_priority() -> None:
+    """The idle policy: the receiver beside it, woken by a delivery, takes the CPU at once."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):  # no idle policy here: the lowest nice value instead
+        with contextlib.suppress(OSError, AttributeError):  # no nice values either
+            os.setpriority(os.PRIO_PROCESS, 0, 19)
+
+
+def say_done(done: int, status: int) -> None:
+    """The exit status to the front (it ends with it once the pipe closes at exit)."""
+    with contextlib.suppress(OSError):  # the front is gone: nobody to tell
+        os.write(done, str(status).encode("ascii"))
+    sys.stdout.flush()
