@@ -7,17 +7,18 @@ One ``walletpass-tui listen`` process, in one run:
 
 * Cost to the receiver: its acknowledgement p99 at a steady 200/s (``receiver.py``'s open-loop
   client: each request timed from its scheduled send time, on keep-alive connections) with two
-  dashboards attached (``walletpass-tui attach``, real processes in tmux panes of 120x36, started
-  before the round and quit after it) against the same receiver with none, in alternating rounds
+  dashboards attached (``walletpass-tui attach`` in tmux panes of 120x36, each a terminal
+  session of its own, started before the round and quit after it; each dashboard is drawn
+  beside the receiver, ``runtime/draw_beside.py``, and measured there) against the same receiver with none, in alternating rounds
   (the kinds take turns to go first). Reported: each round's p99 and the ratio of the
   medians. Target: <= 1.25x. Two peers run in the same rotation (``--no-peers``: not): two
   *listeners*, processes that take the control channel's messages and read each new row from
   the history as a dashboard does, but draw nothing (what looking asks of the receiver), and two
-  *burners*, processes that give way as a dashboard does (``cli/give_way.py``), each in a
-  session of its own, and do nothing but burn as much CPU as the dashboards measured, in 12 ms
+  *burners*, processes that give way as a dashboard drawn in its own terminal's process does
+  (``cli/give_way.py``: what ``attach`` falls back to), each in a session of its own, and do nothing but burn as much CPU as the dashboards measured, in 12 ms
   bursts (what any program using that much of the machine costs the receiver's p99 on it).
-  A third kind, *usual*, attaches the two dashboards with ``--normal-priority`` (what giving
-  way saves).
+  A third kind, *usual*, attaches the two dashboards with ``--normal-priority``: each drawn in
+  its pane's own process at the usual priority (what giving way saves).
 * Cost of looking: each attached dashboard's CPU (user + system time from ``/proc``, as a share
   of one core) over the attached rounds at 200/s, and the receiver's own in both kinds of round.
   Target: <= 5% of a core a dashboard.
@@ -90,8 +91,20 @@ class Panes:
             time.sleep(0.1)
 
     def pid(self, name: str) -> int:
-        """The dashboard's process (the pane runs it with exec)."""
-        return int(self.tmux("list-panes", "-t", name, "-F", "#{pane_pid}").split()[0])
+        """The process drawing the dashboard: the one the receiver drew beside it on this
+        pane's terminal, else the pane's own (it runs ``attach`` with exec)."""
+        pane = int(self.tmux("list-panes", "-t", name, "-F", "#{pane_pid}").split()[0])
+        tty = self.tmux("display-message", "-p", "-t", name, "#{pane_tty}").strip()
+        for proc in Path("/proc").iterdir():
+            try:
+                if (
+                    b"--drawn-for" in (proc / "cmdline").read_bytes()
+                    and os.readlink(proc / "fd" / "0") == tty
+                ):
+                    return int(proc.name)
+            except (OSError, ValueError):  # not ours, or gone
+                continue
+        return pane
 
     def quit(self, names: list[str]) -> None:
         for name in names:
@@ -376,9 +389,9 @@ def main() -> int:
             cost = cost_phase(workdir, args.rounds, args.seconds, args.settle, not args.no_peers)
             alone = statistics.median(cost["p99"]["alone"])
             labels = {
-                "attached": "two dashboards attached",
+                "attached": "two dashboards attached (drawn beside it)",
                 "listeners": "two listeners (a dashboard's data path, no drawing)",
-                "burners": "two CPU burners (as much CPU as the dashboards, nothing else)",
+                "burners": "two CPU burners in sessions of their own, giving way (as much CPU as the dashboards)",
                 "usual": "two dashboards attached with --normal-priority",
             }
             for kind, label in labels.items():
