@@ -1,4 +1,7 @@
-"""How an attached dashboard gives way to the receiver it shows, on a busy machine.
+"""How an attached dashboard drawn in its own process gives way to the receiver it shows, on a
+busy machine. (Where it can, ``attach`` has the receiver draw the dashboard beside it instead,
+at the idle policy in the receiver's own session: ``attach_beside.py``. This is for where it
+cannot: input or output not a terminal, a receiver without the draw socket, or one that refuses.)
 
 Three settings, each only ever lowers this process's claim on the CPU (none needs a privilege),
 and each is skipped where the system does not offer it:
@@ -16,9 +19,9 @@ and each is skipped where the system does not offer it:
   after ``SLICE_NS`` instead of the usual 1-3 ms, so a receiver woken by a delivery runs at once.
   Older kernels ignore it.
 
-Measured in ``benchmarks/attach.py`` (docs/attach.md): two dashboards in tmux panes of their
-own raised listen's acknowledgement p99 at 200/s 1.88x with only the nice value, 1.42x with all
-three, in the same run.
+Measured in ``benchmarks/attach.py`` (docs/attach.md): two dashboards drawn in tmux panes of
+their own raised listen's acknowledgement p99 at 200/s 1.88x with only the nice value, 1.42x with
+all three, in the same run; drawn beside the receiver, 1.02x.
 """
 
 from __future__ import annotations
