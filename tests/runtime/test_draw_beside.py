@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import socket
+import subprocess
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,7 @@ async def test_a_request_without_its_descriptors_is_refused_with_the_reason(
 ) -> None:
     reply = await ask(served, json.dumps(request()).encode() + b"\n")
     assert reply == {"error": "a request must carry exactly 5 descriptors, not 0"}
-    assert served.drawing == set()
+    assert served.drawing == {}
 
 
 async def test_a_dashboard_is_drawn_only_on_a_terminal(served: DrawServer) -> None:
@@ -156,7 +157,7 @@ async def test_garbage_too_much_and_too_slow_are_refused_and_every_descriptor_cl
         assert extra == {"error": "a request must carry exactly 5 descriptors"}
         # The receiver holds none of what it was sent: its descriptors are as before.
         await until(lambda: open_fds() == before)
-        assert served.refused == 5 and served.drawing == set()
+        assert served.refused == 5 and served.drawing == {}
     finally:
         term.close()
 
@@ -190,18 +191,22 @@ async def test_a_request_taken_starts_attach_on_the_terminal_it_was_given(
         assert status == b"1"
         assert "No receiver runs on" in shown
         await until(lambda: not served.drawing)
+        assert not os.path.exists(f"/proc/{reply['pid']}")  # noqa: ASYNC240 (reaped: no zombie)
     finally:
         term.close()
 
 
 async def test_no_more_than_max_drawn_at_once(served: DrawServer) -> None:
     served.max_drawn = 1
-    served.drawing.add(os.getpid())  # one drawn already, still running
+    running = subprocess.Popen(["sleep", "60"])  # noqa: ASYNC220 (started at once)
+    served.drawing[running.pid] = running  # one drawn already, still running
     term = Terminal()
     try:
         reply = await ask(served, DrawRequest.from_message(request()).to_line(), term.sent())
     finally:
         term.close()
+        running.kill()
+        running.wait()
     assert reply == {"error": "1 dashboards are drawn beside this receiver already"}
 
 

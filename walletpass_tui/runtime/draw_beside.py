@@ -151,12 +151,13 @@ class DrawServer:
         self.home = Path(home)
         self.max_drawn = max_drawn or MAX_DRAWN
         self.timeout_s = timeout_s or REQUEST_TIMEOUT_S
-        self.drawing: set[int] = set()  # pids of the dashboards drawn and still running
+        self.drawing: dict[int, subprocess.Popen[bytes]] = {}  # drawn and still running
+        self._starting = 0  # dashboards being started now
+        self._pidfds: dict[int, int] = {}  # what tells of each one's end
         self.refused = 0  # requests turned away, for tests and debug logs
         self._sock: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._serving: set[asyncio.Task[None]] = set()
-        self._lock = threading.Lock()  # ``drawing`` is changed by the reaping threads too
 
     async def start(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -181,6 +182,11 @@ class DrawServer:
                 each.cancel()
                 with contextlib.suppress(asyncio.CancelledError):  # the stop asked for
                     await each
+        loop = asyncio.get_running_loop()
+        for pidfd in self._pidfds.values():  # the dashboards go on; their ends go unheard
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+        self._pidfds.clear()
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
@@ -202,40 +208,52 @@ class DrawServer:
             task.add_done_callback(self._serving.discard)
 
     async def _serve(self, conn: socket.socket) -> None:
+        try:
+            reply = await self._answer(conn)
+            if reply is None:
+                return
+            if "error" in reply:
+                self.refused += 1
+                log.info("draw socket: refused a request (%s)", reply["error"])
+            with contextlib.suppress(OSError):  # the front may be gone: nothing to tell
+                conn.send(json.dumps(reply).encode() + b"\n")
+        finally:
+            conn.close()
+
+    async def _answer(self, conn: socket.socket) -> dict[str, Any] | None:
+        """What to answer ``conn``'s request (None: nothing, a stranger)."""
         fds: list[int] = []
-        reply: dict[str, Any]
         try:
             uid = peer_uid(conn)
             if uid is not None and uid != os.geteuid():
                 self.refused += 1
                 log.warning("draw socket: refused a process of uid %d", uid)
-                return
+                return None
             line = await asyncio.wait_for(self._receive(conn, fds), self.timeout_s)
             _check_fds(fds)
             request = DrawRequest.from_message(decode(line, MAX_REQUEST))
-            with self._lock:
-                if len(self.drawing) >= self.max_drawn:
-                    raise ValueError(
-                        f"{self.max_drawn} dashboards are drawn beside this receiver already"
-                    )
-            proc = await asyncio.get_running_loop().run_in_executor(None, self._spawn, request, fds)
-            reply = {"pid": proc.pid}
+            if len(self.drawing) + self._starting >= self.max_drawn:
+                raise ValueError(
+                    f"{self.max_drawn} dashboards are drawn beside this receiver already"
+                )
+            self._starting += 1
+            try:
+                loop = asyncio.get_running_loop()
+                proc = await loop.run_in_executor(None, self._spawn, request, fds)
+            finally:
+                self._starting -= 1
+            self._watch(proc)
+            return {"pid": proc.pid}
         except TimeoutError:  # answered to the front with the bound it broke
-            reply = {"error": f"a request not finished within {self.timeout_s:g} s"}
+            return {"error": f"a request not finished within {self.timeout_s:g} s"}
         except ValueError as exc:  # answered to the front with its reason
-            reply = {"error": str(exc)[:MAX_TEXT]}
+            return {"error": str(exc)[:MAX_TEXT]}
         except OSError as exc:  # the dashboard could not be started: said to the front
-            reply = {"error": f"the dashboard could not be started ({exc.strerror or exc})"}
+            return {"error": f"the dashboard could not be started ({exc.strerror or exc})"}
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):  # closed already: nothing to release
                     os.close(fd)
-        if "error" in reply:
-            self.refused += 1
-            log.info("draw socket: refused a request (%s)", reply["error"])
-        with contextlib.suppress(OSError):  # the front may be gone: nothing to tell
-            conn.send(json.dumps(reply).encode() + b"\n")
-        conn.close()
 
     async def _receive(self, conn: socket.socket, fds: list[int]) -> bytes:
         """One line and the descriptors sent with it (appended to ``fds`` as they arrive, so
@@ -285,16 +303,33 @@ class DrawServer:
             cwd=cwd,
             process_group=0,  # Ctrl-C in the receiver's terminal is not for it
         )
-        with self._lock:
-            self.drawing.add(proc.pid)
-        threading.Thread(target=self._reap, args=(proc,), name="draw reap", daemon=True).start()
         log.info("drew a dashboard beside the receiver (pid %d)", proc.pid)
         return proc
 
-    def _reap(self, proc: subprocess.Popen[bytes]) -> None:
-        proc.wait()
-        with self._lock:
-            self.drawing.discard(proc.pid)
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Count ``proc`` as drawing until it ends, then reap it: through a pidfd on the event
+        loop (no thread), or where there are none, a thread that waits for it."""
+        loop = asyncio.get_running_loop()
+        self.drawing[proc.pid] = proc
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except (OSError, AttributeError):  # no pidfds here: a thread waits instead
+            threading.Thread(
+                target=lambda: (proc.wait(), loop.call_soon_threadsafe(self._ended, proc, None)),
+                name="draw reap",
+                daemon=True,
+            ).start()
+            return
+        self._pidfds[proc.pid] = pidfd
+        loop.add_reader(pidfd, self._ended, proc, pidfd)
+
+    def _ended(self, proc: subprocess.Popen[bytes], pidfd: int | None) -> None:
+        if pidfd is not None:
+            asyncio.get_running_loop().remove_reader(pidfd)
+            os.close(pidfd)
+            self._pidfds.pop(proc.pid, None)
+        proc.poll()  # reaped: no zombie left
+        self.drawing.pop(proc.pid, None)
 
 
 async def _readable(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
