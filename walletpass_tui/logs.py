@@ -101,6 +101,14 @@ def open_private(path: Path) -> int:
     return fd
 
 
+_configured: list[Path] = []  # the debug log's file, once configured
+
+
+def configured_path() -> Path | None:
+    """The file this process logs to (``configure``), if it does."""
+    return _configured[-1] if _configured else None
+
+
 def configure(path: Path, *, command: str) -> logging.Handler:
     """Send the package's debug log (and other libraries' warnings) to ``path``.
 
@@ -117,6 +125,7 @@ def configure(path: Path, *, command: str) -> logging.Handler:
     package.setLevel(logging.DEBUG)
     logging.captureWarnings(True)
     package.info("log opened: %s, pid %d, python %s", command, os.getpid(), sys.version.split()[0])
+    _configured.append(path.absolute())
     return handler
 
 

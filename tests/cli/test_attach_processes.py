@@ -220,6 +220,39 @@ def test_a_dashboard_drawn_beside_listen_ends_with_its_terminal_s_process(
         listen.kill()
 
 
+def test_what_attach_s_flags_set_reaches_the_dashboard_drawn_beside_never_its_command_line(
+    clean_env: Path, terminal: Terminal, tmp_path: Path
+) -> None:
+    """--api-key (a secret), --base-url and --log-file travel in the environment, which only this
+    user can read; the dashboard's debug log goes to the file attach was given."""
+    key = "wp_test_key_never_in_ps_1234567890"
+    log_file = tmp_path / "debug.log"
+    listen, _ = start_listen()
+    try:
+        argv = ["attach", "--api-key", key, "--base-url", "http://127.0.0.1:9/api"]
+        terminal.start("one", [*argv, "--log-file", str(log_file)], clean_env)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        (drawn,) = drawn_by(listen.proc.pid)
+        command = Path(f"/proc/{drawn}/cmdline").read_bytes()
+        env = dict(
+            item.split(b"=", 1)
+            for item in Path(f"/proc/{drawn}/environ").read_bytes().split(b"\0")
+            if b"=" in item
+        )
+        assert key.encode() not in command and b"api" not in command.lower()
+        assert env[b"WALLETPASS_API_KEY"] == key.encode()
+        assert env[b"WALLETPASS_BASE_URL"] == b"http://127.0.0.1:9/api"
+        assert env[b"WALLETPASS_LOG"] == str(log_file).encode()
+        deadline = time.monotonic() + DEADLINE_S
+        while f"pid {drawn}" not in (log_file.read_text() if log_file.exists() else ""):
+            assert time.monotonic() < deadline, "the drawn dashboard never logged"
+            time.sleep(0.1)
+        assert key not in log_file.read_text()
+        terminal.keys("one", "C-q")
+    finally:
+        listen.kill()
+
+
 def test_a_killed_dashboard_gives_the_terminal_back_with_one_line(
     clean_env: Path, terminal: Terminal, tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from walletpass_tui import logs
 from walletpass_tui.cli.common import CommandError
 from walletpass_tui.config import ENV_API_KEY, ENV_BASE_URL, ENV_REGISTRATION_URL, Settings
 from walletpass_tui.runtime import instance
@@ -77,8 +78,9 @@ def draw_beside(
 
 
 def _environment(settings: Settings) -> dict[str, str]:
-    """This process's environment, and what its flags set that the dashboard reads (the
-    environment is never visible to other users, unlike a command line)."""
+    """This process's environment, and what its flags set that the dashboard reads, the debug
+    log's file included (the environment is never visible to other users, unlike a command
+    line)."""
     env = dict(os.environ)
     if settings.source_of("base_url") == "flag" and settings.base_url:
         env[ENV_BASE_URL] = settings.base_url
@@ -86,6 +88,9 @@ def _environment(settings: Settings) -> dict[str, str]:
         env[ENV_REGISTRATION_URL] = settings.registration_url
     if settings.source_of("api_key") == "flag" and settings.api_key:
         env[ENV_API_KEY] = settings.api_key.reveal()
+    log_file = logs.configured_path()
+    if log_file is not None:  # --log-file: the dashboard logs to the same file
+        env[logs.ENV_LOG] = str(log_file)
     return env
 
 
