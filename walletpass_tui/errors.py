@@ -31,6 +31,7 @@ to do. The command line prints ``walletpass-tui: error: <message>`` and exits wi
     ├── runtime.instance.InstanceError   the home's run directory cannot be used
     │   └── runtime.instance.AlreadyRunning  another receiver holds the home
     ├── runtime.control.ControlError     the control channel cannot be used, or refused
+    ├── runtime.draw_beside.DrawRefused  the receiver would not draw a dashboard beside it
     ├── runtime.demo.DemoError           the demo cannot start
     ├── schemas.errors.SchemaError       the payload schemas cannot be read or exported
     ├── tunnel.provider.TunnelUnavailable  the tunnel cannot start, and retrying will not help
