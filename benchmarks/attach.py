@@ -22,6 +22,9 @@ One ``walletpass-tui listen`` process, in one run:
 * Cost of looking: each attached dashboard's CPU (user + system time from ``/proc``, as a share
   of one core) over the attached rounds at 200/s, and the receiver's own in both kinds of round.
   Target: <= 5% of a core a dashboard.
+* Time to the first screen: from starting ``attach`` in a new tmux pane to its header on
+  screen, drawn beside the receiver and with ``--normal-priority`` (drawn in its own process),
+  alternating (``--starts`` each way).
 * Time to the screen: deliveries at a steady 100/s from a sender process (each 2xx's wall-clock
   time recorded), one attached dashboard in another process (headless, the real app over
   ``AttachedRuntime``) recording when each row is first drawn (``LogLines.paint_observer``).
@@ -365,6 +368,35 @@ def draw_phase(workdir: Path, rate: float, seconds: float) -> dict[str, Any]:
     }
 
 
+# -- time to the first screen ---------------------------------------------------------------------
+
+
+def start_phase(workdir: Path, runs: int) -> dict[str, list[float]]:
+    """Seconds from starting ``attach`` in a new tmux pane to its header on screen, drawn beside
+    the receiver and (``--normal-priority``) in the pane's own process, in alternating order."""
+    server = receiver.start("ours", workdir)
+    home = workdir / f"ours-{server.port}"
+    panes = Panes()
+    took: dict[str, list[float]] = {"beside": [], "here": []}
+    try:
+        for run in range(runs):
+            for kind in ("beside", "here") if run % 2 == 0 else ("here", "beside"):
+                name = f"start{run}{kind}"
+                started = time.monotonic()
+                flags = ("--normal-priority",) if kind == "here" else ()
+                panes.start(name, home, workdir / "xdg", *flags)
+                while "attached to listen" not in panes.tmux("capture-pane", "-p", "-t", name):
+                    if time.monotonic() - started > 60:
+                        raise SystemExit(f"{name}: the dashboard never appeared")
+                    time.sleep(0.01)
+                took[kind].append(time.monotonic() - started)
+                panes.quit([name])
+    finally:
+        panes.close()
+        server.stop()
+    return took
+
+
 # -- the report ---------------------------------------------------------------------------------------
 
 
@@ -374,17 +406,18 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds per round at 200/s")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds after attaching")
     parser.add_argument("--draw-seconds", type=float, default=30.0, help="seconds at 100/s")
-    parser.add_argument("--only", choices=("cost", "draw"), help="one half only")
+    parser.add_argument("--only", choices=("cost", "draw", "start"), help="one part only")
+    parser.add_argument("--starts", type=int, default=6, help="attaches timed each way (start)")
     parser.add_argument(
         "--no-peers", action="store_true", help="leave out the listener and burner rounds"
     )
     args = parser.parse_args()
-    if shutil.which("tmux") is None and args.only != "draw":
+    if shutil.which("tmux") is None and args.only != "draw":  # cost and start use it
         raise SystemExit("tmux is needed for the attached dashboards: apt-get install -y tmux")
     print(f"load before: {uptime()}", flush=True)
     workdir = Path(tempfile.mkdtemp(prefix="wp-attach-bench-"))
     try:
-        if args.only != "draw":
+        if args.only in (None, "cost"):
             print(f"listen ack p99 at 200/s, {args.rounds} rounds of {args.seconds:g} s each way:")
             cost = cost_phase(workdir, args.rounds, args.seconds, args.settle, not args.no_peers)
             alone = statistics.median(cost["p99"]["alone"])
@@ -416,7 +449,15 @@ def main() -> int:
                 f"{mine['alone']:.1f}% alone, {mine['attached']:.1f}% with two | <= 5% | "
                 f"{'met' if view <= 5 else 'NOT MET'} |"
             )
-        if args.only != "cost":
+        if args.only in (None, "start"):
+            took = start_phase(workdir, args.starts)
+            beside, here = (statistics.median(took[k]) * 1000 for k in ("beside", "here"))
+            print(
+                f"| `attach` started to its header on screen, drawn beside the receiver | "
+                f"{beside:.0f} ms (median of {args.starts}) | drawn in its own process "
+                f"(--normal-priority) {here:.0f} ms | {beside / here:.2f}x |"
+            )
+        if args.only in (None, "draw"):
             draw = draw_phase(workdir, 100, args.draw_seconds)
             delays = sorted(draw["delays_ms"])
             if delays:
