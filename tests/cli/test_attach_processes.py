@@ -50,6 +50,15 @@ class Terminal:
         # The pane stays after the command ends, so what it printed last can still be read.
         self.tmux("set-option", "-t", name, "remain-on-exit", "on")
 
+    def attach_then(self, name: str, home: Path, then: str) -> None:
+        """``attach`` on ``home`` in a new session, and the shell line ``then`` after it ends."""
+        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
+        line = (
+            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(home))} "
+            f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
+        )
+        self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", line)
+
     def screen(self, name: str) -> str:
         return self.tmux("capture-pane", "-p", "-t", name)
 
@@ -89,13 +98,11 @@ def test_sigterm_or_sighup_ends_the_dashboard_in_order(
     listen, _ = start_listen()
     after = tmp_path / "after.txt"
     try:
-        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
-        then = f"cat /proc/self/autogroup > {after} 2>&1; stty -a >> {after} 2>&1; sleep 60"
-        line = (
-            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} "
-            f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
+        terminal.attach_then(
+            "one",
+            clean_env,
+            f"cat /proc/self/autogroup > {after} 2>&1; stty -a >> {after} 2>&1; sleep 60",
         )
-        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
         terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
         shell = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
         viewer = int(
@@ -259,13 +266,9 @@ def test_a_killed_dashboard_gives_the_terminal_back_with_one_line(
     listen, _ = start_listen()
     after = tmp_path / "after.txt"
     try:
-        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
-        then = f"echo status=$? > {after}; stty -a >> {after} 2>&1; sleep 60"
-        line = (
-            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} "
-            f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
+        terminal.attach_then(
+            "one", clean_env, f"echo status=$? > {after}; stty -a >> {after} 2>&1; sleep 60"
         )
-        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
         terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
         (drawn,) = drawn_by(listen.proc.pid)
         os.kill(drawn, signal.SIGKILL)

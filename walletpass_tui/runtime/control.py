@@ -55,13 +55,14 @@ in ``control_server.py``, the client's timeouts in ``control_client.py``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import socket
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -315,6 +316,41 @@ def reachable_path(path: Path) -> Iterator[str]:
         yield f"/proc/self/fd/{fd}/{Path(text).name}"
     finally:
         os.close(fd)
+
+
+def bind_private(path: Path, backlog: int) -> socket.socket:
+    """A Unix socket listening at ``path`` (one left there before is replaced: the caller holds
+    the home), mode 0600, non-blocking."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with contextlib.suppress(FileNotFoundError):  # none left behind: nothing to remove
+            os.unlink(path)
+        with reachable_path(path) as where:
+            sock.bind(where)
+        os.chmod(path, 0o600)  # the 0700 directory already keeps others out
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def accept_each(
+    sock: socket.socket, what: str, serve: Callable[[socket.socket], Awaitable[None]]
+) -> None:
+    """``serve`` each connection ``sock`` accepts (non-blocking), one after another, until
+    cancelled; a failed accept (out of descriptors, say) is said in the log and tried again."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            conn, _ = await loop.sock_accept(sock)
+        except OSError as exc:  # the receiver goes on regardless
+            log.warning("%s: accept failed (%s)", what, exc)
+            await asyncio.sleep(0.1)
+            continue
+        conn.setblocking(False)
+        await serve(conn)
 
 
 def prune_cutoff(message: Mapping[str, Any], now_ms: int) -> int:

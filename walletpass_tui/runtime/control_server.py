@@ -19,10 +19,11 @@ from walletpass_tui.runtime.control import (
     MAX_TOLD,
     PROTOCOL,
     REQUESTS,
+    accept_each,
+    bind_private,
     decode,
     encode,
     peer_uid,
-    reachable_path,
 )
 
 log = logging.getLogger(__name__)
@@ -113,15 +114,8 @@ class ControlServer:
         self._watching = asyncio.create_task(self._watch(), name="control socket watch")
 
     def _bind(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = bind_private(self.path, 128)  # a burst of connections waits here, never refused
         try:
-            with contextlib.suppress(FileNotFoundError):  # no socket left behind: nothing to remove
-                os.unlink(self.path)
-            with reachable_path(self.path) as where:
-                sock.bind(where)
-            os.chmod(self.path, 0o600)  # the 0700 directory already keeps others out
-            sock.listen(128)  # a burst of connections waits here, never refused
-            sock.setblocking(False)
             self._bound = _identity(self.path)
         except BaseException:
             sock.close()
@@ -192,23 +186,17 @@ class ControlServer:
             viewer.send(encode(message))
 
     async def _accept(self, sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, _ = await loop.sock_accept(sock)
-            except OSError as exc:  # out of descriptors, say: the receiver goes on regardless
-                log.warning("control channel: accept failed (%s)", exc)
-                await asyncio.sleep(0.1)
-                continue
-            conn.setblocking(False)
-            if not self._admit(conn):
-                conn.close()
-                continue
-            try:
-                await loop.connect_accepted_socket(lambda: _Viewer(self), conn)
-            except OSError as exc:
-                log.debug("control channel: a viewer left at once (%s)", exc)
-                conn.close()
+        await accept_each(sock, "control channel", self._connect)
+
+    async def _connect(self, conn: socket.socket) -> None:
+        if not self._admit(conn):
+            conn.close()
+            return
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: _Viewer(self), conn)
+        except OSError as exc:
+            log.debug("control channel: a viewer left at once (%s)", exc)
+            conn.close()
 
     def _admit(self, conn: socket.socket) -> bool:
         try:

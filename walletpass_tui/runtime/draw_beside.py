@@ -50,7 +50,14 @@ from pathlib import Path
 from typing import Any
 
 from walletpass_tui.errors import WalletpassError
-from walletpass_tui.runtime.control import MAX_TEXT, decode, peer_uid, reachable_path
+from walletpass_tui.runtime.control import (
+    MAX_TEXT,
+    accept_each,
+    bind_private,
+    decode,
+    peer_uid,
+    reachable_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,20 +167,10 @@ class DrawServer:
         self._serving: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            with contextlib.suppress(FileNotFoundError):  # none left behind: nothing to remove
-                os.unlink(self.path)
-            with reachable_path(self.path) as where:
-                sock.bind(where)
-            os.chmod(self.path, 0o600)
-            sock.listen(16)
-            sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._accepting = asyncio.create_task(self._accept(sock), name="draw accept")
+        self._sock = sock = bind_private(self.path, 16)
+        self._accepting = asyncio.create_task(
+            accept_each(sock, "draw socket", self._start_serving), name="draw accept"
+        )
 
     async def stop(self) -> None:
         task, self._accepting = self._accepting, None
@@ -193,19 +190,10 @@ class DrawServer:
             with contextlib.suppress(FileNotFoundError):  # already gone
                 os.unlink(self.path)
 
-    async def _accept(self, sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, _ = await loop.sock_accept(sock)
-            except OSError as exc:  # out of descriptors, say: the receiver goes on regardless
-                log.warning("draw socket: accept failed (%s)", exc)
-                await asyncio.sleep(0.1)
-                continue
-            conn.setblocking(False)
-            task = asyncio.create_task(self._serve(conn), name="draw request")
-            self._serving.add(task)
-            task.add_done_callback(self._serving.discard)
+    async def _start_serving(self, conn: socket.socket) -> None:
+        task = asyncio.create_task(self._serve(conn), name="draw request")
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
 
     async def _serve(self, conn: socket.socket) -> None:
         try:
