@@ -224,3 +224,28 @@ async def test_ask_to_draw_carries_the_receiver_s_reason(served: DrawServer) -> 
     finally:
         os.close(r)
         os.close(w)
+
+
+async def test_connections_beyond_the_bound_are_answered_at_once_and_closed(
+    served: DrawServer,
+) -> None:
+    """Slow peers holding connections open never pile up descriptors in the receiver."""
+    before = open_fds()
+    held = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(20)]
+
+    def begin(sock: socket.socket) -> None:
+        sock.settimeout(10)
+        sock.connect(str(served.path))
+        sock.sendall(b'{"env"')  # begun, never finished
+
+    try:
+        for sock in held:  # on a thread: the receiver's loop is this test's
+            await asyncio.to_thread(begin, sock)
+        await until(lambda: served.refused >= 20 - draw_beside.MAX_WAITING)
+        assert len(served._serving) == draw_beside.MAX_WAITING
+        turned_away = await asyncio.to_thread(held[-1].recv, 4096)
+        assert turned_away == b'{"error": "too many requests at once; try again"}\n'
+    finally:
+        for sock in held:
+            sock.close()
+    await until(lambda: open_fds() == before)

@@ -23,9 +23,10 @@ directory; the peer's uid is checked as well (``SO_PEERCRED``). One request a co
        "config": "/abs/path" | null, "notices": ["...", ...]}
     receiver -> front   {"pid": N}   the dashboard started, or {"error": "reason"}; then closed
 
-Bounds: the request within REQUEST_TIMEOUT_S, at most MAX_REQUEST bytes, exactly FDS descriptors
-(any more are closed), the input and output a terminal, at most MAX_DRAWN dashboards started and
-still running at once, MAX_NOTICES notices of at most ``control.MAX_TEXT`` characters. The
+Bounds: MAX_WAITING requests read at once (another connection is answered at once and closed),
+each within REQUEST_TIMEOUT_S, at most MAX_REQUEST bytes, exactly FDS descriptors (any more are
+closed; none is inherited by another program), the input and output a terminal, at most
+MAX_DRAWN dashboards started and still running at once, MAX_NOTICES notices of at most ``control.MAX_TEXT`` characters. The
 dashboard runs ``python -P -m walletpass_tui attach`` of the receiver's own install on the
 receiver's home: the request names no program and no home. The environment is the front's (the
 same user's: its terminal type, colours, locale and config), less ``COLUMNS`` and ``LINES``,
@@ -66,9 +67,13 @@ FDS = 5  # input, output, error, the life pipe's read end, the done pipe's write
 MAX_REQUEST = 64 * 1024
 MAX_REPLY = 4096
 MAX_DRAWN = 16
+MAX_WAITING = 8  # requests being read at once; another connection is closed at once
 MAX_NOTICES = 4
 MAX_NAME = 200  # a theme's name
 REQUEST_TIMEOUT_S = 5.0
+
+
+_CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)  # descriptors received never inherited
 
 
 class DrawRefused(WalletpassError):
@@ -191,6 +196,12 @@ class DrawServer:
                 os.unlink(self.path)
 
     async def _start_serving(self, conn: socket.socket) -> None:
+        if len(self._serving) >= MAX_WAITING:
+            self.refused += 1
+            with contextlib.suppress(OSError):  # the peer may be gone: refused anyway
+                conn.send(b'{"error": "too many requests at once; try again"}\n')
+            conn.close()
+            return
         task = asyncio.create_task(self._serve(conn), name="draw request")
         self._serving.add(task)
         task.add_done_callback(self._serving.discard)
@@ -251,7 +262,7 @@ class DrawServer:
         while b"\n" not in data:
             await _readable(loop, conn)
             try:
-                chunk, got, flags, _ = socket.recv_fds(conn, MAX_REQUEST, FDS + 1)
+                chunk, got, flags, _ = socket.recv_fds(conn, MAX_REQUEST, FDS + 1, _CLOEXEC)
             except BlockingIOError:  # woken for nothing: wait again
                 continue
             fds.extend(got)
