@@ -414,8 +414,11 @@ def first_line(argv: list[str], env: dict[str, str], home: Path) -> str:
             shown = next((t for t in map(_text_of, list(lines)) if t), None)
             if shown:
                 return shown
-            if proc.poll() is not None:
+            if proc.poll() is not None:  # what it printed just before it ended may be unread
                 reader.join(timeout=5)
+                shown = next((t for t in map(_text_of, list(lines)) if t), None)
+                if shown:
+                    return shown
                 raise AssertionError(f"exited {proc.returncode} before printing: {''.join(lines)}")
             time.sleep(0.05)
         raise AssertionError(f"printed nothing within {START_DEADLINE_S:g} s")
