@@ -74,13 +74,15 @@ class Lines:
 class Proc:
     """A walletpass-tui process with its stdout and stderr read line by line."""
 
-    def __init__(self, *argv: str) -> None:
+    def __init__(self, *argv: str, own_session: bool = False) -> None:
+        """``own_session``: in a terminal session of its own, as in a terminal of its own."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "walletpass_tui", *argv],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=dict(os.environ),
+            start_new_session=own_session,
         )
         self.out = Lines(self.proc.stdout)
         self.err = Lines(self.proc.stderr)
@@ -96,11 +98,15 @@ class Proc:
             self.proc.wait()
 
 
-def start_listen(*args: str, port: int | None = None, secret: str = SECRET) -> tuple[Proc, str]:
+def start_listen(
+    *args: str, port: int | None = None, secret: str = SECRET, own_session: bool = False
+) -> tuple[Proc, str]:
     """``listen --json`` on ``port`` (default: a free one); (the process, its URL) once it is
-    ready."""
+    ready. ``own_session``: as ``Proc``'s."""
     port = port or free_port()
-    proc = Proc("listen", "--port", str(port), "--json", "--secret", secret, *args)
+    proc = Proc(
+        "listen", "--port", str(port), "--json", "--secret", secret, *args, own_session=own_session
+    )
     proc.err.until(lambda line: line.startswith("History:"))
     return proc, f"http://127.0.0.1:{port}/webhooks"
 

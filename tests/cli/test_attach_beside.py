@@ -15,6 +15,8 @@ from pathlib import Path
 
 from process_helpers import DEADLINE_S
 
+from walletpass_tui.cli.attach_beside import Starving
+
 # The stand-in dashboard: records each signal, ignores SIGTERM unless told to end on it, and
 # writes "7" to the done pipe when it ends on SIGHUP.
 DASHBOARD = textwrap.dedent(
@@ -132,3 +134,30 @@ def test_a_dashboard_that_ends_without_its_status_is_one_sentence(tmp_path: Path
     assert front.returncode == 1
     assert out.startswith("The dashboard stopped before it finished (was it killed?).")
     assert "--normal-priority" in out
+
+
+def starving_over(waits_ms: list[int]) -> list[bool]:
+    """``Starving`` fed one reading every 0.5 s: the time waited to run so far, in ms."""
+    now = [0.0]
+    readings = iter(waits_ms)
+    starving = Starving(0, read=lambda: next(readings) * 1_000_000, clock=lambda: now[0])
+    said = []
+    for _ in waits_ms:
+        said.append(starving.starved())
+        now[0] += 0.5
+    return said
+
+
+def test_a_dashboard_counts_as_starving_only_after_waiting_most_of_three_seconds() -> None:
+    # Waiting 400 ms of every 500 ms: starving once 2.5 s of it were seen, not before.
+    assert starving_over([400 * i for i in range(8)]) == [False] * 5 + [True] * 3
+    # Busy but running: waiting 100 ms of every 500 ms never counts, however long.
+    assert starving_over([100 * i for i in range(20)]) == [False] * 20
+    # A start that waited, then ran: the wait falls out of the window.
+    waits = [0, 500, 1000, 1500, 1600, 1700, 1800, 1900, 2000]
+    assert starving_over(waits)[-1] is False
+
+
+def test_a_dashboard_whose_waits_cannot_be_read_never_counts_as_starving() -> None:
+    starving = Starving(0, read=lambda: None)
+    assert [starving.starved() for _ in range(10)] == [False] * 10

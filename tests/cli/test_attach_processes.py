@@ -95,7 +95,7 @@ def test_sigterm_or_sighup_ends_the_dashboard_in_order(
 ) -> None:
     """The terminal is given back usable (echo and line input on) and, where autogroups exist,
     the session its earlier priority."""
-    listen, _ = start_listen()
+    listen, _ = start_listen(own_session=True)
     after = tmp_path / "after.txt"
     try:
         terminal.attach_then(
@@ -127,7 +127,7 @@ def test_sigterm_or_sighup_ends_the_dashboard_in_order(
 def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
     clean_env: Path, terminal: Terminal
 ) -> None:
-    listen, url = start_listen()
+    listen, url = start_listen(own_session=True)
     try:
         pid = listen.proc.pid
         terminal.start("one", ["attach"], clean_env)
@@ -168,7 +168,7 @@ def test_attach_and_a_plain_dashboard_follow_listen_in_real_terminals(
             terminal.wait_for(name, "receiver stopped; showing the history")
             assert "msg_resumed" in terminal.screen(name)
 
-        again, again_url = start_listen()
+        again, again_url = start_listen(own_session=True)
         try:
             terminal.wait_for("one", f"attached to listen, pid {again.proc.pid}")
             assert post(again_url, "msg_back", BODY) == 200
@@ -211,7 +211,7 @@ def test_a_dashboard_drawn_beside_listen_ends_with_its_terminal_s_process(
 ) -> None:
     """Killed outright, the ``attach`` in the terminal takes the dashboard drawn for it along:
     nothing keeps drawing on a terminal that went back to its shell."""
-    listen, _ = start_listen()
+    listen, _ = start_listen(own_session=True)
     try:
         terminal.start("one", ["attach"], clean_env)
         terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
@@ -234,7 +234,7 @@ def test_what_attach_s_flags_set_reaches_the_dashboard_drawn_beside_never_its_co
     user can read; the dashboard's debug log goes to the file attach was given."""
     key = "wp_test_key_never_in_ps_1234567890"
     log_file = tmp_path / "debug.log"
-    listen, _ = start_listen()
+    listen, _ = start_listen(own_session=True)
     try:
         argv = ["attach", "--api-key", key, "--base-url", "http://127.0.0.1:9/api"]
         terminal.start("one", [*argv, "--log-file", str(log_file)], clean_env)
@@ -260,10 +260,49 @@ def test_what_attach_s_flags_set_reaches_the_dashboard_drawn_beside_never_its_co
         listen.kill()
 
 
+HOG = "import time\nwhile True: time.perf_counter()"
+
+
+def test_a_dashboard_that_gets_no_cpu_beside_listen_is_drawn_in_its_terminal_instead(
+    clean_env: Path, terminal: Terminal
+) -> None:
+    """At the idle policy a dashboard gives way to all the work of the receiver's session: busy
+    work there (two CPU hogs beside a listen started in this test's session) leaves it none.
+    Its attach ends it and draws the dashboard itself, saying why."""
+    listen, url = start_listen()  # in this test's session, where the hogs run
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        terminal.start("one", ["attach"], clean_env)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        # On a machine already busy in this session, it was replaced before it was seen.
+        for drawn in drawn_by(listen.proc.pid):
+            hogs = [
+                subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(os.cpu_count() or 2)
+            ]
+            deadline = time.monotonic() + DEADLINE_S
+            while running(drawn):
+                assert time.monotonic() < deadline, "the starving dashboard was never replaced"
+                time.sleep(0.1)
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        terminal.wait_for("one", "too busy")  # the notice, wrapped in its toast
+        front = int(terminal.tmux("display-message", "-p", "-t", "one", "#{pane_pid}"))
+        assert drawn_by(listen.proc.pid) == []
+        assert post(url, "msg_here", BODY) == 200
+        terminal.wait_for("one", "msg_here")  # the dashboard drawn by attach itself
+        assert not terminal.ended("one") and running(front)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        listen.kill()
+
+
 def test_a_killed_dashboard_gives_the_terminal_back_with_one_line(
     clean_env: Path, terminal: Terminal, tmp_path: Path
 ) -> None:
-    listen, _ = start_listen()
+    listen, _ = start_listen(own_session=True)
     after = tmp_path / "after.txt"
     try:
         terminal.attach_then(
@@ -299,7 +338,7 @@ def test_a_pause_made_in_an_attached_dashboard_ends_when_it_closes(
 ) -> None:
     """With nobody looking, a pause left behind would answer every delivery 503: it is the
     dashboard's, said by listen while it lasts, named by trigger's error with how to lift it."""
-    listen, url = start_listen()
+    listen, url = start_listen(own_session=True)
     try:
         terminal.start("one", ["attach"], clean_env)
         terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")

@@ -7,7 +7,10 @@ receiver runs in another terminal session, and the receiver serves the draw sock
 or when the receiver refuses, the dashboard is drawn in the front's own process, giving way as
 ``give_way.py`` says. While the dashboard runs, the front hands it the terminal's resizes
 (SIGWINCH) and its own stop signals (SIGTERM, SIGHUP; SIGINT as SIGTERM), and ends with its exit
-status; a second stop signal ends the front at once (exit 130), the terminal restored. A dashboard that ends without one (killed) leaves the terminal as the front found it.
+status; a second stop signal ends the front at once (exit 130), the terminal restored. At the
+idle policy the dashboard gives way to all the work of the receiver's terminal session, not only
+to the receiver: when it waits to run most of 3 s (other work busy there), the front ends it,
+restores the terminal and draws the dashboard in its own process instead, saying why. A dashboard that ends without one (killed) leaves the terminal as the front found it.
 The dashboard ends when its front is gone, killed included (the life pipe's end of file).
 """
 
@@ -16,11 +19,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import stat
 import sys
 import termios
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -33,6 +39,14 @@ from walletpass_tui.runtime.draw_beside import Drawn, DrawRefused, DrawRequest, 
 
 log = logging.getLogger(__name__)
 
+STARVED = (
+    "This dashboard is drawn by this terminal's own process: the receiver's terminal session was "
+    "too busy with other work to draw it beside the receiver."
+)
+
+LOOK_S = 0.5  # how often the front looks whether the dashboard gets CPU
+STARVED_WINDOW_S = 3.0
+STARVED_SHARE = 0.6  # waiting to run this share of the window: starving
 MAX_STATUS = 16  # bytes of the exit status read from the done pipe
 # What a full-screen app leaves behind if it is killed: the alternate screen, a hidden cursor,
 # mouse reporting, bracketed paste. Written back to usual when a dashboard ends without a status.
@@ -51,9 +65,10 @@ def draw_beside(
     theme: str | None,
     notices: Sequence[str],
     config: str | None = None,
-) -> int | None:
+) -> int | str | None:
     """The dashboard drawn beside the receiver and waited for: its exit status. None where it
-    was not drawn there (the caller draws it here). ``config``: the --config given, if one was."""
+    was not drawn there, or a notice (``STARVED``) where it was ended there because it got no
+    CPU: the caller draws it here. ``config``: the --config given, if one was."""
     if not (os.isatty(0) and os.isatty(1)) or _same_session(record.pid):
         return None
     try:
@@ -74,7 +89,11 @@ def draw_beside(
         return None
     if drawn is None:
         return None
-    return wait_for(drawn, saved)
+    status = wait_for(drawn, saved)
+    if status is None:
+        log.info("the dashboard drawn beside the receiver got no CPU; drawn here instead")
+        return STARVED
+    return status
 
 
 def _environment(settings: Settings) -> dict[str, str]:
@@ -103,14 +122,25 @@ def _same_session(pid: int) -> bool:
         return True
 
 
-def wait_for(drawn: Drawn, saved: list[Any] | None) -> int:
+def wait_for(drawn: Drawn, saved: list[Any] | None, starving: Starving | None = None) -> int | None:
     """Wait for the dashboard's exit status, handing it resizes and stop signals meanwhile; a
-    second stop signal ends the wait (KeyboardInterrupt), the terminal restored."""
+    second stop signal ends the wait (KeyboardInterrupt), the terminal restored. None: the
+    dashboard got no CPU (``starving``), so it was ended and the terminal restored."""
     target = _Target(drawn.pid)
+    starving = starving or Starving(drawn.pid)
     before = {sig: signal.signal(sig, target.forward) for sig in FORWARDED}
     try:
         status = bytearray()
-        while chunk := os.read(drawn.done, MAX_STATUS):  # retried after each signal handled
+        while True:
+            if not select.select([drawn.done], [], [], LOOK_S)[0]:  # retried after a signal
+                if starving.starved():
+                    target.kill()  # it runs no more of its own code, nothing more is drawn
+                    _restore(saved)
+                    return None
+                continue
+            chunk = os.read(drawn.done, MAX_STATUS)
+            if not chunk:
+                break
             status += chunk
             del status[:-MAX_STATUS]
     except KeyboardInterrupt:
@@ -129,6 +159,44 @@ def wait_for(drawn: Drawn, saved: list[Any] | None) -> int:
             "The dashboard stopped before it finished (was it killed?). Run the same command "
             "again, or add --normal-priority to draw it in this terminal's own process."
         ) from None
+
+
+class Starving:
+    """Whether a dashboard at the idle policy gets no CPU: other work busy in the receiver's
+    terminal session takes it all (the idle policy gives way to any of it, not only to the
+    receiver). Read from ``/proc/<pid>/schedstat``: the time it waited to run, over the last
+    ``STARVED_WINDOW_S``; where that cannot be read, it never counts as starving."""
+
+    def __init__(
+        self,
+        pid: int,
+        read: Callable[[], int | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read or (lambda: _waited_ns(pid))
+        self._clock = clock
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def starved(self) -> bool:
+        waited = self._read()
+        if waited is None:
+            return False
+        now = self._clock()
+        self._samples.append((now, waited))
+        while now - self._samples[0][0] > STARVED_WINDOW_S:
+            self._samples.popleft()
+        then, before = self._samples[0]
+        span = now - then
+        return span >= STARVED_WINDOW_S * 0.8 and (waited - before) / 1e9 >= STARVED_SHARE * span
+
+
+def _waited_ns(pid: int) -> int | None:
+    """How long ``pid`` waited for a CPU so far, in ns (None: not readable)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):  # no schedstat here, or gone: never starving
+        return None
 
 
 def _restore(saved: list[Any] | None) -> None:
@@ -162,6 +230,13 @@ class _Target:
                 signal.pidfd_send_signal(self.pidfd, FORWARDED[sig])
             else:
                 os.kill(self.pid, FORWARDED[sig])
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
         if self.pidfd is not None:

@@ -157,8 +157,10 @@ def run_attached(
         from walletpass_tui.cli.attach_beside import draw_beside
 
         status = draw_beside(settings, record, theme, notices, config)
-        if status is not None:
+        if isinstance(status, int):
             return status
+        if status is not None:  # drawn beside it, but starved there: drawn here, saying why
+            notices = (*notices, status)
     way = GivingWay() if give_way else None
     if way is not None:
         way.start(record.pid)
