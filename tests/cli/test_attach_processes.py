@@ -260,6 +260,26 @@ def test_what_attach_s_flags_set_reaches_the_dashboard_drawn_beside_never_its_co
         listen.kill()
 
 
+def test_attach_from_a_removed_working_directory_is_drawn_beside_listen(
+    clean_env: Path, terminal: Terminal, tmp_path: Path
+) -> None:
+    listen, _ = start_listen(own_session=True)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    try:
+        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
+        line = (
+            f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec env -u COLUMNS "
+            f"-u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} TERM=xterm-256color "
+            f"{dashboard}"
+        )
+        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
+        terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
+        assert len(drawn_by(listen.proc.pid)) == 1
+    finally:
+        listen.kill()
+
+
 HOG = "import time\nwhile True: time.perf_counter()"
 
 

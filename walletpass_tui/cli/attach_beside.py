@@ -77,7 +77,7 @@ def draw_beside(
         return None
     request = DrawRequest(
         env=_environment(settings),
-        cwd=os.getcwd(),
+        cwd=_working_directory(settings.home),
         theme=theme,
         config=str(Path(config).resolve()) if config is not None else None,
         notices=tuple(notices),
@@ -111,6 +111,14 @@ def _environment(settings: Settings) -> dict[str, str]:
     if log_file is not None:  # --log-file: the dashboard logs to the same file
         env[logs.ENV_LOG] = str(log_file)
     return env
+
+
+def _working_directory(home: Path) -> str:
+    """This process's working directory, or the home where it was removed meanwhile."""
+    try:
+        return os.getcwd()
+    except OSError:  # removed under the shell: the dashboard starts in the home instead
+        return str(Path(home).absolute())
 
 
 def _same_session(pid: int) -> bool:
