@@ -50,11 +50,12 @@ class Terminal:
         # The pane stays after the command ends, so what it printed last can still be read.
         self.tmux("set-option", "-t", name, "remain-on-exit", "on")
 
-    def attach_then(self, name: str, home: Path, then: str) -> None:
-        """``attach`` on ``home`` in a new session, and the shell line ``then`` after it ends."""
+    def attach_then(self, name: str, home: Path, then: str, before: str = "") -> None:
+        """``attach`` on ``home`` in a new session, the shell line ``before`` run first and
+        ``then`` after it ends."""
         dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
         line = (
-            f"exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(home))} "
+            f"{before}exec env -u COLUMNS -u LINES WALLETPASS_HOME={shlex.quote(str(home))} "
             f"TERM=xterm-256color sh -c {shlex.quote(dashboard + '; ' + then)}"
         )
         self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", line)
@@ -267,13 +268,10 @@ def test_attach_from_a_removed_working_directory_is_drawn_beside_listen(
     gone = tmp_path / "gone"
     gone.mkdir()
     try:
-        dashboard = shlex.join([sys.executable, "-m", "walletpass_tui", "attach"])
-        line = (
-            f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec env -u COLUMNS "
-            f"-u LINES WALLETPASS_HOME={shlex.quote(str(clean_env))} TERM=xterm-256color "
-            f"{dashboard}"
+        where = shlex.quote(str(gone))
+        terminal.attach_then(
+            "one", clean_env, "sleep 60", before=f"cd {where} && rmdir {where} && "
         )
-        terminal.tmux("new-session", "-d", "-s", "one", "-x", "120", "-y", "36", line)
         terminal.wait_for("one", f"attached to listen, pid {listen.proc.pid}")
         assert len(drawn_by(listen.proc.pid)) == 1
     finally:
