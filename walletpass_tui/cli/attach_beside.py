@@ -7,11 +7,12 @@ receiver runs in another terminal session, and the receiver serves the draw sock
 or when the receiver refuses, the dashboard is drawn in the front's own process, giving way as
 ``give_way.py`` says. While the dashboard runs, the front hands it the terminal's resizes
 (SIGWINCH) and its own stop signals (SIGTERM, SIGHUP; SIGINT as SIGTERM), and ends with its exit
-status; a second stop signal ends the front at once (exit 130), the terminal restored. At the
+status; a second stop signal ends the front at once (exit 130), the terminal restored. A
+dashboard that ends without a status (killed) leaves the terminal as the front found it. At the
 idle policy the dashboard gives way to all the work of the receiver's terminal session, not only
 to the receiver: when it waits to run most of 3 s (other work busy there), the front ends it,
-restores the terminal and draws the dashboard in its own process instead, saying why. A dashboard that ends without one (killed) leaves the terminal as the front found it.
-The dashboard ends when its front is gone, killed included (the life pipe's end of file).
+restores the terminal and draws the dashboard in its own process instead, saying why. The
+dashboard ends when its front is gone, killed included (the life pipe's end of file).
 """
 
 from __future__ import annotations
@@ -233,18 +234,17 @@ class _Target:
             self.stops += 1
             if self.stops > 1:  # the dashboard did not end on the first: stop waiting for it
                 raise KeyboardInterrupt
-        with contextlib.suppress(OSError):  # it ended meanwhile: its status comes next
-            if self.pidfd is not None:
-                signal.pidfd_send_signal(self.pidfd, FORWARDED[sig])
-            else:
-                os.kill(self.pid, FORWARDED[sig])
+        self.send(FORWARDED[sig])
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):  # it ended meanwhile
+        self.send(signal.SIGKILL)
+
+    def send(self, sig: int) -> None:
+        with contextlib.suppress(OSError):  # it ended meanwhile: its status comes next
             if self.pidfd is not None:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(self.pidfd, sig)
             else:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self.pid, sig)
 
     def close(self) -> None:
         if self.pidfd is not None:
